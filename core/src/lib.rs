@@ -1,0 +1,26 @@
+//! # walab-core
+//!
+//! The pure logic of a write-ahead log, with no I/O, no clock and no async runtime.
+//!
+//! Everything here is a value or a state machine. Time comes in as an argument
+//! ([`time::Nanos`]); bytes come in as slices and go out as actions for a driver to
+//! perform. The same code runs inside the browser (compiled to WebAssembly, driven by
+//! a simulated device) and inside the native `walab` binary (driven by real files,
+//! an object store or Postgres). Because nothing here reads a clock or a file, a
+//! scenario plus a seed always produces the same trace, bit for bit, on every target.
+//!
+//! Map of the crate:
+//! - [`time`]: integer nanoseconds, so that ties such as "a write arrives exactly when a
+//!   sync completes" are exact.
+//! - [`checksum`]: CRC32C (LevelDB, RocksDB, the tiny store) and CRC32 (the stream WAL).
+//! - [`codec`]: the record formats: the tiny store's, LevelDB/RocksDB's, the stream WAL's frame.
+//! - [`tiny_store`]: the 24-write scenario every Part of the teaching page follows.
+//! - [`rng`]: a small seeded generator, identical on every platform.
+
+#![forbid(unsafe_code)]
+
+pub mod checksum;
+pub mod codec;
+pub mod rng;
+pub mod time;
+pub mod tiny_store;

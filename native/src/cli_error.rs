@@ -1,0 +1,56 @@
+//! How the CLI reports failure.
+//!
+//! A command returns `Result<ExitCode, CliError>`. A `CliError` is either a usage
+//! problem (bad flag value, unreadable file: exit 2) or a failure found while running
+//! (exit 1). Either way the user sees exactly one line on stderr, lowercase, naming the
+//! subject first: `walab: wal-5: checksum mismatch at byte 82`.
+
+use std::fmt;
+use std::process::ExitCode;
+
+/// A failure with the exit code it deserves.
+#[derive(Debug)]
+pub enum CliError {
+    /// Bad arguments or an input that cannot be read at all: exit 2.
+    Usage(String),
+    /// The command ran and found a problem: exit 1.
+    Failed(String),
+}
+
+impl CliError {
+    pub fn usage(message: impl Into<String>) -> CliError {
+        CliError::Usage(message.into())
+    }
+
+    pub fn failed(message: impl Into<String>) -> CliError {
+        CliError::Failed(message.into())
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CliError::Usage(message) | CliError::Failed(message) => f.write_str(message),
+        }
+    }
+}
+
+impl From<anyhow::Error> for CliError {
+    fn from(error: anyhow::Error) -> CliError {
+        CliError::Failed(format!("{error:#}"))
+    }
+}
+
+/// Prints the error line, if any, and turns the result into the process's exit code.
+pub fn finish(result: Result<ExitCode, CliError>) -> ExitCode {
+    match result {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("walab: {error}");
+            match error {
+                CliError::Usage(_) => ExitCode::from(2),
+                CliError::Failed(_) => ExitCode::from(1),
+            }
+        }
+    }
+}
