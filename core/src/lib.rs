@@ -14,6 +14,8 @@
 //!   sync completes" are exact.
 //! - [`checksum`]: CRC32C (LevelDB, RocksDB, the tiny store) and CRC32 (the stream WAL).
 //! - [`codec`]: the record formats: the tiny store's, LevelDB/RocksDB's, the stream WAL's frame.
+//! - [`scan`]: the recovery scan (RECOVER_SCAN), which keeps every record up to the first
+//!   one that fails a check and says why it stopped.
 //! - [`tiny_store`]: the 24-write scenario every Part of the teaching page follows.
 //! - [`rng`]: a small seeded generator, identical on every platform.
 
@@ -22,5 +24,6 @@
 pub mod checksum;
 pub mod codec;
 pub mod rng;
+pub mod scan;
 pub mod time;
 pub mod tiny_store;

@@ -30,6 +30,7 @@ pub const OP_DEL: u8 = 0;
 
 /// One decoded write.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct TinyRecord {
     pub seq: u64,
     pub op: Op,
