@@ -18,11 +18,13 @@
 //!   one that fails a check and says why it stopped.
 //! - [`tiny_store`]: the 24-write scenario every Part of the teaching page follows.
 //! - [`rng`]: a small seeded generator, identical on every platform.
+//! - [`group_commit`]: the sans-IO group-commit machine every WAL driver runs (Part 5).
 
 #![forbid(unsafe_code)]
 
 pub mod checksum;
 pub mod codec;
+pub mod group_commit;
 pub mod rng;
 pub mod scan;
 pub mod time;

@@ -1,0 +1,1246 @@
+//! Group commit as a sans-IO state machine.
+//!
+//! # Why group commit exists
+//!
+//! A record is durable only after a sync (an `fdatasync`, a stored PUT, a committed
+//! INSERT) has returned, and a sync costs a fixed latency L no matter how many bytes it
+//! carries. A log that syncs once per write can therefore acknowledge at most 1 / L
+//! writes a second: a thousand a second at L = 1 ms, however fast the rest of the engine
+//! is. But one sync makes durable *every* byte written before it, so writers can share
+//! it. Group commit is the bookkeeping that lets them: while one sync runs, the writers
+//! that arrive queue up; when it returns, the next "leader" takes the whole queue as one
+//! batch, writes it in one go and syncs once. Nobody waits on purpose, no timer is
+//! needed, and at high load the batches grow by themselves until each sync carries about
+//! `rate x L` writes. A writer waits for the rest of the sync in progress (0 to L) plus
+//! its own (L): between L and 2L.
+//!
+//! # Why it is a state machine with no I/O
+//!
+//! The same decisions must be made in the browser's simulation (a simulated disk, a
+//! simulated clock) and in the native binary (a real file, a real S3 bucket, a real
+//! Postgres). So this module makes the decisions and performs nothing. Following the
+//! style of `quinn-proto` and `str0m`, [`GroupCommit`] takes *inputs* (an append, a
+//! timeout, the completion of a persist) with the current time passed in, and hands out
+//! *actions* (persist this batch, acknowledge these writers, fail these writers) for a
+//! driver to carry out. It never reads a clock and never blocks.
+//!
+//! # The contract for drivers
+//!
+//! A driver owns the storage and the clock and loops like this:
+//!
+//! 1. Feed every input that happened at instant `now`:
+//!    - a writer's record: [`GroupCommit::handle_append`]`(now, segment, bytes)`, which
+//!      returns the writer's [`Ticket`] (keep it: acknowledgements name tickets) or a
+//!      typed refusal ([`AppendError`]: backpressure, too many waiters, failed log);
+//!    - a finished persist: [`GroupCommit::handle_persisted`]`(now, batch, result)`;
+//!    - the deadline from [`GroupCommit::poll_timeout`] passing:
+//!      [`GroupCommit::handle_timeout`]`(now)`.
+//! 2. Drain [`GroupCommit::poll_action`] until it returns `None`, and perform each
+//!    [`Action`]:
+//!    - [`Action::Persist`]: write the batch's bytes at `offset` of log segment `segment`
+//!      and make them durable; when that has *returned*, call `handle_persisted` with
+//!      the batch's id. What "persisted" means is the backend's business: for a file it
+//!      is `pwrite` + `fdatasync` both returned; for S3 the PUT of the batch's object
+//!      returned 200; for Postgres the `COMMIT` of the batch's INSERT returned.
+//!    - [`Action::Write`]: hand the bytes to the OS (page cache) without syncing; no
+//!      completion is expected. Only the acknowledge-before-sync policies emit it.
+//!    - [`Action::Sync`]: make everything written so far to `segment` durable (the
+//!      periodic policy's background sync); report with `handle_persisted`.
+//!    - [`Action::Ack`]: tell these writers OK. Only now may they apply their change
+//!      and make it visible.
+//!    - [`Action::Fail`]: tell these writers their outcome is *unknown* (Part 3 of the
+//!      teaching page: the bytes may or may not be on the disk).
+//! 3. Sleep until the next input or until [`GroupCommit::poll_timeout`].
+//!
+//! A simulator feeds *all* inputs that share an instant before polling; that is what
+//! makes the page's tie rule hold (below). A real driver has no exact ties and may poll
+//! after every input.
+//!
+//! # Policies
+//!
+//! - [`Policy::PerWrite`]: each record is its own batch. The ceiling is 1 / L writes a
+//!   second, and beyond it the queue grows without limit.
+//! - [`Policy::Group`]: the page's `GROUP_COMMIT_WRITE`, leader and followers. A batch
+//!   is formed whenever a persist slot is free, from everything queued. **Tie rule:** a
+//!   record that arrives at the very instant a persist completes is *not* covered by it
+//!   (its bytes were not written when that persist began) and joins the batch the next
+//!   leader forms at that same instant. Because batches are formed when the driver
+//!   polls, not when an input arrives, that holds whatever order the driver feeds the
+//!   simultaneous inputs in.
+//! - [`Policy::Window`]: wait on purpose. The window opens when the first record reaches
+//!   an empty batch and closes `window` later or as soon as the batch holds
+//!   `batch_bytes_max` bytes, whichever comes first. A record arriving exactly as the
+//!   window closes opens the next window. With `inflight_max > 1` this is also the
+//!   stream WAL's "batch interval + max bytes per batch" for S3 and Postgres.
+//! - [`Policy::NoSync`]: acknowledge as soon as the bytes are handed to the OS; the
+//!   OS writes them back whenever it likes. A power loss can take everything not yet
+//!   written back.
+//! - [`Policy::Periodic`]: acknowledge on write, and sync every `interval` in the
+//!   background (InnoDB's `innodb_flush_log_at_trx_commit = 2`, PostgreSQL's
+//!   `synchronous_commit = off`). A power loss can take up to about one interval.
+//!
+//! # Pipelining and ordered acknowledgements
+//!
+//! A local file has one persist in flight at a time (`inflight_max = 1`): its syncs
+//! serialize anyway. An object store or a database accepts several concurrent requests,
+//! so their WALs keep up to `inflight_max` (4 by default in the stream store) batches in
+//! flight. Batches can then *complete* out of order, but acknowledgements are released
+//! strictly in submission order: a batch is acknowledged only when it and every batch
+//! before it are durable, because a reader of the log must never see a hole.
+//!
+//! # Failure is fatal
+//!
+//! A failed persist (EIO from `fdatasync`, a failed PUT, a failed COMMIT) is never
+//! retried here. Linux may already have marked the pages clean, so a retried sync
+//! "succeeds" without writing anything (Part 3, "fsyncgate"). The machine fails the
+//! batch's writers *and every later one* (their bytes follow a hole), refuses further
+//! appends with [`AppendError::Failed`], and stays that way until the driver recovers
+//! from what is on the storage and builds a new machine ([`GroupCommit::resume`]).
+//! Batches submitted *before* the failed one may still complete and be acknowledged:
+//! they do not depend on it.
+//!
+//! # Segments
+//!
+//! Every record names the log segment it belongs to. A batch never crosses a segment
+//! boundary: a record for a different segment closes the open batch first, so a segment
+//! switch always falls between batches and each persist touches exactly one file.
+//!
+//! # Bounds
+//!
+//! Every queue has a named bound. At most `inflight_max` batches persist at once; at
+//! most `waiters_max` appends wait for their acknowledgement; the bytes appended but not
+//! yet durable never exceed `unflushed_bytes_max` (an append that would pass it is
+//! refused with [`AppendError::Backpressure`] and may be retried once acknowledgements
+//! have freed room); a batch never exceeds `batch_bytes_max` (a single record larger than
+//! that travels alone).
+
+use std::collections::VecDeque;
+use std::fmt;
+
+use crate::time::Nanos;
+
+/// One append's place in the acknowledgement order. Tickets are handed out 1, 2, 3, ...
+/// in append order (or from [`GroupCommit::resume`]'s starting value).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(transparent))]
+pub struct Ticket(pub u64);
+
+/// A batch's number: B1, B2, ... in the order batches are formed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(transparent))]
+pub struct BatchId(pub u64);
+
+impl fmt::Display for BatchId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "B{}", self.0)
+    }
+}
+
+/// A contiguous run of tickets, `first ..= last` (`count` of them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Tickets {
+    pub first: Ticket,
+    pub count: u64,
+}
+
+impl Tickets {
+    pub const fn empty_at(first: Ticket) -> Tickets {
+        Tickets { first, count: 0 }
+    }
+
+    /// The last ticket in the run; `None` when the run is empty.
+    pub fn last(&self) -> Option<Ticket> {
+        self.count.checked_sub(1).map(|offset| Ticket(self.first.0 + offset))
+    }
+
+    /// The ticket just after the run.
+    pub fn end(&self) -> Ticket {
+        Ticket(self.first.0 + self.count)
+    }
+
+    pub fn contains(&self, ticket: Ticket) -> bool {
+        ticket.0 >= self.first.0 && ticket.0 < self.first.0 + self.count
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = Ticket> {
+        (self.first.0..self.first.0 + self.count).map(Ticket)
+    }
+}
+
+/// When writers are acknowledged, and what gathers them into batches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case", tag = "policy"))]
+pub enum Policy {
+    /// One persist per record, acknowledged after it.
+    PerWrite,
+    /// Leader/follower group commit: a batch forms whenever a persist slot is free.
+    Group,
+    /// A batch closes `window` after its first record or at `batch_bytes_max`.
+    Window { window: Nanos },
+    /// Acknowledge once the bytes are handed to the OS; never sync.
+    NoSync,
+    /// Acknowledge once handed to the OS; sync in the background every `interval`.
+    Periodic { interval: Nanos },
+}
+
+impl Policy {
+    /// True when a writer is acknowledged only after its record is durable.
+    pub fn syncs_before_ack(&self) -> bool {
+        matches!(self, Policy::PerWrite | Policy::Group | Policy::Window { .. })
+    }
+}
+
+/// The machine's settings. [`Config::file`] and [`Config::remote`] give the defaults for
+/// a local file and for an object store or database.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Config {
+    pub policy: Policy,
+    /// Batches persisting at the same time (1 for a file, 4 for S3 and Postgres).
+    pub inflight_max: usize,
+    /// A batch closes rather than grow past this many bytes.
+    pub batch_bytes_max: usize,
+    /// Bytes appended but not yet durable; an append that would exceed it is refused.
+    /// Applies to the policies that sync before acknowledging.
+    pub unflushed_bytes_max: usize,
+    /// Appends waiting for their acknowledgement; one more is refused.
+    pub waiters_max: usize,
+}
+
+impl Config {
+    /// A local log file: one sync at a time, 1 MiB batches, 128 MiB unflushed.
+    pub const fn file(policy: Policy) -> Config {
+        Config {
+            policy,
+            inflight_max: 1,
+            batch_bytes_max: 1 << 20,
+            unflushed_bytes_max: 128 << 20,
+            waiters_max: 1 << 20,
+        }
+    }
+
+    /// The stream store's object-store and Postgres WALs: 4 batches in flight, 1 MiB
+    /// batches, 128 MiB unflushed (seeds/001's defaults).
+    pub const fn remote(policy: Policy) -> Config {
+        Config { inflight_max: 4, ..Config::file(policy) }
+    }
+
+    /// Checks every setting; a machine is only built from a valid config.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.inflight_max == 0 {
+            return Err(ConfigError::InflightMaxZero);
+        }
+        if self.batch_bytes_max == 0 {
+            return Err(ConfigError::BatchBytesMaxZero);
+        }
+        if self.unflushed_bytes_max < self.batch_bytes_max {
+            return Err(ConfigError::UnflushedBelowBatch);
+        }
+        if self.waiters_max == 0 {
+            return Err(ConfigError::WaitersMaxZero);
+        }
+        match self.policy {
+            Policy::Window { window } if window == Nanos::ZERO => Err(ConfigError::WindowZero),
+            Policy::Periodic { interval } if interval == Nanos::ZERO => Err(ConfigError::IntervalZero),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// A setting that makes no sense.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConfigError {
+    InflightMaxZero,
+    BatchBytesMaxZero,
+    UnflushedBelowBatch,
+    WaitersMaxZero,
+    WindowZero,
+    IntervalZero,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ConfigError::InflightMaxZero => "inflight_max must be at least 1",
+            ConfigError::BatchBytesMaxZero => "batch_bytes_max must be at least 1",
+            ConfigError::UnflushedBelowBatch => "unflushed_bytes_max must be at least batch_bytes_max",
+            ConfigError::WaitersMaxZero => "waiters_max must be at least 1",
+            ConfigError::WindowZero => "the window must be longer than zero",
+            ConfigError::IntervalZero => "the sync interval must be longer than zero",
+        })
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Why a persist failed, as the driver reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
+pub enum SyncError {
+    /// EIO: the device failed; the pages may have been dropped (Part 3).
+    Io,
+    /// ENOSPC: the disk is full.
+    NoSpace,
+    /// The backend is unreachable (a lost volume, a failed PUT, a dropped connection).
+    Unavailable,
+    /// Another writer took the log over (its epoch moved).
+    Fenced,
+}
+
+impl fmt::Display for SyncError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SyncError::Io => "i/o error (eio)",
+            SyncError::NoSpace => "no space left on device (enospc)",
+            SyncError::Unavailable => "storage unavailable",
+            SyncError::Fenced => "fenced by a newer writer",
+        })
+    }
+}
+
+impl std::error::Error for SyncError {}
+
+/// Why an append was refused. Nothing was queued; the writer was not given a ticket.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AppendError {
+    /// A persist failed earlier: the log takes nothing until it is recovered and reopened.
+    Failed(SyncError),
+    /// The bytes appended but not yet durable would exceed `unflushed_bytes_max`.
+    Backpressure { unflushed_bytes: usize, record_bytes: usize },
+    /// `waiters_max` appends already wait for their acknowledgement.
+    TooManyWaiters,
+    /// The record can never fit under `unflushed_bytes_max`.
+    RecordTooLarge { record_bytes: usize },
+    /// An empty record: there is nothing to make durable.
+    EmptyRecord,
+    /// The record names a segment before the current one.
+    SegmentWentBack { current: u64, given: u64 },
+}
+
+impl fmt::Display for AppendError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AppendError::Failed(error) => write!(f, "log failed earlier ({error}); recover and reopen it"),
+            AppendError::Backpressure { unflushed_bytes, record_bytes } => write!(
+                f,
+                "backpressure: {unflushed_bytes} bytes not yet durable, {record_bytes} more would pass the limit"
+            ),
+            AppendError::TooManyWaiters => f.write_str("too many writers waiting"),
+            AppendError::RecordTooLarge { record_bytes } => {
+                write!(f, "record of {record_bytes} bytes exceeds the unflushed-bytes limit")
+            }
+            AppendError::EmptyRecord => f.write_str("empty record"),
+            AppendError::SegmentWentBack { current, given } => {
+                write!(f, "segment {given} is before the current segment {current}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for AppendError {}
+
+/// A driver reported something the machine never asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CompletionError {
+    /// No persist or sync with this id is in flight.
+    UnknownBatch(BatchId),
+}
+
+impl fmt::Display for CompletionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CompletionError::UnknownBatch(batch) => write!(f, "{batch}: no such batch in flight"),
+        }
+    }
+}
+
+impl std::error::Error for CompletionError {}
+
+/// A batch's bytes and where they go.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Batch {
+    pub id: BatchId,
+    /// The log segment (file, object prefix, slot table) the bytes belong to.
+    pub segment: u64,
+    /// Byte offset of the first byte within the segment.
+    pub offset: u64,
+    /// Log position (bytes since the log began) of the first byte.
+    pub lsn_start: u64,
+    /// The writers whose records the batch carries, in order.
+    pub tickets: Tickets,
+    /// The records, concatenated.
+    pub bytes: Vec<u8>,
+}
+
+impl Batch {
+    /// Log position just after the batch.
+    pub fn lsn_end(&self) -> u64 {
+        self.lsn_start + self.bytes.len() as u64
+    }
+}
+
+/// What the driver must do next.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Write `batch.bytes` at `batch.offset` of `batch.segment` and make them durable,
+    /// then call [`GroupCommit::handle_persisted`] with `batch.id`.
+    Persist(Batch),
+    /// Hand the bytes to the OS without syncing. No completion is expected.
+    Write(Batch),
+    /// Make everything written to segments `first_segment ..= last_segment` durable, up
+    /// to log position `lsn_end`; then call [`GroupCommit::handle_persisted`] with `batch`.
+    Sync { batch: BatchId, first_segment: u64, last_segment: u64, lsn_end: u64 },
+    /// These writers may be told OK.
+    Ack(Tickets),
+    /// These writers must be told the outcome is unknown.
+    Fail { tickets: Tickets, error: SyncError },
+}
+
+/// A batch being gathered or waiting for a persist slot.
+#[derive(Debug)]
+struct Gathering {
+    segment: u64,
+    offset: u64,
+    lsn_start: u64,
+    tickets: Tickets,
+    bytes: Vec<u8>,
+    /// When the window closes (window policy only).
+    deadline: Option<Nanos>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum InflightState {
+    Running,
+    Done,
+    /// At or after a failed batch: its writers were failed; its completion is ignored.
+    AbandonedRunning,
+    AbandonedDone,
+}
+
+/// A persist or sync handed to the driver and not yet released.
+#[derive(Clone, Copy, Debug)]
+struct Inflight {
+    id: BatchId,
+    tickets: Tickets,
+    lsn_end: u64,
+    state: InflightState,
+}
+
+/// Counters a driver or a trace may show.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Counters {
+    /// Persists (batches) and periodic syncs handed out.
+    pub persists: u64,
+    /// Writers acknowledged.
+    pub acked: u64,
+    /// Writers failed.
+    pub failed: u64,
+    /// Appends refused.
+    pub refused: u64,
+}
+
+/// The group-commit state machine. See the module docs for the driver's contract.
+#[derive(Debug)]
+pub struct GroupCommit {
+    config: Config,
+    /// The batch being gathered (records keep arriving into it).
+    open: Option<Gathering>,
+    /// Closed batches waiting for a persist slot, oldest first. Bounded by
+    /// `unflushed_bytes_max` (every byte in them counts as unflushed).
+    closed: VecDeque<Gathering>,
+    /// Batches handed out and not yet released, in submission order; at most
+    /// `inflight_max` of them are `Running`.
+    inflight: VecDeque<Inflight>,
+    running: usize,
+    /// Actions decided but not yet polled (acks and fails), bounded by the batches that
+    /// can produce them: at most `inflight_max + 2`.
+    ready: VecDeque<Action>,
+    next_ticket: Ticket,
+    next_batch: u64,
+    /// Tickets below this are acknowledged or failed.
+    settled_ticket: Ticket,
+    /// Log positions: appended >= written >= durable.
+    appended_lsn: u64,
+    written_lsn: u64,
+    durable_lsn: u64,
+    /// The segment of the last append and the bytes appended to it so far.
+    segment: u64,
+    segment_bytes: u64,
+    /// Periodic policy: next background sync, and the segments written since the last.
+    next_periodic: Option<Nanos>,
+    unsynced_segments: Option<(u64, u64)>,
+    failed: Option<SyncError>,
+    /// The first ticket failed so far; every later ticket was failed too.
+    failed_from: Option<Ticket>,
+    counters: Counters,
+    /// Emptied buffers kept for reuse, so a long run allocates little.
+    spare_buffers: Vec<Vec<u8>>,
+}
+
+/// How many emptied batch buffers are kept for reuse.
+const SPARE_BUFFERS_MAX: usize = 8;
+
+impl GroupCommit {
+    /// A fresh log: tickets from 1, log position 0, segment 1.
+    pub fn new(config: Config) -> Result<GroupCommit, ConfigError> {
+        GroupCommit::resume(config, Ticket(1), 0, 1, 0)
+    }
+
+    /// A log reopened after recovery: the next ticket, the log position and the segment
+    /// (with the bytes already in it) where appending continues.
+    pub fn resume(
+        config: Config,
+        next_ticket: Ticket,
+        lsn: u64,
+        segment: u64,
+        segment_bytes: u64,
+    ) -> Result<GroupCommit, ConfigError> {
+        config.validate()?;
+        Ok(GroupCommit {
+            config,
+            open: None,
+            closed: VecDeque::new(),
+            inflight: VecDeque::with_capacity(config.inflight_max),
+            running: 0,
+            ready: VecDeque::new(),
+            next_ticket,
+            next_batch: 1,
+            settled_ticket: next_ticket,
+            appended_lsn: lsn,
+            written_lsn: lsn,
+            durable_lsn: lsn,
+            segment,
+            segment_bytes,
+            next_periodic: None,
+            unsynced_segments: None,
+            failed: None,
+            failed_from: None,
+            counters: Counters::default(),
+            spare_buffers: Vec::new(),
+        })
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Offers one writer's record for `segment`. Returns the writer's ticket.
+    pub fn handle_append(&mut self, now: Nanos, segment: u64, record: &[u8]) -> Result<Ticket, AppendError> {
+        if let Err(error) = self.admit(segment, record.len()) {
+            self.counters.refused += 1;
+            return Err(error);
+        }
+        // A record arriving exactly as the window closes opens the next window.
+        self.close_expired_window(now);
+        if segment != self.segment {
+            self.close_open();
+            self.segment = segment;
+            self.segment_bytes = 0;
+        }
+        let fits = match &self.open {
+            Some(open) => open.bytes.len() + record.len() <= self.config.batch_bytes_max,
+            None => true,
+        };
+        if !fits {
+            self.close_open();
+        }
+        let ticket = self.next_ticket;
+        self.next_ticket = Ticket(ticket.0 + 1);
+        if self.open.is_none() {
+            let deadline = match self.config.policy {
+                Policy::Window { window } => Some(now + window),
+                _ => None,
+            };
+            let bytes = self.spare_buffers.pop().unwrap_or_default();
+            self.open = Some(Gathering {
+                segment,
+                offset: self.segment_bytes,
+                lsn_start: self.appended_lsn,
+                tickets: Tickets::empty_at(ticket),
+                bytes,
+                deadline,
+            });
+        }
+        let open = self.open.as_mut().expect("an open batch was just ensured");
+        open.bytes.extend_from_slice(record);
+        open.tickets.count += 1;
+        self.appended_lsn += record.len() as u64;
+        self.segment_bytes += record.len() as u64;
+        let full = open.bytes.len() >= self.config.batch_bytes_max;
+        if full || self.config.policy == Policy::PerWrite {
+            self.close_open();
+        }
+        if let Policy::Periodic { interval } = self.config.policy {
+            if self.next_periodic.is_none() {
+                self.next_periodic = Some(now + interval);
+            }
+        }
+        Ok(ticket)
+    }
+
+    fn admit(&self, segment: u64, record_bytes: usize) -> Result<(), AppendError> {
+        if let Some(error) = self.failed {
+            return Err(AppendError::Failed(error));
+        }
+        if record_bytes == 0 {
+            return Err(AppendError::EmptyRecord);
+        }
+        if segment < self.segment {
+            return Err(AppendError::SegmentWentBack { current: self.segment, given: segment });
+        }
+        if (self.next_ticket.0 - self.settled_ticket.0) as usize >= self.config.waiters_max {
+            return Err(AppendError::TooManyWaiters);
+        }
+        if self.config.policy.syncs_before_ack() {
+            if record_bytes > self.config.unflushed_bytes_max {
+                return Err(AppendError::RecordTooLarge { record_bytes });
+            }
+            let unflushed_bytes = self.unflushed_bytes();
+            if unflushed_bytes + record_bytes > self.config.unflushed_bytes_max {
+                return Err(AppendError::Backpressure { unflushed_bytes, record_bytes });
+            }
+        }
+        Ok(())
+    }
+
+    /// Reports that the persist or sync `batch` has returned, successfully or not.
+    pub fn handle_persisted(
+        &mut self,
+        now: Nanos,
+        batch: BatchId,
+        result: Result<(), SyncError>,
+    ) -> Result<(), CompletionError> {
+        let _ = now;
+        let index = self
+            .inflight
+            .iter()
+            .position(|entry| {
+                entry.id == batch
+                    && matches!(entry.state, InflightState::Running | InflightState::AbandonedRunning)
+            })
+            .ok_or(CompletionError::UnknownBatch(batch))?;
+        self.running -= 1;
+        if self.inflight[index].state == InflightState::AbandonedRunning {
+            self.inflight[index].state = InflightState::AbandonedDone;
+            self.release_in_order();
+            return Ok(());
+        }
+        match result {
+            Ok(()) => self.inflight[index].state = InflightState::Done,
+            Err(error) => {
+                // This batch and every later one are abandoned; batches before it do
+                // not depend on it and may still be acknowledged.
+                for entry in self.inflight.iter_mut().skip(index) {
+                    entry.state = match entry.state {
+                        InflightState::Running => InflightState::AbandonedRunning,
+                        InflightState::Done | InflightState::AbandonedDone => InflightState::AbandonedDone,
+                        InflightState::AbandonedRunning => InflightState::AbandonedRunning,
+                    };
+                }
+                self.inflight[index].state = InflightState::AbandonedDone;
+                let failed_from = self.inflight[index].tickets.first;
+                self.fail_from(failed_from, error);
+            }
+        }
+        self.release_in_order();
+        Ok(())
+    }
+
+    /// Reports that the time from [`GroupCommit::poll_timeout`] has come.
+    pub fn handle_timeout(&mut self, now: Nanos) {
+        self.close_expired_window(now);
+        if let (Policy::Periodic { interval }, Some(due)) = (self.config.policy, self.next_periodic) {
+            if now >= due {
+                self.next_periodic = Some(now + interval);
+                if self.failed.is_none() && self.appended_lsn > self.durable_lsn && self.running < self.config.inflight_max {
+                    // Write out what was appended before syncing it.
+                    self.flush_unsynced_writes();
+                    let id = self.take_batch_id();
+                    let (first_segment, last_segment) =
+                        self.unsynced_segments.take().unwrap_or((self.segment, self.segment));
+                    let lsn_end = self.written_lsn;
+                    self.push_inflight(id, Tickets::empty_at(self.next_ticket), lsn_end);
+                    self.ready.push_back(Action::Sync { batch: id, first_segment, last_segment, lsn_end });
+                }
+            }
+        }
+    }
+
+    /// The next instant at which [`GroupCommit::handle_timeout`] must be called.
+    pub fn poll_timeout(&self) -> Option<Nanos> {
+        if self.failed.is_some() {
+            return None;
+        }
+        let window = self.open.as_ref().and_then(|open| open.deadline);
+        match (window, self.next_periodic) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The next thing the driver must do, if any.
+    pub fn poll_action(&mut self) -> Option<Action> {
+        if let Some(action) = self.ready.pop_front() {
+            return Some(action);
+        }
+        if self.failed.is_some() {
+            return None;
+        }
+        if !self.config.policy.syncs_before_ack() {
+            return self.poll_write_and_ack();
+        }
+        if self.running >= self.config.inflight_max {
+            return None;
+        }
+        let gathering = match self.closed.pop_front() {
+            Some(batch) => batch,
+            None if self.config.policy == Policy::Group => self.open.take()?,
+            None => return None,
+        };
+        Some(Action::Persist(self.submit(gathering)))
+    }
+
+    /// No-sync and periodic: the open batch goes to the OS and is acknowledged at once.
+    fn poll_write_and_ack(&mut self) -> Option<Action> {
+        let gathering = match self.closed.pop_front() {
+            Some(batch) => batch,
+            None => self.open.take()?,
+        };
+        let batch = self.make_batch(gathering);
+        self.written_lsn = batch.lsn_end();
+        self.unsynced_segments = Some(match self.unsynced_segments {
+            None => (batch.segment, batch.segment),
+            Some((first, _)) => (first, batch.segment),
+        });
+        self.settle(batch.tickets);
+        self.counters.acked += batch.tickets.count;
+        self.ready.push_back(Action::Ack(batch.tickets));
+        Some(Action::Write(batch))
+    }
+
+    fn flush_unsynced_writes(&mut self) {
+        while self.open.is_some() || !self.closed.is_empty() {
+            match self.poll_write_and_ack() {
+                Some(action) => self.ready.push_back(action),
+                None => break,
+            }
+        }
+    }
+
+    /// Gives a batch buffer back after the driver has used it, so it can be reused.
+    pub fn recycle_buffer(&mut self, mut bytes: Vec<u8>) {
+        if self.spare_buffers.len() < SPARE_BUFFERS_MAX {
+            bytes.clear();
+            self.spare_buffers.push(bytes);
+        }
+    }
+
+    fn submit(&mut self, gathering: Gathering) -> Batch {
+        let batch = self.make_batch(gathering);
+        assert!(batch.lsn_start == self.written_lsn, "batches are written in log order");
+        self.written_lsn = batch.lsn_end();
+        assert!(self.durable_lsn <= self.written_lsn, "durable_lsn <= written_lsn");
+        self.push_inflight(batch.id, batch.tickets, batch.lsn_end());
+        batch
+    }
+
+    fn make_batch(&mut self, gathering: Gathering) -> Batch {
+        let id = self.take_batch_id();
+        Batch {
+            id,
+            segment: gathering.segment,
+            offset: gathering.offset,
+            lsn_start: gathering.lsn_start,
+            tickets: gathering.tickets,
+            bytes: gathering.bytes,
+        }
+    }
+
+    fn take_batch_id(&mut self) -> BatchId {
+        let id = BatchId(self.next_batch);
+        self.next_batch += 1;
+        id
+    }
+
+    fn push_inflight(&mut self, id: BatchId, tickets: Tickets, lsn_end: u64) {
+        assert!(self.running < self.config.inflight_max, "running persists <= inflight_max");
+        self.inflight.push_back(Inflight { id, tickets, lsn_end, state: InflightState::Running });
+        self.running += 1;
+        self.counters.persists += 1;
+    }
+
+    /// Releases acknowledgements for the completed batches at the front, in order.
+    fn release_in_order(&mut self) {
+        let mut acked: Option<Tickets> = None;
+        while let Some(front) = self.inflight.front() {
+            match front.state {
+                InflightState::Running | InflightState::AbandonedRunning => break,
+                InflightState::AbandonedDone => {
+                    self.inflight.pop_front();
+                    continue;
+                }
+                InflightState::Done => {}
+            }
+            let front = self.inflight.pop_front().expect("front exists");
+            assert!(front.lsn_end >= self.durable_lsn, "durable_lsn never decreases");
+            self.durable_lsn = front.lsn_end;
+            assert!(self.durable_lsn <= self.written_lsn, "durable_lsn <= written_lsn");
+            if front.tickets.count == 0 {
+                continue;
+            }
+            acked = Some(match acked {
+                None => front.tickets,
+                Some(run) => {
+                    debug_assert_eq!(run.end(), front.tickets.first);
+                    Tickets { first: run.first, count: run.count + front.tickets.count }
+                }
+            });
+        }
+        if let Some(run) = acked {
+            if self.config.policy.syncs_before_ack() {
+                self.settle(run);
+                self.counters.acked += run.count;
+                self.ready.push_back(Action::Ack(run));
+            }
+        }
+    }
+
+    fn settle(&mut self, run: Tickets) {
+        assert!(run.first == self.settled_ticket, "acknowledgements are released in ticket order");
+        self.settled_ticket = run.end();
+    }
+
+    /// Fails every writer from `first` on (those not failed already) and refuses all
+    /// further appends.
+    fn fail_from(&mut self, first: Ticket, error: SyncError) {
+        let end = self.failed_from.unwrap_or(self.next_ticket);
+        if first.0 >= end.0 {
+            return;
+        }
+        self.failed_from = Some(first);
+        self.failed.get_or_insert(error);
+        self.open = None;
+        self.closed.clear();
+        self.next_periodic = None;
+        let count = end.0 - first.0;
+        if count > 0 && self.config.policy.syncs_before_ack() {
+            self.counters.failed += count;
+            self.ready.push_back(Action::Fail { tickets: Tickets { first, count }, error });
+        }
+    }
+
+    fn close_open(&mut self) {
+        if let Some(open) = self.open.take() {
+            self.closed.push_back(open);
+        }
+    }
+
+    fn close_expired_window(&mut self, now: Nanos) {
+        let expired = matches!(&self.open, Some(Gathering { deadline: Some(deadline), .. }) if now >= *deadline);
+        if expired {
+            self.close_open();
+        }
+    }
+
+    /// Bytes appended and not yet durable.
+    pub fn unflushed_bytes(&self) -> usize {
+        (self.appended_lsn - self.durable_lsn) as usize
+    }
+
+    /// Log position after the last appended byte.
+    pub fn appended_lsn(&self) -> u64 {
+        self.appended_lsn
+    }
+
+    /// Log position after the last byte handed to the driver.
+    pub fn written_lsn(&self) -> u64 {
+        self.written_lsn
+    }
+
+    /// Log position below which every byte is durable.
+    pub fn durable_lsn(&self) -> u64 {
+        self.durable_lsn
+    }
+
+    /// The ticket the next append will get.
+    pub fn next_ticket(&self) -> Ticket {
+        self.next_ticket
+    }
+
+    /// Persists and syncs handed out and not yet returned.
+    pub fn running(&self) -> usize {
+        self.running
+    }
+
+    /// The error that stopped the log, if one did.
+    pub fn failed(&self) -> Option<SyncError> {
+        self.failed
+    }
+
+    pub fn counters(&self) -> Counters {
+        self.counters
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    fn at(tenths: u64) -> Nanos {
+        Nanos::from_tenth_millis(tenths)
+    }
+
+    /// A driver that performs nothing: it collects the actions so tests can complete
+    /// persists by hand and read what was acknowledged.
+    struct FakeDriver {
+        machine: GroupCommit,
+        persists: Vec<Batch>,
+        writes: Vec<Batch>,
+        syncs: Vec<(BatchId, u64, u64)>,
+        acked: Vec<u64>,
+        failed: Vec<(u64, SyncError)>,
+    }
+
+    impl FakeDriver {
+        fn new(config: Config) -> FakeDriver {
+            FakeDriver {
+                machine: GroupCommit::new(config).unwrap(),
+                persists: Vec::new(),
+                writes: Vec::new(),
+                syncs: Vec::new(),
+                acked: Vec::new(),
+                failed: Vec::new(),
+            }
+        }
+
+        fn append(&mut self, now: Nanos, segment: u64, bytes: usize) -> Ticket {
+            self.machine.handle_append(now, segment, &vec![7u8; bytes]).unwrap()
+        }
+
+        fn drain(&mut self) {
+            while let Some(action) = self.machine.poll_action() {
+                match action {
+                    Action::Persist(batch) => self.persists.push(batch),
+                    Action::Write(batch) => self.writes.push(batch),
+                    Action::Sync { batch, first_segment, last_segment, .. } => {
+                        self.syncs.push((batch, first_segment, last_segment))
+                    }
+                    Action::Ack(tickets) => self.acked.extend(tickets.iter().map(|t| t.0)),
+                    Action::Fail { tickets, error } => self.failed.extend(tickets.iter().map(|t| (t.0, error))),
+                }
+            }
+        }
+
+        fn complete(&mut self, now: Nanos, batch: u64, result: Result<(), SyncError>) {
+            self.machine.handle_persisted(now, BatchId(batch), result).unwrap();
+        }
+
+        /// Tickets of each persisted batch, in submission order.
+        fn batches(&self) -> Vec<Vec<u64>> {
+            self.persists.iter().map(|batch| batch.tickets.iter().map(|t| t.0).collect()).collect()
+        }
+    }
+
+    #[test]
+    fn group_leader_takes_the_whole_queue() {
+        let mut driver = FakeDriver::new(Config::file(Policy::Group));
+        driver.append(at(0), 1, 10);
+        driver.drain();
+        assert_eq!(driver.batches(), [vec![1]], "an idle log leads a batch of one at once");
+        driver.append(at(5), 1, 10);
+        driver.drain();
+        driver.append(at(7), 1, 10);
+        driver.drain();
+        assert_eq!(driver.batches().len(), 1, "followers wait while the sync runs");
+        driver.complete(at(10), 1, Ok(()));
+        driver.drain();
+        assert_eq!(driver.acked, [1]);
+        assert_eq!(driver.batches(), [vec![1], vec![2, 3]]);
+        assert_eq!(driver.persists[1].offset, 10);
+        assert_eq!(driver.persists[1].lsn_start, 10);
+        driver.complete(at(20), 2, Ok(()));
+        driver.drain();
+        assert_eq!(driver.acked, [1, 2, 3]);
+        assert_eq!(driver.machine.durable_lsn(), 30);
+        assert_eq!(driver.machine.unflushed_bytes(), 0);
+    }
+
+    #[test]
+    fn tie_rule_holds_in_either_input_order() {
+        for completion_first in [true, false] {
+            let mut driver = FakeDriver::new(Config::file(Policy::Group));
+            driver.append(at(0), 1, 10);
+            driver.drain();
+            driver.append(at(5), 1, 10);
+            driver.drain();
+            // At 1.0 ms the sync of B1 completes and write 3 arrives: both inputs are fed
+            // before polling, in either order.
+            if completion_first {
+                driver.complete(at(10), 1, Ok(()));
+                driver.append(at(10), 1, 10);
+            } else {
+                driver.append(at(10), 1, 10);
+                driver.complete(at(10), 1, Ok(()));
+            }
+            driver.drain();
+            assert_eq!(driver.acked, [1], "write 3 is not covered by the sync that just ended");
+            assert_eq!(driver.batches(), [vec![1], vec![2, 3]], "it joins the batch formed at that instant");
+        }
+    }
+
+    #[test]
+    fn per_write_queues_one_persist_per_record() {
+        let mut driver = FakeDriver::new(Config::file(Policy::PerWrite));
+        for tenths in [0, 1, 2] {
+            driver.append(at(tenths), 1, 5);
+            driver.drain();
+        }
+        assert_eq!(driver.batches(), [vec![1]]);
+        driver.complete(at(10), 1, Ok(()));
+        driver.drain();
+        driver.complete(at(20), 2, Ok(()));
+        driver.drain();
+        assert_eq!(driver.batches(), [vec![1], vec![2], vec![3]]);
+        assert_eq!(driver.acked, [1, 2]);
+    }
+
+    #[test]
+    fn window_closes_after_w_and_a_write_at_the_close_opens_the_next() {
+        let config = Config { batch_bytes_max: 100, ..Config::file(Policy::Window { window: Nanos(2 * MS) }) };
+        let mut driver = FakeDriver::new(config);
+        driver.append(at(0), 1, 10);
+        driver.append(at(5), 1, 10);
+        driver.drain();
+        assert!(driver.persists.is_empty(), "nothing persists before the window closes");
+        assert_eq!(driver.machine.poll_timeout(), Some(at(20)));
+        // Write 3 arrives exactly as the window closes: it opens the next window.
+        driver.append(at(20), 1, 10);
+        driver.machine.handle_timeout(at(20));
+        driver.drain();
+        assert_eq!(driver.batches(), [vec![1, 2]]);
+        assert_eq!(driver.machine.poll_timeout(), Some(at(40)));
+        // The byte cap closes a window early: 10 + 90 = 100 bytes.
+        driver.append(at(21), 1, 90);
+        driver.complete(at(30), 1, Ok(()));
+        driver.drain();
+        assert_eq!(driver.batches(), [vec![1, 2], vec![3, 4]]);
+        assert_eq!(driver.acked, [1, 2]);
+        assert_eq!(driver.machine.poll_timeout(), None, "no window is open");
+    }
+
+    #[test]
+    fn a_record_larger_than_the_cap_travels_alone() {
+        let config = Config { batch_bytes_max: 20, ..Config::file(Policy::Group) };
+        let mut driver = FakeDriver::new(config);
+        driver.append(at(0), 1, 5);
+        driver.drain();
+        driver.append(at(1), 1, 15);
+        driver.append(at(2), 1, 50);
+        driver.append(at(3), 1, 5);
+        driver.complete(at(10), 1, Ok(()));
+        driver.drain();
+        driver.complete(at(20), 2, Ok(()));
+        driver.drain();
+        driver.complete(at(30), 3, Ok(()));
+        driver.drain();
+        assert_eq!(driver.batches(), [vec![1], vec![2], vec![3], vec![4]]);
+    }
+
+    #[test]
+    fn no_sync_acknowledges_on_write() {
+        let mut driver = FakeDriver::new(Config::file(Policy::NoSync));
+        driver.append(at(0), 1, 10);
+        driver.drain();
+        driver.append(at(1), 2, 10);
+        driver.drain();
+        assert_eq!(driver.acked, [1, 2]);
+        assert_eq!(driver.writes.len(), 2);
+        assert_eq!(driver.writes[1].segment, 2);
+        assert_eq!(driver.writes[1].offset, 0);
+        assert!(driver.persists.is_empty());
+        assert_eq!(driver.machine.poll_timeout(), None);
+        assert_eq!(driver.machine.durable_lsn(), 0, "nothing is known durable");
+        assert_eq!(driver.machine.written_lsn(), 20);
+    }
+
+    #[test]
+    fn periodic_acknowledges_on_write_and_syncs_every_interval() {
+        let mut driver = FakeDriver::new(Config::file(Policy::Periodic { interval: Nanos(5 * MS) }));
+        driver.append(at(1), 1, 10);
+        driver.drain();
+        driver.append(at(2), 2, 10);
+        driver.drain();
+        assert_eq!(driver.acked, [1, 2]);
+        assert_eq!(driver.machine.poll_timeout(), Some(at(51)));
+        driver.machine.handle_timeout(at(51));
+        driver.drain();
+        assert_eq!(driver.syncs, [(BatchId(3), 1, 2)], "one sync covers both segments written");
+        driver.complete(at(61), 3, Ok(()));
+        driver.drain();
+        assert_eq!(driver.machine.durable_lsn(), 20);
+        driver.machine.handle_timeout(at(101));
+        driver.drain();
+        assert_eq!(driver.syncs.len(), 1, "nothing new to sync");
+    }
+
+    #[test]
+    fn pipelined_batches_are_acknowledged_in_submission_order() {
+        let mut driver = FakeDriver::new(Config::remote(Policy::Group));
+        for tenths in 0..6 {
+            driver.append(at(tenths), 1, 10);
+            driver.drain();
+        }
+        assert_eq!(driver.batches(), [vec![1], vec![2], vec![3], vec![4]], "four in flight");
+        driver.complete(at(10), 3, Ok(()));
+        driver.complete(at(10), 2, Ok(()));
+        driver.drain();
+        assert!(driver.acked.is_empty(), "B1 is not yet durable, so nothing after it is acknowledged");
+        assert_eq!(driver.batches().len(), 5, "a freed slot takes the whole queue as one batch");
+        assert_eq!(driver.batches()[4], vec![5, 6]);
+        driver.complete(at(11), 1, Ok(()));
+        driver.drain();
+        assert_eq!(driver.acked, [1, 2, 3]);
+        assert_eq!(driver.machine.durable_lsn(), 30);
+        driver.complete(at(12), 5, Ok(()));
+        driver.complete(at(12), 4, Ok(()));
+        driver.drain();
+        assert_eq!(driver.acked, [1, 2, 3, 4, 5, 6]);
+    }
+
+    #[test]
+    fn backpressure_refuses_past_unflushed_bytes_max_and_recovers() {
+        let config = Config { batch_bytes_max: 20, unflushed_bytes_max: 30, ..Config::file(Policy::Group) };
+        let mut driver = FakeDriver::new(config);
+        driver.append(at(0), 1, 20);
+        driver.drain();
+        driver.append(at(1), 1, 10);
+        let refused = driver.machine.handle_append(at(2), 1, &[1u8; 1]);
+        assert_eq!(refused, Err(AppendError::Backpressure { unflushed_bytes: 30, record_bytes: 1 }));
+        assert_eq!(driver.machine.handle_append(at(2), 1, &[1u8; 31]), Err(AppendError::RecordTooLarge { record_bytes: 31 }));
+        driver.complete(at(10), 1, Ok(()));
+        driver.drain();
+        assert_eq!(driver.machine.unflushed_bytes(), 10);
+        driver.append(at(11), 1, 20);
+        assert_eq!(driver.machine.counters().refused, 2);
+    }
+
+    #[test]
+    fn waiters_are_bounded() {
+        let config = Config { waiters_max: 2, ..Config::file(Policy::Group) };
+        let mut driver = FakeDriver::new(config);
+        driver.append(at(0), 1, 1);
+        driver.append(at(0), 1, 1);
+        assert_eq!(driver.machine.handle_append(at(0), 1, b"x"), Err(AppendError::TooManyWaiters));
+        driver.drain();
+        driver.complete(at(10), 1, Ok(()));
+        driver.drain();
+        driver.append(at(10), 1, 1);
+    }
+
+    #[test]
+    fn a_failed_persist_fails_its_writers_and_every_later_one_and_stops_the_log() {
+        let mut driver = FakeDriver::new(Config::remote(Policy::Group));
+        for tenths in 0..5 {
+            driver.append(at(tenths), 1, 10);
+            driver.drain();
+        }
+        // B1..B4 in flight, write 5 queued. B2 fails with EIO.
+        driver.complete(at(10), 2, Err(SyncError::Io));
+        driver.drain();
+        let failed: Vec<u64> = driver.failed.iter().map(|(ticket, _)| *ticket).collect();
+        assert_eq!(failed, [2, 3, 4, 5]);
+        assert!(driver.failed.iter().all(|(_, error)| *error == SyncError::Io));
+        assert_eq!(
+            driver.machine.handle_append(at(11), 1, b"x"),
+            Err(AppendError::Failed(SyncError::Io)),
+            "no appends until reopened"
+        );
+        // B1 was submitted before the failure and does not depend on it.
+        driver.complete(at(12), 1, Ok(()));
+        // Later batches still return from the backend; their results are ignored.
+        driver.complete(at(12), 3, Ok(()));
+        driver.complete(at(12), 4, Err(SyncError::Io));
+        driver.drain();
+        assert_eq!(driver.acked, [1]);
+        assert_eq!(driver.failed.len(), 4, "each writer is failed once");
+        assert_eq!(driver.machine.durable_lsn(), 10);
+        assert_eq!(driver.machine.poll_action(), None);
+        assert_eq!(
+            driver.machine.handle_persisted(at(13), BatchId(3), Ok(())),
+            Err(CompletionError::UnknownBatch(BatchId(3)))
+        );
+    }
+
+    #[test]
+    fn an_earlier_failure_after_a_later_one_fails_only_the_rest() {
+        let mut driver = FakeDriver::new(Config::remote(Policy::Group));
+        for tenths in 0..3 {
+            driver.append(at(tenths), 1, 10);
+            driver.drain();
+        }
+        driver.complete(at(10), 3, Err(SyncError::Unavailable));
+        driver.complete(at(10), 1, Err(SyncError::Io));
+        driver.drain();
+        assert_eq!(driver.failed, [(3, SyncError::Unavailable), (1, SyncError::Io), (2, SyncError::Io)]);
+        assert_eq!(driver.machine.failed(), Some(SyncError::Unavailable));
+    }
+
+    #[test]
+    fn a_batch_never_crosses_a_segment_boundary() {
+        let mut driver = FakeDriver::new(Config::file(Policy::Group));
+        driver.append(at(0), 1, 10);
+        driver.drain();
+        driver.append(at(1), 1, 10);
+        driver.append(at(2), 2, 12);
+        driver.append(at(3), 2, 12);
+        driver.complete(at(10), 1, Ok(()));
+        driver.drain();
+        driver.complete(at(20), 2, Ok(()));
+        driver.drain();
+        assert_eq!(driver.batches(), [vec![1], vec![2], vec![3, 4]]);
+        let places: Vec<(u64, u64, u64)> =
+            driver.persists.iter().map(|batch| (batch.segment, batch.offset, batch.lsn_start)).collect();
+        assert_eq!(places, [(1, 0, 0), (1, 10, 10), (2, 0, 20)]);
+        assert_eq!(
+            driver.machine.handle_append(at(30), 1, b"x"),
+            Err(AppendError::SegmentWentBack { current: 2, given: 1 })
+        );
+    }
+
+    #[test]
+    fn resume_continues_tickets_and_positions() {
+        let machine = GroupCommit::resume(Config::file(Policy::Group), Ticket(18), 500, 5, 27).unwrap();
+        let mut driver = FakeDriver { machine, ..FakeDriver::new(Config::file(Policy::Group)) };
+        assert_eq!(driver.append(at(0), 5, 10), Ticket(18));
+        driver.drain();
+        assert_eq!((driver.persists[0].offset, driver.persists[0].lsn_start), (27, 500));
+    }
+
+    #[test]
+    fn bad_configs_are_refused() {
+        let base = Config::file(Policy::Group);
+        assert_eq!(GroupCommit::new(Config { inflight_max: 0, ..base }).err(), Some(ConfigError::InflightMaxZero));
+        assert_eq!(
+            GroupCommit::new(Config { unflushed_bytes_max: 1, ..base }).err(),
+            Some(ConfigError::UnflushedBelowBatch)
+        );
+        assert_eq!(
+            GroupCommit::new(Config::file(Policy::Window { window: Nanos::ZERO })).err(),
+            Some(ConfigError::WindowZero)
+        );
+        let mut machine = GroupCommit::new(base).unwrap();
+        assert_eq!(machine.handle_append(Nanos::ZERO, 1, b""), Err(AppendError::EmptyRecord));
+        assert_eq!(
+            machine.handle_persisted(Nanos::ZERO, BatchId(9), Ok(())),
+            Err(CompletionError::UnknownBatch(BatchId(9)))
+        );
+    }
+}
