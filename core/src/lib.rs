@@ -19,12 +19,15 @@
 //! - [`tiny_store`]: the 24-write scenario every Part of the teaching page follows.
 //! - [`rng`]: a small seeded generator, identical on every platform.
 //! - [`group_commit`]: the sans-IO group-commit machine every WAL driver runs (Part 5).
+//! - [`pages`]: Part 9, a page-based engine with pageLSN redo, full-page images and a
+//!   doublewrite buffer, torn page by page at a power cut.
 
 #![forbid(unsafe_code)]
 
 pub mod checksum;
 pub mod codec;
 pub mod group_commit;
+pub mod pages;
 pub mod rng;
 pub mod scan;
 pub mod time;
