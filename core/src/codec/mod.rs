@@ -7,9 +7,15 @@
 //!
 //! - [`varint`]: LEB128 variable-length integers (LevelDB's `Varint32`/`Varint64`).
 //! - [`tiny`]: the tiny store's one-record-per-write format from Part 4 of the teaching page.
+//! - [`leveldb`]: LevelDB's and RocksDB's log: 32 KiB blocks, fragments, the recyclable
+//!   header; [`write_batch`]: the batch each of its logical records carries.
+//! - [`stream`]: the stream store's WAL frame (offset, length, CRC32 over the body).
 
+pub mod leveldb;
+pub mod stream;
 pub mod tiny;
 pub mod varint;
+pub mod write_batch;
 
 /// What a write does to its key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -1,0 +1,731 @@
+//! The LevelDB / RocksDB log format, byte for byte.
+//!
+//! The file is a sequence of 32 KiB blocks. Each block holds physical records, each with a
+//! header and a fragment of a logical record:
+//!
+//! ```text
+//! legacy header (7 bytes):      masked CRC32C u32 LE | length u16 LE | type u8
+//! recyclable header (11 bytes): masked CRC32C u32 LE | length u16 LE | type u8 | log number u32 LE
+//! ```
+//!
+//! - The CRC32C covers the type byte, the log number (recyclable headers only) and the
+//!   fragment's bytes, and is stored *masked* ([`crate::checksum::mask_crc32c`]).
+//! - A logical record that fits in what is left of the block is one FULL fragment. A
+//!   longer one is cut into FIRST, MIDDLE ..., LAST fragments, one per block; a fragment
+//!   never crosses a block boundary, so a reader can always resynchronize at the next
+//!   block.
+//! - When fewer bytes than a header are left in a block, the writer fills them with zeros
+//!   (the *trailer*) and starts the next fragment at the next block. With exactly a
+//!   header's bytes left, it writes a FIRST fragment with no data.
+//! - Types 1 to 4 are FULL, FIRST, MIDDLE, LAST with the legacy header; 5 to 8 the same
+//!   with RocksDB's recyclable header. RocksDB writes the recyclable header when it reuses
+//!   old log files instead of creating new ones (`recycle_log_file_num > 0`). A reused
+//!   file still holds the old log's records past the new tail, each with a valid checksum;
+//!   the log number in every header is what lets the reader tell them apart. A record
+//!   carrying another log number is the end of the new log ([`StopReason::OldRecord`]).
+//!
+//! Each logical record is a [`WriteBatch`](super::write_batch).
+//!
+//! ## The scan
+//!
+//! [`scan_log`] is RECOVER_SCAN for this format, with the same stop reasons and the same
+//! rule between segments as the tiny store's ([`crate::scan`]). Its checks, in order:
+//!
+//! 1. At a block's end, fewer bytes than a header are the trailer: skipped (the real
+//!    readers ignore their contents too; the check records whether they were zero).
+//! 2. No bytes left: [`StopReason::End`]. Fewer than 7 bytes, or 7 zero bytes:
+//!    [`StopReason::Zero`] when they are all zero, else [`StopReason::Short`].
+//! 3. The type: 1-4 (and 5-8 when reading RocksDB) are known; anything else is
+//!    [`StopReason::BadFragment`]. A recyclable header needs 11 bytes (else `Short`).
+//! 4. The log number of a recyclable header must be the log's (when none is given, the
+//!    first record's number is taken as the log's). A legacy record after recyclable ones
+//!    in the same file also comes from the file's earlier life. Both: `OldRecord`. RocksDB
+//!    makes this check before the length and checksum, and so does walab.
+//! 5. The fragment must end inside its block ([`StopReason::BadLength`]) and inside the
+//!    data ([`StopReason::Short`]).
+//! 6. The masked CRC32C must match ([`StopReason::Checksum`]).
+//! 7. The fragment order: FULL or FIRST outside a fragmented record, MIDDLE or LAST inside
+//!    one ([`StopReason::BadFragment`]).
+//! 8. A completed logical record must decode as a WriteBatch; one that passes its
+//!    checksums but does not is reported as [`StopReason::BadLength`] with the batch
+//!    error in the check.
+//! 9. Already flushed (the batch's last seq at most `flushed_through_seq`), then accept.
+//!
+//! A clean end (end of data, zeros) reached in the middle of a fragmented record is not
+//! clean: the record was torn, so the scan reports [`StopReason::Short`]. Whenever the
+//! scan stops inside a fragmented record, the stop's offset is that record's first
+//! fragment: the log is cut there.
+
+use super::write_batch::{decode_batch, encode_batch, WriteBatch};
+use crate::checksum::{crc32c, mask_crc32c, unmask_crc32c};
+use crate::scan::{ScanCheck, ScanStop, StopReason};
+
+/// Bytes in a block.
+pub const BLOCK_BYTES: usize = 32 * 1024;
+/// Bytes in a legacy header.
+pub const LEGACY_HEADER_BYTES: usize = 7;
+/// Bytes in a recyclable header.
+pub const RECYCLABLE_HEADER_BYTES: usize = 11;
+
+pub const TYPE_ZERO: u8 = 0;
+pub const TYPE_FULL: u8 = 1;
+pub const TYPE_FIRST: u8 = 2;
+pub const TYPE_MIDDLE: u8 = 3;
+pub const TYPE_LAST: u8 = 4;
+pub const TYPE_RECYCLABLE_FULL: u8 = 5;
+pub const TYPE_RECYCLABLE_FIRST: u8 = 6;
+pub const TYPE_RECYCLABLE_MIDDLE: u8 = 7;
+pub const TYPE_RECYCLABLE_LAST: u8 = 8;
+
+/// Which header the writer uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum HeaderKind {
+    /// 7 bytes, types 1-4: LevelDB, and RocksDB without recycling.
+    Legacy,
+    /// 11 bytes, types 5-8, carrying the low 32 bits of the log number.
+    Recyclable { log_number: u32 },
+}
+
+impl HeaderKind {
+    pub fn header_bytes(self) -> usize {
+        match self {
+            HeaderKind::Legacy => LEGACY_HEADER_BYTES,
+            HeaderKind::Recyclable { .. } => RECYCLABLE_HEADER_BYTES,
+        }
+    }
+}
+
+/// A fragment's position in its logical record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fragment {
+    Full,
+    First,
+    Middle,
+    Last,
+}
+
+impl Fragment {
+    /// The type byte for this fragment under `kind`'s header.
+    pub fn record_type(self, kind: HeaderKind) -> u8 {
+        let legacy = match self {
+            Fragment::Full => TYPE_FULL,
+            Fragment::First => TYPE_FIRST,
+            Fragment::Middle => TYPE_MIDDLE,
+            Fragment::Last => TYPE_LAST,
+        };
+        match kind {
+            HeaderKind::Legacy => legacy,
+            HeaderKind::Recyclable { .. } => legacy + 4,
+        }
+    }
+
+    /// The fragment and header size a type byte stands for; `None` for types the format
+    /// does not define.
+    pub fn from_type(record_type: u8) -> Option<(Fragment, usize)> {
+        let fragment = match record_type {
+            TYPE_FULL | TYPE_RECYCLABLE_FULL => Fragment::Full,
+            TYPE_FIRST | TYPE_RECYCLABLE_FIRST => Fragment::First,
+            TYPE_MIDDLE | TYPE_RECYCLABLE_MIDDLE => Fragment::Middle,
+            TYPE_LAST | TYPE_RECYCLABLE_LAST => Fragment::Last,
+            _ => return None,
+        };
+        let header = if record_type >= TYPE_RECYCLABLE_FULL { RECYCLABLE_HEADER_BYTES } else { LEGACY_HEADER_BYTES };
+        Some((fragment, header))
+    }
+}
+
+/// The log writer: LevelDB's `log::Writer` and RocksDB's, as a pure byte producer.
+///
+/// `add_record` returns nothing and appends to an in-memory buffer; a driver writes
+/// [`LogWriter::bytes`] (or the new part of it) to a file.
+#[derive(Clone, Debug)]
+pub struct LogWriter {
+    kind: HeaderKind,
+    bytes: Vec<u8>,
+}
+
+impl LogWriter {
+    /// A writer for an empty log.
+    pub fn new(kind: HeaderKind) -> LogWriter {
+        LogWriter { kind, bytes: Vec::new() }
+    }
+
+    /// Appends one logical record, fragmenting it across blocks as the real writers do.
+    pub fn add_record(&mut self, payload: &[u8]) {
+        let header_bytes = self.kind.header_bytes();
+        let mut rest = payload;
+        let mut begin = true;
+        // Bounded: each pass writes a fragment of at least one byte, except a zero-byte
+        // FIRST fragment, which can only happen once (at a block's end), or a trailer.
+        loop {
+            let block_left = BLOCK_BYTES - self.bytes.len() % BLOCK_BYTES;
+            if block_left < header_bytes {
+                self.bytes.resize(self.bytes.len() + block_left, 0);
+                continue;
+            }
+            let room = block_left - header_bytes;
+            let fragment_bytes = rest.len().min(room);
+            let end = fragment_bytes == rest.len();
+            let fragment = match (begin, end) {
+                (true, true) => Fragment::Full,
+                (true, false) => Fragment::First,
+                (false, false) => Fragment::Middle,
+                (false, true) => Fragment::Last,
+            };
+            let (now, later) = rest.split_at(fragment_bytes);
+            self.emit(fragment, now);
+            rest = later;
+            begin = false;
+            if end {
+                break;
+            }
+        }
+    }
+
+    fn emit(&mut self, fragment: Fragment, data: &[u8]) {
+        let record_type = fragment.record_type(self.kind);
+        let length = u16::try_from(data.len()).expect("a fragment fits in a block");
+        let crc = match self.kind {
+            HeaderKind::Legacy => crc32c(&[&[record_type], data]),
+            HeaderKind::Recyclable { log_number } => crc32c(&[&[record_type], &log_number.to_le_bytes(), data]),
+        };
+        self.bytes.extend_from_slice(&mask_crc32c(crc).to_le_bytes());
+        self.bytes.extend_from_slice(&length.to_le_bytes());
+        self.bytes.push(record_type);
+        if let HeaderKind::Recyclable { log_number } = self.kind {
+            self.bytes.extend_from_slice(&log_number.to_le_bytes());
+        }
+        self.bytes.extend_from_slice(data);
+    }
+
+    /// Appends one batch.
+    pub fn add_batch(&mut self, batch: &WriteBatch) {
+        self.add_record(&encode_batch(batch));
+    }
+
+    /// Everything written so far.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.bytes
+    }
+}
+
+/// Which reader to be.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum LogFormat {
+    /// LevelDB: legacy headers only; types 5-8 are unknown.
+    LevelDb,
+    /// RocksDB: legacy and recyclable headers.
+    RocksDb,
+}
+
+/// One log file to scan. `log_number` is the number the file's recyclable records must
+/// carry (RocksDB's `000010.log` is log 10); `None` takes the first record's.
+#[derive(Clone, Copy, Debug)]
+pub struct LogSegment<'a> {
+    pub bytes: &'a [u8],
+    pub log_number: Option<u32>,
+}
+
+/// A logical record the scan accepted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct AcceptedBatch {
+    pub segment: usize,
+    /// Byte offset of the record's first fragment header.
+    pub offset: u64,
+    /// Bytes from that header to the end of the last fragment (trailers and the headers
+    /// of later fragments included).
+    pub len: u64,
+    /// How many physical fragments it was cut into.
+    pub fragments: u32,
+    /// True when it came with recyclable headers.
+    pub recyclable: bool,
+    pub batch: WriteBatch,
+    /// True when the batch's last seq is at most `flushed_through_seq`.
+    pub already_flushed: bool,
+}
+
+/// The result of [`scan_log`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct LogScan {
+    pub records: Vec<AcceptedBatch>,
+    pub stop: ScanStop,
+    /// The last accepted batch's `seq + count`, never less than `flushed_through_seq + 1`.
+    pub next_seq: u64,
+    pub checks: Vec<ScanCheck>,
+}
+
+/// The decoder alone: every logical record's payload up to the first failed check, and
+/// the stop. The scan without the batch decoding, for callers with their own payloads.
+pub fn read_records(format: LogFormat, segment: LogSegment<'_>) -> (Vec<(u64, Vec<u8>)>, ScanStop) {
+    let mut out = Vec::new();
+    let mut checks = Vec::new();
+    let stop = scan_segment(format, 0, segment, &mut checks, &mut |offset, _len, _fragments, _recyclable, payload, _checks| {
+        out.push((offset, payload));
+        Ok(())
+    });
+    (out, stop)
+}
+
+/// RECOVER_SCAN over LevelDB or RocksDB log files, oldest first. See the module docs.
+pub fn scan_log(format: LogFormat, segments: &[LogSegment<'_>], flushed_through_seq: u64) -> LogScan {
+    let mut scan = LogScan {
+        records: Vec::new(),
+        stop: ScanStop { reason: StopReason::End, segment: 0, offset: 0 },
+        next_seq: flushed_through_seq.saturating_add(1),
+        checks: Vec::new(),
+    };
+    for (index, segment) in segments.iter().enumerate() {
+        scan.checks.push(ScanCheck::SegmentStart { segment: index, bytes: segment.bytes.len() as u64 });
+        let mut records = Vec::new();
+        let mut next_seq = scan.next_seq;
+        let stop = scan_segment(
+            format,
+            index,
+            *segment,
+            &mut scan.checks,
+            &mut |offset, len, fragments, recyclable, payload, checks| {
+                let batch = match decode_batch(&payload) {
+                    Ok(batch) => batch,
+                    Err(error) => {
+                        checks.push(ScanCheck::Payload {
+                            segment: index,
+                            offset,
+                            ok: false,
+                            problem: Some(error.to_string()),
+                        });
+                        return Err(StopReason::BadLength);
+                    }
+                };
+                checks.push(ScanCheck::Payload { segment: index, offset, ok: true, problem: None });
+                let already_flushed = batch.last_seq() <= flushed_through_seq;
+                if already_flushed {
+                    checks.push(ScanCheck::AlreadyFlushed {
+                        segment: index,
+                        offset,
+                        seq: batch.last_seq(),
+                        flushed_through_seq,
+                    });
+                }
+                checks.push(ScanCheck::Accept { segment: index, offset, len, seq: Some(batch.seq) });
+                next_seq = next_seq.max(batch.next_seq());
+                records.push(AcceptedBatch {
+                    segment: index,
+                    offset,
+                    len,
+                    fragments,
+                    recyclable,
+                    batch,
+                    already_flushed,
+                });
+                Ok(())
+            },
+        );
+        scan.records.extend(records);
+        scan.next_seq = next_seq;
+        scan.stop = stop;
+        if stop.reason.is_clean() && index + 1 < segments.len() {
+            scan.checks.push(ScanCheck::SegmentEnd { segment: index, offset: stop.offset, reason: stop.reason });
+            continue;
+        }
+        break;
+    }
+    scan.checks.push(ScanCheck::Stop { stop: scan.stop });
+    scan
+}
+
+/// A logical record being assembled from fragments.
+struct Partial {
+    offset: u64,
+    fragments: u32,
+    payload: Vec<u8>,
+}
+
+type OnRecord<'c> = dyn FnMut(u64, u64, u32, bool, Vec<u8>, &mut Vec<ScanCheck>) -> Result<(), StopReason> + 'c;
+
+/// Scans one file; calls `on_record(offset, len, fragments, recyclable, payload, checks)`
+/// for every complete logical record, which may refuse it with a stop reason.
+fn scan_segment(
+    format: LogFormat,
+    segment: usize,
+    input: LogSegment<'_>,
+    checks: &mut Vec<ScanCheck>,
+    on_record: &mut OnRecord<'_>,
+) -> ScanStop {
+    let bytes = input.bytes;
+    let mut expected_log_number = input.log_number;
+    // Set by the first record: is this file written with recyclable headers?
+    let mut file_recyclable: Option<bool> = None;
+    let mut partial: Option<Partial> = None;
+    let mut offset: usize = 0;
+    // Where to cut if the scan stops here: the start of a fragmented record in progress.
+    let stop_at = |partial: &Option<Partial>, at: u64, reason: StopReason| {
+        let reason = match (partial, reason.is_clean()) {
+            (Some(_), true) => StopReason::Short,
+            _ => reason,
+        };
+        ScanStop { reason, segment, offset: partial.as_ref().map_or(at, |partial| partial.offset) }
+    };
+    // Bounded by the file: every pass moves `offset` forward by at least one byte (a
+    // trailer) or a header, or returns.
+    loop {
+        let at = offset as u64;
+        let block_left = BLOCK_BYTES - offset % BLOCK_BYTES;
+        let rest = &bytes[offset..];
+        let trailer_under = if file_recyclable == Some(true) { RECYCLABLE_HEADER_BYTES } else { LEGACY_HEADER_BYTES };
+        if block_left < trailer_under && !rest.is_empty() {
+            let trailer = &rest[..block_left.min(rest.len())];
+            checks.push(ScanCheck::BlockTrailer {
+                segment,
+                offset: at,
+                bytes: trailer.len() as u64,
+                all_zero: trailer.iter().all(|&b| b == 0),
+            });
+            offset += trailer.len();
+            continue;
+        }
+        if rest.is_empty() {
+            return stop_at(&partial, at, StopReason::End);
+        }
+        if rest.len() < LEGACY_HEADER_BYTES {
+            let all_zero = rest.iter().all(|&b| b == 0);
+            checks.push(ScanCheck::HeaderShort { segment, offset: at, available: rest.len() as u64, all_zero });
+            return stop_at(&partial, at, if all_zero { StopReason::Zero } else { StopReason::Short });
+        }
+        if rest[..LEGACY_HEADER_BYTES].iter().all(|&b| b == 0) {
+            checks.push(ScanCheck::HeaderZero { segment, offset: at, header_bytes: LEGACY_HEADER_BYTES as u64 });
+            return stop_at(&partial, at, StopReason::Zero);
+        }
+        let record_type = rest[6];
+        let known = Fragment::from_type(record_type)
+            .filter(|&(_, header)| format == LogFormat::RocksDb || header == LEGACY_HEADER_BYTES);
+        let Some((fragment, header_bytes)) = known else {
+            checks.push(ScanCheck::Fragment {
+                segment,
+                offset: at,
+                record_type,
+                in_fragmented_record: partial.is_some(),
+                ok: false,
+            });
+            return stop_at(&partial, at, StopReason::BadFragment);
+        };
+        if rest.len() < header_bytes {
+            checks.push(ScanCheck::HeaderShort { segment, offset: at, available: rest.len() as u64, all_zero: false });
+            return stop_at(&partial, at, StopReason::Short);
+        }
+        let stored_checksum = u32::from_le_bytes(rest[..4].try_into().expect("four bytes"));
+        let length = usize::from(u16::from_le_bytes([rest[4], rest[5]]));
+        let recyclable = header_bytes == RECYCLABLE_HEADER_BYTES;
+        let log_number = recyclable.then(|| u32::from_le_bytes(rest[7..11].try_into().expect("four bytes")));
+        checks.push(ScanCheck::Header {
+            segment,
+            offset: at,
+            header_bytes: header_bytes as u64,
+            stored_checksum,
+            length: length as u64,
+            record_type,
+            log_number,
+            frame_offset: None,
+        });
+        // A file is written with one header kind; a legacy record after recyclable ones is
+        // the file's earlier life showing through.
+        match (file_recyclable, recyclable) {
+            (Some(true), false) => {
+                checks.push(ScanCheck::Fragment {
+                    segment,
+                    offset: at,
+                    record_type,
+                    in_fragmented_record: partial.is_some(),
+                    ok: false,
+                });
+                return stop_at(&partial, at, StopReason::OldRecord);
+            }
+            (Some(false), true) => {
+                checks.push(ScanCheck::Fragment {
+                    segment,
+                    offset: at,
+                    record_type,
+                    in_fragmented_record: partial.is_some(),
+                    ok: false,
+                });
+                return stop_at(&partial, at, StopReason::BadFragment);
+            }
+            _ => {}
+        }
+        if let Some(found) = log_number {
+            let expected = *expected_log_number.get_or_insert(found);
+            let ok = expected == found;
+            checks.push(ScanCheck::LogNumber { segment, offset: at, expected, found, ok });
+            if !ok {
+                return stop_at(&partial, at, StopReason::OldRecord);
+            }
+        }
+        let room = block_left - header_bytes;
+        let fits_block = length <= room;
+        checks.push(ScanCheck::LengthBound {
+            segment,
+            offset: at,
+            length: length as u64,
+            min: 0,
+            max: room as u64,
+            ok: fits_block,
+        });
+        if !fits_block {
+            return stop_at(&partial, at, StopReason::BadLength);
+        }
+        let available = rest.len() - header_bytes;
+        let present = length <= available;
+        checks.push(ScanCheck::PayloadPresent {
+            segment,
+            offset: at,
+            length: length as u64,
+            available: available as u64,
+            ok: present,
+        });
+        if !present {
+            return stop_at(&partial, at, StopReason::Short);
+        }
+        let data = &rest[header_bytes..header_bytes + length];
+        let computed = match log_number {
+            None => crc32c(&[&[record_type], data]),
+            Some(number) => crc32c(&[&[record_type], &number.to_le_bytes(), data]),
+        };
+        let checksum_ok = unmask_crc32c(stored_checksum) == computed;
+        checks.push(ScanCheck::Checksum {
+            segment,
+            offset: at,
+            stored: stored_checksum,
+            computed: mask_crc32c(computed),
+            ok: checksum_ok,
+        });
+        if !checksum_ok {
+            return stop_at(&partial, at, StopReason::Checksum);
+        }
+        let order_ok = matches!(
+            (&partial, fragment),
+            (None, Fragment::Full | Fragment::First) | (Some(_), Fragment::Middle | Fragment::Last)
+        );
+        checks.push(ScanCheck::Fragment {
+            segment,
+            offset: at,
+            record_type,
+            in_fragmented_record: partial.is_some(),
+            ok: order_ok,
+        });
+        if !order_ok {
+            return stop_at(&partial, at, StopReason::BadFragment);
+        }
+        file_recyclable = Some(recyclable);
+        offset += header_bytes + length;
+        let complete = match fragment {
+            Fragment::Full => Some(Partial { offset: at, fragments: 1, payload: data.to_vec() }),
+            Fragment::First => {
+                partial = Some(Partial { offset: at, fragments: 1, payload: data.to_vec() });
+                None
+            }
+            Fragment::Middle | Fragment::Last => {
+                let in_progress = partial.as_mut().expect("order checked above");
+                in_progress.fragments += 1;
+                in_progress.payload.extend_from_slice(data);
+                if fragment == Fragment::Last {
+                    partial.take()
+                } else {
+                    None
+                }
+            }
+        };
+        if let Some(record) = complete {
+            let len = offset as u64 - record.offset;
+            if let Err(reason) = on_record(record.offset, len, record.fragments, recyclable, record.payload, checks) {
+                return ScanStop { reason, segment, offset: record.offset };
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::write_batch::BatchOp;
+
+    fn put(seq: u64, key: &str, value: &[u8]) -> WriteBatch {
+        WriteBatch::new(seq, vec![BatchOp::Put { column_family: 0, key: key.into(), value: value.to_vec() }])
+    }
+
+    fn one(bytes: &[u8]) -> [LogSegment<'_>; 1] {
+        [LogSegment { bytes, log_number: None }]
+    }
+
+    #[test]
+    fn golden_full_record() {
+        let mut writer = LogWriter::new(HeaderKind::Legacy);
+        writer.add_batch(&put(1, "a", b"b"));
+        let bytes = writer.into_bytes();
+        let payload = [1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 1, b'a', 1, b'b'];
+        let crc = mask_crc32c(crc32c(&[&[TYPE_FULL], &payload]));
+        let mut expected = crc.to_le_bytes().to_vec();
+        expected.extend([payload.len() as u8, 0, TYPE_FULL]);
+        expected.extend(payload);
+        assert_eq!(bytes, expected);
+    }
+
+    #[test]
+    fn golden_recyclable_record_checksums_the_log_number() {
+        let mut writer = LogWriter::new(HeaderKind::Recyclable { log_number: 10 });
+        writer.add_record(b"xyz");
+        let bytes = writer.into_bytes();
+        let crc = mask_crc32c(crc32c(&[&[TYPE_RECYCLABLE_FULL], &[10, 0, 0, 0], b"xyz"]));
+        let mut expected = crc.to_le_bytes().to_vec();
+        expected.extend([3, 0, TYPE_RECYCLABLE_FULL, 10, 0, 0, 0]);
+        expected.extend(b"xyz");
+        assert_eq!(bytes, expected);
+    }
+
+    #[test]
+    fn a_big_record_is_first_middle_last_and_reads_back() {
+        let value = vec![0x5a; 80_000];
+        let mut writer = LogWriter::new(HeaderKind::Legacy);
+        writer.add_batch(&put(1, "small", b"x"));
+        writer.add_batch(&put(2, "big", &value));
+        writer.add_batch(&put(3, "after", b"y"));
+        let bytes = writer.into_bytes();
+        let scan = scan_log(LogFormat::LevelDb, &one(&bytes), 0);
+        assert_eq!(scan.stop, ScanStop { reason: StopReason::End, segment: 0, offset: bytes.len() as u64 });
+        assert_eq!(scan.records.len(), 3);
+        assert_eq!(scan.records[1].fragments, 3);
+        assert_eq!(scan.records[1].batch, put(2, "big", &value));
+        assert_eq!(scan.next_seq, 4);
+        let types: Vec<u8> = scan
+            .checks
+            .iter()
+            .filter_map(|check| match check {
+                ScanCheck::Header { record_type, .. } => Some(*record_type),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(types, [TYPE_FULL, TYPE_FIRST, TYPE_MIDDLE, TYPE_LAST, TYPE_FULL]);
+    }
+
+    #[test]
+    fn block_tails_are_zero_filled_and_exactly_a_header_gives_an_empty_first() {
+        // Fill the first block so that exactly 7 bytes are left: payload of
+        // BLOCK - 7 - 7 bytes, then the next record must start with an empty FIRST.
+        let mut writer = LogWriter::new(HeaderKind::Legacy);
+        writer.add_record(&vec![1u8; BLOCK_BYTES - 2 * LEGACY_HEADER_BYTES]);
+        assert_eq!(writer.bytes().len(), BLOCK_BYTES - LEGACY_HEADER_BYTES);
+        writer.add_record(b"next");
+        let bytes = writer.bytes();
+        assert_eq!(&bytes[BLOCK_BYTES - 3..BLOCK_BYTES - 1], &[0, 0]);
+        assert_eq!(bytes[BLOCK_BYTES - 1], TYPE_FIRST);
+        assert_eq!(bytes[BLOCK_BYTES + 6], TYPE_LAST);
+        let (records, stop) = read_records(LogFormat::LevelDb, one(bytes)[0]);
+        assert_eq!(records.len(), 2);
+        assert_eq!(records[1], ((BLOCK_BYTES - 7) as u64, b"next".to_vec()));
+        assert_eq!(stop.reason, StopReason::End);
+
+        // Leave 3 bytes: they become a zero trailer.
+        let mut writer = LogWriter::new(HeaderKind::Legacy);
+        writer.add_record(&vec![1u8; BLOCK_BYTES - LEGACY_HEADER_BYTES - 3]);
+        writer.add_record(b"next");
+        let bytes = writer.bytes();
+        assert_eq!(&bytes[BLOCK_BYTES - 3..BLOCK_BYTES], &[0, 0, 0]);
+        assert_eq!(bytes[BLOCK_BYTES + 6], TYPE_FULL);
+        let (records, _) = read_records(LogFormat::LevelDb, one(bytes)[0]);
+        assert_eq!(records[1].0, BLOCK_BYTES as u64);
+    }
+
+    #[test]
+    fn recycled_file_stops_at_the_old_log_number() {
+        let mut old = LogWriter::new(HeaderKind::Recyclable { log_number: 4 });
+        for seq in 1..=5 {
+            old.add_batch(&put(seq, "old", b"value-from-the-old-log"));
+        }
+        let mut new = LogWriter::new(HeaderKind::Recyclable { log_number: 9 });
+        new.add_batch(&put(100, "new", b"value-from-the-old-log"));
+        new.add_batch(&put(101, "new", b"value-from-the-old-log"));
+        let mut file = old.into_bytes();
+        let new_len = new.bytes().len();
+        file[..new_len].copy_from_slice(new.bytes());
+        let scan = scan_log(LogFormat::RocksDb, &[LogSegment { bytes: &file, log_number: Some(9) }], 0);
+        assert_eq!(scan.records.len(), 2);
+        assert_eq!(scan.stop, ScanStop { reason: StopReason::OldRecord, segment: 0, offset: new_len as u64 });
+        assert_eq!(scan.next_seq, 102);
+        // Without a log number the first record's is taken.
+        let scan = scan_log(LogFormat::RocksDb, &one(&file), 0);
+        assert_eq!(scan.stop.reason, StopReason::OldRecord);
+        // LevelDB does not know types 5-8.
+        let scan = scan_log(LogFormat::LevelDb, &one(&file), 0);
+        assert_eq!(scan.stop, ScanStop { reason: StopReason::BadFragment, segment: 0, offset: 0 });
+    }
+
+    #[test]
+    fn torn_fragmented_record_is_short_at_its_first_fragment() {
+        let mut writer = LogWriter::new(HeaderKind::Legacy);
+        writer.add_batch(&put(1, "a", b"b"));
+        let first_len = writer.bytes().len() as u64;
+        writer.add_batch(&put(2, "big", &vec![7u8; 50_000]));
+        let bytes = writer.into_bytes();
+        let cut = &bytes[..BLOCK_BYTES + 100];
+        let scan = scan_log(LogFormat::LevelDb, &one(cut), 0);
+        assert_eq!(scan.records.len(), 1);
+        assert_eq!(scan.stop, ScanStop { reason: StopReason::Short, segment: 0, offset: first_len });
+        // Zeros where the LAST fragment should be: still torn, not clean.
+        let mut zeroed = bytes.clone();
+        zeroed[BLOCK_BYTES..].fill(0);
+        let scan = scan_log(LogFormat::LevelDb, &one(&zeroed), 0);
+        assert_eq!(scan.stop, ScanStop { reason: StopReason::Short, segment: 0, offset: first_len });
+    }
+
+    #[test]
+    fn legacy_after_recyclable_is_an_old_record() {
+        let mut new = LogWriter::new(HeaderKind::Recyclable { log_number: 2 });
+        new.add_batch(&put(5, "k", b"v"));
+        let mut old = LogWriter::new(HeaderKind::Legacy);
+        old.add_batch(&put(1, "k", b"v"));
+        let mut file = new.into_bytes();
+        let cut = file.len() as u64;
+        file.extend(old.into_bytes());
+        let scan = scan_log(LogFormat::RocksDb, &one(&file), 0);
+        assert_eq!(scan.stop, ScanStop { reason: StopReason::OldRecord, segment: 0, offset: cut });
+    }
+
+    #[test]
+    fn zero_tail_and_segments() {
+        let mut writer = LogWriter::new(HeaderKind::Legacy);
+        writer.add_batch(&put(1, "a", b"b"));
+        let mut first = writer.into_bytes();
+        let end = first.len() as u64;
+        first.resize(4096, 0);
+        let mut writer = LogWriter::new(HeaderKind::Legacy);
+        writer.add_batch(&put(2, "c", b"d"));
+        let second = writer.into_bytes();
+        let segments = [LogSegment { bytes: &first, log_number: None }, LogSegment { bytes: &second, log_number: None }];
+        let scan = scan_log(LogFormat::LevelDb, &segments, 1);
+        assert_eq!(scan.records.len(), 2);
+        assert!(scan.records[0].already_flushed);
+        assert!(!scan.records[1].already_flushed);
+        assert!(scan.checks.contains(&ScanCheck::SegmentEnd { segment: 0, offset: end, reason: StopReason::Zero }));
+        assert_eq!(scan.stop, ScanStop { reason: StopReason::End, segment: 1, offset: second.len() as u64 });
+        assert_eq!(scan.next_seq, 3);
+    }
+
+    #[test]
+    fn bad_batch_is_bad_length_and_checksum_flip_is_checksum() {
+        let mut writer = LogWriter::new(HeaderKind::Legacy);
+        writer.add_record(b"not a batch");
+        let scan = scan_log(LogFormat::LevelDb, &one(writer.bytes()), 0);
+        assert_eq!(scan.stop.reason, StopReason::BadLength);
+        let mut writer = LogWriter::new(HeaderKind::Legacy);
+        writer.add_batch(&put(1, "a", b"b"));
+        let mut bytes = writer.into_bytes();
+        bytes[10] ^= 0x10;
+        assert_eq!(scan_log(LogFormat::LevelDb, &one(&bytes), 0).stop.reason, StopReason::Checksum);
+    }
+}
