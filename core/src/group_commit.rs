@@ -708,6 +708,12 @@ impl GroupCommit {
 
     /// No-sync and periodic: the open batch goes to the OS and is acknowledged at once.
     fn poll_write_and_ack(&mut self) -> Option<Action> {
+        let (write, ack) = self.write_and_ack()?;
+        self.ready.push_back(ack);
+        Some(write)
+    }
+
+    fn write_and_ack(&mut self) -> Option<(Action, Action)> {
         let gathering = match self.closed.pop_front() {
             Some(batch) => batch,
             None => self.open.take()?,
@@ -720,16 +726,14 @@ impl GroupCommit {
         });
         self.settle(batch.tickets);
         self.counters.acked += batch.tickets.count;
-        self.ready.push_back(Action::Ack(batch.tickets));
-        Some(Action::Write(batch))
+        let tickets = batch.tickets;
+        Some((Action::Write(batch), Action::Ack(tickets)))
     }
 
     fn flush_unsynced_writes(&mut self) {
-        while self.open.is_some() || !self.closed.is_empty() {
-            match self.poll_write_and_ack() {
-                Some(action) => self.ready.push_back(action),
-                None => break,
-            }
+        while let Some((write, ack)) = self.write_and_ack() {
+            self.ready.push_back(write);
+            self.ready.push_back(ack);
         }
     }
 

@@ -29,6 +29,8 @@ pub mod codec;
 pub mod group_commit;
 pub mod pages;
 pub mod rng;
+pub mod sim;
 pub mod scan;
 pub mod time;
+pub mod trace;
 pub mod tiny_store;

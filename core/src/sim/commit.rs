@@ -1,0 +1,778 @@
+//! Group commit on its own: writers arrive, the [`GroupCommit`] machine batches them,
+//! and every persist takes a sync latency. No device, no MemTable: this is the
+//! simulation behind Part 5's schedules and arithmetic, `walab sim commit`, and the
+//! benchmark (a million simulated writes).
+//!
+//! The loop keeps the hot path allocation-light: arrivals are generated on the fly, the
+//! writers waiting for an acknowledgement sit in one ring of arrival times, batch
+//! buffers are handed back to the machine for reuse, and per-write and per-batch records
+//! are kept only when asked for ([`Keep`]).
+
+use std::collections::VecDeque;
+
+use super::{exponential, SyncLatency};
+use crate::group_commit::{Action, AppendError, BatchId, Config, GroupCommit, Policy, Tickets};
+use crate::rng::Rng;
+use crate::time::Nanos;
+use crate::trace::{Event, FileKind, Trace, TraceWrite};
+
+/// When writers arrive.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Arrivals {
+    /// Explicit instants, sorted (the tiny store's, or `--arrivals-ms`).
+    Given(Vec<Nanos>),
+    /// `count` writers evenly spaced at `rate_per_s`: writer i arrives at
+    /// `(i + 1/2) / rate`, in the middle of its slot.
+    Even { rate_per_s: u64, count: u64 },
+    /// `count` writers with exponentially distributed gaps (mean `1 / rate`), seeded.
+    Poisson { rate_per_s: u64, count: u64, seed: u64 },
+}
+
+/// Why arrivals were refused before a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArrivalsError {
+    /// Arrival `index` (from 0) comes before the one before it.
+    Unsorted { index: usize },
+    /// A rate of zero writes a second.
+    RateZero,
+    /// No writers at all.
+    Empty,
+}
+
+impl core::fmt::Display for ArrivalsError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            ArrivalsError::Unsorted { index } => write!(f, "arrival {} comes before the one before it", index + 1),
+            ArrivalsError::RateZero => f.write_str("the rate must be at least 1 write per second"),
+            ArrivalsError::Empty => f.write_str("no writes to simulate"),
+        }
+    }
+}
+
+impl std::error::Error for ArrivalsError {}
+
+impl Arrivals {
+    /// Checks the arrivals before a run.
+    pub fn validate(&self) -> Result<(), ArrivalsError> {
+        match self {
+            Arrivals::Given(times) => {
+                if times.is_empty() {
+                    return Err(ArrivalsError::Empty);
+                }
+                match times.windows(2).position(|pair| pair[1] < pair[0]) {
+                    Some(index) => Err(ArrivalsError::Unsorted { index: index + 1 }),
+                    None => Ok(()),
+                }
+            }
+            Arrivals::Even { rate_per_s, count } | Arrivals::Poisson { rate_per_s, count, .. } => {
+                if *rate_per_s == 0 {
+                    Err(ArrivalsError::RateZero)
+                } else if *count == 0 {
+                    Err(ArrivalsError::Empty)
+                } else {
+                    Ok(())
+                }
+            }
+        }
+    }
+
+    pub fn count(&self) -> u64 {
+        match self {
+            Arrivals::Given(times) => times.len() as u64,
+            Arrivals::Even { count, .. } | Arrivals::Poisson { count, .. } => *count,
+        }
+    }
+
+    fn stream(&self) -> ArrivalStream<'_> {
+        ArrivalStream { arrivals: self, index: 0, clock: Nanos::ZERO, rng: Rng::new(self.seed()) }
+    }
+
+    fn seed(&self) -> u64 {
+        match self {
+            Arrivals::Poisson { seed, .. } => *seed,
+            _ => 0,
+        }
+    }
+}
+
+/// Generates arrival instants one at a time.
+struct ArrivalStream<'a> {
+    arrivals: &'a Arrivals,
+    index: u64,
+    clock: Nanos,
+    rng: Rng,
+}
+
+impl Iterator for ArrivalStream<'_> {
+    type Item = Nanos;
+
+    fn next(&mut self) -> Option<Nanos> {
+        let index = self.index;
+        let at = match self.arrivals {
+            Arrivals::Given(times) => *times.get(index as usize)?,
+            Arrivals::Even { rate_per_s, count } => {
+                if index >= *count {
+                    return None;
+                }
+                // (2i + 1) * 1e9 / (2 * rate), exactly, in u128.
+                let numerator = (2 * u128::from(index) + 1) * 1_000_000_000;
+                Nanos((numerator / (2 * u128::from(*rate_per_s))) as u64)
+            }
+            Arrivals::Poisson { rate_per_s, count, .. } => {
+                if index >= *count {
+                    return None;
+                }
+                let mean_gap = 1e9 / *rate_per_s as f64;
+                self.clock += exponential(&mut self.rng, mean_gap);
+                self.clock
+            }
+        };
+        self.index += 1;
+        Some(at)
+    }
+}
+
+/// What a run keeps besides its summary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Keep {
+    pub writes: bool,
+    pub batches: bool,
+    pub trace: bool,
+}
+
+impl Keep {
+    pub const SUMMARY: Keep = Keep { writes: false, batches: false, trace: false };
+    pub const ALL: Keep = Keep { writes: true, batches: true, trace: true };
+}
+
+/// A group-commit run's inputs.
+#[derive(Clone, Debug)]
+pub struct CommitSetup {
+    pub config: Config,
+    pub sync_latency: SyncLatency,
+    /// Bytes per record (every record the same size) ...
+    pub record_bytes: u32,
+    /// ... unless given per write (the tiny store's records).
+    pub record_bytes_each: Option<Vec<u32>>,
+    /// The log segment of each write; all in segment 1 when `None`.
+    pub segment_each: Option<Vec<u64>>,
+    /// Seeds sync-latency draws.
+    pub seed: u64,
+    pub keep: Keep,
+    /// Bound on the trace's length.
+    pub trace_events_max: usize,
+}
+
+impl CommitSetup {
+    pub fn new(config: Config, sync_latency: Nanos) -> CommitSetup {
+        CommitSetup {
+            config,
+            sync_latency: SyncLatency::fixed(sync_latency),
+            record_bytes: 100,
+            record_bytes_each: None,
+            segment_each: None,
+            seed: 0,
+            keep: Keep::SUMMARY,
+            trace_events_max: crate::trace::EVENTS_MAX_DEFAULT,
+        }
+    }
+}
+
+/// One batch as it ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct BatchRecord {
+    pub id: u64,
+    pub segment: u64,
+    /// When it was formed and its persist began.
+    pub start: Nanos,
+    /// When its persist returned (`None` if it never did).
+    pub end: Option<Nanos>,
+    pub first_write: u64,
+    pub writes: u64,
+    pub bytes: u64,
+}
+
+impl BatchRecord {
+    /// The write ids it carries.
+    pub fn write_ids(&self) -> Vec<u64> {
+        (self.first_write..self.first_write + self.writes).collect()
+    }
+}
+
+/// One write as it ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct WriteRecord {
+    pub id: u64,
+    pub arrival: Nanos,
+    /// When it was told OK.
+    pub ack: Option<Nanos>,
+    /// When its record was durable (the same as `ack` for the policies that sync first;
+    /// later, or never, for no-sync and periodic).
+    pub durable: Option<Nanos>,
+    /// The batch (or periodic write) that carried it.
+    pub batch: Option<u64>,
+}
+
+impl WriteRecord {
+    pub fn wait(&self) -> Option<Nanos> {
+        self.ack.map(|ack| ack - self.arrival)
+    }
+}
+
+/// The run in numbers.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct Summary {
+    pub writes: u64,
+    pub acked: u64,
+    pub failed: u64,
+    /// Persists and syncs (one per batch for the sync-first policies).
+    pub syncs: u64,
+    /// From the first arrival to the last event.
+    pub span: Nanos,
+    pub wait_total: Nanos,
+    pub wait_min: Nanos,
+    pub wait_max: Nanos,
+    /// Bytes carried by the batches.
+    pub batch_bytes_total: u64,
+}
+
+impl Summary {
+    pub fn syncs_per_s(&self) -> f64 {
+        if self.span.0 == 0 {
+            return 0.0;
+        }
+        self.syncs as f64 * 1e9 / self.span.0 as f64
+    }
+
+    /// Writes per batch (per sync).
+    pub fn batch_mean(&self) -> f64 {
+        if self.syncs == 0 {
+            return 0.0;
+        }
+        self.writes as f64 / self.syncs as f64
+    }
+
+    pub fn bytes_per_sync_mean(&self) -> f64 {
+        if self.syncs == 0 {
+            return 0.0;
+        }
+        self.batch_bytes_total as f64 / self.syncs as f64
+    }
+
+    /// Mean wait from arrival to acknowledgement, in whole nanoseconds (rounded down).
+    pub fn wait_mean(&self) -> Nanos {
+        if self.acked == 0 {
+            return Nanos::ZERO;
+        }
+        Nanos(self.wait_total.0 / self.acked)
+    }
+
+    /// Writes in flight on average over the run (Little's law: total wait / span).
+    pub fn in_flight_mean(&self) -> f64 {
+        if self.span.0 == 0 {
+            return 0.0;
+        }
+        self.wait_total.0 as f64 / self.span.0 as f64
+    }
+}
+
+/// Everything a run produced.
+#[derive(Clone, Debug)]
+pub struct CommitRun {
+    pub summary: Summary,
+    /// Present when [`Keep::batches`].
+    pub batches: Vec<BatchRecord>,
+    /// Present when [`Keep::writes`].
+    pub writes: Vec<WriteRecord>,
+    pub trace: Option<Trace>,
+}
+
+impl CommitRun {
+    /// The write ids of every batch, in order (needs [`Keep::batches`]).
+    pub fn batch_write_ids(&self) -> Vec<Vec<u64>> {
+        self.batches.iter().map(BatchRecord::write_ids).collect()
+    }
+}
+
+/// A run could not start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SetupError {
+    Config(crate::group_commit::ConfigError),
+    Arrivals(ArrivalsError),
+    /// A sync latency of zero.
+    LatencyZero,
+    /// A record size of zero bytes.
+    RecordBytesZero,
+    /// `record_bytes_each` or `segment_each` does not have one entry per write.
+    PerWriteLength,
+}
+
+impl core::fmt::Display for SetupError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            SetupError::Config(error) => error.fmt(f),
+            SetupError::Arrivals(error) => error.fmt(f),
+            SetupError::LatencyZero => f.write_str("the sync latency must be longer than zero"),
+            SetupError::RecordBytesZero => f.write_str("records must be at least 1 byte"),
+            SetupError::PerWriteLength => f.write_str("per-write sizes or segments do not match the writes"),
+        }
+    }
+}
+
+impl std::error::Error for SetupError {}
+
+/// A persist in flight in the simulation.
+#[derive(Clone, Copy, Debug)]
+struct Running {
+    done_at: Nanos,
+    batch: BatchId,
+    /// Index into `batches` (when kept).
+    record: usize,
+    /// For periodic syncs: the last write id the sync covers.
+    covers_through: u64,
+}
+
+/// The simulation's bookkeeping.
+struct Loop<'a> {
+    setup: &'a CommitSetup,
+    machine: GroupCommit,
+    rng: Rng,
+    running: Vec<Running>,
+    /// Arrival instants of writes appended and not yet acknowledged or failed, in ticket
+    /// order (ticket n is write n). Bounded by the machine's `waiters_max`.
+    waiting: VecDeque<Nanos>,
+    /// Writes refused by backpressure, waiting to be offered again (FIFO).
+    paused: VecDeque<(u64, Nanos)>,
+    next_write: u64,
+    /// The last write id handed to the OS (no-sync and periodic) or durable.
+    written_through: u64,
+    durable_through: u64,
+    summary: Summary,
+    batches: Vec<BatchRecord>,
+    writes: Vec<WriteRecord>,
+    trace: Option<Trace>,
+    record: Vec<u8>,
+    first_arrival: Option<Nanos>,
+    last_event: Nanos,
+}
+
+/// Runs group commit over the arrivals.
+pub fn run(setup: &CommitSetup, arrivals: &Arrivals) -> Result<CommitRun, SetupError> {
+    arrivals.validate().map_err(SetupError::Arrivals)?;
+    setup.config.validate().map_err(SetupError::Config)?;
+    if !setup.sync_latency.is_positive() {
+        return Err(SetupError::LatencyZero);
+    }
+    let count = arrivals.count();
+    if setup.record_bytes == 0 && setup.record_bytes_each.is_none() {
+        return Err(SetupError::RecordBytesZero);
+    }
+    if let Some(each) = &setup.record_bytes_each {
+        if each.len() as u64 != count {
+            return Err(SetupError::PerWriteLength);
+        }
+        if each.contains(&0) {
+            return Err(SetupError::RecordBytesZero);
+        }
+    }
+    if let Some(each) = &setup.segment_each {
+        if each.len() as u64 != count {
+            return Err(SetupError::PerWriteLength);
+        }
+    }
+    let machine = GroupCommit::new(setup.config).map_err(SetupError::Config)?;
+    let record_max = setup.record_bytes_each.as_ref().and_then(|each| each.iter().max().copied()).unwrap_or(setup.record_bytes);
+    let mut state = Loop {
+        setup,
+        machine,
+        rng: Rng::new(setup.seed),
+        running: Vec::with_capacity(setup.config.inflight_max),
+        waiting: VecDeque::new(),
+        paused: VecDeque::new(),
+        next_write: 1,
+        written_through: 0,
+        durable_through: 0,
+        summary: Summary { wait_min: Nanos::MAX, ..Summary::default() },
+        batches: Vec::new(),
+        writes: Vec::new(),
+        trace: None,
+        record: vec![0x5a; record_max as usize],
+        first_arrival: None,
+        last_event: Nanos::ZERO,
+    };
+    if setup.keep.trace {
+        let mut trace = Trace::new("arrivals", policy_name(&setup.config.policy), 0);
+        trace.events_max = setup.trace_events_max;
+        let segments_max = setup.segment_each.as_ref().and_then(|each| each.iter().max().copied()).unwrap_or(1);
+        for segment in 1..=segments_max {
+            trace.add_file(&format!("wal-{segment}"), FileKind::Log, 0);
+        }
+        for (index, at) in arrivals.stream().enumerate() {
+            let id = index as u64 + 1;
+            trace.writes.push(TraceWrite {
+                id,
+                arrival: at,
+                segment: state.segment_of(id),
+                record_bytes: u64::from(state.bytes_of(id)),
+                op: None,
+                key: None,
+                value: None,
+            });
+            if trace.writes.len() >= trace.events_max {
+                trace.truncated = true;
+                break;
+            }
+        }
+        state.trace = Some(trace);
+    }
+    if setup.keep.writes {
+        state.writes.reserve(count as usize);
+    }
+    state.run(arrivals);
+    Ok(state.finish())
+}
+
+/// The policy's name as the CLI and the trace spell it.
+pub fn policy_name(policy: &Policy) -> &'static str {
+    match policy {
+        Policy::PerWrite => "per-write",
+        Policy::Group => "group",
+        Policy::Window { .. } => "window",
+        Policy::NoSync => "no-sync",
+        Policy::Periodic { .. } => "periodic",
+    }
+}
+
+/// Bound on the instants the loop visits: every instant delivers at least one arrival,
+/// completion or timeout, and there are at most three of those per write, plus the
+/// periodic ticks (bounded by the writes too: a tick with nothing to sync stops them).
+fn instants_max(writes: u64) -> u64 {
+    writes.saturating_mul(4).saturating_add(16)
+}
+
+impl Loop<'_> {
+    fn segment_of(&self, id: u64) -> u64 {
+        match &self.setup.segment_each {
+            Some(each) => each[(id - 1) as usize],
+            None => 1,
+        }
+    }
+
+    fn bytes_of(&self, id: u64) -> u32 {
+        match &self.setup.record_bytes_each {
+            Some(each) => each[(id - 1) as usize],
+            None => self.setup.record_bytes,
+        }
+    }
+
+    fn trace(&mut self, at: Nanos, event: Event) {
+        if let Some(trace) = &mut self.trace {
+            trace.push(at, event);
+        }
+    }
+
+    fn run(&mut self, arrivals: &Arrivals) {
+        let mut stream = arrivals.stream();
+        let mut next_arrival = stream.next();
+        let instants_max = instants_max(arrivals.count());
+        let mut instants = 0u64;
+        loop {
+            let next_done = self.running.iter().map(|running| running.done_at).min();
+            let timeout = self.machine.poll_timeout();
+            let now = match [next_arrival, next_done, timeout].into_iter().flatten().min() {
+                Some(now) => now,
+                None => break,
+            };
+            instants += 1;
+            assert!(instants <= instants_max, "simulation exceeded its instant bound");
+            self.last_event = now;
+            // Every input of this instant first: completions, arrivals, timeouts.
+            while let Some(index) = self.running.iter().position(|running| running.done_at == now) {
+                let running = self.running.swap_remove(index);
+                self.complete(now, running);
+            }
+            while next_arrival == Some(now) {
+                self.first_arrival.get_or_insert(now);
+                let id = self.next_write;
+                self.next_write += 1;
+                self.trace(now, Event::Arrive { write: id });
+                if self.keep_writes() {
+                    self.writes.push(WriteRecord { id, arrival: now, ack: None, durable: None, batch: None });
+                }
+                self.summary.writes += 1;
+                self.offer(now, id, now);
+                next_arrival = stream.next();
+            }
+            if timeout.is_some_and(|deadline| deadline <= now) {
+                self.machine.handle_timeout(now);
+            }
+            self.drain(now);
+            if self.machine.failed().is_some() && next_arrival.is_none() && self.running.is_empty() {
+                break;
+            }
+            if next_arrival.is_none() && self.running.is_empty() && self.paused.is_empty() && self.waiting.is_empty() {
+                // Periodic: one last tick makes the tail durable, then the run ends.
+                if !matches!(self.setup.config.policy, Policy::Periodic { .. })
+                    || self.machine.durable_lsn() == self.machine.appended_lsn()
+                {
+                    break;
+                }
+            }
+        }
+    }
+
+    fn keep_writes(&self) -> bool {
+        self.setup.keep.writes
+    }
+
+    /// Offers write `id` (which arrived at `arrival`) to the log at `now`.
+    fn offer(&mut self, now: Nanos, id: u64, arrival: Nanos) {
+        if !self.paused.is_empty() && self.paused.front().map(|(first, _)| *first) != Some(id) {
+            self.paused.push_back((id, arrival));
+            return;
+        }
+        let segment = self.segment_of(id);
+        let bytes = self.bytes_of(id) as usize;
+        match self.machine.handle_append(now, segment, &self.record[..bytes]) {
+            Ok(ticket) => {
+                debug_assert_eq!(ticket.0, id, "ticket n is write n");
+                self.waiting.push_back(arrival);
+                if self.paused.front().map(|(first, _)| *first) == Some(id) {
+                    self.paused.pop_front();
+                }
+            }
+            Err(AppendError::Backpressure { .. }) | Err(AppendError::TooManyWaiters) => {
+                if self.paused.front().map(|(first, _)| *first) != Some(id) {
+                    self.paused.push_back((id, arrival));
+                }
+            }
+            Err(error) => {
+                self.trace(now, Event::Refuse { write: id, reason: error.to_string() });
+                if self.paused.front().map(|(first, _)| *first) == Some(id) {
+                    self.paused.pop_front();
+                }
+            }
+        }
+    }
+
+    fn drain(&mut self, now: Nanos) {
+        loop {
+            while let Some(action) = self.machine.poll_action() {
+                self.perform(now, action);
+            }
+            // Writers paused by backpressure try again once acknowledgements freed room.
+            let before = self.paused.len();
+            while let Some(&(id, arrival)) = self.paused.front() {
+                self.offer(now, id, arrival);
+                if self.paused.front().map(|(first, _)| *first) == Some(id) {
+                    break;
+                }
+            }
+            if self.paused.len() == before {
+                break;
+            }
+        }
+    }
+
+    fn perform(&mut self, now: Nanos, action: Action) {
+        match action {
+            Action::Persist(batch) | Action::Write(batch) => {
+                let sync_first = self.setup.config.policy.syncs_before_ack();
+                let first_write = batch.tickets.first.0;
+                let writes = batch.tickets.count;
+                let bytes = batch.bytes.len() as u64;
+                if self.trace.is_some() {
+                    let file = (batch.segment - 1) as u32;
+                    self.trace(now, Event::BatchFormed {
+                        batch: batch.id.0,
+                        segment: batch.segment,
+                        first_write,
+                        writes,
+                        offset: batch.offset,
+                        bytes,
+                    });
+                    self.trace(now, Event::Write { file, offset: batch.offset, bytes });
+                }
+                if self.keep_writes() {
+                    for id in first_write..first_write + writes {
+                        self.writes[(id - 1) as usize].batch = Some(batch.id.0);
+                    }
+                }
+                if sync_first {
+                    self.summary.syncs += 1;
+                    self.summary.batch_bytes_total += bytes;
+                    let latency = self.setup.sync_latency.draw(&mut self.rng);
+                    let record = self.batches.len();
+                    if self.setup.keep.batches {
+                        self.batches.push(BatchRecord {
+                            id: batch.id.0,
+                            segment: batch.segment,
+                            start: now,
+                            end: None,
+                            first_write,
+                            writes,
+                            bytes,
+                        });
+                    }
+                    self.running.push(Running { done_at: now + latency, batch: batch.id, record, covers_through: 0 });
+                    self.trace(now, Event::SyncStart {
+                        sync: batch.id.0,
+                        file: (batch.segment - 1) as u32,
+                        batch: Some(batch.id.0),
+                        units: Vec::new(),
+                    });
+                } else {
+                    self.written_through = first_write + writes - 1;
+                }
+                self.machine.recycle_buffer(batch.bytes);
+            }
+            Action::Sync { batch, last_segment, .. } => {
+                self.summary.syncs += 1;
+                let latency = self.setup.sync_latency.draw(&mut self.rng);
+                self.running.push(Running {
+                    done_at: now + latency,
+                    batch,
+                    record: usize::MAX,
+                    covers_through: self.written_through,
+                });
+                self.trace(now, Event::SyncStart {
+                    sync: batch.0,
+                    file: (last_segment - 1) as u32,
+                    batch: None,
+                    units: Vec::new(),
+                });
+            }
+            Action::Ack(tickets) => self.acknowledge(now, tickets),
+            Action::Fail { tickets, error } => {
+                self.summary.failed += tickets.count;
+                for _ in 0..tickets.count {
+                    self.waiting.pop_front();
+                }
+                self.trace(now, Event::Fail { first_write: tickets.first.0, writes: tickets.count, error });
+            }
+        }
+    }
+
+    fn acknowledge(&mut self, now: Nanos, tickets: Tickets) {
+        let sync_first = self.setup.config.policy.syncs_before_ack();
+        for id in tickets.first.0..tickets.end().0 {
+            let arrival = self.waiting.pop_front().expect("an acknowledged write was waiting");
+            let wait = now - arrival;
+            self.summary.acked += 1;
+            self.summary.wait_total += wait;
+            self.summary.wait_min = self.summary.wait_min.min(wait);
+            self.summary.wait_max = self.summary.wait_max.max(wait);
+            if self.setup.keep.writes {
+                let write = &mut self.writes[(id - 1) as usize];
+                write.ack = Some(now);
+                if sync_first {
+                    write.durable = Some(now);
+                }
+            }
+        }
+        self.trace(now, Event::Ack { first_write: tickets.first.0, writes: tickets.count });
+    }
+
+    fn complete(&mut self, now: Nanos, running: Running) {
+        self.machine
+            .handle_persisted(now, running.batch, Ok(()))
+            .expect("the simulator completes only batches it was given");
+        if self.setup.keep.batches && running.record != usize::MAX {
+            self.batches[running.record].end = Some(now);
+        }
+        if running.record == usize::MAX {
+            // A periodic sync: every write handed to the OS before it is now durable.
+            if self.setup.keep.writes {
+                for id in self.durable_through + 1..=running.covers_through {
+                    self.writes[(id - 1) as usize].durable = Some(now);
+                }
+            }
+            self.durable_through = self.durable_through.max(running.covers_through);
+        }
+        self.trace(now, Event::SyncEnd { sync: running.batch.0, file: 0, ok: true, error: None });
+    }
+
+    fn finish(mut self) -> CommitRun {
+        if self.summary.acked == 0 {
+            self.summary.wait_min = Nanos::ZERO;
+        }
+        let first = self.first_arrival.unwrap_or(Nanos::ZERO);
+        self.summary.span = self.last_event.saturating_sub(first);
+        CommitRun { summary: self.summary, batches: self.batches, writes: self.writes, trace: self.trace }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(tenths: u64) -> Nanos {
+        Nanos::from_tenth_millis(tenths)
+    }
+
+    #[test]
+    fn even_arrivals_sit_in_the_middle_of_their_slots() {
+        let arrivals = Arrivals::Even { rate_per_s: 100_000, count: 3 };
+        let times: Vec<Nanos> = arrivals.stream().collect();
+        assert_eq!(times, [Nanos(5_000), Nanos(15_000), Nanos(25_000)]);
+    }
+
+    #[test]
+    fn poisson_arrivals_are_seeded_and_sorted() {
+        let a: Vec<Nanos> = Arrivals::Poisson { rate_per_s: 1000, count: 50, seed: 4 }.stream().collect();
+        let b: Vec<Nanos> = Arrivals::Poisson { rate_per_s: 1000, count: 50, seed: 4 }.stream().collect();
+        assert_eq!(a, b);
+        assert!(a.windows(2).all(|pair| pair[0] <= pair[1]));
+    }
+
+    #[test]
+    fn bad_setups_are_refused() {
+        let setup = CommitSetup::new(Config::file(Policy::Group), Nanos(1_000_000));
+        assert_eq!(
+            run(&setup, &Arrivals::Given(vec![ms(5), ms(3)])).err(),
+            Some(SetupError::Arrivals(ArrivalsError::Unsorted { index: 1 }))
+        );
+        assert_eq!(run(&setup, &Arrivals::Given(vec![])).err(), Some(SetupError::Arrivals(ArrivalsError::Empty)));
+        let zero = CommitSetup::new(Config::file(Policy::Group), Nanos::ZERO);
+        assert_eq!(run(&zero, &Arrivals::Given(vec![ms(0)])).err(), Some(SetupError::LatencyZero));
+    }
+
+    #[test]
+    fn backpressure_pauses_writers_without_losing_their_order() {
+        let config = Config { batch_bytes_max: 100, unflushed_bytes_max: 200, ..Config::file(Policy::Group) };
+        let setup = CommitSetup { keep: Keep::ALL, ..CommitSetup::new(config, Nanos(1_000_000)) };
+        let arrivals = Arrivals::Given(vec![Nanos::ZERO; 10]);
+        let run = run(&setup, &arrivals).unwrap();
+        assert_eq!(run.summary.acked, 10);
+        let acks: Vec<Nanos> = run.writes.iter().map(|write| write.ack.unwrap()).collect();
+        assert!(acks.windows(2).all(|pair| pair[0] <= pair[1]), "acknowledged in order: {acks:?}");
+        assert!(run.batches.iter().all(|batch| batch.bytes <= 100));
+    }
+
+    #[test]
+    fn periodic_records_when_writes_became_durable() {
+        let config = Config::file(Policy::Periodic { interval: Nanos(5_000_000) });
+        let setup = CommitSetup { keep: Keep::ALL, ..CommitSetup::new(config, Nanos(1_000_000)) };
+        let run = run(&setup, &Arrivals::Given(vec![ms(0), ms(10), ms(60)])).unwrap();
+        let durable: Vec<Option<Nanos>> = run.writes.iter().map(|write| write.durable).collect();
+        assert_eq!(durable, [Some(ms(60)), Some(ms(60)), Some(ms(110))]);
+        assert!(run.writes.iter().all(|write| write.wait() == Some(Nanos::ZERO)));
+    }
+}
+
+/// The tiny store's 24 writes as a group-commit run: their arrivals, their record sizes
+/// and their segments, with the tiny store's sync latency.
+pub fn tiny_store_setup(config: Config) -> (CommitSetup, Arrivals) {
+    use crate::tiny_store::{SYNC_LATENCY, WRITES};
+    let setup = CommitSetup {
+        record_bytes_each: Some(WRITES.iter().map(|write| write.record().len() as u32).collect()),
+        segment_each: Some(WRITES.iter().map(|write| write.segment()).collect()),
+        keep: Keep::ALL,
+        ..CommitSetup::new(config, SYNC_LATENCY)
+    };
+    let arrivals = Arrivals::Given(WRITES.iter().map(|write| write.arrival).collect());
+    (setup, arrivals)
+}
