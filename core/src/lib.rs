@@ -26,6 +26,7 @@
 
 pub mod checksum;
 pub mod codec;
+pub mod device;
 pub mod group_commit;
 pub mod pages;
 pub mod rng;

@@ -97,6 +97,8 @@ pub struct TraceScanStop {
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(tag = "event", rename_all = "snake_case"))]
 pub enum Event {
+    /// A file is created (log segments zero-filled at their size, on the media).
+    Create { file: u32 },
     /// A write reaches the engine.
     Arrive { write: u64 },
     /// The log refused a write (backpressure, or the log has failed).
@@ -313,7 +315,7 @@ impl StateAt {
                 .files
                 .iter()
                 .map(|file| FileAt {
-                    exists: file.kind == FileKind::Log,
+                    exists: false,
                     units: vec![UnitState::Clean; file.bytes.div_ceil(unit) as usize],
                 })
                 .collect(),
@@ -345,6 +347,11 @@ impl StateAt {
     pub fn apply(&mut self, event: &TraceEvent) {
         self.at = event.at;
         match &event.event {
+            Event::Create { file } => {
+                if let Some(entry) = self.files.get_mut(*file as usize) {
+                    entry.exists = true;
+                }
+            }
             Event::Arrive { write } => {
                 if let Some(state) = self.write_mut(*write) {
                     *state = WriteState::Queued;

@@ -1,0 +1,480 @@
+//! A simulated storage device, as Parts 2, 3 and 7 of the teaching page describe one.
+//!
+//! A byte on its way to safety passes three places, and each survives a different set of
+//! failures:
+//!
+//! 1. **The page cache** (the kernel's memory). `write` puts bytes here and marks the
+//!    units they touch *dirty*. A process crash leaves them (the kernel still has them);
+//!    a power loss takes them.
+//! 2. **The device's volatile cache.** The kernel hands dirty pages to the device, either
+//!    in the background (write-back) or because a sync asked. The device may report them
+//!    written while they sit in its own RAM; a power loss can take them too.
+//! 3. **The stable media**, in *atomic units* (32 bytes in the tiny store, 512 B or 4 KiB
+//!    in real drives): each unit is written entirely or not at all, but the units of one
+//!    write may land in any order, which is how a write tears.
+//!
+//! A sync of a file moves that file's dirty units to the device and then flushes them to
+//! the media; when it returns, every unit it covered is on the media. Each file's syncs
+//! are independent: a flush's sync never waits behind the log's.
+//!
+//! **A power cut** ([`Device::uncertain_units`], [`Device::image_after_power_cut`]):
+//! dirty pages are gone; units that a running sync (or a background write-back) had
+//! handed to the device may or may not have reached the media, *each independently*.
+//! The caller chooses which ones did: one seeded sample, or every subset in turn, so that
+//! every legal post-crash state of a small case can be listed, as ALICE and CrashMonkey
+//! do.
+//!
+//! **A failed sync** ([`Device::fail_sync`]) behaves as Linux does (Part 3): the units it
+//! covered are marked clean without being written, the error is reported once (to this
+//! sync), and the next sync of the file finds nothing dirty and succeeds. The page cache
+//! still holds the bytes, so a process that restarts without a reboot and reads through
+//! the cache ([`Device::cache_image`]) sees data the media does not have.
+//!
+//! Deleting a file and creating one are modelled as already durable (the unlink or the
+//! create and its directory sync are not the subject here); a created file is zero-filled
+//! at its size on the media, as the tiny store prepares its segments.
+
+use crate::rng::Rng;
+
+/// A file's index on the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct FileId(pub u32);
+
+/// A running sync's number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SyncId(pub u64);
+
+/// One unit of one file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct UnitRef {
+    pub file: u32,
+    pub unit: u32,
+}
+
+/// A unit's bytes on their way to the media.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct InTransit {
+    unit: u32,
+    bytes: Vec<u8>,
+}
+
+#[derive(Clone, Debug)]
+struct DeviceFile {
+    name: String,
+    exists: bool,
+    /// What a read through the page cache sees.
+    cache: Vec<u8>,
+    /// What is on the stable media.
+    media: Vec<u8>,
+    /// Per unit: changed in the cache and not yet handed to the device.
+    dirty: Vec<bool>,
+    /// Units written back in the background, in the device's volatile cache.
+    volatile: Vec<InTransit>,
+}
+
+#[derive(Clone, Debug)]
+struct RunningSync {
+    id: SyncId,
+    file: FileId,
+    units: Vec<InTransit>,
+}
+
+/// Misuse of the device by its driver (a bug in the caller, reported rather than a panic).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeviceError {
+    NoSuchFile(FileId),
+    FileDeleted(FileId),
+    NoSuchSync(SyncId),
+}
+
+impl core::fmt::Display for DeviceError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            DeviceError::NoSuchFile(file) => write!(f, "file {}: no such file", file.0),
+            DeviceError::FileDeleted(file) => write!(f, "file {}: deleted", file.0),
+            DeviceError::NoSuchSync(sync) => write!(f, "sync {}: not running", sync.0),
+        }
+    }
+}
+
+impl std::error::Error for DeviceError {}
+
+/// The media after a power cut: each file's bytes, or `None` for a file that does not
+/// exist (never created, or deleted).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Image {
+    pub files: Vec<(String, Option<Vec<u8>>)>,
+}
+
+impl Image {
+    pub fn file(&self, name: &str) -> Option<&[u8]> {
+        self.files.iter().find(|(file, _)| file == name).and_then(|(_, bytes)| bytes.as_deref())
+    }
+}
+
+/// The simulated device. See the module docs.
+#[derive(Clone, Debug)]
+pub struct Device {
+    unit_bytes: usize,
+    files: Vec<DeviceFile>,
+    syncs: Vec<RunningSync>,
+    next_sync: u64,
+}
+
+/// Bound on the subsets [`Device::enumerate_power_cuts`] lists: 2^12 states.
+pub const UNCERTAIN_UNITS_ENUMERABLE_MAX: usize = 12;
+
+impl Device {
+    pub fn new(unit_bytes: usize) -> Device {
+        assert!(unit_bytes > 0, "a device needs a positive unit size");
+        Device { unit_bytes, files: Vec::new(), syncs: Vec::new(), next_sync: 1 }
+    }
+
+    pub fn unit_bytes(&self) -> usize {
+        self.unit_bytes
+    }
+
+    /// Registers a file that does not exist yet (so file ids can be fixed up front).
+    pub fn register(&mut self, name: &str) -> FileId {
+        self.files.push(DeviceFile {
+            name: name.to_string(),
+            exists: false,
+            cache: Vec::new(),
+            media: Vec::new(),
+            dirty: Vec::new(),
+            volatile: Vec::new(),
+        });
+        FileId((self.files.len() - 1) as u32)
+    }
+
+    /// Creates a registered file zero-filled at `bytes`, already durable.
+    pub fn create(&mut self, file: FileId, bytes: usize) -> Result<(), DeviceError> {
+        let units = bytes.div_ceil(self.unit_bytes);
+        let entry = self.files.get_mut(file.0 as usize).ok_or(DeviceError::NoSuchFile(file))?;
+        entry.exists = true;
+        entry.cache = vec![0; bytes];
+        entry.media = vec![0; bytes];
+        entry.dirty = vec![false; units];
+        entry.volatile.clear();
+        Ok(())
+    }
+
+    pub fn name(&self, file: FileId) -> &str {
+        &self.files[file.0 as usize].name
+    }
+
+    pub fn exists(&self, file: FileId) -> bool {
+        self.files.get(file.0 as usize).is_some_and(|entry| entry.exists)
+    }
+
+    fn live(&mut self, file: FileId) -> Result<&mut DeviceFile, DeviceError> {
+        let entry = self.files.get_mut(file.0 as usize).ok_or(DeviceError::NoSuchFile(file))?;
+        if !entry.exists {
+            return Err(DeviceError::FileDeleted(file));
+        }
+        Ok(entry)
+    }
+
+    /// Writes bytes into the page cache at `offset` (growing the file with zeros if
+    /// needed); the units they touch become dirty. Returns those units.
+    pub fn write(&mut self, file: FileId, offset: usize, bytes: &[u8]) -> Result<Vec<u32>, DeviceError> {
+        let unit_bytes = self.unit_bytes;
+        let entry = self.live(file)?;
+        let end = offset + bytes.len();
+        if entry.cache.len() < end {
+            entry.cache.resize(end, 0);
+        }
+        if entry.media.len() < end {
+            entry.media.resize(end, 0);
+        }
+        entry.dirty.resize(entry.cache.len().div_ceil(unit_bytes), false);
+        entry.cache[offset..end].copy_from_slice(bytes);
+        if bytes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let units: Vec<u32> = (offset / unit_bytes..=(end - 1) / unit_bytes).map(|unit| unit as u32).collect();
+        for &unit in &units {
+            entry.dirty[unit as usize] = true;
+        }
+        Ok(units)
+    }
+
+    fn unit_bytes_of(entry: &DeviceFile, unit: u32, unit_bytes: usize) -> Vec<u8> {
+        let start = unit as usize * unit_bytes;
+        let end = (start + unit_bytes).min(entry.cache.len());
+        entry.cache[start..end].to_vec()
+    }
+
+    /// Background write-back: the file's dirty units go to the device's volatile cache.
+    pub fn write_back(&mut self, file: FileId) -> Result<Vec<u32>, DeviceError> {
+        let unit_bytes = self.unit_bytes;
+        let entry = self.live(file)?;
+        let mut moved = Vec::new();
+        for unit in 0..entry.dirty.len() {
+            if entry.dirty[unit] {
+                entry.dirty[unit] = false;
+                let bytes = Device::unit_bytes_of(entry, unit as u32, unit_bytes);
+                entry.volatile.retain(|transit| transit.unit != unit as u32);
+                entry.volatile.push(InTransit { unit: unit as u32, bytes });
+                moved.push(unit as u32);
+            }
+        }
+        Ok(moved)
+    }
+
+    /// Starts a sync of one file: its dirty units (and those in the device's volatile
+    /// cache) are handed to the device. Returns the sync and the units it covers.
+    pub fn start_sync(&mut self, file: FileId) -> Result<(SyncId, Vec<u32>), DeviceError> {
+        let unit_bytes = self.unit_bytes;
+        let entry = self.live(file)?;
+        let mut units: Vec<InTransit> = core::mem::take(&mut entry.volatile);
+        for unit in 0..entry.dirty.len() {
+            if entry.dirty[unit] {
+                entry.dirty[unit] = false;
+                let bytes = Device::unit_bytes_of(entry, unit as u32, unit_bytes);
+                units.retain(|transit| transit.unit != unit as u32);
+                units.push(InTransit { unit: unit as u32, bytes });
+            }
+        }
+        units.sort_by_key(|transit| transit.unit);
+        let covered = units.iter().map(|transit| transit.unit).collect();
+        let id = SyncId(self.next_sync);
+        self.next_sync += 1;
+        self.syncs.push(RunningSync { id, file, units });
+        Ok((id, covered))
+    }
+
+    fn take_sync(&mut self, sync: SyncId) -> Result<RunningSync, DeviceError> {
+        let index = self.syncs.iter().position(|running| running.id == sync).ok_or(DeviceError::NoSuchSync(sync))?;
+        Ok(self.syncs.remove(index))
+    }
+
+    /// The sync returns successfully: its units are on the media. Returns them.
+    pub fn finish_sync(&mut self, sync: SyncId) -> Result<Vec<u32>, DeviceError> {
+        let running = self.take_sync(sync)?;
+        let unit_bytes = self.unit_bytes;
+        let entry = self.files.get_mut(running.file.0 as usize).ok_or(DeviceError::NoSuchFile(running.file))?;
+        let mut persisted = Vec::with_capacity(running.units.len());
+        if entry.exists {
+            for transit in &running.units {
+                let start = transit.unit as usize * unit_bytes;
+                let end = start + transit.bytes.len();
+                if entry.media.len() < end {
+                    entry.media.resize(end, 0);
+                }
+                entry.media[start..end].copy_from_slice(&transit.bytes);
+                persisted.push(transit.unit);
+            }
+        }
+        Ok(persisted)
+    }
+
+    /// The sync fails (EIO): its units are marked clean without being written. The page
+    /// cache keeps their bytes. Returns the dropped units.
+    pub fn fail_sync(&mut self, sync: SyncId) -> Result<Vec<u32>, DeviceError> {
+        let running = self.take_sync(sync)?;
+        Ok(running.units.iter().map(|transit| transit.unit).collect())
+    }
+
+    /// Deletes a file (durably).
+    pub fn delete(&mut self, file: FileId) -> Result<(), DeviceError> {
+        let entry = self.live(file)?;
+        entry.exists = false;
+        entry.dirty.clear();
+        entry.volatile.clear();
+        self.syncs.retain(|running| running.file != file);
+        Ok(())
+    }
+
+    /// What a read through the page cache sees.
+    pub fn read_cache(&self, file: FileId) -> Option<&[u8]> {
+        let entry = self.files.get(file.0 as usize)?;
+        entry.exists.then_some(entry.cache.as_slice())
+    }
+
+    /// What is on the stable media now.
+    pub fn read_media(&self, file: FileId) -> Option<&[u8]> {
+        let entry = self.files.get(file.0 as usize)?;
+        entry.exists.then_some(entry.media.as_slice())
+    }
+
+    /// Units whose fate a power cut now decides: those of running syncs, then those in
+    /// the device's volatile cache, in a fixed order.
+    pub fn uncertain_units(&self) -> Vec<UnitRef> {
+        let mut units = Vec::new();
+        for running in &self.syncs {
+            for transit in &running.units {
+                units.push(UnitRef { file: running.file.0, unit: transit.unit });
+            }
+        }
+        for (index, entry) in self.files.iter().enumerate() {
+            for transit in &entry.volatile {
+                units.push(UnitRef { file: index as u32, unit: transit.unit });
+            }
+        }
+        units
+    }
+
+    /// The media after a power cut now, where uncertain unit `i` (in the order of
+    /// [`Device::uncertain_units`]) reached the media iff `kept(i)`.
+    pub fn image_after_power_cut(&self, kept: impl Fn(usize) -> bool) -> Image {
+        let mut media: Vec<Option<Vec<u8>>> =
+            self.files.iter().map(|entry| entry.exists.then(|| entry.media.clone())).collect();
+        let mut index = 0;
+        let mut land = |file: usize, transit: &InTransit, index: usize| {
+            if kept(index) {
+                if let Some(bytes) = media[file].as_mut() {
+                    let start = transit.unit as usize * self.unit_bytes;
+                    let end = start + transit.bytes.len();
+                    if bytes.len() < end {
+                        bytes.resize(end, 0);
+                    }
+                    bytes[start..end].copy_from_slice(&transit.bytes);
+                }
+            }
+        };
+        for running in &self.syncs {
+            for transit in &running.units {
+                land(running.file.0 as usize, transit, index);
+                index += 1;
+            }
+        }
+        for (file, entry) in self.files.iter().enumerate() {
+            for transit in &entry.volatile {
+                land(file, transit, index);
+                index += 1;
+            }
+        }
+        Image { files: self.files.iter().map(|entry| entry.name.clone()).zip(media).collect() }
+    }
+
+    /// One post-crash state, each uncertain unit kept with probability 1/2 (seeded).
+    pub fn sample_power_cut(&self, seed: u64) -> (Vec<UnitRef>, Image) {
+        let uncertain = self.uncertain_units();
+        let mut rng = Rng::new(seed);
+        let kept: Vec<bool> = uncertain.iter().map(|_| rng.coin()).collect();
+        let image = self.image_after_power_cut(|index| kept[index]);
+        let kept_units = uncertain.iter().zip(&kept).filter(|(_, kept)| **kept).map(|(unit, _)| *unit).collect();
+        (kept_units, image)
+    }
+
+    /// Every legal post-crash state: one per subset of the uncertain units, listed from
+    /// "none reached the media" to "all did". `None` if there are more than
+    /// [`UNCERTAIN_UNITS_ENUMERABLE_MAX`] uncertain units.
+    pub fn enumerate_power_cuts(&self) -> Option<Vec<(Vec<UnitRef>, Image)>> {
+        let uncertain = self.uncertain_units();
+        if uncertain.len() > UNCERTAIN_UNITS_ENUMERABLE_MAX {
+            return None;
+        }
+        let states = (0..1u32 << uncertain.len())
+            .map(|mask| {
+                let image = self.image_after_power_cut(|index| mask & (1 << index) != 0);
+                let kept = uncertain.iter().enumerate().filter(|(index, _)| mask & (1 << index) != 0).map(|(_, unit)| *unit).collect();
+                (kept, image)
+            })
+            .collect();
+        Some(states)
+    }
+
+    /// The page cache as a restarted process (no reboot) would read it.
+    pub fn cache_image(&self) -> Image {
+        Image {
+            files: self.files.iter().map(|entry| (entry.name.clone(), entry.exists.then(|| entry.cache.clone()))).collect(),
+        }
+    }
+
+    /// The media as it is now, as if the machine rebooted with no sync running.
+    pub fn media_image(&self) -> Image {
+        self.image_after_power_cut(|_| false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn device_with_file() -> (Device, FileId) {
+        let mut device = Device::new(4);
+        let file = device.register("wal-1");
+        device.create(file, 16).unwrap();
+        (device, file)
+    }
+
+    #[test]
+    fn a_write_is_only_in_the_page_cache_until_a_sync_returns() {
+        let (mut device, file) = device_with_file();
+        assert_eq!(device.write(file, 2, b"abcd").unwrap(), [0, 1]);
+        assert_eq!(device.read_cache(file).unwrap()[..6], *b"\0\0abcd");
+        assert_eq!(device.read_media(file).unwrap(), [0; 16]);
+        let (sync, units) = device.start_sync(file).unwrap();
+        assert_eq!(units, [0, 1]);
+        assert_eq!(device.uncertain_units().len(), 2);
+        assert_eq!(device.finish_sync(sync).unwrap(), [0, 1]);
+        assert_eq!(device.read_media(file).unwrap()[..6], *b"\0\0abcd");
+        assert!(device.uncertain_units().is_empty());
+    }
+
+    #[test]
+    fn a_power_cut_keeps_any_subset_of_the_running_syncs_units() {
+        let (mut device, file) = device_with_file();
+        device.write(file, 0, b"aaaabbbbcccc").unwrap();
+        device.start_sync(file).unwrap();
+        device.write(file, 12, b"dd").unwrap();
+        let states = device.enumerate_power_cuts().unwrap();
+        assert_eq!(states.len(), 8);
+        let images: Vec<Vec<u8>> = states.iter().map(|(_, image)| image.file("wal-1").unwrap()[..14].to_vec()).collect();
+        assert_eq!(images[0], b"\0\0\0\0\0\0\0\0\0\0\0\0\0\0");
+        assert_eq!(images[5], b"aaaa\0\0\0\0cccc\0\0", "units 0 and 2 landed, 1 did not");
+        assert_eq!(images[7], b"aaaabbbbcccc\0\0", "the dirty unit 3 is lost in every state");
+        let (kept, image) = device.sample_power_cut(3);
+        assert_eq!(device.sample_power_cut(3), (kept, image), "seeded");
+    }
+
+    #[test]
+    fn a_failed_sync_marks_the_pages_clean_without_writing_them() {
+        let (mut device, file) = device_with_file();
+        device.write(file, 0, b"good").unwrap();
+        let (sync, _) = device.start_sync(file).unwrap();
+        device.finish_sync(sync).unwrap();
+        device.write(file, 4, b"lost").unwrap();
+        let (sync, _) = device.start_sync(file).unwrap();
+        assert_eq!(device.fail_sync(sync).unwrap(), [1]);
+        // The retried sync finds nothing dirty and succeeds, writing nothing.
+        let (retry, units) = device.start_sync(file).unwrap();
+        assert!(units.is_empty());
+        assert_eq!(device.finish_sync(retry).unwrap(), Vec::<u32>::new());
+        assert_eq!(&device.read_media(file).unwrap()[..8], b"good\0\0\0\0");
+        assert_eq!(&device.cache_image().file("wal-1").unwrap()[..8], b"goodlost", "the cache still has it");
+    }
+
+    #[test]
+    fn write_back_puts_units_in_the_volatile_cache() {
+        let (mut device, file) = device_with_file();
+        device.write(file, 0, b"wb").unwrap();
+        assert_eq!(device.write_back(file).unwrap(), [0]);
+        assert_eq!(device.uncertain_units(), [UnitRef { file: 0, unit: 0 }]);
+        let (sync, units) = device.start_sync(file).unwrap();
+        assert_eq!(units, [0], "a sync flushes what write-back handed over");
+        device.finish_sync(sync).unwrap();
+        assert_eq!(&device.read_media(file).unwrap()[..2], b"wb");
+    }
+
+    #[test]
+    fn files_are_independent_and_deleted_files_are_gone() {
+        let mut device = Device::new(4);
+        let log = device.register("wal-1");
+        let table = device.register("F7");
+        device.create(log, 8).unwrap();
+        device.create(table, 0).unwrap();
+        device.write(log, 0, b"log!").unwrap();
+        device.write(table, 0, b"tbl!").unwrap();
+        let (table_sync, _) = device.start_sync(table).unwrap();
+        device.finish_sync(table_sync).unwrap();
+        assert_eq!(&device.read_media(log).unwrap()[..4], &[0; 4], "the table's sync did not carry the log");
+        device.delete(log).unwrap();
+        assert_eq!(device.media_image().file("wal-1"), None);
+        assert_eq!(device.write(log, 0, b"x"), Err(DeviceError::FileDeleted(log)));
+        assert_eq!(device.finish_sync(SyncId(99)), Err(DeviceError::NoSuchSync(SyncId(99))));
+    }
+}
