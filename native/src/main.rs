@@ -7,6 +7,7 @@
 //! found something wrong (for example a log whose scan stopped at a torn record).
 
 mod cli_error;
+mod inspect;
 mod scenario_cmd;
 
 use std::process::ExitCode;
@@ -22,6 +23,8 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Decode a log (tiny, LevelDB, RocksDB, stream) and show where recovery would stop.
+    Inspect(inspect::Args),
     /// Print a built-in scenario (the tiny store) with every record's bytes.
     Scenario(scenario_cmd::Args),
 }
@@ -29,6 +32,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Inspect(args) => inspect::run(args),
         Command::Scenario(args) => scenario_cmd::run(args),
     };
     cli_error::finish(result)
