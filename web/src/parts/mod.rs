@@ -1,0 +1,62 @@
+//! The chapters: one component per Part of the teaching page.
+//!
+//! Each chapter is short text in walab's own words beside a live bench. Chapters take
+//! the lab's state as props and send [`LabAction`]s up; what they show is computed in
+//! [`crate::benches`] from the core's runs.
+
+use yew::prelude::*;
+
+use crate::player::PlayerState;
+use crate::state::LabAction;
+use crate::url_state::LabParams;
+
+pub mod record;
+
+/// The Parts' titles, as the navigation lists them.
+pub const PART_TITLES: [&str; 13] = [
+    "Start here",
+    "What acknowledged means",
+    "What fsync guarantees",
+    "When fsync fails",
+    "The record and the append",
+    "Group commit",
+    "Durability modes",
+    "Power loss and torn writes",
+    "Segments and truncation",
+    "The WAL in B-tree engines",
+    "Replication",
+    "On AWS",
+    "What you've learned",
+];
+
+/// What every chapter receives.
+#[derive(Properties, PartialEq, Clone)]
+pub struct ChapterProps {
+    pub params: LabParams,
+    pub player: PlayerState,
+    pub on_action: Callback<LabAction>,
+}
+
+/// A cited source, shown beside the fact it supports.
+#[derive(Properties, PartialEq)]
+pub struct SourceProps {
+    pub name: AttrValue,
+    pub href: AttrValue,
+}
+
+#[component]
+pub fn Source(props: &SourceProps) -> Html {
+    html! { <a class="source" href={props.href.clone()} target="_blank" rel="noopener">{ format!("[{}]", props.name) }</a> }
+}
+
+/// The chapter for a Part.
+#[component]
+pub fn Chapter(props: &ChapterProps) -> Html {
+    let props = props.clone();
+    match props.params.part {
+        4 => html! { <record::RecordChapter ..props /> },
+        part => html! {
+            <p class="pending">{ format!("Part {part}'s bench is being built; the navigation above already works.") }</p>
+        },
+    }
+}

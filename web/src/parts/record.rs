@@ -1,0 +1,163 @@
+//! Part 4: the log record and the append.
+
+use walab_core::tiny_store;
+use yew::prelude::*;
+
+use super::{ChapterProps, Source};
+use crate::benches::append::{self, Step};
+use crate::player::{Player, PlayerAction};
+use crate::record_layout::{tiny_record_fields, Field};
+use crate::state::LabAction;
+
+#[component]
+pub fn RecordChapter(props: &ChapterProps) -> Html {
+    let on_player = props.on_action.reform(LabAction::Player);
+    let done_right = append::steps_done(props.player.now, append::RIGHT_ORDER.len());
+    let done_wrong = append::steps_done(props.player.now, append::WRONG_ORDER.len());
+    html! {
+        <>
+        <div class="prose">
+            <p>{ "After a crash, recovery reads the log back and may find half a record at its end. \
+                  So each record carries its own length and a checksum of its bytes: the reader can tell \
+                  a whole record from a torn one without any outside help." }</p>
+            <p>{ "The header is the one LevelDB and RocksDB use: a CRC32C over the type byte and the payload, \
+                  the payload's length as two little-endian bytes, and a type byte (FULL = 1 for a record in one piece). \
+                  The payload is the tiny store's own: the sequence number as eight little-endian bytes, the operation \
+                  (PUT = 1, DEL = 0), then the key and the value, each behind a LEB128 length. The checksum is shown \
+                  unmasked here; LevelDB and RocksDB store it masked. " }
+               <Source name="LevelDB log_format.md" href="https://github.com/google/leveldb/blob/main/doc/log_format.md" /></p>
+        </div>
+        <h3>{ "wal-1 after write 4" }</h3>
+        <WalBytes />
+        <h3>{ "The append, in order and out of order" }</h3>
+        <div class="prose">
+            <p>{ "Both columns run the same steps for one write. On the left the OK waits for the sync; on the \
+                  right the OK goes out first and the sync follows later. Step through, then pull the power: \
+                  only one of them can tell a client OK and then lose the write." }</p>
+        </div>
+        <Player state={props.player.clone()} on_action={on_player} mark_name="step" />
+        <div class="append-columns">
+            <AppendColumn title="right: durable, then OK" order={append::RIGHT_ORDER.to_vec()} done={done_right} />
+            <AppendColumn title="wrong: OK, then durable" order={append::WRONG_ORDER.to_vec()} done={done_wrong} />
+        </div>
+        <PowerReport cut_steps={props.params.cut.map(|cut| append::steps_done(cut, append::WRONG_ORDER.len()))}
+            on_cut={props.on_action.reform(|_| LabAction::CutAtPlayhead)}
+            on_clear={props.on_action.reform(|_| LabAction::SetCut(None))}
+            on_restart={props.on_action.reform(|_| LabAction::Player(PlayerAction::ToStart))} />
+        </>
+    }
+}
+
+/// The 114 bytes of wal-1, record by record, each field coloured.
+#[component]
+fn WalBytes() -> Html {
+    let mut offset = 0usize;
+    let rows = tiny_store::WRITES[..tiny_store::MEMTABLE_WRITES].iter().map(|write| {
+        let record = write.record();
+        let start = offset;
+        offset += record.len();
+        let cells = match tiny_record_fields(&record) {
+            Ok(spans) => spans
+                .iter()
+                .map(|span| {
+                    let hex: Vec<String> = record[span.start..span.end].iter().map(|byte| format!("{byte:02x}")).collect();
+                    html! { <span class={classes!("field", span.field.class())} title={span.field.label()}>{ hex.join(" ") }</span> }
+                })
+                .collect::<Html>(),
+            Err(error) => html! { <span class="error">{ format!("cannot lay out record: {error:?}") }</span> },
+        };
+        let op = match write.op {
+            walab_core::codec::Op::Put => format!("put {} {}", write.key, write.value),
+            walab_core::codec::Op::Del => format!("del {}", write.key),
+        };
+        html! {
+            <tr class="record-row" data-write={write.id.to_string()} data-offset={start.to_string()}>
+                <td class="num">{ start }</td>
+                <td class="num">{ record.len() }</td>
+                <td>{ format!("{}: {op}", write.id) }</td>
+                <td class="hex"><code>{ cells }</code></td>
+            </tr>
+        }
+    });
+    let rows: Html = rows.collect();
+    let legend = Field::ALL.iter().map(|field| html! { <span class={classes!("field", field.class())}>{ field.label() }</span> });
+    html! {
+        <div class="wal-bytes">
+            <table class="records">
+                <thead><tr><th>{ "offset" }</th><th>{ "bytes" }</th><th>{ "write" }</th><th>{ "record (hex)" }</th></tr></thead>
+                <tbody>{ rows }</tbody>
+            </table>
+            <p class="legend">{ for legend }</p>
+            <p class="note">{ format!("wal-1 ends at byte {offset}; the rest of the zero-filled segment stays zero. \
+                The header is 7 bytes on every record, about 7% of a 100-byte write.") }</p>
+        </div>
+    }
+}
+
+#[derive(Properties, PartialEq)]
+struct AppendColumnProps {
+    title: AttrValue,
+    order: Vec<Step>,
+    done: usize,
+}
+
+#[component]
+fn AppendColumn(props: &AppendColumnProps) -> Html {
+    let steps = props.order.iter().enumerate().map(|(index, step)| {
+        let class = if index < props.done { "done" } else if index == props.done { "next" } else { "todo" };
+        html! { <li class={classes!("step", class)}>{ step.text() }</li> }
+    });
+    let outcome = append::outcome(&props.order, props.done);
+    let status = match (outcome.acknowledged, outcome.durable) {
+        (true, true) => "acknowledged and durable",
+        (true, false) => "acknowledged, NOT durable",
+        (false, true) => "durable, not yet acknowledged",
+        (false, false) => "neither durable nor acknowledged",
+    };
+    html! {
+        <div class="append-column">
+            <h4>{ props.title.clone() }</h4>
+            <ol>{ for steps }</ol>
+            <p class={classes!("status", outcome.acknowledged_but_lost().then_some("danger"))}>{ status }</p>
+        </div>
+    }
+}
+
+#[derive(Properties, PartialEq)]
+struct PowerReportProps {
+    cut_steps: Option<usize>,
+    on_cut: Callback<MouseEvent>,
+    on_clear: Callback<MouseEvent>,
+    on_restart: Callback<MouseEvent>,
+}
+
+#[component]
+fn PowerReport(props: &PowerReportProps) -> Html {
+    let Some(done) = props.cut_steps else {
+        return html! {
+            <div class="power">
+                <button class="power-button" onclick={props.on_cut.clone()}>{ "⏻ pull the power now" }</button>
+            </div>
+        };
+    };
+    let right = append::outcome(&append::RIGHT_ORDER, done);
+    let wrong = append::outcome(&append::WRONG_ORDER, done);
+    let describe = |outcome: append::Outcome| {
+        if outcome.acknowledged_but_lost() {
+            "the client got OK and the write is gone: the promise is broken"
+        } else if outcome.durable {
+            "the write survives"
+        } else {
+            "the write is lost, but nobody was told OK: the client retries"
+        }
+    };
+    html! {
+        <div class="power report" data-cut-steps={done.to_string()}>
+            <p>{ format!("Power failed after {done} steps.") }</p>
+            <p class="right-outcome">{ format!("Right order: {}.", describe(right)) }</p>
+            <p class={classes!("wrong-outcome", wrong.acknowledged_but_lost().then_some("danger"))}>{ format!("Wrong order: {}.", describe(wrong)) }</p>
+            <button onclick={props.on_clear.clone()}>{ "restore power" }</button>
+            <button onclick={props.on_restart.clone()}>{ "back to step 0" }</button>
+        </div>
+    }
+}

@@ -1,0 +1,288 @@
+//! The timeline player: play, pause, step, step back, scrub and speed over any list of
+//! timed events.
+//!
+//! Every bench in the lab is "draw the run at time t". The player owns only t: where the
+//! playhead is, whether it moves, and how fast. It knows the instants at which something
+//! happens (the marks) so that stepping jumps from one event to the next, and it knows
+//! where the run ends. It knows nothing about what the events mean, which is why one
+//! player serves the group-commit timeline, the recovery scan and a trace file dropped
+//! onto the page alike.
+//!
+//! [`PlayerState`] is plain data with a pure `apply`, tested natively; [`Player`] is the
+//! component that draws the controls and sends [`PlayerAction`]s back up.
+
+use std::rc::Rc;
+
+use walab_core::time::Nanos;
+use yew::prelude::*;
+
+/// Playback speeds, in simulated milliseconds per real second. The tiny store's whole
+/// run is 14 ms, so at 1 ms/s it plays in 14 seconds.
+pub const SPEEDS_MS_PER_SECOND: [f64; 7] = [0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0];
+/// The speed a bench starts at (1 ms per second).
+pub const SPEED_DEFAULT_INDEX: usize = 3;
+/// A real-time gap longer than this between two frames (a background tab) is not
+/// played through in one jump.
+pub const FRAME_GAP_MAX_MS: f64 = 100.0;
+
+/// Where the playhead is and how it moves.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlayerState {
+    pub now: Nanos,
+    pub end: Nanos,
+    pub playing: bool,
+    pub speed_index: usize,
+    /// The instants at which something happens, sorted, without duplicates.
+    pub marks: Rc<Vec<Nanos>>,
+}
+
+impl Default for PlayerState {
+    fn default() -> Self {
+        PlayerState {
+            now: Nanos::ZERO,
+            end: Nanos::ZERO,
+            playing: false,
+            speed_index: SPEED_DEFAULT_INDEX,
+            marks: Rc::new(Vec::new()),
+        }
+    }
+}
+
+/// What the controls (or the keyboard, or the animation clock) ask of the player.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PlayerAction {
+    /// Start, or restart from 0 when the playhead is at the end.
+    Play,
+    Pause,
+    Toggle,
+    /// Jump to the next event after the playhead.
+    StepForward,
+    /// Jump to the last event before the playhead.
+    StepBack,
+    /// Move the playhead (clamped to the run).
+    Seek(Nanos),
+    ToStart,
+    ToEnd,
+    Faster,
+    Slower,
+    SetSpeed(usize),
+    /// The animation clock: this much real time has passed since the previous frame.
+    Frame { elapsed_ms: f64 },
+}
+
+impl PlayerState {
+    /// A player for a run with these event instants (any order, duplicates allowed),
+    /// ending at `end` (or at the last event if that is later).
+    pub fn for_run(mut marks: Vec<Nanos>, end: Nanos) -> PlayerState {
+        marks.sort_unstable();
+        marks.dedup();
+        let end = end.max(marks.last().copied().unwrap_or(Nanos::ZERO));
+        PlayerState { end, marks: Rc::new(marks), ..PlayerState::default() }
+    }
+
+    pub fn speed_ms_per_second(&self) -> f64 {
+        SPEEDS_MS_PER_SECOND[self.speed_index.min(SPEEDS_MS_PER_SECOND.len() - 1)]
+    }
+
+    /// The index of the last mark at or before the playhead, if any.
+    pub fn current_mark(&self) -> Option<usize> {
+        self.marks.partition_point(|mark| *mark <= self.now).checked_sub(1)
+    }
+
+    pub fn apply(&mut self, action: PlayerAction) {
+        match action {
+            PlayerAction::Play => {
+                if self.now >= self.end {
+                    self.now = Nanos::ZERO;
+                }
+                self.playing = self.end > Nanos::ZERO;
+            }
+            PlayerAction::Pause => self.playing = false,
+            PlayerAction::Toggle => {
+                let action = if self.playing { PlayerAction::Pause } else { PlayerAction::Play };
+                self.apply(action);
+            }
+            PlayerAction::StepForward => {
+                self.playing = false;
+                let next = self.marks.iter().copied().find(|mark| *mark > self.now);
+                self.now = next.unwrap_or(self.end);
+            }
+            PlayerAction::StepBack => {
+                self.playing = false;
+                let previous = self.marks.iter().rev().copied().find(|mark| *mark < self.now);
+                self.now = previous.unwrap_or(Nanos::ZERO);
+            }
+            PlayerAction::Seek(at) => self.now = at.min(self.end),
+            PlayerAction::ToStart => {
+                self.playing = false;
+                self.now = Nanos::ZERO;
+            }
+            PlayerAction::ToEnd => {
+                self.playing = false;
+                self.now = self.end;
+            }
+            PlayerAction::Faster => self.speed_index = (self.speed_index + 1).min(SPEEDS_MS_PER_SECOND.len() - 1),
+            PlayerAction::Slower => self.speed_index = self.speed_index.saturating_sub(1),
+            PlayerAction::SetSpeed(index) => self.speed_index = index.min(SPEEDS_MS_PER_SECOND.len() - 1),
+            PlayerAction::Frame { elapsed_ms } => {
+                if !self.playing {
+                    return;
+                }
+                let elapsed_ms = elapsed_ms.clamp(0.0, FRAME_GAP_MAX_MS);
+                // Display-only arithmetic: the playhead's position never decides an outcome.
+                let advance = (elapsed_ms * self.speed_ms_per_second() * 1_000.0).round() as u64;
+                self.now = Nanos(self.now.0.saturating_add(advance)).min(self.end);
+                if self.now >= self.end {
+                    self.playing = false;
+                }
+            }
+        }
+    }
+}
+
+/// Maps a key to a player action: space plays and pauses, the arrows step, Home and End
+/// jump, `+` and `-` change speed.
+pub fn action_for_key(key: &str) -> Option<PlayerAction> {
+    Some(match key {
+        " " | "k" => PlayerAction::Toggle,
+        "ArrowRight" | "l" => PlayerAction::StepForward,
+        "ArrowLeft" | "j" => PlayerAction::StepBack,
+        "Home" => PlayerAction::ToStart,
+        "End" => PlayerAction::ToEnd,
+        "+" | "=" | "]" => PlayerAction::Faster,
+        "-" | "[" => PlayerAction::Slower,
+        _ => return None,
+    })
+}
+
+#[derive(Properties, PartialEq)]
+pub struct PlayerProps {
+    pub state: PlayerState,
+    pub on_action: Callback<PlayerAction>,
+    /// What the marks are called in the step buttons' titles ("event", "batch", "check").
+    #[prop_or(AttrValue::Static("event"))]
+    pub mark_name: AttrValue,
+}
+
+/// The player's controls: buttons, a scrubber over the run, the speed and the time.
+#[component]
+pub fn Player(props: &PlayerProps) -> Html {
+    let state = &props.state;
+    let send = |action: PlayerAction| {
+        let on_action = props.on_action.clone();
+        Callback::from(move |_: MouseEvent| on_action.emit(action.clone()))
+    };
+    let on_scrub = {
+        let on_action = props.on_action.clone();
+        Callback::from(move |event: InputEvent| {
+            let input: web_sys::HtmlInputElement = event.target_unchecked_into();
+            if let Ok(micros) = input.value().parse::<u64>() {
+                on_action.emit(PlayerAction::Seek(Nanos::from_micros(micros)));
+            }
+        })
+    };
+    let on_speed = {
+        let on_action = props.on_action.clone();
+        Callback::from(move |event: Event| {
+            let select: web_sys::HtmlSelectElement = event.target_unchecked_into();
+            if let Ok(index) = select.value().parse::<usize>() {
+                on_action.emit(PlayerAction::SetSpeed(index));
+            }
+        })
+    };
+    let speeds = SPEEDS_MS_PER_SECOND.iter().enumerate().map(|(index, speed)| {
+        html! { <option value={index.to_string()} selected={index == state.speed_index}>{ format!("{speed} ms/s") }</option> }
+    });
+    let mark_name = props.mark_name.clone();
+    let play_label = if state.playing { "⏸ pause" } else { "▶ play" };
+    html! {
+        <div class="player" role="group" aria-label="timeline player">
+            <button class="to-start" title="to the start (Home)" onclick={send(PlayerAction::ToStart)}>{ "⏮" }</button>
+            <button class="step-back" title={format!("previous {mark_name} (←)")} onclick={send(PlayerAction::StepBack)}>{ "◀ step" }</button>
+            <button class="play" title="play / pause (space)" onclick={send(PlayerAction::Toggle)}>{ play_label }</button>
+            <button class="step-forward" title={format!("next {mark_name} (→)")} onclick={send(PlayerAction::StepForward)}>{ "step ▶" }</button>
+            <button class="to-end" title="to the end (End)" onclick={send(PlayerAction::ToEnd)}>{ "⏭" }</button>
+            <input class="scrub" type="range" aria-label="time"
+                min="0" max={(state.end.0 / 1_000).to_string()} step="10"
+                value={(state.now.0 / 1_000).to_string()} oninput={on_scrub} />
+            <span class="now" data-now-ns={state.now.0.to_string()}>{ format!("t = {} ms", format_fixed_millis(state.now)) }</span>
+            <label class="speed">{ "speed " }<select onchange={on_speed}>{ for speeds }</select></label>
+        </div>
+    }
+}
+
+/// Milliseconds with exactly two decimals, for a steady-width clock.
+pub fn format_fixed_millis(nanos: Nanos) -> String {
+    let hundredths = (nanos.0 + 5_000) / 10_000;
+    format!("{}.{:02}", hundredths / 100, hundredths % 100)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(millis: u64) -> Nanos {
+        Nanos::from_millis(millis)
+    }
+
+    #[test]
+    fn steps_walk_the_marks_and_stop_at_the_ends() {
+        let mut player = PlayerState::for_run(vec![ms(3), ms(1), ms(3), ms(2)], ms(5));
+        assert_eq!(*player.marks, [ms(1), ms(2), ms(3)]);
+        player.apply(PlayerAction::StepForward);
+        assert_eq!(player.now, ms(1));
+        player.apply(PlayerAction::StepForward);
+        player.apply(PlayerAction::StepForward);
+        assert_eq!(player.now, ms(3));
+        assert_eq!(player.current_mark(), Some(2));
+        player.apply(PlayerAction::StepForward);
+        assert_eq!(player.now, ms(5));
+        player.apply(PlayerAction::StepBack);
+        assert_eq!(player.now, ms(3));
+        player.apply(PlayerAction::Seek(Nanos::from_micros(500)));
+        assert_eq!(player.current_mark(), None);
+        player.apply(PlayerAction::StepBack);
+        assert_eq!(player.now, Nanos::ZERO);
+    }
+
+    #[test]
+    fn frames_advance_by_speed_and_stop_at_the_end() {
+        let mut player = PlayerState::for_run(vec![ms(1)], ms(2));
+        player.apply(PlayerAction::Frame { elapsed_ms: 16.0 });
+        assert_eq!(player.now, Nanos::ZERO, "a paused player does not move");
+        player.apply(PlayerAction::Play);
+        player.apply(PlayerAction::Frame { elapsed_ms: 500.0 });
+        assert_eq!(player.now, Nanos::from_micros(100), "gaps are capped at 100 ms of real time");
+        player.apply(PlayerAction::Frame { elapsed_ms: 50.0 });
+        assert_eq!(player.now, Nanos::from_micros(150), "1 ms/s: 50 ms real is 50 us simulated");
+        player.apply(PlayerAction::SetSpeed(6));
+        for _ in 0..100 {
+            player.apply(PlayerAction::Frame { elapsed_ms: 100.0 });
+        }
+        assert_eq!(player.now, ms(2));
+        assert!(!player.playing);
+        player.apply(PlayerAction::Play);
+        assert_eq!(player.now, Nanos::ZERO, "play at the end restarts");
+    }
+
+    #[test]
+    fn speed_stays_in_range_and_seek_is_clamped() {
+        let mut player = PlayerState::for_run(vec![], ms(4));
+        for _ in 0..20 {
+            player.apply(PlayerAction::Slower);
+        }
+        assert_eq!(player.speed_index, 0);
+        player.apply(PlayerAction::SetSpeed(99));
+        assert_eq!(player.speed_index, SPEEDS_MS_PER_SECOND.len() - 1);
+        player.apply(PlayerAction::Seek(ms(40)));
+        assert_eq!(player.now, ms(4));
+    }
+
+    #[test]
+    fn keys_map_to_actions() {
+        assert_eq!(action_for_key(" "), Some(PlayerAction::Toggle));
+        assert_eq!(action_for_key("ArrowLeft"), Some(PlayerAction::StepBack));
+        assert_eq!(action_for_key("x"), None);
+        assert_eq!(format_fixed_millis(Nanos(13_456_000)), "13.46");
+    }
+}

@@ -1,0 +1,181 @@
+//! The lab's state and its reducer.
+//!
+//! `LabState` is everything the page shows that is not fixed text: the view's parameters
+//! (which are also the URL), the player's playhead, and the problems found in the URL.
+//! Components never change it directly; they send a [`LabAction`] and the reducer
+//! computes the next state. Runs of the core are derived from the parameters, never
+//! stored half-updated, so a link, a slider and the back button all land on the same view.
+
+use std::rc::Rc;
+
+use walab_core::time::Nanos;
+use yew::prelude::*;
+
+use crate::benches;
+use crate::player::{PlayerAction, PlayerState};
+use crate::url_state::{parse_query, LabParams, Policy, UrlProblem, PART_COUNT};
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct LabState {
+    pub params: LabParams,
+    /// What the URL said that the page could not use; shown until dismissed.
+    pub url_problems: Vec<UrlProblem>,
+    pub player: PlayerState,
+}
+
+impl LabState {
+    /// The state a URL query describes.
+    pub fn from_query(query: &str) -> LabState {
+        let (params, url_problems) = parse_query(query);
+        let mut state = LabState { player: PlayerState::default(), params, url_problems };
+        state.reload_timeline();
+        if let Some(cut) = state.params.cut {
+            state.player.apply(PlayerAction::Seek(cut));
+        }
+        state
+    }
+
+    /// Loads the current Part's timeline into the player, keeping the speed.
+    fn reload_timeline(&mut self) {
+        let speed_index = self.player.speed_index;
+        let timeline = benches::timeline(&self.params);
+        self.player = PlayerState::for_run(timeline.marks, timeline.end);
+        self.player.speed_index = speed_index;
+    }
+}
+
+/// Everything a component, a key or the clock can ask of the lab.
+#[derive(Clone, Debug, PartialEq)]
+pub enum LabAction {
+    GoToPart(u8),
+    Player(PlayerAction),
+    SetPolicy(Policy),
+    SetSyncLatency(Nanos),
+    SetLoad(u64),
+    SetWindow(Nanos),
+    SetQuorum(u8),
+    SetUnitBytes(u32),
+    SetSeed(u64),
+    /// Choose (or clear) the instant the power fails.
+    SetCut(Option<Nanos>),
+    /// Pull the power now, at the playhead.
+    CutAtPlayhead,
+    DismissUrlProblems,
+}
+
+impl Reducible for LabState {
+    type Action = LabAction;
+
+    fn reduce(self: Rc<Self>, action: LabAction) -> Rc<Self> {
+        let mut next = (*self).clone();
+        let mut timeline_changed = false;
+        match action {
+            LabAction::GoToPart(part) => {
+                if part < PART_COUNT && part != next.params.part {
+                    next.params.part = part;
+                    next.params.cut = None;
+                    timeline_changed = true;
+                }
+            }
+            LabAction::Player(action) => next.player.apply(action),
+            LabAction::SetPolicy(policy) => {
+                next.params.policy = policy;
+                timeline_changed = true;
+            }
+            LabAction::SetSyncLatency(latency) => {
+                next.params.sync_latency = latency;
+                timeline_changed = true;
+            }
+            LabAction::SetLoad(load) => {
+                next.params.load_per_second = load;
+                timeline_changed = true;
+            }
+            LabAction::SetWindow(window) => {
+                next.params.window = window;
+                timeline_changed = true;
+            }
+            LabAction::SetQuorum(w) => {
+                next.params.quorum_w = w;
+                timeline_changed = true;
+            }
+            LabAction::SetUnitBytes(unit) => {
+                next.params.unit_bytes = unit;
+                timeline_changed = true;
+            }
+            LabAction::SetSeed(seed) => {
+                next.params.seed = seed;
+                timeline_changed = true;
+            }
+            LabAction::SetCut(cut) => {
+                next.params.cut = cut;
+                if let Some(cut) = cut {
+                    next.player.apply(PlayerAction::Pause);
+                    next.player.apply(PlayerAction::Seek(cut));
+                }
+            }
+            LabAction::CutAtPlayhead => {
+                next.player.apply(PlayerAction::Pause);
+                next.params.cut = Some(next.player.now);
+            }
+            LabAction::DismissUrlProblems => next.url_problems.clear(),
+        }
+        if timeline_changed {
+            let now = next.player.now;
+            next.reload_timeline();
+            next.player.apply(PlayerAction::Seek(next.params.cut.unwrap_or(now)));
+        }
+        if next == *self {
+            self
+        } else {
+            Rc::new(next)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reduce(state: LabState, action: LabAction) -> LabState {
+        (*Rc::new(state).reduce(action)).clone()
+    }
+
+    #[test]
+    fn a_deep_link_opens_its_part_at_its_cut() {
+        let state = LabState::from_query("?part=6&cut=13.5");
+        assert_eq!(state.params.part, 6);
+        assert_eq!(state.params.cut, Some(Nanos(13_500_000)));
+        assert!(state.url_problems.is_empty());
+    }
+
+    #[test]
+    fn changing_part_clears_the_cut_and_keeps_the_speed() {
+        let mut state = LabState::from_query("?part=6&cut=13.5");
+        state = reduce(state, LabAction::Player(PlayerAction::Faster));
+        let speed = state.player.speed_index;
+        state = reduce(state, LabAction::GoToPart(4));
+        assert_eq!(state.params.part, 4);
+        assert_eq!(state.params.cut, None);
+        assert_eq!(state.player.speed_index, speed);
+        assert_eq!(state.player.now, Nanos::ZERO);
+    }
+
+    #[test]
+    fn cutting_at_the_playhead_pauses_and_records_the_instant() {
+        let mut state = LabState::from_query("?part=4");
+        state = reduce(state, LabAction::Player(PlayerAction::StepForward));
+        state = reduce(state, LabAction::Player(PlayerAction::StepForward));
+        let at = state.player.now;
+        state = reduce(state, LabAction::CutAtPlayhead);
+        assert_eq!(state.params.cut, Some(at));
+        assert!(!state.player.playing);
+    }
+
+    #[test]
+    fn url_problems_are_kept_until_dismissed() {
+        let state = LabState::from_query("?part=x");
+        assert_eq!(state.url_problems.len(), 1);
+        let state = reduce(state, LabAction::DismissUrlProblems);
+        assert!(state.url_problems.is_empty());
+    }
+}

@@ -1,0 +1,319 @@
+//! Every view of the lab is a URL.
+//!
+//! The query string carries the Part, the scenario's parameters, the seed and the power
+//! cut's instant, so a student can send exactly what they saw: opening the link rebuilds
+//! the same run and the same moment. Parsing is strict and forgiving at once: a value that
+//! does not parse is reported by name (`sync=fast: not a number of milliseconds`) and the
+//! default is used in its place, so the page always opens and always says what it ignored.
+//!
+//! This module is plain Rust over strings, so it is tested natively; `main.rs` reads
+//! `location.search` and writes `history.replaceState` at the edge.
+
+use walab_core::time::Nanos;
+
+/// How the log decides when to sync (the knob Parts 5 and 6 turn).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Policy {
+    /// One sync shared by everyone queued while the previous sync ran.
+    GroupCommit,
+    /// A sync for every write, one at a time.
+    SyncPerWrite,
+    /// Collect writes for a window (or up to a size), then sync once.
+    Window,
+    /// Acknowledge without syncing the log (the fast modes).
+    NoSync,
+}
+
+impl Policy {
+    pub const ALL: [Policy; 4] = [Policy::GroupCommit, Policy::SyncPerWrite, Policy::Window, Policy::NoSync];
+
+    /// The name used in the URL.
+    pub fn url_name(self) -> &'static str {
+        match self {
+            Policy::GroupCommit => "group",
+            Policy::SyncPerWrite => "per-write",
+            Policy::Window => "window",
+            Policy::NoSync => "no-sync",
+        }
+    }
+
+    /// The name shown on the page.
+    pub fn label(self) -> &'static str {
+        match self {
+            Policy::GroupCommit => "group commit",
+            Policy::SyncPerWrite => "sync per write",
+            Policy::Window => "window",
+            Policy::NoSync => "no sync before OK",
+        }
+    }
+
+    pub fn from_url_name(name: &str) -> Option<Policy> {
+        Policy::ALL.into_iter().find(|policy| policy.url_name() == name)
+    }
+}
+
+/// The number of Parts in the lab: 0 to 12.
+pub const PART_COUNT: u8 = 13;
+
+/// Everything a URL can say about the view.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LabParams {
+    pub part: u8,
+    pub sync_latency: Nanos,
+    pub load_per_second: u64,
+    pub policy: Policy,
+    pub window: Nanos,
+    pub quorum_w: u8,
+    pub unit_bytes: u32,
+    pub seed: u64,
+    /// The instant the instructor pulls the power, if one is chosen.
+    pub cut: Option<Nanos>,
+}
+
+impl Default for LabParams {
+    fn default() -> Self {
+        LabParams {
+            part: 0,
+            sync_latency: Nanos::from_millis(1),
+            load_per_second: 100_000,
+            policy: Policy::GroupCommit,
+            window: Nanos::from_millis(2),
+            quorum_w: 2,
+            unit_bytes: 32,
+            seed: 1,
+            cut: None,
+        }
+    }
+}
+
+/// The bounds each parameter is checked against.
+pub const SYNC_LATENCY_MAX: Nanos = Nanos::from_millis(100);
+pub const SYNC_LATENCY_MIN: Nanos = Nanos::from_micros(10);
+pub const LOAD_PER_SECOND_MAX: u64 = 1_000_000;
+pub const WINDOW_MAX: Nanos = Nanos::from_millis(100);
+pub const CUT_MAX: Nanos = Nanos::from_millis(10_000);
+pub const UNIT_BYTES_ALLOWED: [u32; 3] = [32, 512, 4096];
+
+/// A query parameter the page could not use, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UrlProblem {
+    pub param: String,
+    pub value: String,
+    pub reason: String,
+}
+
+impl std::fmt::Display for UrlProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}={}: {}", self.param, self.value, self.reason)
+    }
+}
+
+/// Parses a query string (with or without the leading `?`). Unknown parameters and bad
+/// values are reported and replaced by defaults; the result is always a usable view.
+pub fn parse_query(query: &str) -> (LabParams, Vec<UrlProblem>) {
+    let mut params = LabParams::default();
+    let mut problems = Vec::new();
+    let query = query.strip_prefix('?').unwrap_or(query);
+    for pair in query.split('&').filter(|pair| !pair.is_empty()) {
+        let (raw_name, raw_value) = pair.split_once('=').unwrap_or((pair, ""));
+        let name = percent_decode(raw_name);
+        let value = percent_decode(raw_value);
+        let problem = |reason: &str| UrlProblem { param: name.clone(), value: value.clone(), reason: reason.to_string() };
+        let outcome: Result<(), UrlProblem> = match name.as_str() {
+            "part" => match value.parse::<u8>() {
+                Ok(part) if part < PART_COUNT => {
+                    params.part = part;
+                    Ok(())
+                }
+                _ => Err(problem("not a Part; the lab has Parts 0 to 12")),
+            },
+            "sync" => parse_millis_in(&value, SYNC_LATENCY_MIN, SYNC_LATENCY_MAX)
+                .map(|nanos| params.sync_latency = nanos)
+                .map_err(|reason| problem(&reason)),
+            "load" => match value.parse::<u64>() {
+                Ok(load) if (1..=LOAD_PER_SECOND_MAX).contains(&load) => {
+                    params.load_per_second = load;
+                    Ok(())
+                }
+                _ => Err(problem("not a load; give writes per second from 1 to 1000000")),
+            },
+            "policy" => match Policy::from_url_name(&value) {
+                Some(policy) => {
+                    params.policy = policy;
+                    Ok(())
+                }
+                None => Err(problem("not a policy; use group, per-write, window or no-sync")),
+            },
+            "window" => parse_millis_in(&value, Nanos::ZERO, WINDOW_MAX)
+                .map(|nanos| params.window = nanos)
+                .map_err(|reason| problem(&reason)),
+            "w" => match value.parse::<u8>() {
+                Ok(w) if (1..=3).contains(&w) => {
+                    params.quorum_w = w;
+                    Ok(())
+                }
+                _ => Err(problem("not a quorum; W is 1, 2 or 3 of the 3 replicas")),
+            },
+            "unit" => match value.parse::<u32>() {
+                Ok(unit) if UNIT_BYTES_ALLOWED.contains(&unit) => {
+                    params.unit_bytes = unit;
+                    Ok(())
+                }
+                _ => Err(problem("not an atomic unit; use 32, 512 or 4096 bytes")),
+            },
+            "seed" => match value.parse::<u64>() {
+                Ok(seed) => {
+                    params.seed = seed;
+                    Ok(())
+                }
+                Err(_) => Err(problem("not a seed; give a whole number from 0 to 18446744073709551615")),
+            },
+            "cut" => parse_millis_in(&value, Nanos::ZERO, CUT_MAX)
+                .map(|nanos| params.cut = Some(nanos))
+                .map_err(|reason| problem(&reason)),
+            _ => Err(problem("unknown parameter; the lab reads part, sync, load, policy, window, w, unit, seed and cut")),
+        };
+        if let Err(problem) = outcome {
+            problems.push(problem);
+        }
+    }
+    (params, problems)
+}
+
+fn parse_millis_in(value: &str, min: Nanos, max: Nanos) -> Result<Nanos, String> {
+    let nanos = Nanos::parse_millis(value).ok_or_else(|| "not a number of milliseconds (like 1.5)".to_string())?;
+    if nanos < min || nanos > max {
+        return Err(format!("out of range; give {} to {} ms", format_millis(min), format_millis(max)));
+    }
+    Ok(nanos)
+}
+
+/// Writes the query string for a view: only the parameters that differ from the
+/// defaults (the Part always), so links stay short.
+pub fn to_query(params: &LabParams) -> String {
+    let defaults = LabParams::default();
+    let mut pairs = vec![format!("part={}", params.part)];
+    if params.sync_latency != defaults.sync_latency {
+        pairs.push(format!("sync={}", format_millis(params.sync_latency)));
+    }
+    if params.load_per_second != defaults.load_per_second {
+        pairs.push(format!("load={}", params.load_per_second));
+    }
+    if params.policy != defaults.policy {
+        pairs.push(format!("policy={}", params.policy.url_name()));
+    }
+    if params.window != defaults.window {
+        pairs.push(format!("window={}", format_millis(params.window)));
+    }
+    if params.quorum_w != defaults.quorum_w {
+        pairs.push(format!("w={}", params.quorum_w));
+    }
+    if params.unit_bytes != defaults.unit_bytes {
+        pairs.push(format!("unit={}", params.unit_bytes));
+    }
+    if params.seed != defaults.seed {
+        pairs.push(format!("seed={}", params.seed));
+    }
+    if let Some(cut) = params.cut {
+        pairs.push(format!("cut={}", format_millis(cut)));
+    }
+    format!("?{}", pairs.join("&"))
+}
+
+/// Milliseconds with as few decimals as exact: 1, 1.5, 13.5, 0.025.
+pub fn format_millis(nanos: Nanos) -> String {
+    let whole = nanos.0 / 1_000_000;
+    let fraction = nanos.0 % 1_000_000;
+    if fraction == 0 {
+        return whole.to_string();
+    }
+    let digits = format!("{fraction:06}");
+    format!("{whole}.{}", digits.trim_end_matches('0'))
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut index = 0;
+    while index < bytes.len() {
+        let escaped = match (bytes[index], bytes.get(index + 1..index + 3)) {
+            (b'%', Some(hex)) => std::str::from_utf8(hex).ok().and_then(|hex| u8::from_str_radix(hex, 16).ok()),
+            _ => None,
+        };
+        match (escaped, bytes[index]) {
+            (Some(byte), _) => {
+                out.push(byte);
+                index += 3;
+            }
+            (None, b'+') => {
+                out.push(b' ');
+                index += 1;
+            }
+            (None, byte) => {
+                out.push(byte);
+                index += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_query_gives_the_defaults() {
+        assert_eq!(parse_query(""), (LabParams::default(), vec![]));
+        assert_eq!(parse_query("?"), (LabParams::default(), vec![]));
+    }
+
+    #[test]
+    fn a_full_link_round_trips() {
+        let params = LabParams {
+            part: 6,
+            sync_latency: Nanos::from_micros(1_500),
+            load_per_second: 2_000,
+            policy: Policy::Window,
+            window: Nanos::from_micros(500),
+            quorum_w: 3,
+            unit_bytes: 4096,
+            seed: 42,
+            cut: Some(Nanos(13_500_000)),
+        };
+        let query = to_query(&params);
+        assert_eq!(query, "?part=6&sync=1.5&load=2000&policy=window&window=0.5&w=3&unit=4096&seed=42&cut=13.5");
+        assert_eq!(parse_query(&query), (params, vec![]));
+    }
+
+    #[test]
+    fn bad_values_are_named_and_replaced_by_defaults() {
+        let (params, problems) = parse_query("?part=99&sync=fast&policy=yolo&cut=-1&w=5&bogus=1&part=5");
+        assert_eq!(params.part, 5);
+        assert_eq!(params.sync_latency, LabParams::default().sync_latency);
+        assert_eq!(params.cut, None);
+        let named: Vec<String> = problems.iter().map(|problem| problem.param.clone()).collect();
+        assert_eq!(named, ["part", "sync", "policy", "cut", "w", "bogus"]);
+        assert_eq!(problems[1].to_string(), "sync=fast: not a number of milliseconds (like 1.5)");
+    }
+
+    #[test]
+    fn out_of_range_milliseconds_say_the_range() {
+        let (_, problems) = parse_query("sync=500");
+        assert_eq!(problems[0].reason, "out of range; give 0.01 to 100 ms");
+    }
+
+    #[test]
+    fn percent_escapes_decode_and_stray_percents_survive() {
+        assert_eq!(percent_decode("a%20b+c"), "a b c");
+        assert_eq!(percent_decode("100%"), "100%");
+        assert_eq!(percent_decode("%zz"), "%zz");
+    }
+
+    #[test]
+    fn millis_format_exactly() {
+        assert_eq!(format_millis(Nanos(13_500_000)), "13.5");
+        assert_eq!(format_millis(Nanos(1_000_000)), "1");
+        assert_eq!(format_millis(Nanos(25_000)), "0.025");
+    }
+}
