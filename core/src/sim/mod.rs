@@ -19,7 +19,7 @@
 //! a scenario plus a seed gives the same run on every target.
 
 pub mod commit;
-// pub mod tiny;
+pub mod tiny;
 
 use crate::rng::Rng;
 use crate::time::Nanos;
