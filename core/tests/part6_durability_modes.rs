@@ -63,6 +63,6 @@ fn f12_starts_when_write_24_arrives_and_is_not_durable_before_13_7_ms() {
     let at_cut = cut(Policy::NoSync);
     let wal6 = at_cut.trace.file_index("wal-6").unwrap();
     let state = at_cut.trace.state_at(POWER_CUT);
-    assert!(state.files[wal6 as usize].units.iter().any(|unit| *unit == walab_core::trace::UnitState::Dirty));
+    assert!(state.files[wal6 as usize].units.contains(&walab_core::trace::UnitState::Dirty));
     assert!(at_cut.device.uncertain_units().iter().all(|unit| unit.file != wal6), "nothing of wal-6 is on its way");
 }

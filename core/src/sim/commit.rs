@@ -705,6 +705,20 @@ impl Loop<'_> {
     }
 }
 
+/// The tiny store's 24 writes as a group-commit run: their arrivals, their record sizes
+/// and their segments, with the tiny store's sync latency.
+pub fn tiny_store_setup(config: Config) -> (CommitSetup, Arrivals) {
+    use crate::tiny_store::{SYNC_LATENCY, WRITES};
+    let setup = CommitSetup {
+        record_bytes_each: Some(WRITES.iter().map(|write| write.record().len() as u32).collect()),
+        segment_each: Some(WRITES.iter().map(|write| write.segment()).collect()),
+        keep: Keep::ALL,
+        ..CommitSetup::new(config, SYNC_LATENCY)
+    };
+    let arrivals = Arrivals::Given(WRITES.iter().map(|write| write.arrival).collect());
+    (setup, arrivals)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -761,18 +775,4 @@ mod tests {
         assert_eq!(durable, [Some(ms(60)), Some(ms(60)), Some(ms(110))]);
         assert!(run.writes.iter().all(|write| write.wait() == Some(Nanos::ZERO)));
     }
-}
-
-/// The tiny store's 24 writes as a group-commit run: their arrivals, their record sizes
-/// and their segments, with the tiny store's sync latency.
-pub fn tiny_store_setup(config: Config) -> (CommitSetup, Arrivals) {
-    use crate::tiny_store::{SYNC_LATENCY, WRITES};
-    let setup = CommitSetup {
-        record_bytes_each: Some(WRITES.iter().map(|write| write.record().len() as u32).collect()),
-        segment_each: Some(WRITES.iter().map(|write| write.segment()).collect()),
-        keep: Keep::ALL,
-        ..CommitSetup::new(config, SYNC_LATENCY)
-    };
-    let arrivals = Arrivals::Given(WRITES.iter().map(|write| write.arrival).collect());
-    (setup, arrivals)
 }
