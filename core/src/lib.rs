@@ -21,14 +21,19 @@
 //! - [`group_commit`]: the sans-IO group-commit machine every WAL driver runs (Part 5).
 //! - [`pages`]: Part 9, a page-based engine with pageLSN redo, full-page images and a
 //!   doublewrite buffer, torn page by page at a power cut.
+//! - [`budget`]: Parts 11 and 12, syncs, IOPS and MB/s against an EBS volume's limits.
+//! - [`quorum`]: Part 10, quorum commit on the group-commit machine, and what each sync
+//!   policy survives.
 
 #![forbid(unsafe_code)]
 
+pub mod budget;
 pub mod checksum;
 pub mod codec;
 pub mod device;
 pub mod group_commit;
 pub mod pages;
+pub mod quorum;
 pub mod rng;
 pub mod sim;
 pub mod scan;

@@ -1,0 +1,727 @@
+//! Part 10: quorum commit, replication as a durability level.
+//!
+//! Everything before Part 10 survives a power loss on one machine. A dead volume, a lost
+//! instance or a zone outage still takes the only copy. Replication adds copies on other
+//! machines, and the question becomes which copies must hold a record before the writer
+//! is told OK.
+//!
+//! # The rule
+//!
+//! The leader appends a batch to its own log and, at the same moment, sends it to its
+//! followers. It commits (and acknowledges every writer in the batch) once `W` of the `N`
+//! replicas, itself included, hold the batch, each by its own sync policy. The legs run
+//! in parallel, so the commit waits for the *slowest leg it needs*, not for the sum of
+//! them: the W-th fastest of {the leader's local sync, each follower's acknowledgement}.
+//! At W = 2 of 3 that is the leader's sync or the faster follower, whichever comes later;
+//! the slow follower does not count. Raft-style logs work this way (etcd, the Raft paper).
+//!
+//! PostgreSQL's synchronous replication is different: a WAL sender ships only WAL that is
+//! already flushed locally, so a synchronous commit costs the local flush *plus* the
+//! standby's round trip ([`QuorumMode::Postgres`]).
+//!
+//! # Built on the group-commit machine
+//!
+//! Replication does not change how batches form; it changes how long a batch takes to
+//! become "persisted". So this module drives the very same [`GroupCommit`] machine as the
+//! single-node log, and only its driver differs: when the machine asks for
+//! [`Action::Persist`], the driver reports `handle_persisted` after the quorum latency
+//! instead of one local sync. One batch in flight (`inflight_max = 1`) regroups the
+//! writes exactly as Part 5 did, just with longer batches; a pipelined log
+//! (`inflight_max > 1`) keeps several batches in flight and the machine still releases
+//! acknowledgements in order.
+//!
+//! # Branch R
+//!
+//! The tiny store's main timeline runs with one local sync of 1.0 ms; write 20 is
+//! acknowledged at 11.0 ms. Branch R forks there: the machine is resumed at that log
+//! position with the quorum's latency, and the writers already queued (write 21) carry
+//! over. Replica A leads (local sync 1.0 ms), B acknowledges 1.4 ms after A sends and C
+//! 6.0 ms after. With W = 2 every batch takes max(1.0, 1.4) = 1.4 ms, so the batches
+//! regroup: write 23 arrives at 12.5 ms, 0.1 ms after the batch carrying write 22 started,
+//! waits 1.3 ms for it and 1.4 ms for its own: 2.7 ms, where the naive sum of every leg
+//! (1.3 + 1.0 + 1.4 + 6.0) would claim 9.7.
+//!
+//! # What survives
+//!
+//! [`survival_table`] answers the page's other question: for each sync policy, does an
+//! acknowledged write survive a lost leader, a lost zone, or a power event that every
+//! replica shares? It evaluates the worst instant, the moment of the commit, and asks
+//! which replicas hold the batch then and how (synced, or only in memory).
+
+use std::collections::VecDeque;
+
+use crate::group_commit::{Action, BatchId, Config, ConfigError, GroupCommit, Policy, Ticket};
+use crate::time::Nanos;
+use crate::tiny_store;
+
+/// How a commit waits for its replicas.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub enum QuorumMode {
+    /// The leader sends while it syncs; commit at the W-th fastest leg.
+    Raft,
+    /// The leader sends only what it has flushed; commit at local flush + the (W-1)-th
+    /// fastest standby round trip.
+    Postgres,
+}
+
+/// The replicas' timing and the commit rule.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct QuorumSetup {
+    /// `legs[0]` is the leader's local sync; `legs[i]` for i >= 1 is follower i's
+    /// acknowledgement delay after the leader sends (network plus its own sync).
+    pub legs: Vec<Nanos>,
+    /// Replicas, the leader included, that must hold a batch before it commits.
+    pub w: usize,
+    pub mode: QuorumMode,
+    /// Batches in flight at once (1 = one batch in flight, as in Part 5).
+    pub inflight_max: usize,
+}
+
+/// Why a quorum setup or run is refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum QuorumError {
+    /// No replicas at all.
+    NoReplicas,
+    /// W must be between 1 and N.
+    BadW { w: usize, replicas: usize },
+    /// A leg of zero time (a sync or a round trip takes some time).
+    ZeroLeg { replica: usize },
+    Config(ConfigError),
+    /// The fork must follow one of the tiny store's writes 1 to 23.
+    ForkOutOfRange { after_write: u64 },
+    /// The run needed more steps than its bound (a bug, not an input problem).
+    TicksExceeded,
+    /// The machine refused an append (a bug in the driver, not an input problem).
+    Refused { write: u64, reason: String },
+}
+
+impl std::fmt::Display for QuorumError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            QuorumError::NoReplicas => f.write_str("at least one replica (the leader) is needed"),
+            QuorumError::BadW { w, replicas } => write!(f, "w = {w} must be between 1 and the {replicas} replicas"),
+            QuorumError::ZeroLeg { replica } => write!(f, "replica {replica}: a delay of zero"),
+            QuorumError::Config(error) => write!(f, "{error}"),
+            QuorumError::ForkOutOfRange { after_write } => write!(f, "cannot fork after write {after_write}: the tiny store forks after one of writes 1 to 23"),
+            QuorumError::TicksExceeded => f.write_str("the simulation did not finish within its step bound"),
+            QuorumError::Refused { write, reason } => write!(f, "write {write} refused: {reason}"),
+        }
+    }
+}
+
+impl QuorumSetup {
+    /// Branch R as the page gives it: A 1.0 ms, B 1.4 ms, C 6.0 ms, W = 2, one batch in
+    /// flight, Raft-style.
+    pub fn branch_r() -> QuorumSetup {
+        QuorumSetup {
+            legs: vec![Nanos::from_micros(1_000), Nanos::from_micros(1_400), Nanos::from_micros(6_000)],
+            w: 2,
+            mode: QuorumMode::Raft,
+            inflight_max: 1,
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), QuorumError> {
+        if self.legs.is_empty() {
+            return Err(QuorumError::NoReplicas);
+        }
+        if self.w == 0 || self.w > self.legs.len() {
+            return Err(QuorumError::BadW { w: self.w, replicas: self.legs.len() });
+        }
+        if let Some(replica) = self.legs.iter().position(|leg| leg.0 == 0) {
+            return Err(QuorumError::ZeroLeg { replica });
+        }
+        if self.inflight_max == 0 {
+            return Err(QuorumError::Config(ConfigError::InflightMaxZero));
+        }
+        Ok(())
+    }
+
+    /// Each replica's time from the batch's start until it holds the batch.
+    pub fn arrival_of_each_leg(&self) -> Vec<Nanos> {
+        match self.mode {
+            QuorumMode::Raft => self.legs.clone(),
+            QuorumMode::Postgres => {
+                let flush = self.legs[0];
+                std::iter::once(flush).chain(self.legs[1..].iter().map(|&round_trip| flush + round_trip)).collect()
+            }
+        }
+    }
+
+    /// How long one batch takes to commit: the W-th fastest replica to hold it.
+    pub fn batch_latency(&self) -> Nanos {
+        let mut legs = self.arrival_of_each_leg();
+        legs.sort();
+        legs[self.w - 1]
+    }
+
+    /// Which replicas the commit waits for (the W fastest), by index.
+    pub fn replicas_waited_for(&self) -> Vec<usize> {
+        let legs = self.arrival_of_each_leg();
+        let mut order: Vec<usize> = (0..legs.len()).collect();
+        order.sort_by_key(|&index| (legs[index], index));
+        let mut waited: Vec<usize> = order[..self.w].to_vec();
+        waited.sort();
+        waited
+    }
+
+    /// The naive budget that adds every leg as if they ran one after another.
+    pub fn legs_sum(&self) -> Nanos {
+        self.legs.iter().fold(Nanos::ZERO, |sum, &leg| sum + leg)
+    }
+}
+
+/// A write handed to the driver: its id, its arrival, when the driver may feed it to
+/// the machine (later than the arrival for writers carried over a fork), its segment
+/// and its record size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PendingWrite {
+    pub id: u64,
+    pub arrival: Nanos,
+    pub feed_at: Nanos,
+    pub segment: u64,
+    pub record_bytes: usize,
+}
+
+/// One batch as it ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct BatchTiming {
+    /// The machine's batch number (B1, B2 ... of this run).
+    pub batch: u64,
+    pub first_write: u64,
+    pub writes: u64,
+    pub segment: u64,
+    /// Byte offset in its segment and size: a sync writes the whole pages these touch.
+    pub offset: u64,
+    pub bytes: u64,
+    pub start: Nanos,
+    pub end: Nanos,
+}
+
+impl BatchTiming {
+    pub fn duration(&self) -> Nanos {
+        self.end - self.start
+    }
+
+    pub fn contains(&self, write: u64) -> bool {
+        write >= self.first_write && write < self.first_write + self.writes
+    }
+}
+
+/// One write as it ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct WriteTiming {
+    pub id: u64,
+    pub arrival: Nanos,
+    pub ack: Nanos,
+}
+
+impl WriteTiming {
+    pub fn wait(&self) -> Nanos {
+        self.ack - self.arrival
+    }
+}
+
+/// A driven run: every batch and every acknowledged write, in order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct DrivenRun {
+    pub batches: Vec<BatchTiming>,
+    pub writes: Vec<WriteTiming>,
+}
+
+/// Drives a [`GroupCommit`] machine over `writes` (sorted by `feed_at`), completing each
+/// persist `latency(start)` after it starts. `first_ticket` is the machine's next ticket
+/// and must be the first write's id. Stops after `stop_after_ack` is acknowledged, if
+/// given, without forming the batches that would start at that instant.
+///
+/// All inputs of an instant (completions, then appends) are fed before the machine is
+/// polled, so the page's tie rule holds.
+pub fn drive(
+    mut machine: GroupCommit,
+    writes: &[PendingWrite],
+    latency: impl Fn(Nanos) -> Nanos,
+    stop_after_ack: Option<u64>,
+) -> Result<DrivenRun, QuorumError> {
+    let mut run = DrivenRun { batches: Vec::new(), writes: Vec::new() };
+    let mut running: VecDeque<(Nanos, BatchId, usize)> = VecDeque::new();
+    let mut next = 0;
+    let record = vec![0x5au8; writes.iter().map(|write| write.record_bytes).max().unwrap_or(1)];
+    let ticks_max = 4 * writes.len() + 16;
+    for _ in 0..ticks_max {
+        let next_feed = writes.get(next).map(|write| write.feed_at);
+        let next_done = running.iter().map(|&(done, _, _)| done).min();
+        let now = match (next_feed, next_done) {
+            (None, None) => return Ok(run),
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => a.or(b).expect("one is some"),
+        };
+        let mut index = 0;
+        while index < running.len() {
+            if running[index].0 == now {
+                let (_, batch, record_index) = running.remove(index).expect("index in range");
+                machine.handle_persisted(now, batch, Ok(())).map_err(|error| QuorumError::Refused { write: 0, reason: error.to_string() })?;
+                run.batches[record_index].end = now;
+            } else {
+                index += 1;
+            }
+        }
+        while let Some(write) = writes.get(next).filter(|write| write.feed_at == now) {
+            let ticket = machine
+                .handle_append(now, write.segment, &record[..write.record_bytes])
+                .map_err(|error| QuorumError::Refused { write: write.id, reason: error.to_string() })?;
+            assert_eq!(ticket, Ticket(write.id), "ticket n is write n");
+            next += 1;
+        }
+        // Acknowledgements first: a stop after an ack must not start the next batch.
+        let mut stopped = false;
+        while let Some(action) = machine.poll_action() {
+            match action {
+                Action::Persist(batch) => {
+                    let start = now;
+                    let end = start + latency(start);
+                    run.batches.push(BatchTiming {
+                        batch: batch.id.0,
+                        first_write: batch.tickets.first.0,
+                        writes: batch.tickets.count,
+                        segment: batch.segment,
+                        offset: batch.offset,
+                        bytes: batch.bytes.len() as u64,
+                        start,
+                        end,
+                    });
+                    running.push_back((end, batch.id, run.batches.len() - 1));
+                    machine.recycle_buffer(batch.bytes);
+                }
+                Action::Ack(tickets) => {
+                    for ticket in tickets.iter() {
+                        let write = writes.iter().find(|write| write.id == ticket.0).expect("acked write was fed");
+                        run.writes.push(WriteTiming { id: write.id, arrival: write.arrival, ack: now });
+                        if stop_after_ack == Some(write.id) {
+                            stopped = true;
+                        }
+                    }
+                    if stopped {
+                        return Ok(run);
+                    }
+                }
+                Action::Write(_) | Action::Sync { .. } | Action::Fail { .. } => {
+                    return Err(QuorumError::Refused { write: 0, reason: "unexpected action for a sync-first policy".to_string() });
+                }
+            }
+        }
+    }
+    Err(QuorumError::TicksExceeded)
+}
+
+fn tiny_pending(ids: std::ops::RangeInclusive<u64>, not_before: Nanos) -> Vec<PendingWrite> {
+    tiny_store::WRITES[(*ids.start() - 1) as usize..*ids.end() as usize]
+        .iter()
+        .map(|write| PendingWrite {
+            id: write.id,
+            arrival: write.arrival,
+            feed_at: write.arrival.max(not_before),
+            segment: write.segment(),
+            record_bytes: write.record().len(),
+        })
+        .collect()
+}
+
+/// The tiny store's main timeline (group commit, one local sync of 1.0 ms), up to the
+/// acknowledgement of `after_write`.
+pub fn tiny_main_until_ack(after_write: u64) -> Result<DrivenRun, QuorumError> {
+    let machine = GroupCommit::new(Config::file(Policy::Group)).map_err(QuorumError::Config)?;
+    drive(machine, &tiny_pending(1..=24, Nanos::ZERO), |_| tiny_store::SYNC_LATENCY, Some(after_write))
+}
+
+/// Branch R: the main timeline until `after_write` is acknowledged, then the rest of the
+/// tiny store's writes under the quorum.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct BranchR {
+    pub setup: QuorumSetup,
+    pub fork_after_write: u64,
+    /// When `fork_after_write` was acknowledged on the main timeline.
+    pub fork_at: Nanos,
+    /// The main timeline up to the fork.
+    pub main: DrivenRun,
+    /// The branch after the fork.
+    pub branch: DrivenRun,
+}
+
+/// One write's budget: how long it waited for the batch in flight, how long its own batch
+/// took, and what adding every leg would have claimed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct WriteBudget {
+    pub write: u64,
+    pub arrival: Nanos,
+    /// From arrival until its own batch started.
+    pub waited_for_batch_in_flight: Nanos,
+    /// Its own batch, start to commit.
+    pub own_batch: Nanos,
+    pub total: Nanos,
+    /// The wait for the batch in flight plus every replica's leg, as if sequential.
+    pub naive_sum: Nanos,
+}
+
+impl BranchR {
+    /// The budget of one write of the branch.
+    pub fn budget(&self, write: u64) -> Option<WriteBudget> {
+        let timing = self.branch.writes.iter().find(|timing| timing.id == write)?;
+        let batch = self.branch.batches.iter().find(|batch| batch.contains(write))?;
+        let waited = batch.start - timing.arrival;
+        Some(WriteBudget {
+            write,
+            arrival: timing.arrival,
+            waited_for_batch_in_flight: waited,
+            own_batch: batch.duration(),
+            total: timing.wait(),
+            naive_sum: waited + self.setup.legs_sum(),
+        })
+    }
+}
+
+/// Runs branch R: fork the tiny store after `after_write` is acknowledged and run the
+/// remaining writes under `setup`.
+pub fn branch_r(setup: &QuorumSetup, after_write: u64) -> Result<BranchR, QuorumError> {
+    setup.validate()?;
+    if !(1..=23).contains(&after_write) {
+        return Err(QuorumError::ForkOutOfRange { after_write });
+    }
+    let main = tiny_main_until_ack(after_write)?;
+    let fork_at = main.writes.iter().find(|write| write.id == after_write).map(|write| write.ack).ok_or(QuorumError::TicksExceeded)?;
+    // Every write up to `after_write` is durable at the fork (acks are in order); the
+    // machine resumes at that log position, in that segment.
+    let done = &tiny_store::WRITES[..after_write as usize];
+    let lsn: u64 = done.iter().map(|write| write.record().len() as u64).sum();
+    let segment = done.last().expect("at least one write").segment();
+    let segment_bytes: u64 = done.iter().filter(|write| write.segment() == segment).map(|write| write.record().len() as u64).sum();
+    let config = Config { inflight_max: setup.inflight_max, ..Config::file(Policy::Group) };
+    let machine = GroupCommit::resume(config, Ticket(after_write + 1), lsn, segment, segment_bytes).map_err(QuorumError::Config)?;
+    let latency = setup.batch_latency();
+    let branch = drive(machine, &tiny_pending(after_write + 1..=24, fork_at), |_| latency, None)?;
+    Ok(BranchR { setup: setup.clone(), fork_after_write: after_write, fork_at, main, branch })
+}
+
+/// Group commit at steady load: `count` writers evenly spaced at `rate_per_s`, records of
+/// `record_bytes`, one local sync of `sync_latency` at a time. The budget takes its batch
+/// size from here.
+pub fn steady_group_commit(rate_per_s: u64, count: u64, record_bytes: usize, sync_latency: Nanos) -> Result<DrivenRun, QuorumError> {
+    let writes: Vec<PendingWrite> = (0..count)
+        .map(|index| {
+            // Writer i arrives in the middle of its slot: (i + 1/2) / rate.
+            let at = Nanos(((2 * u128::from(index) + 1) * 1_000_000_000 / (2 * u128::from(rate_per_s.max(1)))) as u64);
+            PendingWrite { id: index + 1, arrival: at, feed_at: at, segment: 1, record_bytes }
+        })
+        .collect();
+    let config = Config { batch_bytes_max: usize::MAX / 4, unflushed_bytes_max: usize::MAX / 4, ..Config::file(Policy::Group) };
+    let machine = GroupCommit::new(config).map_err(QuorumError::Config)?;
+    drive(machine, &writes, |_| sync_latency, None)
+}
+
+// ---------------------------------------------------------------------------------------
+// What survives.
+// ---------------------------------------------------------------------------------------
+
+/// When a replica tells the leader it holds a batch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub enum AckAfter {
+    /// After its own sync: the copy is on stable media.
+    Sync,
+    /// On receipt (or after handing it to the OS): the copy is in memory.
+    Receipt,
+}
+
+/// One replica of a durability policy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct ReplicaSpec {
+    pub name: &'static str,
+    pub zone: &'static str,
+    /// Round trip from the leader (zero for the leader itself).
+    pub round_trip: Nanos,
+    pub sync_latency: Nanos,
+    pub ack_after: AckAfter,
+}
+
+/// A sync policy across replicas.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct DurabilityPolicy {
+    pub name: &'static str,
+    /// `replicas[0]` is the leader.
+    pub replicas: Vec<ReplicaSpec>,
+    pub w: usize,
+    pub mode: QuorumMode,
+}
+
+/// How a replica holds a batch at an instant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub enum Holding {
+    /// Synced to stable media.
+    Durable,
+    /// In memory or the page cache only.
+    Volatile,
+    /// Not there yet, as far as the leader knows.
+    Missing,
+}
+
+/// A failure that strikes at the instant of the commit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub enum Failure {
+    /// The leader alone loses power; it comes back with its disk.
+    LeaderPowerLoss,
+    /// The leader's instance and volume are gone for good.
+    LostLeader,
+    /// The leader's zone is gone, with every replica in it.
+    LostZone,
+    /// Every replica loses power at once (one power event they all share).
+    SharedPowerEvent,
+}
+
+impl Failure {
+    pub const ALL: [Failure; 4] = [Failure::LeaderPowerLoss, Failure::LostLeader, Failure::LostZone, Failure::SharedPowerEvent];
+
+    pub fn label(&self) -> &'static str {
+        match self {
+            Failure::LeaderPowerLoss => "leader power loss",
+            Failure::LostLeader => "lost leader",
+            Failure::LostZone => "lost zone",
+            Failure::SharedPowerEvent => "shared power event",
+        }
+    }
+}
+
+impl DurabilityPolicy {
+    /// When each replica acknowledges, measured from the batch's start.
+    fn ack_times(&self) -> Vec<Nanos> {
+        let leader = &self.replicas[0];
+        let leader_ack = match leader.ack_after {
+            AckAfter::Sync => leader.sync_latency,
+            AckAfter::Receipt => Nanos::ZERO,
+        };
+        let shipped_at = match self.mode {
+            QuorumMode::Raft => Nanos::ZERO,
+            QuorumMode::Postgres => leader.sync_latency,
+        };
+        std::iter::once(leader_ack)
+            .chain(self.replicas[1..].iter().map(|replica| {
+                shipped_at
+                    + replica.round_trip
+                    + match replica.ack_after {
+                        AckAfter::Sync => replica.sync_latency,
+                        AckAfter::Receipt => Nanos::ZERO,
+                    }
+            }))
+            .collect()
+    }
+
+    /// The commit instant after the batch starts: the W-th acknowledgement.
+    pub fn commit_latency(&self) -> Nanos {
+        let mut acks = self.ack_times();
+        acks.sort();
+        acks[self.w - 1]
+    }
+
+    /// How each replica holds the batch at the commit instant. The leader always holds
+    /// it at least in memory; a follower counts only once it has acknowledged.
+    pub fn holdings_at_commit(&self) -> Vec<Holding> {
+        let commit = self.commit_latency();
+        let acks = self.ack_times();
+        self.replicas
+            .iter()
+            .zip(&acks)
+            .enumerate()
+            .map(|(index, (replica, &ack))| {
+                let synced = match replica.ack_after {
+                    AckAfter::Sync => ack <= commit,
+                    AckAfter::Receipt => index == 0 && self.mode == QuorumMode::Postgres && replica.sync_latency <= commit,
+                };
+                if synced {
+                    Holding::Durable
+                } else if index == 0 || ack <= commit {
+                    Holding::Volatile
+                } else {
+                    Holding::Missing
+                }
+            })
+            .collect()
+    }
+
+    /// Whether a batch acknowledged at the commit instant survives `failure` striking then.
+    pub fn survives(&self, failure: Failure) -> bool {
+        let holdings = self.holdings_at_commit();
+        let leader_zone = self.replicas[0].zone;
+        let others_hold = |keep: &dyn Fn(&ReplicaSpec) -> bool| {
+            self.replicas.iter().zip(&holdings).skip(1).any(|(replica, holding)| keep(replica) && *holding != Holding::Missing)
+        };
+        match failure {
+            Failure::LeaderPowerLoss => holdings[0] == Holding::Durable || others_hold(&|_| true),
+            Failure::LostLeader => others_hold(&|_| true),
+            Failure::LostZone => others_hold(&|replica| replica.zone != leader_zone),
+            Failure::SharedPowerEvent => holdings.contains(&Holding::Durable),
+        }
+    }
+}
+
+/// The page's sync policies on branch R's machines. Labelled assumptions: every sync
+/// takes 1.0 ms; B's round trip is 0.4 ms (so it acknowledges a synced copy 1.4 ms after
+/// the leader sends) and C's 5.0 ms (6.0 ms); A, B and C sit in zones a, b and c.
+pub fn page_policies() -> Vec<DurabilityPolicy> {
+    let sync = Nanos::from_millis(1);
+    let replica = |name, zone, round_trip_micros, ack_after| ReplicaSpec { name, zone, round_trip: Nanos::from_micros(round_trip_micros), sync_latency: sync, ack_after };
+    let three = |ack: AckAfter, leader_ack: AckAfter| vec![replica("A", "a", 0, leader_ack), replica("B", "b", 400, ack), replica("C", "c", 5_000, ack)];
+    let policy = |name, replicas, w, mode| DurabilityPolicy { name, replicas, w, mode };
+    vec![
+        policy("one node, sync before OK", vec![replica("A", "a", 0, AckAfter::Sync)], 1, QuorumMode::Raft),
+        policy("one node, OK before sync", vec![replica("A", "a", 0, AckAfter::Receipt)], 1, QuorumMode::Raft),
+        policy("async replicas (W = 1), leader syncs", three(AckAfter::Sync, AckAfter::Sync), 1, QuorumMode::Raft),
+        policy("W = 2 of 3, every replica syncs (Raft)", three(AckAfter::Sync, AckAfter::Sync), 2, QuorumMode::Raft),
+        policy("W = 2 of 3, nobody syncs before OK", three(AckAfter::Receipt, AckAfter::Receipt), 2, QuorumMode::Raft),
+        policy(
+            "W = 2 of 3, B in the leader's zone",
+            vec![replica("A", "a", 0, AckAfter::Sync), replica("B", "a", 400, AckAfter::Sync), replica("C", "c", 5_000, AckAfter::Sync)],
+            2,
+            QuorumMode::Raft,
+        ),
+        policy("W = 3 of 3, every replica syncs", three(AckAfter::Sync, AckAfter::Sync), 3, QuorumMode::Raft),
+        policy("PostgreSQL synchronous_commit = on", three(AckAfter::Sync, AckAfter::Sync), 2, QuorumMode::Postgres),
+        policy("PostgreSQL synchronous_commit = remote_write", three(AckAfter::Receipt, AckAfter::Sync), 2, QuorumMode::Postgres),
+    ]
+}
+
+/// One row of the survival table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct SurvivalRow {
+    pub policy: &'static str,
+    pub commit_latency: Nanos,
+    pub holdings: Vec<(&'static str, Holding)>,
+    /// One answer per [`Failure::ALL`], in order.
+    pub survives: Vec<(Failure, bool)>,
+}
+
+/// What an acknowledged write survives, per policy, computed from each policy's timing.
+pub fn survival_table(policies: &[DurabilityPolicy]) -> Vec<SurvivalRow> {
+    policies
+        .iter()
+        .map(|policy| SurvivalRow {
+            policy: policy.name,
+            commit_latency: policy.commit_latency(),
+            holdings: policy.replicas.iter().map(|replica| replica.name).zip(policy.holdings_at_commit()).collect(),
+            survives: Failure::ALL.iter().map(|&failure| (failure, policy.survives(failure))).collect(),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use expect_test::expect;
+
+    fn ms(tenths: u64) -> Nanos {
+        Nanos::from_tenth_millis(tenths)
+    }
+
+    #[test]
+    fn the_main_timeline_acknowledges_write_20_at_11_ms() {
+        let main = tiny_main_until_ack(20).unwrap();
+        assert_eq!(main.writes.iter().find(|write| write.id == 20).unwrap().ack, ms(110));
+        assert_eq!(main.batches.len(), 11);
+    }
+
+    #[test]
+    fn part10_each_batch_takes_1_4_ms_and_write_23_waits_2_7() {
+        let run = branch_r(&QuorumSetup::branch_r(), 20).unwrap();
+        assert_eq!(run.fork_at, ms(110));
+        assert_eq!(run.setup.batch_latency(), ms(14));
+        assert!(run.branch.batches.iter().all(|batch| batch.duration() == ms(14)));
+        let groups: Vec<(u64, u64)> = run.branch.batches.iter().map(|batch| (batch.first_write, batch.writes)).collect();
+        assert_eq!(groups, [(21, 1), (22, 1), (23, 2)], "the batches regroup: {{21}}, {{22}}, {{23, 24}}");
+        let budget = run.budget(23).unwrap();
+        assert_eq!(budget.arrival, ms(125));
+        assert_eq!(budget.waited_for_batch_in_flight, ms(13));
+        assert_eq!(budget.own_batch, ms(14));
+        assert_eq!(budget.total, ms(27));
+        assert_eq!(budget.naive_sum, ms(97));
+        assert!(budget.naive_sum.0 > 3 * budget.total.0, "the naive sum is more than three times too high");
+        assert_eq!(run.setup.replicas_waited_for(), [0, 1], "A and B; C does not count");
+    }
+
+    #[test]
+    fn part10_w3_costs_6_ms_per_batch_and_postgres_2_4() {
+        let w3 = branch_r(&QuorumSetup { w: 3, ..QuorumSetup::branch_r() }, 20).unwrap();
+        assert!(w3.branch.batches.iter().all(|batch| batch.duration() == ms(60)));
+        let postgres = branch_r(&QuorumSetup { mode: QuorumMode::Postgres, ..QuorumSetup::branch_r() }, 20).unwrap();
+        assert!(postgres.branch.batches.iter().all(|batch| batch.duration() == ms(24)));
+    }
+
+    #[test]
+    fn pipelined_batches_overlap_and_acks_stay_in_order() {
+        let run = branch_r(&QuorumSetup { inflight_max: 4, ..QuorumSetup::branch_r() }, 20).unwrap();
+        let acks: Vec<Nanos> = run.branch.writes.iter().map(|write| write.ack).collect();
+        assert!(acks.windows(2).all(|pair| pair[0] <= pair[1]));
+        assert!(run.branch.batches.windows(2).any(|pair| pair[1].start < pair[0].end), "some batches overlap");
+        assert_eq!(run.budget(23).unwrap().total, ms(14), "write 23 no longer waits for a batch in flight");
+    }
+
+    #[test]
+    fn quorum_with_one_replica_is_plain_group_commit() {
+        let run = branch_r(&QuorumSetup { legs: vec![ms(10)], w: 1, mode: QuorumMode::Raft, inflight_max: 1 }, 20).unwrap();
+        // Part 5's B12 {21}, B13 {22}, B14 {23, 24}.
+        let groups: Vec<(u64, u64)> = run.branch.batches.iter().map(|batch| (batch.first_write, batch.writes)).collect();
+        assert_eq!(groups, [(21, 1), (22, 1), (23, 2)]);
+        assert_eq!(run.branch.writes.last().unwrap().ack, ms(140));
+    }
+
+    #[test]
+    fn refuses_bad_setups() {
+        let bad_w = QuorumSetup { w: 4, ..QuorumSetup::branch_r() };
+        assert_eq!(branch_r(&bad_w, 20).unwrap_err(), QuorumError::BadW { w: 4, replicas: 3 });
+        let zero = QuorumSetup { legs: vec![ms(10), Nanos::ZERO], ..QuorumSetup::branch_r() };
+        assert_eq!(zero.validate(), Err(QuorumError::ZeroLeg { replica: 1 }));
+        assert_eq!(branch_r(&QuorumSetup::branch_r(), 24).unwrap_err(), QuorumError::ForkOutOfRange { after_write: 24 });
+        assert_eq!(QuorumSetup { legs: vec![], ..QuorumSetup::branch_r() }.validate(), Err(QuorumError::NoReplicas));
+    }
+
+    #[test]
+    fn steady_load_gives_100_writes_per_batch() {
+        let run = steady_group_commit(100_000, 3_000, 107, Nanos::from_millis(1)).unwrap();
+        let steady = &run.batches[2..run.batches.len() - 1];
+        assert!(steady.iter().all(|batch| batch.writes == 100), "{:?}", steady.iter().map(|b| b.writes).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn part10_what_survives_per_sync_policy() {
+        let table = survival_table(&page_policies());
+        let mut text = String::new();
+        for row in &table {
+            let answers: Vec<&str> = row.survives.iter().map(|(_, survives)| if *survives { "yes" } else { "NO" }).collect();
+            text.push_str(&format!("{:<46} {:>7}  {}\n", row.policy, row.commit_latency.to_string(), answers.join(" | ")));
+        }
+        expect![[r#"
+            one node, sync before OK                        1.0 ms  yes | NO | NO | yes
+            one node, OK before sync                        0.0 ms  NO | NO | NO | NO
+            async replicas (W = 1), leader syncs            1.0 ms  yes | NO | NO | yes
+            W = 2 of 3, every replica syncs (Raft)          1.4 ms  yes | yes | yes | yes
+            W = 2 of 3, nobody syncs before OK              0.4 ms  yes | yes | yes | NO
+            W = 2 of 3, B in the leader's zone              1.4 ms  yes | yes | NO | yes
+            W = 3 of 3, every replica syncs                 6.0 ms  yes | yes | yes | yes
+            PostgreSQL synchronous_commit = on              2.4 ms  yes | yes | yes | yes
+            PostgreSQL synchronous_commit = remote_write    1.4 ms  yes | yes | yes | yes
+        "#]]
+        .assert_eq(&text);
+    }
+}
