@@ -53,6 +53,7 @@ use std::collections::VecDeque;
 use crate::group_commit::{Action, BatchId, Config, ConfigError, GroupCommit, Policy, Ticket};
 use crate::time::Nanos;
 use crate::tiny_store;
+use crate::trace::{Event, FileKind, Trace, TraceWrite};
 
 /// How a commit waits for its replicas.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -387,6 +388,85 @@ impl BranchR {
     }
 }
 
+impl BranchR {
+    /// The run as a [`Trace`]: the main timeline up to the fork, then the branch, with a
+    /// note at the fork and one per branch batch naming the legs it waited for.
+    pub fn trace(&self) -> Trace {
+        let mut trace = Trace::new("tiny-store-branch-r", "group", tiny_store::UNIT_BYTES as u32);
+        let segments = tiny_store::WRITES.iter().map(|write| write.segment()).max().unwrap_or(1);
+        for segment in 1..=segments {
+            trace.add_file(&format!("wal-{segment}"), FileKind::Log, 0);
+        }
+        for write in &tiny_store::WRITES {
+            trace.writes.push(TraceWrite {
+                id: write.id,
+                arrival: write.arrival,
+                segment: write.segment(),
+                record_bytes: write.record().len() as u64,
+                op: Some(match write.op {
+                    crate::codec::Op::Put => "put".to_string(),
+                    crate::codec::Op::Del => "del".to_string(),
+                }),
+                key: Some(write.key.to_string()),
+                value: Some(write.value.to_string()),
+            });
+        }
+        // (instant, order within the instant, event): arrivals, then completions and
+        // acknowledgements, then notes and newly formed batches.
+        let mut events: Vec<(Nanos, u8, Event)> = Vec::new();
+        for write in &tiny_store::WRITES {
+            events.push((write.arrival, 0, Event::Arrive { write: write.id }));
+        }
+        let legs: Vec<String> = self
+            .setup
+            .arrival_of_each_leg()
+            .iter()
+            .enumerate()
+            .map(|(index, leg)| {
+                let waited = if self.setup.replicas_waited_for().contains(&index) { "" } else { ", not waited for" };
+                format!("{} {leg}{waited}", replica_name(index))
+            })
+            .collect();
+        events.push((
+            self.fork_at,
+            2,
+            Event::Note { text: format!("fork after write {}: W = {} of {}, {:?} mode; legs {}", self.fork_after_write, self.setup.w, self.setup.legs.len(), self.setup.mode, legs.join(", ")) },
+        ));
+        for (batches, quorum) in [(&self.main.batches, false), (&self.branch.batches, true)] {
+            for batch in batches {
+                let file = (batch.segment - 1) as u32;
+                events.push((batch.start, 3, Event::BatchFormed { batch: batch.batch, segment: batch.segment, first_write: batch.first_write, writes: batch.writes, offset: batch.offset, bytes: batch.bytes }));
+                events.push((batch.start, 4, Event::Write { file, offset: batch.offset, bytes: batch.bytes }));
+                events.push((batch.start, 5, Event::SyncStart { sync: batch.batch, file, batch: Some(batch.batch), units: Vec::new() }));
+                if quorum {
+                    events.push((batch.start, 6, Event::Note { text: format!("B{} waits for {}", batch.batch, legs.join(", ")) }));
+                }
+                events.push((batch.end, 1, Event::SyncEnd { sync: batch.batch, file, ok: true, error: None }));
+            }
+        }
+        for run in [&self.main, &self.branch] {
+            for write in &run.writes {
+                events.push((write.ack, 1, Event::Ack { first_write: write.id, writes: 1 }));
+            }
+        }
+        events.sort_by_key(|(at, order, _)| (*at, *order));
+        for (at, _, event) in events {
+            trace.push(at, event);
+        }
+        trace
+    }
+}
+
+/// A, B, C ... for replica 0, 1, 2 ...
+pub fn replica_name(index: usize) -> String {
+    let letter = (b'A' + (index % 26) as u8) as char;
+    if index < 26 {
+        letter.to_string()
+    } else {
+        format!("{letter}{}", index / 26)
+    }
+}
+
 /// Runs branch R: fork the tiny store after `after_write` is acknowledged and run the
 /// remaining writes under `setup`.
 pub fn branch_r(setup: &QuorumSetup, after_write: u64) -> Result<BranchR, QuorumError> {
@@ -405,7 +485,11 @@ pub fn branch_r(setup: &QuorumSetup, after_write: u64) -> Result<BranchR, Quorum
     let config = Config { inflight_max: setup.inflight_max, ..Config::file(Policy::Group) };
     let machine = GroupCommit::resume(config, Ticket(after_write + 1), lsn, segment, segment_bytes).map_err(QuorumError::Config)?;
     let latency = setup.batch_latency();
-    let branch = drive(machine, &tiny_pending(after_write + 1..=24, fork_at), |_| latency, None)?;
+    let mut branch = drive(machine, &tiny_pending(after_write + 1..=24, fork_at), |_| latency, None)?;
+    // The resumed machine numbers its batches from 1; continue the main timeline's count.
+    for batch in &mut branch.batches {
+        batch.batch += main.batches.len() as u64;
+    }
     Ok(BranchR { setup: setup.clone(), fork_after_write: after_write, fork_at, main, branch })
 }
 
@@ -684,6 +768,25 @@ mod tests {
         let groups: Vec<(u64, u64)> = run.branch.batches.iter().map(|batch| (batch.first_write, batch.writes)).collect();
         assert_eq!(groups, [(21, 1), (22, 1), (23, 2)]);
         assert_eq!(run.branch.writes.last().unwrap().ack, ms(140));
+    }
+
+    #[test]
+    fn the_trace_shows_the_regrouped_batches() {
+        let run = branch_r(&QuorumSetup::branch_r(), 20).unwrap();
+        let trace = run.trace();
+        assert!(trace.events.windows(2).all(|pair| pair[0].at <= pair[1].at));
+        let formed: Vec<(Nanos, u64, u64)> = trace
+            .events
+            .iter()
+            .filter_map(|event| match event.event {
+                Event::BatchFormed { batch, first_write, .. } => Some((event.at, batch, first_write)),
+                _ => None,
+            })
+            .filter(|(_, batch, _)| *batch > 11)
+            .collect();
+        assert_eq!(formed, [(ms(110), 12, 21), (ms(124), 13, 22), (ms(138), 14, 23)]);
+        let acks = trace.events.iter().filter(|event| matches!(event.event, Event::Ack { .. })).count();
+        assert_eq!(acks, 24);
     }
 
     #[test]

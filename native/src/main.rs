@@ -6,12 +6,14 @@
 //! exit with 2 for a usage problem or an unreadable input, 1 when the command ran and
 //! found something wrong (for example a log whose scan stopped at a torn record).
 
+mod budget_cmd;
 mod cli_error;
 mod inspect;
 mod scenario_cmd;
 
 use std::process::ExitCode;
 
+use clap::error::ErrorKind;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser, Debug)]
@@ -27,13 +29,26 @@ enum Command {
     Inspect(inspect::Args),
     /// Print a built-in scenario (the tiny store) with every record's bytes.
     Scenario(scenario_cmd::Args),
+    /// The log's syncs, IOPS and MB/s against an EBS volume's limits (Parts 11 and 12).
+    Budget(budget_cmd::Args),
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // Help and version print as clap prints them; any other parse error becomes the
+    // house's one line and exit 2.
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) if matches!(error.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand) => error.exit(),
+        Err(error) => {
+            let rendered = error.render().to_string();
+            let first = rendered.lines().next().unwrap_or("bad arguments");
+            return cli_error::finish(Err(cli_error::CliError::usage(first.trim_start_matches("error: ").to_string())));
+        }
+    };
     let result = match cli.command {
         Command::Inspect(args) => inspect::run(args),
         Command::Scenario(args) => scenario_cmd::run(args),
+        Command::Budget(args) => budget_cmd::run(args),
     };
     cli_error::finish(result)
 }

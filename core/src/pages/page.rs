@@ -228,6 +228,12 @@ impl Page {
         Ok(Page { page_no, page_lsn, entries })
     }
 
+    /// The pageLSN a page's header *claims*, without checking the checksum: what an
+    /// engine without checksums would believe about a torn page.
+    pub fn claimed_page_lsn(bytes: &[u8]) -> Option<Lsn> {
+        Some(u64::from_le_bytes(bytes.get(8..16)?.try_into().ok()?))
+    }
+
     /// The entries as `key value` pairs joined by commas: `order:7 pen, order:9 book`.
     pub fn describe_entries(&self) -> String {
         let parts: Vec<String> = self.entries.iter().map(|(key, value)| format!("{key} {value}")).collect();
