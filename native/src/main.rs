@@ -9,6 +9,7 @@
 mod budget_cmd;
 mod cli_error;
 mod inspect;
+mod fsync_test;
 mod scenario_cmd;
 
 use std::process::ExitCode;
@@ -31,6 +32,8 @@ enum Command {
     Scenario(scenario_cmd::Args),
     /// The log's syncs, IOPS and MB/s against an EBS volume's limits (Parts 11 and 12).
     Budget(budget_cmd::Args),
+    /// Measure sync latency on a directory, method by method (fdatasync, fsync, O_DSYNC, O_DIRECT, ...).
+    FsyncTest(fsync_test::Args),
 }
 
 fn main() -> ExitCode {
@@ -49,6 +52,7 @@ fn main() -> ExitCode {
         Command::Inspect(args) => inspect::run(args),
         Command::Scenario(args) => scenario_cmd::run(args),
         Command::Budget(args) => budget_cmd::run(args),
+        Command::FsyncTest(args) => fsync_test::run(args),
     };
     cli_error::finish(result)
 }
