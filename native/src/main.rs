@@ -10,6 +10,7 @@ mod budget_cmd;
 mod cli_error;
 mod inspect;
 mod fsync_test;
+mod wal;
 mod scenario_cmd;
 
 use std::process::ExitCode;

@@ -1,0 +1,616 @@
+//! The WAL front-end: concurrent writers, the core's group-commit machine, a backend.
+//!
+//! # The shape
+//!
+//! ```text
+//!  writer threads            driver thread (one per open WAL)               backend
+//!  Writer::append ──Event::Append──▶ encode record (seq = ticket)
+//!        ▲                           GroupCommit::handle_append ─┐
+//!        │                           poll_action():              │
+//!        │                             Persist(batch) ───────────┼──▶ persist(batch, Completion)
+//!        │                                                       │      file: pwrite + fdatasync
+//!        │                           Event::Persisted ◀──────────┼──── Completion::complete(result)
+//!        │                           GroupCommit::handle_persisted
+//!        └────── reply Ok(seq) ◀──── Ack(tickets) / Fail(tickets)
+//! ```
+//!
+//! Every decision (what goes in a batch, when a batch may start, which writers may be
+//! told OK, what happens after a failed persist) is made by
+//! [`walab_core::group_commit::GroupCommit`], the same machine the browser's simulator
+//! runs. This module is only its *driver*: it reads the clock, turns the machine's
+//! actions into calls on a [`Backend`], and turns the backend's completions and the
+//! writers' appends back into inputs. There is no second group-commit implementation
+//! here, and none in any backend.
+//!
+//! # The backend seam
+//!
+//! A [`Backend`] knows how to recover what its storage durably holds and how to persist
+//! one batch. Persisting is *completion-based*: [`Backend::persist`] receives the batch
+//! and a [`Completion`], and calls [`Completion::complete`] when the storage has said
+//! the bytes are durable (or that it failed). When it calls it does not matter:
+//!
+//! - the file backend persists inline (`pwrite` + `fdatasync` on the driver thread) and
+//!   completes before returning; with `inflight_max = 1` there is nothing else the
+//!   driver could start meanwhile, and appends that arrive during the sync queue up in
+//!   the driver's channel and form the next batch;
+//! - an S3 or Postgres backend owns a small tokio runtime, spawns the PUT or INSERT on
+//!   it and completes from the task when the request returns, so several batches can be
+//!   in flight (`inflight_max = 4`) while the driver keeps feeding the machine. The
+//!   machine releases acknowledgements in submission order whatever order the
+//!   completions arrive in.
+//!
+//! So the driver is runtime-agnostic (a plain thread and a channel) and async backends
+//! bring their own runtime; writers block on a per-writer reply channel. `load`, `dump`,
+//! `bench` and `crash-test` use only [`Wal`] and [`Writer`], so a new backend gets all
+//! four commands by implementing [`Backend`] and adding its URL scheme to [`url`].
+//!
+//! # Records and sequence numbers
+//!
+//! Records use the tiny store's format ([`walab_core::codec::tiny`]): one record per
+//! append, CRC32C over type and payload, the payload carrying seq, key and value. A
+//! record's seq *is* its group-commit ticket: the machine is resumed after recovery with
+//! `next_ticket = last recovered seq + 1`, and tickets are handed out in append order,
+//! so seq order, ticket order, log order and acknowledgement order are all the same.
+//!
+//! # Failure
+//!
+//! A failed persist is fatal, as Part 3 of the teaching page demands: the machine fails
+//! that batch's writers and every later one, and refuses every further append. The
+//! [`Wal`] stays failed; the caller reopens it, which recovers from what the storage
+//! holds (for files: read past the page cache, see [`fs`]).
+//!
+//! # Trim
+//!
+//! A consumer confirms the seq through which it has applied the log
+//! ([`Wal::confirm_consumer`]) and readers register and confirm their own positions
+//! ([`Wal::register_reader`], [`Wal::confirm_reader`]). A segment is removed only when
+//! every record in it is at or below the consumer's position *and* every registered
+//! reader's, and a newer segment holds records (so the next seq is never forgotten).
+//! `load` and `dump` never confirm anything, so they never trim.
+
+pub mod fault_fs;
+pub mod file;
+pub mod fs;
+pub mod url;
+
+use std::collections::{BTreeMap, VecDeque};
+use std::fmt;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use walab_core::codec::tiny::{self, TinyRecord};
+use walab_core::codec::Op;
+use walab_core::group_commit::{self, Action, AppendError, Batch, BatchId, GroupCommit, Policy, SyncError, Ticket};
+use walab_core::time::Nanos;
+
+/// Why the WAL could not do what was asked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WalError {
+    /// The storage could not be opened, read or prepared: `subject: what`.
+    Open(String),
+    /// The log on the storage is damaged beyond a torn tail.
+    Corrupt(String),
+    /// A persist failed: this append's outcome is unknown, and the WAL takes no more
+    /// appends until it is reopened.
+    Failed(SyncError),
+    /// The machine refused the append (backpressure, a record too large, ...).
+    Refused(String),
+    /// The WAL was closed.
+    Closed,
+}
+
+impl fmt::Display for WalError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WalError::Open(message) | WalError::Corrupt(message) => f.write_str(message),
+            WalError::Failed(error) => write!(f, "persist failed, outcome unknown, log stopped: {error}"),
+            WalError::Refused(message) => write!(f, "append refused: {message}"),
+            WalError::Closed => f.write_str("the log is closed"),
+        }
+    }
+}
+
+impl std::error::Error for WalError {}
+
+/// Maps an I/O error from a persist to the machine's failure kinds.
+pub fn sync_error_of(error: &std::io::Error) -> SyncError {
+    match error.raw_os_error() {
+        Some(libc::ENOSPC) | Some(libc::EDQUOT) => SyncError::NoSpace,
+        _ => SyncError::Io,
+    }
+}
+
+/// What a backend found on its storage when the WAL was opened.
+#[derive(Clone, Debug, Default)]
+pub struct Recovered {
+    /// Every durable record, in seq order.
+    pub records: Vec<TinyRecord>,
+    /// The seq the next append gets (last recovered seq + 1, or 1 for an empty log).
+    pub next_seq: u64,
+    /// Log position (record bytes since the log began, as far as the kept segments tell).
+    pub lsn: u64,
+    /// The segment appends continue in, and the bytes already used in it.
+    pub segment: u64,
+    pub segment_bytes: u64,
+    /// For every kept segment, oldest first: its number and the seq of its last record
+    /// (`None` when it holds none).
+    pub segments: Vec<(u64, Option<u64>)>,
+    /// A one-line note about what recovery repaired, if anything (a cut torn tail).
+    pub repaired: Option<String>,
+}
+
+/// Tells the driver that a persist has returned. Cheap to move into another thread or task.
+pub struct Completion {
+    batch: BatchId,
+    events: Sender<Event>,
+}
+
+impl Completion {
+    /// Reports the persist's outcome, handing back the batch's buffer for reuse.
+    pub fn complete(self, result: Result<(), SyncError>, buffer: Vec<u8>) {
+        // A closed driver no longer cares; nothing to do then.
+        let _ = self.events.send(Event::Persisted { batch: self.batch, result, buffer });
+    }
+}
+
+/// One storage behind the WAL. See the module docs for the contract.
+pub trait Backend: Send + 'static {
+    /// The log's name in messages (`file:///data/wal/default/0`).
+    fn describe(&self) -> String;
+    /// Reads what the storage durably holds, repairs a torn tail, and gets ready to
+    /// append. Called once, before anything else.
+    fn recover(&mut self) -> Result<Recovered, WalError>;
+    /// The most bytes a segment holds; the driver starts segment `n + 1` before a record
+    /// would pass it. Backends without segments return `u64::MAX`.
+    fn segment_bytes_max(&self) -> u64;
+    /// Writes the batch at `batch.offset` of `batch.segment` and makes it durable; calls
+    /// `done.complete` once it has (or has failed), inline or later.
+    fn persist(&mut self, batch: Batch, done: Completion);
+    /// Hands the batch to the storage *without* making it durable. Only the policies
+    /// that acknowledge before syncing use it (the deliberately unsafe ones).
+    fn write_unsynced(&mut self, batch: &Batch) -> Result<(), SyncError>;
+    /// Removes these whole segments (all older than the segment being appended to).
+    fn remove_segments(&mut self, segments: &[u64]) -> Result<(), WalError>;
+}
+
+/// How a WAL is opened.
+#[derive(Clone, Copy, Debug)]
+pub struct WalOptions {
+    /// The machine's settings. [`group_commit::Config::file`] with [`Policy::Group`] by
+    /// default; [`Policy::NoSync`] makes the deliberately broken WAL the tests use.
+    pub machine: group_commit::Config,
+    /// Record the driver's trace (arrivals, batches, persists, acks) for `--trace`.
+    pub trace: bool,
+}
+
+impl Default for WalOptions {
+    fn default() -> WalOptions {
+        WalOptions { machine: group_commit::Config::file(Policy::Group), trace: false }
+    }
+}
+
+/// Counters the driver keeps while it runs.
+#[derive(Clone, Debug, Default)]
+pub struct WalStats {
+    /// Batches persisted successfully (one fdatasync each for files).
+    pub persists_ok: u64,
+    pub persists_failed: u64,
+    /// Records acknowledged and failed.
+    pub acked: u64,
+    pub failed: u64,
+    /// Sum of persist durations, issue to completion, in nanoseconds.
+    pub persist_ns_total: u64,
+    /// Segments removed by trim.
+    pub segments_removed: u64,
+}
+
+/// One event of the driver's trace, time in nanoseconds since the WAL opened.
+#[derive(Clone, Debug, serde::Serialize)]
+#[serde(tag = "event", rename_all = "kebab-case")]
+pub enum TraceEvent {
+    Arrive { t_ns: u64, seq: u64, bytes: u64 },
+    PersistStart { t_ns: u64, batch: u64, segment: u64, offset: u64, bytes: u64, first_seq: u64, records: u64 },
+    PersistEnd { t_ns: u64, batch: u64, ok: bool },
+    Ack { t_ns: u64, first_seq: u64, count: u64 },
+    Fail { t_ns: u64, first_seq: u64, count: u64 },
+    Trim { t_ns: u64, segments: Vec<u64> },
+}
+
+enum Event {
+    Append { key: Vec<u8>, value: Vec<u8>, reply: Sender<Result<u64, WalError>> },
+    Persisted { batch: BatchId, result: Result<(), SyncError>, buffer: Vec<u8> },
+    ConfirmConsumer { seq: u64 },
+    RegisterReader { name: String, seq: u64, reply: Sender<ReaderId> },
+    ConfirmReader { reader: ReaderId, seq: u64 },
+    Shutdown,
+}
+
+/// A registered reader (a replica, a backup shipper, a CDC client) that pins the log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ReaderId(pub u64);
+
+/// An open WAL. Dropping it shuts the driver down after in-flight batches finish.
+pub struct Wal {
+    events: Sender<Event>,
+    driver: Option<JoinHandle<DriverResult>>,
+    stats: Arc<Mutex<WalStats>>,
+    name: String,
+}
+
+struct DriverResult {
+    trace: Vec<TraceEvent>,
+}
+
+/// One writer's handle: append and wait for the acknowledgement.
+pub struct Writer {
+    events: Sender<Event>,
+    reply_tx: Sender<Result<u64, WalError>>,
+    reply_rx: Receiver<Result<u64, WalError>>,
+}
+
+impl Writer {
+    /// Appends one put and blocks until it is durable (`Ok(seq)`) or its outcome is
+    /// unknown (`Err(WalError::Failed)`).
+    pub fn append(&mut self, key: &[u8], value: &[u8]) -> Result<u64, WalError> {
+        self.events
+            .send(Event::Append { key: key.to_vec(), value: value.to_vec(), reply: self.reply_tx.clone() })
+            .map_err(|_| WalError::Closed)?;
+        self.reply_rx.recv().map_err(|_| WalError::Closed)?
+    }
+}
+
+impl Wal {
+    /// Recovers the backend's log and starts the driver. Returns the WAL and the records
+    /// recovery found.
+    pub fn open(mut backend: Box<dyn Backend>, options: WalOptions) -> Result<(Wal, Recovered), WalError> {
+        let name = backend.describe();
+        let recovered = backend.recover()?;
+        let machine = GroupCommit::resume(
+            options.machine,
+            Ticket(recovered.next_seq),
+            recovered.lsn,
+            recovered.segment,
+            recovered.segment_bytes,
+        )
+        .map_err(|error| WalError::Open(format!("{name}: {error}")))?;
+        let (events_tx, events_rx) = mpsc::channel();
+        let stats = Arc::new(Mutex::new(WalStats::default()));
+        let mut segment_last_seq = BTreeMap::new();
+        for &(segment, last) in &recovered.segments {
+            segment_last_seq.insert(segment, last);
+        }
+        segment_last_seq.entry(recovered.segment).or_insert(None);
+        let driver = Driver {
+            machine,
+            backend,
+            events_tx: events_tx.clone(),
+            events_rx,
+            waiting: VecDeque::new(),
+            started: Instant::now(),
+            segment: recovered.segment,
+            segment_bytes: recovered.segment_bytes,
+            segment_last_seq,
+            persist_started: BTreeMap::new(),
+            consumer_seq: 0,
+            readers: BTreeMap::new(),
+            next_reader: 1,
+            stats: Arc::clone(&stats),
+            trace: options.trace.then(Vec::new),
+            shutting_down: false,
+        };
+        let handle = std::thread::Builder::new()
+            .name("wal-driver".to_string())
+            .spawn(move || driver.run())
+            .map_err(|error| WalError::Open(format!("{name}: cannot start the driver thread: {error}")))?;
+        Ok((Wal { events: events_tx, driver: Some(handle), stats, name }, recovered))
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// A new writer handle (one per writer thread).
+    pub fn writer(&self) -> Writer {
+        let (reply_tx, reply_rx) = mpsc::channel();
+        Writer { events: self.events.clone(), reply_tx, reply_rx }
+    }
+
+    /// The consumer has applied everything through `seq`.
+    pub fn confirm_consumer(&self, seq: u64) {
+        let _ = self.events.send(Event::ConfirmConsumer { seq });
+    }
+
+    /// Registers a reader positioned after `seq`; the log keeps what it has not confirmed.
+    pub fn register_reader(&self, name: &str, seq: u64) -> Result<ReaderId, WalError> {
+        let (reply, answer) = mpsc::channel();
+        self.events
+            .send(Event::RegisterReader { name: name.to_string(), seq, reply })
+            .map_err(|_| WalError::Closed)?;
+        answer.recv().map_err(|_| WalError::Closed)
+    }
+
+    /// A reader has read everything through `seq`.
+    pub fn confirm_reader(&self, reader: ReaderId, seq: u64) {
+        let _ = self.events.send(Event::ConfirmReader { reader, seq });
+    }
+
+    /// A snapshot of the driver's counters.
+    pub fn stats(&self) -> WalStats {
+        self.stats.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Waits for in-flight batches, stops the driver, and returns its trace (empty
+    /// unless tracing was on).
+    pub fn close(mut self) -> Vec<TraceEvent> {
+        self.shutdown()
+    }
+
+    fn shutdown(&mut self) -> Vec<TraceEvent> {
+        let _ = self.events.send(Event::Shutdown);
+        match self.driver.take() {
+            Some(handle) => handle.join().map(|result| result.trace).unwrap_or_default(),
+            None => Vec::new(),
+        }
+    }
+}
+
+impl Drop for Wal {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+struct Driver {
+    machine: GroupCommit,
+    backend: Box<dyn Backend>,
+    events_tx: Sender<Event>,
+    events_rx: Receiver<Event>,
+    /// Writers waiting for their acknowledgement, in ticket order.
+    waiting: VecDeque<(Ticket, Sender<Result<u64, WalError>>)>,
+    started: Instant,
+    /// The segment appends go to, and the bytes appended to it.
+    segment: u64,
+    segment_bytes: u64,
+    /// Every kept segment's last seq (None while empty).
+    segment_last_seq: BTreeMap<u64, Option<u64>>,
+    /// When each running persist was issued.
+    persist_started: BTreeMap<BatchId, Instant>,
+    consumer_seq: u64,
+    readers: BTreeMap<ReaderId, (String, u64)>,
+    next_reader: u64,
+    stats: Arc<Mutex<WalStats>>,
+    trace: Option<Vec<TraceEvent>>,
+    shutting_down: bool,
+}
+
+impl Driver {
+    fn now(&self) -> Nanos {
+        Nanos(self.started.elapsed().as_nanos() as u64)
+    }
+
+    fn record(&mut self, event: TraceEvent) {
+        if let Some(trace) = &mut self.trace {
+            trace.push(event);
+        }
+    }
+
+    fn run(mut self) -> DriverResult {
+        loop {
+            // Wait for the next input, or for the machine's deadline.
+            let first = match self.machine.poll_timeout() {
+                Some(deadline) => {
+                    let now = self.now();
+                    let wait = Duration::from_nanos(deadline.0.saturating_sub(now.0));
+                    match self.events_rx.recv_timeout(wait) {
+                        Ok(event) => Some(event),
+                        Err(RecvTimeoutError::Timeout) => None,
+                        Err(RecvTimeoutError::Disconnected) => break,
+                    }
+                }
+                None => match self.events_rx.recv() {
+                    Ok(event) => Some(event),
+                    Err(_) => break,
+                },
+            };
+            if let Some(event) = first {
+                self.handle(event);
+            }
+            // Everything else that has already arrived joins the same round.
+            while let Ok(event) = self.events_rx.try_recv() {
+                self.handle(event);
+            }
+            let now = self.now();
+            if self.machine.poll_timeout().is_some_and(|deadline| deadline <= now) {
+                self.machine.handle_timeout(now);
+            }
+            self.perform_actions();
+            self.trim();
+            if self.shutting_down && self.waiting.is_empty() && self.machine.running() == 0 {
+                break;
+            }
+        }
+        // Anyone still waiting (the channel closed under them) learns the log is closed.
+        for (_, reply) in self.waiting.drain(..) {
+            let _ = reply.send(Err(WalError::Closed));
+        }
+        DriverResult { trace: self.trace.take().unwrap_or_default() }
+    }
+
+    fn handle(&mut self, event: Event) {
+        match event {
+            Event::Append { key, value, reply } => self.append(&key, &value, reply),
+            Event::Persisted { batch, result, buffer } => {
+                let now = self.now();
+                let elapsed = self.persist_started.remove(&batch).map(|t| t.elapsed().as_nanos() as u64).unwrap_or(0);
+                {
+                    let mut stats = self.stats.lock().unwrap_or_else(|p| p.into_inner());
+                    stats.persist_ns_total += elapsed;
+                    match result {
+                        Ok(()) => stats.persists_ok += 1,
+                        Err(_) => stats.persists_failed += 1,
+                    }
+                }
+                self.record(TraceEvent::PersistEnd { t_ns: now.0, batch: batch.0, ok: result.is_ok() });
+                self.machine.recycle_buffer(buffer);
+                // An unknown batch would be a driver bug; the machine reports it as data.
+                let known = self.machine.handle_persisted(now, batch, result);
+                debug_assert!(known.is_ok(), "completion for a batch the machine never issued");
+            }
+            Event::ConfirmConsumer { seq } => self.consumer_seq = self.consumer_seq.max(seq),
+            Event::RegisterReader { name, seq, reply } => {
+                let id = ReaderId(self.next_reader);
+                self.next_reader += 1;
+                self.readers.insert(id, (name, seq));
+                let _ = reply.send(id);
+            }
+            Event::ConfirmReader { reader, seq } => {
+                if let Some(entry) = self.readers.get_mut(&reader) {
+                    entry.1 = entry.1.max(seq);
+                }
+            }
+            Event::Shutdown => self.shutting_down = true,
+        }
+    }
+
+    fn append(&mut self, key: &[u8], value: &[u8], reply: Sender<Result<u64, WalError>>) {
+        if self.shutting_down {
+            let _ = reply.send(Err(WalError::Closed));
+            return;
+        }
+        let seq = self.machine.next_ticket().0;
+        let payload_bytes = tiny::payload_len(key.len(), value.len());
+        if payload_bytes > usize::from(u16::MAX) {
+            let _ = reply.send(Err(WalError::Refused(format!(
+                "record payload of {payload_bytes} bytes exceeds the format's 65,535"
+            ))));
+            return;
+        }
+        let record = tiny::encode(seq, Op::Put, key, value);
+        let record_bytes = record.len() as u64;
+        if record_bytes > self.backend.segment_bytes_max() {
+            let _ = reply.send(Err(WalError::Refused(format!(
+                "record of {record_bytes} bytes exceeds the segment size {}",
+                self.backend.segment_bytes_max()
+            ))));
+            return;
+        }
+        let (segment, segment_bytes) = if self.segment_bytes + record_bytes > self.backend.segment_bytes_max() {
+            (self.segment + 1, 0)
+        } else {
+            (self.segment, self.segment_bytes)
+        };
+        let now = self.now();
+        match self.machine.handle_append(now, segment, &record) {
+            Ok(ticket) => {
+                assert_eq!(ticket.0, seq, "a record's seq is its ticket");
+                self.segment = segment;
+                self.segment_bytes = segment_bytes + record_bytes;
+                self.segment_last_seq.entry(segment).or_insert(None);
+                self.waiting.push_back((ticket, reply));
+                self.record(TraceEvent::Arrive { t_ns: now.0, seq, bytes: record_bytes });
+            }
+            Err(AppendError::Failed(error)) => {
+                let _ = reply.send(Err(WalError::Failed(error)));
+            }
+            Err(other) => {
+                let _ = reply.send(Err(WalError::Refused(other.to_string())));
+            }
+        }
+    }
+
+    fn perform_actions(&mut self) {
+        while let Some(action) = self.machine.poll_action() {
+            let now = self.now();
+            match action {
+                Action::Persist(batch) => {
+                    self.record(TraceEvent::PersistStart {
+                        t_ns: now.0,
+                        batch: batch.id.0,
+                        segment: batch.segment,
+                        offset: batch.offset,
+                        bytes: batch.bytes.len() as u64,
+                        first_seq: batch.tickets.first.0,
+                        records: batch.tickets.count,
+                    });
+                    if let Some(last) = batch.tickets.last() {
+                        self.segment_last_seq.insert(batch.segment, Some(last.0));
+                    }
+                    self.persist_started.insert(batch.id, Instant::now());
+                    let done = Completion { batch: batch.id, events: self.events_tx.clone() };
+                    self.backend.persist(batch, done);
+                }
+                Action::Write(batch) => {
+                    if let Some(last) = batch.tickets.last() {
+                        self.segment_last_seq.insert(batch.segment, Some(last.0));
+                    }
+                    // The unsafe policies: a failed write here is noticed by nobody,
+                    // which is exactly what makes them unsafe.
+                    let _ = self.backend.write_unsynced(&batch);
+                    self.machine.recycle_buffer(batch.bytes);
+                }
+                Action::Sync { batch, .. } => {
+                    // Only the periodic policy asks for a bare sync; the file WAL does
+                    // not offer it, so report it done without durability claims.
+                    let _ = self.machine.handle_persisted(now, batch, Err(SyncError::Unavailable));
+                }
+                Action::Ack(tickets) => {
+                    self.record(TraceEvent::Ack { t_ns: now.0, first_seq: tickets.first.0, count: tickets.count });
+                    self.stats.lock().unwrap_or_else(|p| p.into_inner()).acked += tickets.count;
+                    for _ in 0..tickets.count {
+                        let (ticket, reply) = self.waiting.pop_front().expect("an acknowledged ticket has a waiter");
+                        assert!(tickets.contains(ticket), "acknowledgements arrive in ticket order");
+                        let _ = reply.send(Ok(ticket.0));
+                    }
+                }
+                Action::Fail { tickets, error } => {
+                    self.record(TraceEvent::Fail { t_ns: now.0, first_seq: tickets.first.0, count: tickets.count });
+                    self.stats.lock().unwrap_or_else(|p| p.into_inner()).failed += tickets.count;
+                    for _ in 0..tickets.count {
+                        let (ticket, reply) = self.waiting.pop_front().expect("a failed ticket has a waiter");
+                        assert!(tickets.contains(ticket), "failures arrive in ticket order");
+                        let _ = reply.send(Err(WalError::Failed(error)));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Removes the segments every consumer and reader is done with.
+    fn trim(&mut self) {
+        let confirmed = self.readers.values().map(|(_, seq)| *seq).fold(self.consumer_seq, u64::min);
+        if confirmed == 0 {
+            return;
+        }
+        let newest_with_records = self.segment_last_seq.iter().rev().find(|(_, last)| last.is_some()).map(|(s, _)| *s);
+        let Some(newest_with_records) = newest_with_records else { return };
+        let removable: Vec<u64> = self
+            .segment_last_seq
+            .iter()
+            .take_while(|(segment, _)| **segment < newest_with_records && **segment < self.segment)
+            .take_while(|(_, last)| last.is_none_or(|last| last <= confirmed))
+            .map(|(segment, _)| *segment)
+            .collect();
+        if removable.is_empty() {
+            return;
+        }
+        match self.backend.remove_segments(&removable) {
+            Ok(()) => {
+                for segment in &removable {
+                    self.segment_last_seq.remove(segment);
+                }
+                self.stats.lock().unwrap_or_else(|p| p.into_inner()).segments_removed += removable.len() as u64;
+                let now = self.now();
+                self.record(TraceEvent::Trim { t_ns: now.0, segments: removable });
+            }
+            Err(_) => {
+                // A failed remove loses nothing: the segment stays and is retried at the
+                // next trim.
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,213 @@
+//! The file WAL against real files (in a temp dir) and against the fault-injecting disk.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use walab_core::group_commit::{Config, Policy, SyncError};
+
+use super::fault_fs::{CutMode, FaultFs};
+use super::file::{segment_file_name, FileBackend};
+use super::fs::{RealFs, WalFs};
+use super::{Wal, WalError, WalOptions};
+
+const SMALL_SEGMENT_BYTES: u64 = 4096;
+
+fn real_backend(dir: &Path, segment_bytes: u64) -> Box<FileBackend> {
+    Box::new(FileBackend::new(Arc::new(RealFs), dir.to_path_buf(), segment_bytes, true))
+}
+
+fn fault_backend(fs: &FaultFs, segment_bytes: u64) -> Box<FileBackend> {
+    Box::new(FileBackend::new(Arc::new(fs.clone()), PathBuf::from("/wal/default/0"), segment_bytes, true))
+}
+
+fn keys_of(records: &[walab_core::codec::tiny::TinyRecord]) -> Vec<String> {
+    records.iter().map(|r| String::from_utf8_lossy(&r.key).into_owned()).collect()
+}
+
+#[test]
+fn records_from_concurrent_writers_survive_a_reopen_in_seq_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let (wal, recovered) = Wal::open(real_backend(dir.path(), SMALL_SEGMENT_BYTES), WalOptions::default()).unwrap();
+    assert!(recovered.records.is_empty());
+    let handles: Vec<_> = (0..4)
+        .map(|w| {
+            let mut writer = wal.writer();
+            std::thread::spawn(move || {
+                (0..40).map(|n| writer.append(format!("w{w}-{n}").as_bytes(), &[b'v'; 60]).unwrap()).collect::<Vec<u64>>()
+            })
+        })
+        .collect();
+    let mut seqs: Vec<u64> = handles.into_iter().flat_map(|h| h.join().unwrap()).collect();
+    seqs.sort_unstable();
+    assert_eq!(seqs, (1..=160).collect::<Vec<u64>>());
+    let stats = wal.stats();
+    assert!(stats.persists_ok >= 1);
+    assert!(stats.persists_ok <= 160, "one sync per batch, never more than one per record");
+    drop(wal);
+    // 160 records of about 80 bytes do not fit in one 4 KiB segment.
+    let segments = RealFs.list(dir.path()).unwrap().into_iter().filter(|n| n.starts_with("wal-")).count();
+    assert!(segments >= 3, "{segments} segments");
+    let (wal, recovered) = Wal::open(real_backend(dir.path(), SMALL_SEGMENT_BYTES), WalOptions::default()).unwrap();
+    assert_eq!(recovered.records.len(), 160);
+    assert!(recovered.records.windows(2).all(|w| w[1].seq == w[0].seq + 1));
+    assert_eq!(recovered.next_seq, 161);
+    let mut writer = wal.writer();
+    assert_eq!(writer.append(b"after", b"reopen").unwrap(), 161);
+}
+
+#[test]
+fn a_failed_sync_fails_every_waiter_and_stops_the_log_until_reopened() {
+    let fs = FaultFs::new(512);
+    let (wal, _) = Wal::open(fault_backend(&fs, 1 << 16), WalOptions::default()).unwrap();
+    let mut writer = wal.writer();
+    writer.append(b"durable", b"1").unwrap();
+    fs.fail_sync(1);
+    assert_eq!(writer.append(b"unknown", b"2"), Err(WalError::Failed(SyncError::Io)));
+    // No more appends, even though the disk would now accept them (fsyncgate: a retried
+    // sync finds nothing dirty and "succeeds").
+    assert_eq!(writer.append(b"refused", b"3"), Err(WalError::Failed(SyncError::Io)));
+    assert_eq!(wal.stats().persists_failed, 1);
+    drop(wal);
+    // The page cache still shows the failed record; the device does not have it.
+    let segment = PathBuf::from("/wal/default/0").join(segment_file_name(1));
+    let cached = fs.read_page_cache(&segment).unwrap();
+    assert!(cached.windows(7).any(|w| w == b"unknown"));
+    let (wal, recovered) = Wal::open(fault_backend(&fs, 1 << 16), WalOptions::default()).unwrap();
+    assert_eq!(keys_of(&recovered.records), vec!["durable"]);
+    let mut writer = wal.writer();
+    assert_eq!(writer.append(b"again", b"4").unwrap(), 2);
+}
+
+#[test]
+fn many_waiters_on_a_failed_sync_all_get_errors() {
+    let fs = FaultFs::new(512);
+    let (wal, _) = Wal::open(fault_backend(&fs, 1 << 16), WalOptions::default()).unwrap();
+    fs.fail_sync(3);
+    let handles: Vec<_> = (0..8)
+        .map(|w| {
+            let mut writer = wal.writer();
+            std::thread::spawn(move || {
+                let mut outcomes = Vec::new();
+                for n in 0..20 {
+                    let outcome = writer.append(format!("w{w}-{n}").as_bytes(), b"x");
+                    let stop = outcome.is_err();
+                    outcomes.push(outcome);
+                    if stop {
+                        break;
+                    }
+                }
+                outcomes
+            })
+        })
+        .collect();
+    let outcomes: Vec<_> = handles.into_iter().flat_map(|h| h.join().unwrap()).collect();
+    let acked = outcomes.iter().filter(|o| o.is_ok()).count();
+    let failed = outcomes.iter().filter(|o| matches!(o, Err(WalError::Failed(_)))).count();
+    assert_eq!(acked + failed, outcomes.len());
+    assert_eq!(failed, 8, "every writer ends on an error");
+    drop(wal);
+    let (_wal, recovered) = Wal::open(fault_backend(&fs, 1 << 16), WalOptions::default()).unwrap();
+    // Everything acknowledged is there; nothing after the failed batch is.
+    assert_eq!(recovered.records.len(), acked);
+}
+
+#[test]
+fn a_torn_tail_is_cut_and_later_appends_survive_the_next_recovery() {
+    let fs = FaultFs::new(32);
+    let (wal, _) = Wal::open(fault_backend(&fs, 1 << 14), WalOptions::default()).unwrap();
+    let mut writer = wal.writer();
+    for n in 0..10 {
+        writer.append(format!("k{n}").as_bytes(), &[7u8; 50]).unwrap();
+    }
+    // Cut the power during the 12th persist's sync (write, then sync: the 2nd call).
+    fs.schedule_cut(2, CutMode::Tear, 99);
+    assert!(writer.append(b"torn", &[9u8; 200]).is_err());
+    drop(wal);
+    fs.restart();
+    let (wal, recovered) = Wal::open(fault_backend(&fs, 1 << 14), WalOptions::default()).unwrap();
+    assert_eq!(recovered.records.len(), 10);
+    let mut writer = wal.writer();
+    writer.append(b"after-cut", b"x").unwrap();
+    drop(wal);
+    let (_wal, recovered) = Wal::open(fault_backend(&fs, 1 << 14), WalOptions::default()).unwrap();
+    assert_eq!(recovered.records.len(), 11);
+    assert_eq!(recovered.records[10].key, b"after-cut");
+}
+
+#[test]
+fn a_full_disk_fails_the_append_with_no_space() {
+    let fs = FaultFs::new(512);
+    let (wal, _) = Wal::open(fault_backend(&fs, 1 << 16), WalOptions::default()).unwrap();
+    let mut writer = wal.writer();
+    writer.append(b"a", b"1").unwrap();
+    fs.fail_write(1, libc::ENOSPC);
+    assert_eq!(writer.append(b"b", b"2"), Err(WalError::Failed(SyncError::NoSpace)));
+}
+
+#[test]
+fn damage_followed_by_later_records_is_corruption_not_a_torn_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    let (wal, _) = Wal::open(real_backend(dir.path(), SMALL_SEGMENT_BYTES), WalOptions::default()).unwrap();
+    let mut writer = wal.writer();
+    for n in 0..120 {
+        writer.append(format!("key-{n}").as_bytes(), &[1u8; 50]).unwrap();
+    }
+    drop(wal);
+    let first = dir.path().join(segment_file_name(1));
+    let mut bytes = std::fs::read(&first).unwrap();
+    bytes[100] ^= 0xff;
+    std::fs::write(&first, bytes).unwrap();
+    let error = Wal::open(real_backend(dir.path(), SMALL_SEGMENT_BYTES), WalOptions::default()).err().unwrap();
+    let WalError::Corrupt(message) = error else { panic!("expected corruption, got {error:?}") };
+    assert!(message.starts_with("wal-00000000000000000001.log: checksum mismatch at byte"), "{message}");
+}
+
+#[test]
+fn trim_removes_only_what_the_consumer_and_every_reader_confirmed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (wal, _) = Wal::open(real_backend(dir.path(), SMALL_SEGMENT_BYTES), WalOptions::default()).unwrap();
+    let reader = wal.register_reader("cdc", 0).unwrap();
+    let mut writer = wal.writer();
+    let mut last = 0;
+    for n in 0..200 {
+        last = writer.append(format!("key-{n}").as_bytes(), &[1u8; 50]).unwrap();
+    }
+    let segments = || RealFs.list(dir.path()).unwrap().into_iter().filter(|n| n.starts_with("wal-")).count();
+    let before = segments();
+    wal.confirm_consumer(last);
+    writer.append(b"tick", b"1").unwrap();
+    assert_eq!(segments(), before, "the reader at seq 0 pins every segment");
+    wal.confirm_reader(reader, last);
+    writer.append(b"tick", b"2").unwrap();
+    let after = segments();
+    assert!(after < before, "{after} segments left of {before}");
+    assert!(wal.stats().segments_removed > 0);
+    drop(wal);
+    let (_wal, recovered) = Wal::open(real_backend(dir.path(), SMALL_SEGMENT_BYTES), WalOptions::default()).unwrap();
+    // The newest records are still there, so the next seq continues.
+    assert_eq!(recovered.next_seq, last + 3);
+}
+
+#[test]
+fn a_second_process_cannot_open_the_same_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_wal, _) = Wal::open(real_backend(dir.path(), SMALL_SEGMENT_BYTES), WalOptions::default()).unwrap();
+    let error = Wal::open(real_backend(dir.path(), SMALL_SEGMENT_BYTES), WalOptions::default()).err().unwrap();
+    assert!(matches!(error, WalError::Open(ref m) if m.contains("cannot lock")), "{error:?}");
+}
+
+#[test]
+fn the_no_sync_policy_acknowledges_what_a_power_cut_then_takes_away() {
+    let fs = FaultFs::new(512);
+    let options = WalOptions { machine: Config::file(Policy::NoSync), trace: false };
+    let (wal, _) = Wal::open(fault_backend(&fs, 1 << 16), options).unwrap();
+    let mut writer = wal.writer();
+    for n in 0..5 {
+        writer.append(format!("k{n}").as_bytes(), b"v").unwrap();
+    }
+    fs.cut_power(CutMode::DropUnsynced, 1);
+    drop(wal);
+    fs.restart();
+    let (_wal, recovered) = Wal::open(fault_backend(&fs, 1 << 16), WalOptions::default()).unwrap();
+    assert!(recovered.records.is_empty(), "five acknowledged writes, none durable");
+}
