@@ -7,9 +7,13 @@
 //! found something wrong (for example a log whose scan stopped at a torn record).
 
 mod budget_cmd;
+mod bench_cmd;
 mod cli_error;
 mod inspect;
+mod crash_test;
+mod dump_cmd;
 mod fsync_test;
+mod load_cmd;
 mod wal;
 mod scenario_cmd;
 
@@ -35,6 +39,14 @@ enum Command {
     Budget(budget_cmd::Args),
     /// Measure sync latency on a directory, method by method (fdatasync, fsync, O_DSYNC, O_DIRECT, ...).
     FsyncTest(fsync_test::Args),
+    /// Append records from concurrent writers; print `ack <key>` for each acknowledged one.
+    Load(load_cmd::Args),
+    /// Recover a WAL and print every record.
+    Dump(dump_cmd::Args),
+    /// Measure group commit (acked/s, syncs/s, batch, latency) beside the model.
+    Bench(bench_cmd::Args),
+    /// Crash the WAL (SIGKILL, or simulated power cuts) and check every acknowledgement.
+    CrashTest(crash_test::Args),
 }
 
 fn main() -> ExitCode {
@@ -54,6 +66,10 @@ fn main() -> ExitCode {
         Command::Scenario(args) => scenario_cmd::run(args),
         Command::Budget(args) => budget_cmd::run(args),
         Command::FsyncTest(args) => fsync_test::run(args),
+        Command::Load(args) => load_cmd::run(args),
+        Command::Dump(args) => dump_cmd::run(args),
+        Command::Bench(args) => bench_cmd::run(args),
+        Command::CrashTest(args) => crash_test::run(args),
     };
     cli_error::finish(result)
 }

@@ -147,6 +147,7 @@ impl State {
     }
 }
 
+#[cfg_attr(not(test), allow(dead_code))] // some injections are used by tests only
 impl FaultFs {
     /// An empty disk whose atomic unit is `unit_bytes` (512 or 4096 on real devices).
     pub fn new(unit_bytes: u64) -> FaultFs {
@@ -219,21 +220,6 @@ impl FaultFs {
     /// True while the power is on.
     pub fn powered(&self) -> bool {
         self.lock().powered
-    }
-
-    /// Power cuts so far.
-    pub fn cuts(&self) -> u64 {
-        self.lock().cuts
-    }
-
-    /// Mutating calls so far: a test picks a cut point within this range.
-    pub fn ops(&self) -> u64 {
-        self.lock().ops
-    }
-
-    /// `sync_data` calls so far.
-    pub fn syncs(&self) -> u64 {
-        self.lock().syncs
     }
 
     /// The file as the page cache shows it (what a plain `read` would return after a

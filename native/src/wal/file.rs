@@ -72,6 +72,12 @@ pub fn parse_segment_file_name(name: &str) -> Option<u64> {
 
 type Prepared = io::Result<Box<dyn WalFile>>;
 
+/// The next segment: being zero-filled by a helper thread, or found ready at recovery.
+enum Spare {
+    Preparing(JoinHandle<Prepared>),
+    Ready(Box<dyn WalFile>),
+}
+
 /// A log in one directory, through a [`WalFs`].
 pub struct FileBackend {
     fs: Arc<dyn WalFs>,
@@ -80,7 +86,7 @@ pub struct FileBackend {
     /// The segment being appended to, and its open file.
     current: Option<(u64, Box<dyn WalFile>)>,
     /// The next segment being zero-filled by a helper thread.
-    spare: Option<(u64, JoinHandle<Prepared>)>,
+    spare: Option<(u64, Spare)>,
     /// Create the directory if missing (load, bench) or refuse (dump).
     create: bool,
     _lock: Option<Box<dyn Send>>,
@@ -112,7 +118,7 @@ impl FileBackend {
             .spawn(move || create_zero_filled(fs.as_ref(), &path, len));
         // If no thread can be started, the switch zero-fills inline instead.
         if let Ok(handle) = spawned {
-            self.spare = Some((segment, handle));
+            self.spare = Some((segment, Spare::Preparing(handle)));
         }
     }
 
@@ -120,12 +126,13 @@ impl FileBackend {
     /// new zero-filled file made now.
     fn switch_to(&mut self, segment: u64) -> io::Result<()> {
         let file = match self.spare.take() {
-            Some((spare, handle)) if spare == segment => match handle.join() {
+            Some((spare, Spare::Ready(file))) if spare == segment => file,
+            Some((spare, Spare::Preparing(handle))) if spare == segment => match handle.join() {
                 Ok(prepared) => prepared?,
                 Err(_) => return Err(io::Error::other("the zero-fill thread panicked")),
             },
             other => {
-                if let Some((_, handle)) = other {
+                if let Some((_, Spare::Preparing(handle))) = other {
                     // A spare for another segment is of no use; let it finish.
                     let _ = handle.join();
                 }
@@ -214,7 +221,7 @@ impl Backend for FileBackend {
             if later_has_bytes {
                 return Err(WalError::Corrupt(format!(
                     "{}: {} at byte {}, and later segments hold records",
-                    segment_file_name(numbers[stop.segment]),
+                    self.path(numbers[stop.segment]).display(),
                     stop_words(stop.reason),
                     stop.offset
                 )));
@@ -263,9 +270,22 @@ impl Backend for FileBackend {
                 }
             }
         };
-        // Remove empty segments past the resume point (spares, half-made files).
-        if remove_from < numbers.len() {
-            for &number in &numbers[remove_from..] {
+        // A full-size, all-zero segment right after the resume point is a spare made
+        // before the crash: keep it. Remove every other empty segment past the resume
+        // point (half-made files).
+        let mut kept_spare = None;
+        if let Some(index) = numbers.iter().position(|&number| number == segment + 1) {
+            if index >= remove_from
+                && images[index].len() as u64 == self.segment_bytes_max
+                && last_nonzero_end(&images[index]) == 0
+            {
+                kept_spare = Some(index);
+            }
+        }
+        let doomed: Vec<u64> =
+            (remove_from..numbers.len()).filter(|&index| Some(index) != kept_spare).map(|index| numbers[index]).collect();
+        if !doomed.is_empty() {
+            for &number in &doomed {
                 self.fs
                     .remove(&self.path(number))
                     .map_err(|e| self.open_error(&format!("cannot remove {}", segment_file_name(number)), e))?;
@@ -283,7 +303,16 @@ impl Backend for FileBackend {
             Err(error) => return Err(self.open_error(&format!("cannot open {}", segment_file_name(segment)), error)),
         };
         self.current = Some((segment, file));
-        self.prepare_spare(segment + 1);
+        match kept_spare {
+            Some(index) => {
+                let spare_file = self
+                    .fs
+                    .open_write(&self.path(numbers[index]))
+                    .map_err(|e| self.open_error(&format!("cannot open {}", segment_file_name(numbers[index])), e))?;
+                self.spare = Some((numbers[index], Spare::Ready(spare_file)));
+            }
+            None => self.prepare_spare(segment + 1),
+        }
 
         let mut segments: Vec<(u64, Option<u64>)> =
             numbers[..remove_from.min(numbers.len())].iter().zip(&last_seq).map(|(&n, &last)| (n, last)).collect();
@@ -335,7 +364,7 @@ impl Backend for FileBackend {
 
 impl Drop for FileBackend {
     fn drop(&mut self) {
-        if let Some((_, handle)) = self.spare.take() {
+        if let Some((_, Spare::Preparing(handle))) = self.spare.take() {
             let _ = handle.join();
         }
     }

@@ -218,6 +218,7 @@ pub enum TraceEvent {
     Trim { t_ns: u64, segments: Vec<u64> },
 }
 
+#[cfg_attr(not(test), allow(dead_code))]
 enum Event {
     Append { key: Vec<u8>, value: Vec<u8>, reply: Sender<Result<u64, WalError>> },
     Persisted { batch: BatchId, result: Result<(), SyncError>, buffer: Vec<u8> },
@@ -322,6 +323,7 @@ impl Wal {
         let _ = self.events.send(Event::ConfirmConsumer { seq });
     }
 
+    #[cfg_attr(not(test), allow(dead_code))] // bench plays only the consumer today
     /// Registers a reader positioned after `seq`; the log keeps what it has not confirmed.
     pub fn register_reader(&self, name: &str, seq: u64) -> Result<ReaderId, WalError> {
         let (reply, answer) = mpsc::channel();
@@ -331,6 +333,7 @@ impl Wal {
         answer.recv().map_err(|_| WalError::Closed)
     }
 
+    #[cfg_attr(not(test), allow(dead_code))]
     /// A reader has read everything through `seq`.
     pub fn confirm_reader(&self, reader: ReaderId, seq: u64) {
         let _ = self.events.send(Event::ConfirmReader { reader, seq });

@@ -1,0 +1,363 @@
+//! `walab bench`: group commit measured on a real disk, beside the model's prediction.
+//!
+//! For each writer count, closed-loop writers (each appends, waits for its
+//! acknowledgement, appends again) run for `--seconds` against the WAL, and the command
+//! reports acknowledged writes a second, syncs (persists) a second, the mean batch, and
+//! the append latency p50 and p99 as each writer saw it.
+//!
+//! Beside each measurement stands Part 5's model: a sync of latency L carries the writes
+//! that arrived while the previous one ran, so a batch holds about `rate x L` writes. The
+//! column `model_batch` is that product from this run's own acknowledged rate and mean
+//! persist time; when the measured batch matches it, group commit is doing what the
+//! arithmetic says. With W closed-loop writers and one sync in flight the batches settle
+//! near W / 2: half the writers wait in the running sync, half gather for the next one.
+//!
+//! `--trim-lag N` plays the consumer: every few milliseconds it confirms everything
+//! acknowledged except the last N records, so segments are removed as the run goes and
+//! the disk stays bounded. `--trace FILE` writes the driver's events (arrivals, persists,
+//! acknowledgements) as JSON for the browser to animate; at most
+//! [`TRACE_EVENTS_MAX`] events per writer count are kept.
+//!
+//! Latencies go into a fixed log-linear histogram (64 sub-buckets per power of two,
+//! under 2% error), so memory stays flat however long the run.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::cli_error::CliError;
+use crate::load_cmd::{check_writers_and_bytes, default_run_id};
+use crate::wal::url::WalArgs;
+use crate::wal::{TraceEvent, Wal, WalOptions};
+
+/// Trace events kept per writer count.
+pub const TRACE_EVENTS_MAX: usize = 200_000;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    wal: WalArgs,
+    /// Writer counts to run, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,8,64")]
+    writers: Vec<usize>,
+    /// Value bytes per record.
+    #[arg(long, default_value_t = 100)]
+    record_bytes: usize,
+    /// Seconds per writer count.
+    #[arg(long, default_value_t = 5.0)]
+    seconds: f64,
+    /// Confirm all but the last N acknowledged records as consumed, so segments are trimmed.
+    #[arg(long, default_value_t = 10_000)]
+    trim_lag: u64,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Write the driver's trace of each run as JSON.
+    #[arg(long)]
+    trace: Option<PathBuf>,
+}
+
+/// A log-linear latency histogram in nanoseconds.
+#[derive(Clone)]
+pub struct Histogram {
+    counts: Vec<u64>,
+    total: u64,
+}
+
+const SUB_BUCKET_BITS: u32 = 6;
+const SUB_BUCKETS: usize = 1 << SUB_BUCKET_BITS;
+
+impl Default for Histogram {
+    fn default() -> Histogram {
+        Histogram::new()
+    }
+}
+
+impl Histogram {
+    pub fn new() -> Histogram {
+        Histogram { counts: vec![0; 64 * SUB_BUCKETS], total: 0 }
+    }
+
+    fn index(value: u64) -> usize {
+        if value < SUB_BUCKETS as u64 {
+            return value as usize;
+        }
+        let exponent = 63 - value.leading_zeros(); // >= SUB_BUCKET_BITS
+        let shift = exponent - SUB_BUCKET_BITS;
+        let sub = (value >> shift) as usize - SUB_BUCKETS; // 0..SUB_BUCKETS
+        (shift as usize + 1) * SUB_BUCKETS + sub
+    }
+
+    /// The largest value that lands in bucket `index`.
+    fn upper(index: usize) -> u64 {
+        if index < SUB_BUCKETS {
+            return index as u64;
+        }
+        let shift = (index / SUB_BUCKETS - 1) as u32;
+        let sub = (index % SUB_BUCKETS) as u64 + SUB_BUCKETS as u64;
+        ((sub + 1) << shift).wrapping_sub(1)
+    }
+
+    pub fn record(&mut self, value: u64) {
+        self.counts[Self::index(value)] += 1;
+        self.total += 1;
+    }
+
+    pub fn merge(&mut self, other: &Histogram) {
+        for (mine, theirs) in self.counts.iter_mut().zip(&other.counts) {
+            *mine += theirs;
+        }
+        self.total += other.total;
+    }
+
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub fn count(&self) -> u64 {
+        self.total
+    }
+
+    /// The value at quantile `per_mille / 1000` (nearest rank, bucket upper bound).
+    pub fn quantile(&self, per_mille: u64) -> u64 {
+        if self.total == 0 {
+            return 0;
+        }
+        let rank = (per_mille * self.total).div_ceil(1000).max(1);
+        let mut seen = 0;
+        for (index, &count) in self.counts.iter().enumerate() {
+            seen += count;
+            if seen >= rank {
+                return Self::upper(index);
+            }
+        }
+        Self::upper(self.counts.len() - 1)
+    }
+}
+
+#[derive(Serialize)]
+struct LatencyMs {
+    p50: f64,
+    p99: f64,
+}
+
+#[derive(Serialize)]
+struct RunJson {
+    writers: usize,
+    seconds: f64,
+    acked: u64,
+    acked_per_s: f64,
+    syncs_per_s: f64,
+    batch_mean: f64,
+    persist_mean_ms: f64,
+    latency_ms: LatencyMs,
+    model_batch: f64,
+    segments_removed: u64,
+}
+
+#[derive(Serialize)]
+struct BenchJson {
+    wal: String,
+    record_bytes: usize,
+    runs: Vec<RunJson>,
+    peak_rss_kib: Option<u64>,
+}
+
+#[derive(Serialize)]
+struct TraceRun {
+    writers: usize,
+    events: Vec<TraceEvent>,
+}
+
+#[derive(Serialize)]
+struct TraceJson {
+    source: &'static str,
+    wal: String,
+    runs: Vec<TraceRun>,
+}
+
+/// This process's peak resident set size (VmHWM), in KiB.
+pub fn peak_rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+fn run_one(args: &Args, writers: usize, run_id: &str) -> Result<(RunJson, Vec<TraceEvent>), CliError> {
+    let backend = args.wal.backend(true).map_err(CliError::usage)?;
+    let options = WalOptions { trace: args.trace.is_some(), ..WalOptions::default() };
+    let (wal, _) = Wal::open(backend, options).map_err(|e| CliError::failed(e.to_string()))?;
+    let wal = Arc::new(wal);
+    let stop = Arc::new(AtomicBool::new(false));
+    let newest_acked = Arc::new(AtomicU64::new(0));
+    let failure: Arc<std::sync::Mutex<Option<String>>> = Arc::default();
+    let value = vec![b'v'; args.record_bytes];
+    let before = wal.stats();
+    let started = Instant::now();
+    let handles: Vec<_> = (0..writers)
+        .map(|w| {
+            let mut writer = wal.writer();
+            let (stop, newest_acked, failure, value) =
+                (Arc::clone(&stop), Arc::clone(&newest_acked), Arc::clone(&failure), value.clone());
+            let prefix = format!("{run_id}-{writers}w-{w}-");
+            std::thread::spawn(move || {
+                let mut histogram = Histogram::new();
+                let mut key = String::new();
+                let mut n = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    key.clear();
+                    key.push_str(&prefix);
+                    key.push_str(&n.to_string());
+                    n += 1;
+                    let begin = Instant::now();
+                    match writer.append(key.as_bytes(), &value) {
+                        Ok(seq) => {
+                            histogram.record(begin.elapsed().as_nanos() as u64);
+                            newest_acked.fetch_max(seq, Ordering::Relaxed);
+                        }
+                        Err(error) => {
+                            failure.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(error.to_string());
+                            stop.store(true, Ordering::Relaxed);
+                        }
+                    }
+                }
+                histogram
+            })
+        })
+        .collect();
+    // The consumer: confirm all but the last `trim_lag` records, every 10 ms.
+    let run_for = Duration::from_secs_f64(args.seconds);
+    while started.elapsed() < run_for && !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(10).min(run_for.saturating_sub(started.elapsed())));
+        let newest = newest_acked.load(Ordering::Relaxed);
+        if newest > args.trim_lag {
+            wal.confirm_consumer(newest - args.trim_lag);
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let mut histogram = Histogram::new();
+    for handle in handles {
+        if let Ok(h) = handle.join() {
+            histogram.merge(&h);
+        }
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let after = wal.stats();
+    let wal = Arc::try_unwrap(wal).map_err(|_| CliError::failed("bench: writers still hold the log"))?;
+    let trace = wal.close();
+    if let Some(message) = failure.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        return Err(CliError::failed(format!("{}: {message}", args.wal.wal)));
+    }
+    let acked = after.acked - before.acked;
+    let persists = after.persists_ok - before.persists_ok;
+    let persist_mean_s =
+        if persists == 0 { 0.0 } else { (after.persist_ns_total - before.persist_ns_total) as f64 / persists as f64 / 1e9 };
+    let acked_per_s = acked as f64 / elapsed;
+    let mut trace = trace;
+    trace.truncate(TRACE_EVENTS_MAX);
+    Ok((
+        RunJson {
+            writers,
+            seconds: elapsed,
+            acked,
+            acked_per_s,
+            syncs_per_s: persists as f64 / elapsed,
+            batch_mean: if persists == 0 { 0.0 } else { acked as f64 / persists as f64 },
+            persist_mean_ms: persist_mean_s * 1e3,
+            latency_ms: LatencyMs { p50: histogram.quantile(500) as f64 / 1e6, p99: histogram.quantile(990) as f64 / 1e6 },
+            model_batch: acked_per_s * persist_mean_s,
+            segments_removed: after.segments_removed - before.segments_removed,
+        },
+        trace,
+    ))
+}
+
+pub fn run(args: Args) -> Result<ExitCode, CliError> {
+    for &writers in &args.writers {
+        check_writers_and_bytes(writers, args.record_bytes)?;
+    }
+    if !(args.seconds.is_finite() && args.seconds > 0.0 && args.seconds <= 86_400.0) {
+        return Err(CliError::usage("--seconds: must be a positive number"));
+    }
+    // Refuse a bad URL before running anything.
+    args.wal.backend(true).map_err(CliError::usage)?;
+    let run_id = default_run_id();
+    let mut runs = Vec::new();
+    let mut traces = Vec::new();
+    for &writers in &args.writers {
+        let (run, trace) = run_one(&args, writers, &run_id)?;
+        runs.push(run);
+        traces.push(TraceRun { writers, events: trace });
+    }
+    if let Some(path) = &args.trace {
+        let doc = TraceJson { source: "walab bench", wal: args.wal.wal.clone(), runs: traces };
+        let text = serde_json::to_string(&doc).expect("plain data serializes");
+        std::fs::write(path, text + "\n").map_err(|e| CliError::usage(format!("{}: {e}", path.display())))?;
+    }
+    let report = BenchJson { wal: args.wal.wal.clone(), record_bytes: args.record_bytes, runs, peak_rss_kib: peak_rss_kib() };
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        let _ = writeln!(out, "{}", serde_json::to_string(&report).expect("plain data serializes"));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let _ = writeln!(out, "{}, {} B values", report.wal, report.record_bytes);
+    let _ = writeln!(
+        out,
+        "{:>7} {:>11} {:>9} {:>10} {:>11} {:>11} {:>9} {:>9}",
+        "writers", "acked/s", "syncs/s", "batch", "model batch", "persist ms", "p50 ms", "p99 ms"
+    );
+    for run in &report.runs {
+        let _ = writeln!(
+            out,
+            "{:>7} {:>11.0} {:>9.0} {:>10.1} {:>11.1} {:>11.3} {:>9.3} {:>9.3}",
+            run.writers,
+            run.acked_per_s,
+            run.syncs_per_s,
+            run.batch_mean,
+            run.model_batch,
+            run.persist_mean_ms,
+            run.latency_ms.p50,
+            run.latency_ms.p99
+        );
+    }
+    if let Some(rss) = report.peak_rss_kib {
+        let _ = writeln!(out, "peak RSS {rss} KiB");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_quantiles_stay_within_two_percent() {
+        let mut histogram = Histogram::new();
+        for value in 1..=100_000u64 {
+            histogram.record(value * 1000);
+        }
+        for (per_mille, exact) in [(500u64, 50_000_000u64), (990, 99_000_000), (1000, 100_000_000)] {
+            let got = histogram.quantile(per_mille);
+            let error = (got as f64 - exact as f64).abs() / exact as f64;
+            assert!(error < 0.02, "p{per_mille}: {got} vs {exact}");
+        }
+        assert_eq!(histogram.count(), 100_000);
+        let mut small = Histogram::new();
+        small.record(0);
+        small.record(5);
+        assert_eq!(small.quantile(1000), 5);
+    }
+
+    #[test]
+    fn every_value_lands_in_a_bucket_whose_bound_covers_it() {
+        for value in [0u64, 1, 63, 64, 65, 127, 128, 1000, 1 << 40, u64::MAX / 2, u64::MAX] {
+            let index = Histogram::index(value);
+            assert!(Histogram::upper(index) >= value, "{value}");
+            if index > 0 {
+                assert!(Histogram::upper(index - 1) < value, "{value}");
+            }
+        }
+    }
+}
