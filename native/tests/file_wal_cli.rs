@@ -1,0 +1,175 @@
+//! The `walab` binary against real files: load, dump, bench, crash-test, fsync-test, and
+//! the one-line errors for bad input.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn walab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_walab")).args(args).output().expect("walab runs")
+}
+
+fn url(dir: &Path) -> String {
+    format!("file://{}", dir.display())
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8(output.stderr.clone()).unwrap()
+}
+
+/// Asserts a failure with exactly one `walab: ...` line on stderr and the given exit code.
+fn assert_one_line_error(output: &Output, code: i32, needle: &str) {
+    assert_eq!(output.status.code(), Some(code), "stderr: {}", stderr(output));
+    let text = stderr(output);
+    assert_eq!(text.lines().count(), 1, "{text}");
+    assert!(text.starts_with("walab: "), "{text}");
+    assert!(text.contains(needle), "{text}");
+    assert!(!text.contains("panicked"), "{text}");
+}
+
+#[test]
+fn every_ack_printed_by_load_is_in_the_dump() {
+    let dir = tempfile::tempdir().unwrap();
+    let wal = url(dir.path());
+    let load = walab(&["load", "--wal", &wal, "--writers", "4", "--records", "50", "--segment-bytes", "8192"]);
+    assert!(load.status.success(), "{}", stderr(&load));
+    let acks: Vec<String> =
+        stdout(&load).lines().map(|line| line.strip_prefix("ack ").expect("only ack lines").to_string()).collect();
+    assert_eq!(acks.len(), 50);
+    let second = walab(&["load", "--wal", &wal, "--writers", "2", "--records", "10", "--segment-bytes", "8192"]);
+    assert!(second.status.success());
+    let dump = walab(&["dump", "--wal", &wal, "--json", "--segment-bytes", "8192"]);
+    assert!(dump.status.success(), "{}", stderr(&dump));
+    let mut seqs = Vec::new();
+    let mut keys = HashSet::new();
+    for line in stdout(&dump).lines() {
+        let value: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(value["len"], 100);
+        seqs.push(value["seq"].as_u64().unwrap());
+        keys.insert(value["key"].as_str().unwrap().to_string());
+    }
+    assert_eq!(seqs, (1..=60).collect::<Vec<u64>>());
+    assert!(acks.iter().all(|key| keys.contains(key)));
+    // Text form: seq, key, value bytes.
+    let text = walab(&["dump", "--wal", &wal, "--segment-bytes", "8192"]);
+    assert!(stdout(&text).lines().next().unwrap().starts_with("1 "));
+}
+
+#[test]
+fn cluster_and_node_name_separate_logs() {
+    let dir = tempfile::tempdir().unwrap();
+    let wal = url(dir.path());
+    assert!(walab(&["load", "--wal", &wal, "--node", "1", "--records", "3"]).status.success());
+    assert!(dir.path().join("default/1").is_dir());
+    let other = walab(&["dump", "--wal", &wal, "--cluster", "other", "--node", "1"]);
+    assert_one_line_error(&other, 2, "no log here");
+}
+
+#[test]
+fn crash_test_with_kills_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = walab(&["crash-test", "--wal", &url(dir.path()), "--kills", "3", "--writers", "4", "--kill-after-ms-max", "300"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let line = stdout(&output);
+    assert!(line.starts_with("kills 3, acks checked "), "{line}");
+    assert!(line.contains(", lost 0,"), "{line}");
+}
+
+#[test]
+fn crash_test_with_power_cuts_loses_nothing() {
+    let output = walab(&["crash-test", "--power-loss", "--cuts", "30", "--json"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+    assert_eq!(report["crashes"], 30);
+    assert_eq!(report["lost"], 0);
+    assert!(report["acks_checked"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn bench_reports_each_writer_count_beside_the_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace.json");
+    let output = walab(&[
+        "bench",
+        "--wal",
+        &url(&dir.path().join("log")),
+        "--writers",
+        "1,4",
+        "--seconds",
+        "0.3",
+        "--json",
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+    let runs = report["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    for (run, writers) in runs.iter().zip([1, 4]) {
+        assert_eq!(run["writers"], writers);
+        for field in ["acked_per_s", "syncs_per_s", "batch_mean", "model_batch"] {
+            assert!(run[field].as_f64().is_some(), "{field}");
+        }
+        assert!(run["latency_ms"]["p50"].as_f64().unwrap() <= run["latency_ms"]["p99"].as_f64().unwrap());
+    }
+    let trace: serde_json::Value = serde_json::from_slice(&std::fs::read(trace).unwrap()).unwrap();
+    let events = trace["runs"][0]["events"].as_array().unwrap();
+    assert!(events.iter().any(|e| e["event"] == "persist-start"));
+    assert!(events.iter().any(|e| e["event"] == "ack"));
+}
+
+#[test]
+fn fsync_test_exports_a_loadable_latency_distribution() {
+    let dir = tempfile::tempdir().unwrap();
+    let export = dir.path().join("latency.json");
+    let output = walab(&[
+        "fsync-test",
+        "--dir",
+        dir.path().to_str().unwrap(),
+        "--ops",
+        "5",
+        "--json",
+        "--export-latency",
+        export.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+    assert_eq!(report["methods"].as_array().unwrap().len(), 8);
+    let latency: serde_json::Value = serde_json::from_slice(&std::fs::read(&export).unwrap()).unwrap();
+    assert_eq!(latency["schema"], "walab-latency/1");
+    assert_eq!(latency["method"], "overwrite-fdatasync");
+    let quantiles: Vec<u64> = latency["quantiles_ns"].as_array().unwrap().iter().map(|q| q.as_u64().unwrap()).collect();
+    assert_eq!(quantiles.len(), 101);
+    assert!(quantiles.windows(2).all(|w| w[0] <= w[1]));
+}
+
+#[test]
+fn bad_input_gets_one_line_and_a_nonzero_exit() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_one_line_error(&walab(&["load", "--wal", "s3://bucket/prefix"]), 2, "not in this build");
+    assert_one_line_error(&walab(&["load", "--wal", "gopher://x"]), 2, "unknown scheme");
+    assert_one_line_error(&walab(&["dump", "--wal", "/no/scheme"]), 2, "not a URL");
+    assert_one_line_error(&walab(&["load", "--wal", "file:///proc/walab-cannot-write", "--records", "1"]), 2, "cannot create");
+    assert_one_line_error(&walab(&["load", "--wal", &url(dir.path()), "--node", "../x"]), 2, "--node");
+    assert_one_line_error(&walab(&["fsync-test", "--dir", "/no/such/dir"]), 2, "/no/such/dir");
+    assert_one_line_error(&walab(&["crash-test", "--kills", "1"]), 2, "--wal");
+}
+
+#[test]
+fn a_corrupt_segment_is_reported_with_its_byte_and_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let wal = url(dir.path());
+    let load = walab(&["load", "--wal", &wal, "--records", "200", "--writers", "2", "--segment-bytes", "8192"]);
+    assert!(load.status.success());
+    let first = dir.path().join("default/0/wal-00000000000000000001.log");
+    let mut bytes = std::fs::read(&first).unwrap();
+    bytes[300] ^= 0x55;
+    std::fs::write(&first, bytes).unwrap();
+    let dump = walab(&["dump", "--wal", &wal, "--segment-bytes", "8192"]);
+    assert_one_line_error(&dump, 1, "wal-00000000000000000001.log: checksum mismatch at byte");
+    assert!(stdout(&dump).is_empty());
+}
