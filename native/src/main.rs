@@ -16,6 +16,7 @@ mod fsync_test;
 mod load_cmd;
 mod wal;
 mod scenario_cmd;
+mod sim_cmd;
 
 use std::process::ExitCode;
 
@@ -47,6 +48,8 @@ enum Command {
     Bench(bench_cmd::Args),
     /// Crash the WAL (SIGKILL, or simulated power cuts) and check every acknowledgement.
     CrashTest(crash_test::Args),
+    /// Run the deterministic simulator: group commit schedules, power cuts.
+    Sim(sim_cmd::Args),
 }
 
 fn main() -> ExitCode {
@@ -70,6 +73,7 @@ fn main() -> ExitCode {
         Command::Dump(args) => dump_cmd::run(args),
         Command::Bench(args) => bench_cmd::run(args),
         Command::CrashTest(args) => crash_test::run(args),
+        Command::Sim(args) => sim_cmd::run(args),
     };
     cli_error::finish(result)
 }

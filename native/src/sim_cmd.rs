@@ -1,0 +1,575 @@
+//! `walab sim ...`: runs the core's deterministic simulator and prints what happened.
+//!
+//! - `walab sim commit`: a group-commit schedule for given or generated arrivals
+//!   (Part 5): which writes each batch carried, when each write was acknowledged, and
+//!   the totals (syncs a second, writes per batch, waits).
+//! - `walab sim power-cut`: the tiny store with the power failing at an instant
+//!   (Parts 3, 6, 7 and 8): what was acknowledged, what survived, what was lost, and
+//!   where recovery's scan stopped; `--all-states` lists every legal post-crash state.
+//!
+//! Every variant takes `--trace FILE` and writes the run's trace as JSON, the format the
+//! browser lab opens (`walab_core::trace`). `sim` is a group of subcommands so that more
+//! simulations (redo, quorum) can join it.
+//!
+//! Bad arguments (unsorted or negative arrivals, a zero latency, an unknown policy) get
+//! one line naming the problem, and exit 2.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Subcommand;
+use serde::Serialize;
+use walab_core::group_commit::{Config, Policy};
+use walab_core::sim::commit::{self, Arrivals, CommitSetup, Keep};
+use walab_core::sim::tiny::{self, CdcReader, CrashState, LogSyncFault, SyncErrorHandling, TinySetup};
+use walab_core::time::Nanos;
+use walab_core::trace::Trace;
+
+use crate::cli_error::CliError;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(subcommand)]
+    command: SimCommand,
+}
+
+#[derive(Subcommand, Debug)]
+enum SimCommand {
+    /// Simulate group commit over arrivals and print the schedule (Part 5).
+    Commit(CommitArgs),
+    /// Cut the power during the tiny store's run and show what recovery finds (Parts 3, 6-8).
+    PowerCut(PowerCutArgs),
+}
+
+pub fn run(args: Args) -> Result<ExitCode, CliError> {
+    match args.command {
+        SimCommand::Commit(args) => run_commit(args),
+        SimCommand::PowerCut(args) => run_power_cut(args),
+    }
+}
+
+#[derive(clap::Args, Debug)]
+pub struct CommitArgs {
+    /// group, per-write, window, no-sync or periodic.
+    #[arg(long, default_value = "group")]
+    policy: String,
+    /// Sync latency in milliseconds.
+    #[arg(long, value_name = "L", allow_hyphen_values = true)]
+    sync_ms: String,
+    /// Window policy: how long a batch gathers, in milliseconds (default 2).
+    #[arg(long, value_name = "W", allow_hyphen_values = true)]
+    window_ms: Option<String>,
+    /// Byte cap that closes a batch (window policy default 65536; otherwise 1 MiB).
+    #[arg(long, value_name = "B")]
+    window_bytes: Option<u64>,
+    /// Periodic policy: the background sync interval in milliseconds (default 1000).
+    #[arg(long, value_name = "P", allow_hyphen_values = true)]
+    interval_ms: Option<String>,
+    /// Batches persisting at once (1 for a file; 4 for S3 and Postgres).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    inflight: u64,
+    /// Bytes per record.
+    #[arg(long, value_name = "R", default_value_t = 100)]
+    record_bytes: u32,
+    /// Explicit arrival instants in milliseconds, comma-separated and sorted.
+    #[arg(long, value_name = "MS,MS,...", allow_hyphen_values = true)]
+    arrivals_ms: Option<String>,
+    /// The tiny store's 24 writes (their arrivals, record sizes and segments).
+    #[arg(long, value_name = "NAME")]
+    scenario: Option<String>,
+    /// Generated arrivals: writes per second ...
+    #[arg(long, value_name = "PER_S")]
+    rate: Option<u64>,
+    /// ... and how many writes.
+    #[arg(long, value_name = "N")]
+    count: Option<u64>,
+    /// Poisson arrivals (random gaps) instead of evenly spaced ones.
+    #[arg(long)]
+    poisson: bool,
+    /// Seed for Poisson arrivals.
+    #[arg(long, value_name = "S", default_value_t = 1)]
+    seed: u64,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Write the run's trace as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct PowerCutArgs {
+    /// The scenario (only tiny-store).
+    #[arg(long, default_value = "tiny-store")]
+    scenario: String,
+    /// When the power fails, in milliseconds.
+    #[arg(long, value_name = "MS", allow_hyphen_values = true)]
+    at_ms: String,
+    /// group, per-write, window, no-sync or periodic.
+    #[arg(long, default_value = "group")]
+    policy: String,
+    /// Window policy: the window in milliseconds (default 2).
+    #[arg(long, value_name = "W", allow_hyphen_values = true)]
+    window_ms: Option<String>,
+    /// Periodic policy: the background sync interval in milliseconds (default 1000).
+    #[arg(long, value_name = "P", allow_hyphen_values = true)]
+    interval_ms: Option<String>,
+    /// List every legal post-crash state instead of one seeded sample.
+    #[arg(long)]
+    all_states: bool,
+    /// Seed choosing which in-flight units reached the media.
+    #[arg(long, value_name = "S", default_value_t = 0)]
+    seed: u64,
+    /// Branch E1: this log batch's sync returns EIO (11 = B11).
+    #[arg(long, value_name = "BATCH")]
+    log_sync_fails: Option<u64>,
+    /// What the log does about a failed sync: fail-stop (right) or retry (wrong).
+    #[arg(long, value_name = "HOW", default_value = "fail-stop")]
+    on_sync_error: String,
+    /// Branch E2: this flushed file's sync fails (11 = F11).
+    #[arg(long, value_name = "FILE_NUMBER")]
+    flush_sync_fails: Option<u64>,
+    /// Branch T: a CDC reader stuck at this seq.
+    #[arg(long, value_name = "SEQ")]
+    cdc_reader_at: Option<u64>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Write the run's trace as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
+}
+
+fn millis(flag: &str, text: &str) -> Result<Nanos, CliError> {
+    Nanos::parse_millis(text).ok_or_else(|| {
+        CliError::usage(format!("--{flag}: '{text}' is not a non-negative number of milliseconds"))
+    })
+}
+
+fn positive_millis(flag: &str, text: &str) -> Result<Nanos, CliError> {
+    let value = millis(flag, text)?;
+    if value == Nanos::ZERO {
+        return Err(CliError::usage(format!("--{flag}: must be above zero")));
+    }
+    Ok(value)
+}
+
+fn policy(name: &str, window_ms: Option<&str>, interval_ms: Option<&str>) -> Result<Policy, CliError> {
+    let policy = match name {
+        "group" => Policy::Group,
+        "per-write" => Policy::PerWrite,
+        "window" => Policy::Window { window: positive_millis("window-ms", window_ms.unwrap_or("2"))? },
+        "no-sync" => Policy::NoSync,
+        "periodic" => Policy::Periodic { interval: positive_millis("interval-ms", interval_ms.unwrap_or("1000"))? },
+        other => {
+            return Err(CliError::usage(format!(
+                "--policy: unknown policy '{other}' (expected group, per-write, window, no-sync or periodic)"
+            )))
+        }
+    };
+    if window_ms.is_some() && !matches!(policy, Policy::Window { .. }) {
+        return Err(CliError::usage("--window-ms: applies only to --policy window"));
+    }
+    if interval_ms.is_some() && !matches!(policy, Policy::Periodic { .. }) {
+        return Err(CliError::usage("--interval-ms: applies only to --policy periodic"));
+    }
+    Ok(policy)
+}
+
+fn ms(nanos: Nanos) -> f64 {
+    nanos.as_millis_f64()
+}
+
+fn write_trace(path: &Path, trace: &Trace) -> Result<(), CliError> {
+    let name = path.display();
+    let file = File::create(path).map_err(|error| CliError::usage(format!("{name}: cannot create: {error}")))?;
+    let mut out = BufWriter::new(file);
+    serde_json::to_writer(&mut out, trace).map_err(|error| CliError::failed(format!("{name}: {error}")))?;
+    out.flush().map_err(|error| CliError::failed(format!("{name}: {error}")))?;
+    Ok(())
+}
+
+fn print_json(value: &impl Serialize) -> Result<(), CliError> {
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer(&mut out, value).map_err(|error| CliError::failed(format!("stdout: {error}")))?;
+    writeln!(out).map_err(|error| CliError::failed(format!("stdout: {error}")))?;
+    Ok(())
+}
+
+// ---------------------------------------------------------------- sim commit
+
+#[derive(Serialize)]
+struct CommitJson {
+    batches: Vec<BatchJson>,
+    writes: Vec<WriteJson>,
+    summary: SummaryJson,
+}
+
+#[derive(Serialize)]
+struct BatchJson {
+    start_ms: f64,
+    end_ms: Option<f64>,
+    writes: Vec<u64>,
+}
+
+#[derive(Serialize)]
+struct WriteJson {
+    id: u64,
+    arrival_ms: f64,
+    ack_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    durable_ms: Option<Option<f64>>,
+}
+
+#[derive(Serialize)]
+struct SummaryJson {
+    writes: u64,
+    syncs: u64,
+    syncs_per_s: f64,
+    batch_mean: f64,
+    wait_ms_mean: f64,
+    wait_ms_min: f64,
+    wait_ms_max: f64,
+}
+
+/// Per-write record sizes and segments, when the arrivals come from a scenario.
+type PerWrite = Option<(Vec<u32>, Vec<u64>)>;
+
+fn arrivals(args: &CommitArgs) -> Result<(Arrivals, PerWrite), CliError> {
+    let sources = [args.arrivals_ms.is_some(), args.scenario.is_some(), args.rate.is_some() || args.count.is_some()];
+    if sources.iter().filter(|given| **given).count() != 1 {
+        return Err(CliError::usage(
+            "arrivals: give exactly one of --arrivals-ms, --scenario tiny-store, or --rate with --count",
+        ));
+    }
+    if args.poisson && args.rate.is_none() {
+        return Err(CliError::usage("--poisson: needs --rate and --count"));
+    }
+    if let Some(list) = &args.arrivals_ms {
+        let mut times = Vec::new();
+        for (index, text) in list.split(',').enumerate() {
+            let at = Nanos::parse_millis(text).ok_or_else(|| {
+                CliError::usage(format!(
+                    "--arrivals-ms: arrival {} ('{}') is not a non-negative number of milliseconds",
+                    index + 1,
+                    text.trim()
+                ))
+            })?;
+            if let Some(&before) = times.last() {
+                if at < before {
+                    return Err(CliError::usage(format!(
+                        "--arrivals-ms: arrival {} ({}) comes before arrival {} ({}); arrivals must be sorted",
+                        index + 1,
+                        text.trim(),
+                        index,
+                        ms(before)
+                    )));
+                }
+            }
+            times.push(at);
+        }
+        return Ok((Arrivals::Given(times), None));
+    }
+    if let Some(name) = &args.scenario {
+        if name != "tiny-store" {
+            return Err(CliError::usage(format!("--scenario: unknown scenario '{name}' (expected tiny-store)")));
+        }
+        let writes = &walab_core::tiny_store::WRITES;
+        let times = writes.iter().map(|write| write.arrival).collect();
+        let sizes = writes.iter().map(|write| write.record().len() as u32).collect();
+        let segments = writes.iter().map(|write| write.segment()).collect();
+        return Ok((Arrivals::Given(times), Some((sizes, segments))));
+    }
+    let (Some(rate_per_s), Some(count)) = (args.rate, args.count) else {
+        return Err(CliError::usage("--rate: needs --count (and --count needs --rate)"));
+    };
+    if rate_per_s == 0 {
+        return Err(CliError::usage("--rate: must be at least 1 write per second"));
+    }
+    if count == 0 {
+        return Err(CliError::usage("--count: must be at least 1"));
+    }
+    if args.poisson {
+        Ok((Arrivals::Poisson { rate_per_s, count, seed: args.seed }, None))
+    } else {
+        Ok((Arrivals::Even { rate_per_s, count }, None))
+    }
+}
+
+fn run_commit(args: CommitArgs) -> Result<ExitCode, CliError> {
+    let sync_latency = positive_millis("sync-ms", &args.sync_ms)?;
+    let policy = policy(&args.policy, args.window_ms.as_deref(), args.interval_ms.as_deref())?;
+    if args.inflight == 0 {
+        return Err(CliError::usage("--inflight: must be at least 1"));
+    }
+    if args.record_bytes == 0 {
+        return Err(CliError::usage("--record-bytes: must be at least 1"));
+    }
+    let batch_bytes_max = match (args.window_bytes, policy) {
+        (Some(0), _) => return Err(CliError::usage("--window-bytes: must be at least 1")),
+        (Some(bytes), _) => bytes as usize,
+        (None, Policy::Window { .. }) => 64 * 1024,
+        (None, _) => 1 << 20,
+    };
+    let (arrivals, tiny) = arrivals(&args)?;
+    let base = Config::file(policy);
+    let config = Config {
+        inflight_max: args.inflight as usize,
+        batch_bytes_max,
+        unflushed_bytes_max: base.unflushed_bytes_max.max(batch_bytes_max),
+        ..base
+    };
+    let mut setup = CommitSetup {
+        record_bytes: args.record_bytes,
+        keep: Keep { writes: true, batches: true, trace: args.trace.is_some() },
+        seed: args.seed,
+        ..CommitSetup::new(config, sync_latency)
+    };
+    if let Some((sizes, segments)) = tiny {
+        setup.record_bytes_each = Some(sizes);
+        setup.segment_each = Some(segments);
+    }
+    let run = commit::run(&setup, &arrivals).map_err(|error| CliError::usage(format!("sim commit: {error}")))?;
+    if let (Some(path), Some(trace)) = (&args.trace, &run.trace) {
+        let mut trace = trace.clone();
+        trace.scenario = if args.scenario.is_some() { "tiny-store" } else { "arrivals" }.to_string();
+        trace.seed = args.poisson.then_some(args.seed);
+        write_trace(path, &trace)?;
+    }
+    let summary = run.summary;
+    let acknowledges_first = !policy.syncs_before_ack();
+    let json = CommitJson {
+        batches: run
+            .batches
+            .iter()
+            .map(|batch| BatchJson { start_ms: ms(batch.start), end_ms: batch.end.map(ms), writes: batch.write_ids() })
+            .collect(),
+        writes: run
+            .writes
+            .iter()
+            .map(|write| WriteJson {
+                id: write.id,
+                arrival_ms: ms(write.arrival),
+                ack_ms: write.ack.map(ms),
+                durable_ms: acknowledges_first.then(|| write.durable.map(ms)),
+            })
+            .collect(),
+        summary: SummaryJson {
+            writes: summary.writes,
+            syncs: summary.syncs,
+            syncs_per_s: summary.syncs_per_s(),
+            batch_mean: summary.batch_mean(),
+            wait_ms_mean: ms(summary.wait_mean()),
+            wait_ms_min: ms(summary.wait_min),
+            wait_ms_max: ms(summary.wait_max),
+        },
+    };
+    if args.json {
+        print_json(&json)?;
+    } else {
+        print_commit_table(&json, &args.policy, sync_latency).map_err(|error| CliError::failed(format!("stdout: {error}")))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Batches shown in the table before it is cut short (the JSON has them all).
+const TABLE_ROWS_MAX: usize = 40;
+
+fn print_commit_table(json: &CommitJson, policy: &str, sync_latency: Nanos) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "policy {policy}, sync {sync_latency}")?;
+    if !json.batches.is_empty() {
+        writeln!(out, "{:>6}  {:>10}  {:>10}  writes", "batch", "start ms", "end ms")?;
+        for (index, batch) in json.batches.iter().take(TABLE_ROWS_MAX).enumerate() {
+            let ids: Vec<String> = batch.writes.iter().map(u64::to_string).collect();
+            let shown = if ids.len() > 12 {
+                format!("{} .. {} ({})", ids[0], ids[ids.len() - 1], ids.len())
+            } else {
+                ids.join(", ")
+            };
+            let end = batch.end_ms.map_or("-".to_string(), |end| format!("{end:.3}"));
+            writeln!(out, "{:>6}  {:>10.3}  {:>10}  {shown}", format!("B{}", index + 1), batch.start_ms, end)?;
+        }
+        if json.batches.len() > TABLE_ROWS_MAX {
+            writeln!(out, "   ... {} more batches (see --json)", json.batches.len() - TABLE_ROWS_MAX)?;
+        }
+    }
+    let summary = &json.summary;
+    writeln!(out, "writes          {}", summary.writes)?;
+    writeln!(out, "syncs           {} ({:.1} a second)", summary.syncs, summary.syncs_per_s)?;
+    writeln!(out, "writes a batch  {:.2}", summary.batch_mean)?;
+    writeln!(
+        out,
+        "wait            mean {:.3} ms, min {:.3} ms, max {:.3} ms",
+        summary.wait_ms_mean, summary.wait_ms_min, summary.wait_ms_max
+    )?;
+    Ok(())
+}
+
+// ---------------------------------------------------------------- sim power-cut
+
+#[derive(Serialize)]
+struct ScanStopJson {
+    reason: &'static str,
+    segment: Option<String>,
+    offset: u64,
+}
+
+#[derive(Serialize)]
+struct UnitJson {
+    file: String,
+    unit: u32,
+}
+
+#[derive(Serialize)]
+struct CrashJson {
+    acknowledged: Vec<u64>,
+    survived: Vec<u64>,
+    lost_acknowledged: Vec<u64>,
+    recovered: Vec<u64>,
+    scan_stop: ScanStopJson,
+    /// The in-flight units that reached the media in this state.
+    kept_units: Vec<UnitJson>,
+}
+
+#[derive(Serialize)]
+struct AllStatesJson {
+    at_ms: f64,
+    policy: String,
+    /// The units whose fate the power cut decided.
+    uncertain_units: Vec<UnitJson>,
+    states: Vec<CrashJson>,
+}
+
+fn crash_json(state: &CrashState) -> CrashJson {
+    CrashJson {
+        acknowledged: state.acknowledged.clone(),
+        survived: state.survived.clone(),
+        lost_acknowledged: state.lost_acknowledged.clone(),
+        recovered: state.recovery.recovered.clone(),
+        scan_stop: ScanStopJson {
+            reason: state.recovery.stop.reason.name(),
+            segment: state.recovery.stop.segment.clone(),
+            offset: state.recovery.stop.offset,
+        },
+        kept_units: state.kept_units.iter().map(|(file, unit)| UnitJson { file: file.clone(), unit: *unit }).collect(),
+    }
+}
+
+fn ids(list: &[u64]) -> String {
+    if list.is_empty() {
+        return "none".to_string();
+    }
+    // Runs of consecutive ids as "1-17".
+    let mut parts: Vec<String> = Vec::new();
+    let mut start = list[0];
+    let mut end = list[0];
+    for &id in &list[1..] {
+        if id == end + 1 {
+            end = id;
+        } else {
+            parts.push(if start == end { start.to_string() } else { format!("{start}-{end}") });
+            start = id;
+            end = id;
+        }
+    }
+    parts.push(if start == end { start.to_string() } else { format!("{start}-{end}") });
+    format!("{} ({})", parts.join(", "), list.len())
+}
+
+fn print_crash(out: &mut impl Write, state: &CrashJson) -> std::io::Result<()> {
+    let kept: Vec<String> = state.kept_units.iter().map(|unit| format!("{} unit {}", unit.file, unit.unit)).collect();
+    writeln!(out, "in-flight units on the media: {}", if kept.is_empty() { "none".to_string() } else { kept.join(", ") })?;
+    writeln!(out, "  acknowledged       {}", ids(&state.acknowledged))?;
+    writeln!(out, "  survived           {}", ids(&state.survived))?;
+    writeln!(out, "  lost acknowledged  {}", ids(&state.lost_acknowledged))?;
+    writeln!(out, "  recovered          {}", ids(&state.recovered))?;
+    let stop = &state.scan_stop;
+    writeln!(
+        out,
+        "  scan stopped       {} at {}:{}",
+        stop.reason,
+        stop.segment.as_deref().unwrap_or("-"),
+        stop.offset
+    )?;
+    Ok(())
+}
+
+fn run_power_cut(args: PowerCutArgs) -> Result<ExitCode, CliError> {
+    if args.scenario != "tiny-store" {
+        return Err(CliError::usage(format!("--scenario: unknown scenario '{}' (expected tiny-store)", args.scenario)));
+    }
+    let at = millis("at-ms", &args.at_ms)?;
+    let policy = policy(&args.policy, args.window_ms.as_deref(), args.interval_ms.as_deref())?;
+    let handling = match args.on_sync_error.as_str() {
+        "fail-stop" => SyncErrorHandling::FailStop,
+        "retry" => SyncErrorHandling::RetryAndCarryOn,
+        other => {
+            return Err(CliError::usage(format!("--on-sync-error: unknown '{other}' (expected fail-stop or retry)")))
+        }
+    };
+    let setup = TinySetup {
+        log_sync_fault: args.log_sync_fails.map(|batch| LogSyncFault { batch, handling }),
+        flush_sync_fault: args.flush_sync_fails,
+        readers: args
+            .cdc_reader_at
+            .map(|seq| CdcReader { name: "cdc".to_string(), confirmed_seq: seq })
+            .into_iter()
+            .collect(),
+        power_cut: Some(at),
+        ..TinySetup::new(policy)
+    };
+    let mut run = tiny::run(&setup).map_err(|error| CliError::usage(format!("sim power-cut: {error}")))?;
+    let mut out = std::io::stdout().lock();
+    let io = |error: std::io::Error| CliError::failed(format!("stdout: {error}"));
+    if args.all_states {
+        let states = run.post_crash_states().ok_or_else(|| {
+            CliError::failed(format!(
+                "sim power-cut: {} units were in flight at {}; too many states to list",
+                run.device.uncertain_units().len(),
+                at
+            ))
+        })?;
+        if let Some(path) = &args.trace {
+            write_trace(path, &run.trace)?;
+        }
+        let uncertain_units = run
+            .device
+            .uncertain_units()
+            .iter()
+            .map(|unit| UnitJson { file: run.device.name(walab_core::device::FileId(unit.file)).to_string(), unit: unit.unit })
+            .collect();
+        let json = AllStatesJson {
+            at_ms: ms(at),
+            policy: args.policy.clone(),
+            uncertain_units,
+            states: states.iter().map(crash_json).collect(),
+        };
+        if args.json {
+            print_json(&json)?;
+        } else {
+            writeln!(out, "power cut at {at}, policy {}: {} legal post-crash states", args.policy, json.states.len()).map_err(io)?;
+            for state in &json.states {
+                print_crash(&mut out, state).map_err(io)?;
+            }
+        }
+    } else {
+        let state = run.sample_post_crash(args.seed);
+        tiny::record_recovery(&mut run, &state);
+        if let Some(path) = &args.trace {
+            let mut trace = run.trace.clone();
+            trace.seed = Some(args.seed);
+            write_trace(path, &trace)?;
+        }
+        let json = crash_json(&state);
+        if args.json {
+            print_json(&json)?;
+        } else {
+            writeln!(out, "power cut at {at}, policy {}", args.policy).map_err(io)?;
+            print_crash(&mut out, &json).map_err(io)?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
