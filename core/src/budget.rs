@@ -382,6 +382,33 @@ mod tests {
         assert_eq!(budget.lsm_alone.throughput_fit, Fit::Provision { to: 191 });
     }
 
+    /// The simulator's own group-commit run (`sim::commit`, the one behind Part 5) agrees
+    /// with the batches the budget drives: same writes per batch, same pages per sync.
+    #[test]
+    fn the_simulators_steady_run_agrees() {
+        use crate::group_commit::{Config, Policy};
+        use crate::sim::commit::{run, Arrivals, CommitSetup, Keep};
+        let budget = compute(BudgetInput::page()).unwrap();
+        let setup = CommitSetup {
+            record_bytes: budget.log_record_bytes as u32,
+            keep: Keep { writes: false, batches: true, trace: false },
+            ..CommitSetup::new(Config::file(Policy::Group), Nanos::from_millis(1))
+        };
+        let simulated = run(&setup, &Arrivals::Even { rate_per_s: 100_000, count: 4_000 }).unwrap();
+        let mut offset = 0;
+        let mut pages = Vec::new();
+        let mut writes = Vec::new();
+        for batch in &simulated.batches {
+            pages.push(pages_touched(offset, batch.bytes, 4096));
+            writes.push(batch.writes);
+            offset += batch.bytes;
+        }
+        let steady = 2..simulated.batches.len() - 2;
+        assert!(writes[steady.clone()].iter().all(|&count| count as f64 == budget.writes_per_batch_mean));
+        assert_eq!(pages[steady.clone()].iter().min(), Some(&budget.pages_per_sync_min));
+        assert_eq!(pages[steady].iter().max(), Some(&budget.pages_per_sync_max));
+    }
+
     #[test]
     fn low_load_gets_batches_of_one() {
         let budget = compute(BudgetInput { rate_per_s: 200, ..BudgetInput::page() }).unwrap();
