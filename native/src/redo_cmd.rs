@@ -7,7 +7,8 @@ use std::process::ExitCode;
 use clap::ValueEnum;
 use serde::Serialize;
 use walab_core::pages::branch_b::{self, BranchB, CutPoint};
-use walab_core::pages::engine::PageEvent;
+use walab_core::pages::engine::{PageEvent, PowerBudget};
+use walab_core::pages::sqlite_wal;
 use walab_core::pages::page::PageReadError;
 use walab_core::pages::{Page, PageGeometry, PageNo, Protection};
 
@@ -18,7 +19,11 @@ pub struct Args {
     /// The scenario (branch B of the tiny store).
     #[arg(long, value_enum, default_value_t = Scenario::TinyStore)]
     scenario: Scenario,
-    /// How pages are protected against a torn write-back.
+    /// aries: change records, pageLSN and REDO (PostgreSQL, InnoDB); sqlite-wal: SQLite's
+    /// WAL mode, whose log holds whole pages.
+    #[arg(long, value_enum, default_value_t = EngineArg::Aries)]
+    engine: EngineArg,
+    /// How pages are protected against a torn write-back (aries engine).
     #[arg(long, value_enum, default_value_t = ProtectionArg::Fpi)]
     protection: ProtectionArg,
     /// Cut the power during the step after this write (1 to 8; 8 = P1's write-back).
@@ -41,6 +46,12 @@ pub struct Args {
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum Scenario {
     TinyStore,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum EngineArg {
+    Aries,
+    SqliteWal,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -113,6 +124,9 @@ fn page_text(page: &Result<Page, PageReadError>, raw: Option<&[u8]>) -> String {
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let Scenario::TinyStore = args.scenario;
     let geometry = PageGeometry::new(args.page_bytes, args.sector_bytes).map_err(|error| CliError::usage(format!("--page-bytes/--sector-bytes: {error}")))?;
+    if args.engine == EngineArg::SqliteWal {
+        return run_sqlite_wal(&args, geometry);
+    }
     let protection = match args.protection {
         ProtectionArg::Fpi => Protection::FullPageImages,
         ProtectionArg::Doublewrite => Protection::Doublewrite,
@@ -175,6 +189,79 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             (Ok(page), Some(expected)) if page == expected => "as before the power cut".to_string(),
             (_, Some(expected)) => format!("LOST: before the cut it held {} (pageLSN {})", expected.describe_entries(), expected.page_lsn),
             (_, None) => String::new(),
+        };
+        writeln!(out, "  {page_no} = {}  [{verdict}]", page_text(page, None)).ok();
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Serialize)]
+struct WalJson<'a> {
+    scenario: &'static str,
+    engine: &'static str,
+    geometry: PageGeometry,
+    cut: CutPoint,
+    run: &'a [sqlite_wal::WalEvent],
+    recovery: &'a [sqlite_wal::WalEvent],
+    pages_after: Vec<PageJson>,
+    recovered_everything: bool,
+}
+
+/// The same branch in SQLite's WAL mode.
+fn run_sqlite_wal(args: &Args, geometry: PageGeometry) -> Result<ExitCode, CliError> {
+    let crash = sqlite_wal::crash(geometry, args.cut_after_write, args.cut_sectors).map_err(|error| CliError::usage(format!("--cut-after-write: {error}")))?;
+    let mut media = crash.media.clone();
+    let (recovery, _) = sqlite_wal::recover(&mut media, &mut PowerBudget::unlimited());
+    let pages_after: Vec<(PageNo, Result<Page, PageReadError>)> = media.db.iter().map(|(no, bytes)| (*no, Page::decode(bytes))).collect();
+    let recovered_everything = pages_after.iter().all(|(no, page)| crash.expected.get(no).map(|expected| page == &Ok(expected.clone())).unwrap_or(false));
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        let json = WalJson {
+            scenario: "tiny-store",
+            engine: "sqlite-wal",
+            geometry,
+            cut: CutPoint { after_write: args.cut_after_write, sector_writes: args.cut_sectors },
+            run: &crash.events,
+            recovery: &recovery,
+            pages_after: pages_after
+                .iter()
+                .map(|(no, page)| match page {
+                    Ok(page) => PageJson { page: *no, ok: true, claimed_page_lsn: None, page_lsn: Some(page.page_lsn), entries: Some(page.entries.iter().map(|(k, v)| (k.clone(), v.clone())).collect()), error: None },
+                    Err(error) => PageJson { page: *no, ok: false, claimed_page_lsn: None, page_lsn: None, entries: None, error: Some(*error) },
+                })
+                .collect(),
+            recovered_everything,
+        };
+        serde_json::to_writer_pretty(&mut out, &json).map_err(|error| CliError::failed(format!("stdout: {error}")))?;
+        writeln!(out).ok();
+        return Ok(ExitCode::SUCCESS);
+    }
+    writeln!(
+        out,
+        "branch b in sqlite's wal mode: writes 1-{} as one-page transactions, checkpoints after writes 4 and 8; {}-byte pages of {} x {}-byte sectors",
+        branch_b::LAST_WRITE,
+        geometry.page_bytes,
+        geometry.sectors_per_page(),
+        geometry.sector_bytes
+    )
+    .ok();
+    writeln!(out, "
+run (each commit frame is synced before OK; the database file changes only at checkpoints)").ok();
+    for event in &crash.events {
+        writeln!(out, "  {}", event.describe()).ok();
+    }
+    writeln!(out, "
+recovery").ok();
+    for event in &recovery {
+        writeln!(out, "  {}", event.describe()).ok();
+    }
+    writeln!(out, "
+after recovery").ok();
+    for (page_no, page) in &pages_after {
+        let verdict = match crash.expected.get(page_no) {
+            Some(expected) if page == &Ok(expected.clone()) => "as before the power cut".to_string(),
+            Some(expected) => format!("LOST: before the cut it held {}", expected.describe_entries()),
+            None => String::new(),
         };
         writeln!(out, "  {page_no} = {}  [{verdict}]", page_text(page, None)).ok();
     }

@@ -59,6 +59,12 @@ impl PowerBudget {
         self.sector_writes_spent
     }
 
+    /// Spends one sector write, or reports that the power is already gone (for the
+    /// other engines of this module).
+    pub(crate) fn spend_sector(&mut self) -> Result<(), PowerCut> {
+        self.spend()
+    }
+
     /// Spends one sector write, or reports that the power is already gone.
     fn spend(&mut self) -> Result<(), PowerCut> {
         match &mut self.sector_writes_left {

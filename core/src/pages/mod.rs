@@ -50,12 +50,16 @@
 //! - [`recovery`]: doublewrite repair, REDO exactly as the teaching page writes it, the
 //!   end-of-recovery checkpoint;
 //! - [`branch_b`]: the tiny store's branch B, with its golden tests and the exhaustive
-//!   cut-the-power-everywhere tests.
+//!   cut-the-power-everywhere tests;
+//! - [`sqlite_wal`]: the same branch in SQLite's WAL mode, whose log holds whole pages
+//!   and whose checkpoint copies them back, so a torn database page is simply copied
+//!   again.
 
 pub mod branch_b;
 pub mod engine;
 pub mod page;
 pub mod recovery;
+pub mod sqlite_wal;
 
 pub use engine::{PageEvent, Protection, RedoAction, RedoStep};
 pub use page::{Lsn, Page, PageGeometry, PageNo};
