@@ -14,6 +14,8 @@ mod crash_test;
 mod dump_cmd;
 mod fsync_test;
 mod load_cmd;
+mod quorum_cmd;
+mod redo_cmd;
 mod wal;
 mod scenario_cmd;
 mod sim_cmd;

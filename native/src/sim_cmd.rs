@@ -6,6 +6,8 @@
 //! - `walab sim power-cut`: the tiny store with the power failing at an instant
 //!   (Parts 3, 6, 7 and 8): what was acknowledged, what survived, what was lost, and
 //!   where recovery's scan stopped; `--all-states` lists every legal post-crash state.
+//! - `walab sim redo` (`redo_cmd.rs`): Part 9's page engine, torn and recovered.
+//! - `walab sim quorum` (`quorum_cmd.rs`): Part 10's branch R and the survival table.
 //!
 //! Every variant takes `--trace FILE` and writes the run's trace as JSON, the format the
 //! browser lab opens (`walab_core::trace`). `sim` is a group of subcommands so that more
@@ -41,12 +43,18 @@ enum SimCommand {
     Commit(CommitArgs),
     /// Cut the power during the tiny store's run and show what recovery finds (Parts 3, 6-8).
     PowerCut(PowerCutArgs),
+    /// A page engine torn mid write-back, then REDO with full-page images, doublewrite, or neither (Part 9).
+    Redo(crate::redo_cmd::Args),
+    /// The tiny store forked after a write and committed by a quorum of replicas (Part 10).
+    Quorum(crate::quorum_cmd::Args),
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     match args.command {
         SimCommand::Commit(args) => run_commit(args),
         SimCommand::PowerCut(args) => run_power_cut(args),
+        SimCommand::Redo(args) => crate::redo_cmd::run(args),
+        SimCommand::Quorum(args) => crate::quorum_cmd::run(args),
     }
 }
 
