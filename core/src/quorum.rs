@@ -97,6 +97,8 @@ pub enum QuorumError {
     TicksExceeded,
     /// The machine refused an append (a bug in the driver, not an input problem).
     Refused { write: u64, reason: String },
+    /// The driver and the machine disagree (a bug, not an input problem).
+    Driver { reason: &'static str },
 }
 
 impl std::fmt::Display for QuorumError {
@@ -109,6 +111,7 @@ impl std::fmt::Display for QuorumError {
             QuorumError::ForkOutOfRange { after_write } => write!(f, "cannot fork after write {after_write}: the tiny store forks after one of writes 1 to 23"),
             QuorumError::TicksExceeded => f.write_str("the simulation did not finish within its step bound"),
             QuorumError::Refused { write, reason } => write!(f, "write {write} refused: {reason}"),
+            QuorumError::Driver { reason } => write!(f, "driver: {reason}"),
         }
     }
 }
@@ -254,6 +257,10 @@ pub fn drive(
     let mut next = 0;
     let record = vec![0x5au8; writes.iter().map(|write| write.record_bytes).max().unwrap_or(1)];
     let ticks_max = 4 * writes.len() + 16;
+    let first_id = writes.first().map_or(1, |write| write.id);
+    if writes.iter().enumerate().any(|(index, write)| write.id != first_id + index as u64) {
+        return Err(QuorumError::Driver { reason: "write ids must be consecutive" });
+    }
     for _ in 0..ticks_max {
         let next_feed = writes.get(next).map(|write| write.feed_at);
         let next_done = running.iter().map(|&(done, _, _)| done).min();
@@ -266,7 +273,7 @@ pub fn drive(
         while index < running.len() {
             if running[index].0 == now {
                 let (_, batch, record_index) = running.remove(index).expect("index in range");
-                machine.handle_persisted(now, batch, Ok(())).map_err(|error| QuorumError::Refused { write: 0, reason: error.to_string() })?;
+                machine.handle_persisted(now, batch, Ok(())).map_err(|_| QuorumError::Driver { reason: "a completion for a batch not in flight" })?;
                 run.batches[record_index].end = now;
             } else {
                 index += 1;
@@ -301,7 +308,9 @@ pub fn drive(
                 }
                 Action::Ack(tickets) => {
                     for ticket in tickets.iter() {
-                        let write = writes.iter().find(|write| write.id == ticket.0).expect("acked write was fed");
+                        // Tickets follow write ids one for one from the first write.
+                        let index = (ticket.0 - first_id) as usize;
+                        let write = writes.get(index).filter(|write| write.id == ticket.0).ok_or(QuorumError::Driver { reason: "an acknowledgement for a write never fed" })?;
                         run.writes.push(WriteTiming { id: write.id, arrival: write.arrival, ack: now });
                         if stop_after_ack == Some(write.id) {
                             stopped = true;
@@ -312,7 +321,7 @@ pub fn drive(
                     }
                 }
                 Action::Write(_) | Action::Sync { .. } | Action::Fail { .. } => {
-                    return Err(QuorumError::Refused { write: 0, reason: "unexpected action for a sync-first policy".to_string() });
+                    return Err(QuorumError::Driver { reason: "an action a sync-first policy never asks for" });
                 }
             }
         }
@@ -664,19 +673,30 @@ impl DurabilityPolicy {
 /// takes 1.0 ms; B's round trip is 0.4 ms (so it acknowledges a synced copy 1.4 ms after
 /// the leader sends) and C's 5.0 ms (6.0 ms); A, B and C sit in zones a, b and c.
 pub fn page_policies() -> Vec<DurabilityPolicy> {
-    let sync = Nanos::from_millis(1);
-    let replica = |name, zone, round_trip_micros, ack_after| ReplicaSpec { name, zone, round_trip: Nanos::from_micros(round_trip_micros), sync_latency: sync, ack_after };
-    let three = |ack: AckAfter, leader_ack: AckAfter| vec![replica("A", "a", 0, leader_ack), replica("B", "b", 400, ack), replica("C", "c", 5_000, ack)];
+    policies_for_three([Nanos::from_millis(1), Nanos::from_micros(1_400), Nanos::from_micros(6_000)])
+}
+
+/// The same policies for three replicas timed like `legs` (the leader's sync, then each
+/// follower's acknowledgement of a synced copy): every replica syncs as fast as the
+/// leader, and a follower's round trip is the rest of its leg.
+pub fn policies_for_three(legs: [Nanos; 3]) -> Vec<DurabilityPolicy> {
+    let sync = legs[0];
+    let b_round_trip = legs[1].saturating_sub(sync);
+    let c_round_trip = legs[2].saturating_sub(sync);
+    let replica = |name, zone, round_trip: Nanos, ack_after| ReplicaSpec { name, zone, round_trip, sync_latency: sync, ack_after };
+    let three = |ack: AckAfter, leader_ack: AckAfter| {
+        vec![replica("A", "a", Nanos::ZERO, leader_ack), replica("B", "b", b_round_trip, ack), replica("C", "c", c_round_trip, ack)]
+    };
     let policy = |name, replicas, w, mode| DurabilityPolicy { name, replicas, w, mode };
     vec![
-        policy("one node, sync before OK", vec![replica("A", "a", 0, AckAfter::Sync)], 1, QuorumMode::Raft),
-        policy("one node, OK before sync", vec![replica("A", "a", 0, AckAfter::Receipt)], 1, QuorumMode::Raft),
+        policy("one node, sync before OK", vec![replica("A", "a", Nanos::ZERO, AckAfter::Sync)], 1, QuorumMode::Raft),
+        policy("one node, OK before sync", vec![replica("A", "a", Nanos::ZERO, AckAfter::Receipt)], 1, QuorumMode::Raft),
         policy("async replicas (W = 1), leader syncs", three(AckAfter::Sync, AckAfter::Sync), 1, QuorumMode::Raft),
         policy("W = 2 of 3, every replica syncs (Raft)", three(AckAfter::Sync, AckAfter::Sync), 2, QuorumMode::Raft),
         policy("W = 2 of 3, nobody syncs before OK", three(AckAfter::Receipt, AckAfter::Receipt), 2, QuorumMode::Raft),
         policy(
             "W = 2 of 3, B in the leader's zone",
-            vec![replica("A", "a", 0, AckAfter::Sync), replica("B", "a", 400, AckAfter::Sync), replica("C", "c", 5_000, AckAfter::Sync)],
+            vec![replica("A", "a", Nanos::ZERO, AckAfter::Sync), replica("B", "a", b_round_trip, AckAfter::Sync), replica("C", "c", c_round_trip, AckAfter::Sync)],
             2,
             QuorumMode::Raft,
         ),

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use clap::ValueEnum;
 use serde::Serialize;
-use walab_core::quorum::{branch_r, page_policies, replica_name, survival_table, BranchR, QuorumMode, QuorumSetup, SurvivalRow, WriteBudget};
+use walab_core::quorum::{branch_r, page_policies, policies_for_three, replica_name, survival_table, BranchR, QuorumMode, QuorumSetup, SurvivalRow, WriteBudget};
 use walab_core::time::Nanos;
 
 use crate::cli_error::CliError;
@@ -89,7 +89,13 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         std::fs::write(path, json).map_err(|error| CliError::usage(format!("{}: {error}", path.display())))?;
     }
     let budget = run.budget(args.budget_write);
-    let survival = survival_table(&page_policies());
+    // The survival table is for three replicas: timed by --replica-ms when it names three,
+    // else by the page's branch R.
+    let policies = match <[Nanos; 3]>::try_from(setup.legs.as_slice()) {
+        Ok(legs) => policies_for_three(legs),
+        Err(_) => page_policies(),
+    };
+    let survival = survival_table(&policies);
     let waited: Vec<String> = setup.replicas_waited_for().into_iter().map(replica_name).collect();
     let mut out = std::io::stdout().lock();
     if args.json {
@@ -142,7 +148,11 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         )
         .ok();
     }
-    writeln!(out, "\nwhat an acknowledged write survives (failure at the commit instant; every sync 1.0 ms, B 0.4 ms and C 5.0 ms away, zones a, b, c)").ok();
+    let timing = match <[Nanos; 3]>::try_from(setup.legs.as_slice()) {
+        Ok([sync, b, c]) => format!("every sync {sync}, B {} and C {} away", b.saturating_sub(sync), c.saturating_sub(sync)),
+        Err(_) => "the page's branch R: every sync 1.0 ms, B 0.4 ms and C 5.0 ms away".to_string(),
+    };
+    writeln!(out, "\nwhat an acknowledged write survives (three replicas in zones a, b, c; failure at the commit instant; {timing})").ok();
     writeln!(out, "{:<46} {:>7}  {:<17} {:<11} {:<9} {}", "policy", "commit", "leader power loss", "lost leader", "lost zone", "shared power event").ok();
     for row in &survival {
         let answer = |index: usize| if row.survives[index].1 { "yes" } else { "NO" };
