@@ -14,9 +14,11 @@
 //!
 //! `--trim-lag N` plays the consumer: every few milliseconds it confirms everything
 //! acknowledged except the last N records, so segments are removed as the run goes and
-//! the disk stays bounded. `--trace FILE` writes the driver's events (arrivals, persists,
-//! acknowledgements) as JSON for the browser to animate; at most
-//! [`TRACE_EVENTS_MAX`] events per writer count are kept.
+//! the disk stays bounded. `--trace FILE` writes the driver's events (arrivals, batches,
+//! syncs, acknowledgements) in the core's trace format (`walab_core::trace::Trace`) for
+//! the browser to animate beside a simulated run: the file is one trace when one writer
+//! count ran, a JSON array of traces (scenario `native-file-<W>w`) when several did. At
+//! most [`TRACE_EVENTS_MAX`] events per writer count are kept (then `truncated` is set).
 //!
 //! Latencies go into a fixed log-linear histogram (64 sub-buckets per power of two,
 //! under 2% error), so memory stays flat however long the run.
@@ -33,7 +35,9 @@ use serde::Serialize;
 use crate::cli_error::CliError;
 use crate::load_cmd::{check_writers_and_bytes, default_run_id};
 use crate::wal::url::WalArgs;
-use crate::wal::{TraceEvent, Wal, WalOptions};
+use walab_core::trace::Trace;
+
+use crate::wal::{Wal, WalOptions};
 
 /// Trace events kept per writer count.
 pub const TRACE_EVENTS_MAX: usize = 200_000;
@@ -165,18 +169,6 @@ struct BenchJson {
     peak_rss_kib: Option<u64>,
 }
 
-#[derive(Serialize)]
-struct TraceRun {
-    writers: usize,
-    events: Vec<TraceEvent>,
-}
-
-#[derive(Serialize)]
-struct TraceJson {
-    source: &'static str,
-    wal: String,
-    runs: Vec<TraceRun>,
-}
 
 /// This process's peak resident set size (VmHWM), in KiB.
 pub fn peak_rss_kib() -> Option<u64> {
@@ -185,9 +177,9 @@ pub fn peak_rss_kib() -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
-fn run_one(args: &Args, writers: usize, run_id: &str) -> Result<(RunJson, Vec<TraceEvent>), CliError> {
+fn run_one(args: &Args, writers: usize, run_id: &str) -> Result<(RunJson, Option<Trace>), CliError> {
     let backend = args.wal.backend(true).map_err(CliError::usage)?;
-    let options = WalOptions { trace: args.trace.is_some(), ..WalOptions::default() };
+    let options = WalOptions { trace_events_max: args.trace.is_some().then_some(TRACE_EVENTS_MAX), ..WalOptions::default() };
     let (wal, _) = Wal::open(backend, options).map_err(|e| CliError::failed(e.to_string()))?;
     let wal = Arc::new(wal);
     let stop = Arc::new(AtomicBool::new(false));
@@ -255,8 +247,6 @@ fn run_one(args: &Args, writers: usize, run_id: &str) -> Result<(RunJson, Vec<Tr
     let persist_mean_s =
         if persists == 0 { 0.0 } else { (after.persist_ns_total - before.persist_ns_total) as f64 / persists as f64 / 1e9 };
     let acked_per_s = acked as f64 / elapsed;
-    let mut trace = trace;
-    trace.truncate(TRACE_EVENTS_MAX);
     Ok((
         RunJson {
             writers,
@@ -289,11 +279,19 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     for &writers in &args.writers {
         let (run, trace) = run_one(&args, writers, &run_id)?;
         runs.push(run);
-        traces.push(TraceRun { writers, events: trace });
+        if let Some(mut trace) = trace {
+            trace.scenario = format!("native-file-{writers}w");
+            traces.push(trace);
+        }
     }
     if let Some(path) = &args.trace {
-        let doc = TraceJson { source: "walab bench", wal: args.wal.wal.clone(), runs: traces };
-        let text = serde_json::to_string(&doc).expect("plain data serializes");
+        // One writer count: the file is one trace. Several: an array of traces.
+        let text = if traces.len() == 1 {
+            serde_json::to_string(&traces[0])
+        } else {
+            serde_json::to_string(&traces)
+        }
+        .expect("plain data serializes");
         std::fs::write(path, text + "\n").map_err(|e| CliError::usage(format!("{}: {e}", path.display())))?;
     }
     let report = BenchJson { wal: args.wal.wal.clone(), record_bytes: args.record_bytes, runs, peak_rss_kib: peak_rss_kib() };

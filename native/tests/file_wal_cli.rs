@@ -117,9 +117,18 @@ fn bench_reports_each_writer_count_beside_the_model() {
         assert!(run["latency_ms"]["p50"].as_f64().unwrap() <= run["latency_ms"]["p99"].as_f64().unwrap());
     }
     let trace: serde_json::Value = serde_json::from_slice(&std::fs::read(trace).unwrap()).unwrap();
-    let events = trace["runs"][0]["events"].as_array().unwrap();
-    assert!(events.iter().any(|e| e["event"] == "persist-start"));
+    let traces = trace.as_array().unwrap();
+    assert_eq!(traces.len(), 2);
+    assert_eq!(traces[1]["scenario"], "native-file-4w");
+    let events = traces[0]["events"].as_array().unwrap();
+    assert!(events.iter().any(|e| e["event"] == "batch_formed"));
+    assert!(events.iter().any(|e| e["event"] == "sync_end" && e["ok"] == true));
     assert!(events.iter().any(|e| e["event"] == "ack"));
+    // It loads back as the core's Trace, and its state at the end shows acknowledged writes.
+    let first: walab_core::trace::Trace = serde_json::from_value(traces[0].clone()).unwrap();
+    assert!(!first.writes.is_empty());
+    let end = first.events.last().unwrap().at;
+    let _ = first.state_at(end);
 }
 
 #[test]

@@ -71,6 +71,7 @@
 pub mod fault_fs;
 pub mod file;
 pub mod fs;
+pub mod trace;
 pub mod url;
 
 use std::collections::{BTreeMap, VecDeque};
@@ -84,6 +85,9 @@ use walab_core::codec::tiny::{self, TinyRecord};
 use walab_core::codec::Op;
 use walab_core::group_commit::{self, Action, AppendError, Batch, BatchId, GroupCommit, Policy, SyncError, Ticket};
 use walab_core::time::Nanos;
+use walab_core::trace::Trace;
+
+use self::trace::TraceRecorder;
 
 /// Why the WAL could not do what was asked.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -181,13 +185,14 @@ pub struct WalOptions {
     /// The machine's settings. [`group_commit::Config::file`] with [`Policy::Group`] by
     /// default; [`Policy::NoSync`] makes the deliberately broken WAL the tests use.
     pub machine: group_commit::Config,
-    /// Record the driver's trace (arrivals, batches, persists, acks) for `--trace`.
-    pub trace: bool,
+    /// Record the driver's trace (arrivals, batches, persists, acks) for `--trace`, in
+    /// the core's trace format, keeping at most this many events.
+    pub trace_events_max: Option<usize>,
 }
 
 impl Default for WalOptions {
     fn default() -> WalOptions {
-        WalOptions { machine: group_commit::Config::file(Policy::Group), trace: false }
+        WalOptions { machine: group_commit::Config::file(Policy::Group), trace_events_max: None }
     }
 }
 
@@ -204,18 +209,6 @@ pub struct WalStats {
     pub persist_ns_total: u64,
     /// Segments removed by trim.
     pub segments_removed: u64,
-}
-
-/// One event of the driver's trace, time in nanoseconds since the WAL opened.
-#[derive(Clone, Debug, serde::Serialize)]
-#[serde(tag = "event", rename_all = "kebab-case")]
-pub enum TraceEvent {
-    Arrive { t_ns: u64, seq: u64, bytes: u64 },
-    PersistStart { t_ns: u64, batch: u64, segment: u64, offset: u64, bytes: u64, first_seq: u64, records: u64 },
-    PersistEnd { t_ns: u64, batch: u64, ok: bool },
-    Ack { t_ns: u64, first_seq: u64, count: u64 },
-    Fail { t_ns: u64, first_seq: u64, count: u64 },
-    Trim { t_ns: u64, segments: Vec<u64> },
 }
 
 #[cfg_attr(not(test), allow(dead_code))]
@@ -241,7 +234,7 @@ pub struct Wal {
 }
 
 struct DriverResult {
-    trace: Vec<TraceEvent>,
+    trace: Option<Trace>,
 }
 
 /// One writer's handle: append and wait for the acknowledgement.
@@ -283,6 +276,7 @@ impl Wal {
             segment_last_seq.insert(segment, last);
         }
         segment_last_seq.entry(recovered.segment).or_insert(None);
+        let recovered_segment_bytes_max = backend.segment_bytes_max();
         let driver = Driver {
             machine,
             backend,
@@ -298,7 +292,10 @@ impl Wal {
             readers: BTreeMap::new(),
             next_reader: 1,
             stats: Arc::clone(&stats),
-            trace: options.trace.then(Vec::new),
+            trace: options.trace_events_max.map(|events_max| {
+                let policy = walab_core::sim::commit::policy_name(&options.machine.policy);
+                TraceRecorder::new("native-file", policy, recovered.next_seq, recovered_segment_bytes_max, events_max)
+            }),
             shutting_down: false,
         };
         let handle = std::thread::Builder::new()
@@ -344,18 +341,15 @@ impl Wal {
         self.stats.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// Waits for in-flight batches, stops the driver, and returns its trace (empty
+    /// Waits for in-flight batches, stops the driver, and returns its trace (`None`
     /// unless tracing was on).
-    pub fn close(mut self) -> Vec<TraceEvent> {
+    pub fn close(mut self) -> Option<Trace> {
         self.shutdown()
     }
 
-    fn shutdown(&mut self) -> Vec<TraceEvent> {
+    fn shutdown(&mut self) -> Option<Trace> {
         let _ = self.events.send(Event::Shutdown);
-        match self.driver.take() {
-            Some(handle) => handle.join().map(|result| result.trace).unwrap_or_default(),
-            None => Vec::new(),
-        }
+        self.driver.take().and_then(|handle| handle.join().ok()).and_then(|result| result.trace)
     }
 }
 
@@ -384,7 +378,7 @@ struct Driver {
     readers: BTreeMap<ReaderId, (String, u64)>,
     next_reader: u64,
     stats: Arc<Mutex<WalStats>>,
-    trace: Option<Vec<TraceEvent>>,
+    trace: Option<TraceRecorder>,
     shutting_down: bool,
 }
 
@@ -393,9 +387,11 @@ impl Driver {
         Nanos(self.started.elapsed().as_nanos() as u64)
     }
 
-    fn record(&mut self, event: TraceEvent) {
+    /// Records into the trace, if one is kept.
+    fn record(&mut self, f: impl FnOnce(&mut TraceRecorder, Nanos)) {
+        let now = self.now();
         if let Some(trace) = &mut self.trace {
-            trace.push(event);
+            f(trace, now);
         }
     }
 
@@ -438,7 +434,7 @@ impl Driver {
         for (_, reply) in self.waiting.drain(..) {
             let _ = reply.send(Err(WalError::Closed));
         }
-        DriverResult { trace: self.trace.take().unwrap_or_default() }
+        DriverResult { trace: self.trace.take().map(TraceRecorder::finish) }
     }
 
     fn handle(&mut self, event: Event) {
@@ -455,7 +451,7 @@ impl Driver {
                         Err(_) => stats.persists_failed += 1,
                     }
                 }
-                self.record(TraceEvent::PersistEnd { t_ns: now.0, batch: batch.0, ok: result.is_ok() });
+                self.record(|trace, at| trace.persist_end(at, batch, result));
                 self.machine.recycle_buffer(buffer);
                 // An unknown batch would be a driver bug; the machine reports it as data.
                 let known = self.machine.handle_persisted(now, batch, result);
@@ -471,6 +467,8 @@ impl Driver {
             Event::ConfirmReader { reader, seq } => {
                 if let Some(entry) = self.readers.get_mut(&reader) {
                     entry.1 = entry.1.max(seq);
+                    let name = entry.0.clone();
+                    self.record(|trace, at| trace.reader_confirmed(at, &name, seq));
                 }
             }
             Event::Shutdown => self.shutting_down = true,
@@ -512,7 +510,7 @@ impl Driver {
                 self.segment_bytes = segment_bytes + record_bytes;
                 self.segment_last_seq.entry(segment).or_insert(None);
                 self.waiting.push_back((ticket, reply));
-                self.record(TraceEvent::Arrive { t_ns: now.0, seq, bytes: record_bytes });
+                self.record(|trace, at| trace.arrive(at, seq, segment, record_bytes, key));
             }
             Err(AppendError::Failed(error)) => {
                 let _ = reply.send(Err(WalError::Failed(error)));
@@ -528,15 +526,7 @@ impl Driver {
             let now = self.now();
             match action {
                 Action::Persist(batch) => {
-                    self.record(TraceEvent::PersistStart {
-                        t_ns: now.0,
-                        batch: batch.id.0,
-                        segment: batch.segment,
-                        offset: batch.offset,
-                        bytes: batch.bytes.len() as u64,
-                        first_seq: batch.tickets.first.0,
-                        records: batch.tickets.count,
-                    });
+                    self.record(|trace, at| trace.persist_start(at, &batch));
                     if let Some(last) = batch.tickets.last() {
                         self.segment_last_seq.insert(batch.segment, Some(last.0));
                     }
@@ -559,7 +549,7 @@ impl Driver {
                     let _ = self.machine.handle_persisted(now, batch, Err(SyncError::Unavailable));
                 }
                 Action::Ack(tickets) => {
-                    self.record(TraceEvent::Ack { t_ns: now.0, first_seq: tickets.first.0, count: tickets.count });
+                    self.record(|trace, at| trace.ack(at, tickets));
                     self.stats.lock().unwrap_or_else(|p| p.into_inner()).acked += tickets.count;
                     for _ in 0..tickets.count {
                         let (ticket, reply) = self.waiting.pop_front().expect("an acknowledged ticket has a waiter");
@@ -568,7 +558,7 @@ impl Driver {
                     }
                 }
                 Action::Fail { tickets, error } => {
-                    self.record(TraceEvent::Fail { t_ns: now.0, first_seq: tickets.first.0, count: tickets.count });
+                    self.record(|trace, at| trace.fail(at, tickets, error));
                     self.stats.lock().unwrap_or_else(|p| p.into_inner()).failed += tickets.count;
                     for _ in 0..tickets.count {
                         let (ticket, reply) = self.waiting.pop_front().expect("a failed ticket has a waiter");
@@ -604,8 +594,11 @@ impl Driver {
                     self.segment_last_seq.remove(segment);
                 }
                 self.stats.lock().unwrap_or_else(|p| p.into_inner()).segments_removed += removable.len() as u64;
-                let now = self.now();
-                self.record(TraceEvent::Trim { t_ns: now.0, segments: removable });
+                self.record(|trace, at| {
+                    for &segment in &removable {
+                        trace.delete(at, segment);
+                    }
+                });
             }
             Err(_) => {
                 // A failed remove loses nothing: the segment stays and is retried at the
