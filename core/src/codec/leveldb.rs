@@ -26,6 +26,15 @@
 //!
 //! Each logical record is a [`WriteBatch`](super::write_batch).
 //!
+//! A recycled file's old tail usually does not line up with the new records: the new log
+//! ends somewhere inside an old record, and the reader meets bytes that look like a torn
+//! record (a bad type, length or checksum). Only when the new log happens to end exactly
+//! where an old record starts does the reader meet an intact record with a valid
+//! checksum, and only the log number tells it apart. Both cases are in the fixtures
+//! (`core/tests/fixtures/rocksdb-7.8-recycled*`). RocksDB 7.8's own recovery, in the one
+//! mode that allows recycling, never returns on the second one: it stops at the old
+//! record without consuming it, then tries it again.
+//!
 //! ## The scan
 //!
 //! [`scan_log`] is RECOVER_SCAN for this format, with the same stop reasons and the same
