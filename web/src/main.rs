@@ -8,6 +8,7 @@
 //! URL, listens to the keyboard and runs the animation clock.
 
 mod benches;
+mod charts;
 mod parts;
 mod player;
 mod record_layout;
@@ -17,7 +18,7 @@ mod url_state;
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use gloo_events::EventListener;
+use gloo_events::{EventListener, EventListenerOptions};
 use gloo_render::{request_animation_frame, AnimationFrame};
 use wasm_bindgen::JsCast;
 use yew::prelude::*;
@@ -61,7 +62,8 @@ fn App() -> Html {
         let dispatch = dispatch.clone();
         use_effect_with((), move |_| {
             let document = gloo_utils_document();
-            let listener = EventListener::new(&document, "keydown", move |event| {
+            let options = EventListenerOptions::enable_prevent_default();
+            let listener = EventListener::new_with_options(&document, "keydown", options, move |event| {
                 let Some(event) = event.dyn_ref::<web_sys::KeyboardEvent>() else { return };
                 if event.ctrl_key() || event.meta_key() || event.alt_key() {
                     return;
@@ -133,7 +135,7 @@ fn App() -> Html {
             <main id="chapter" data-part={part.to_string()}>
                 { problems.unwrap_or_default() }
                 <h2>{ format!("Part {part}. {}", PART_TITLES[part as usize]) }</h2>
-                <Chapter params={lab.params.clone()} player={lab.player.clone()} on_action={dispatch.clone()} />
+                <Chapter params={lab.params.clone()} player={lab.player.clone()} bench={lab.bench.clone()} on_action={dispatch.clone()} />
             </main>
             <footer>
                 <p>{ "Keys: space play/pause · ← → step · Home/End · + − speed · p pull the power" }</p>

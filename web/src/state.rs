@@ -11,9 +11,9 @@ use std::rc::Rc;
 use walab_core::time::Nanos;
 use yew::prelude::*;
 
-use crate::benches;
+use crate::benches::{self, BenchRef};
 use crate::player::{PlayerAction, PlayerState};
-use crate::url_state::{parse_query, LabParams, Policy, UrlProblem, PART_COUNT};
+use crate::url_state::{parse_query, LabParams, Policy, Scenario, UrlProblem, PART_COUNT};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct LabState {
@@ -21,13 +21,15 @@ pub struct LabState {
     /// What the URL said that the page could not use; shown until dismissed.
     pub url_problems: Vec<UrlProblem>,
     pub player: PlayerState,
+    /// The core's runs for the current Part and parameters.
+    pub bench: BenchRef,
 }
 
 impl LabState {
     /// The state a URL query describes.
     pub fn from_query(query: &str) -> LabState {
         let (params, url_problems) = parse_query(query);
-        let mut state = LabState { player: PlayerState::default(), params, url_problems };
+        let mut state = LabState { player: PlayerState::default(), params, url_problems, bench: BenchRef::default() };
         state.reload_timeline();
         if let Some(cut) = state.params.cut {
             state.player.apply(PlayerAction::Seek(cut));
@@ -35,10 +37,12 @@ impl LabState {
         state
     }
 
-    /// Loads the current Part's timeline into the player, keeping the speed.
+    /// Runs the current Part's bench and loads its timeline into the player, keeping
+    /// the speed.
     fn reload_timeline(&mut self) {
         let speed_index = self.player.speed_index;
-        let timeline = benches::timeline(&self.params);
+        self.bench = benches::build(&self.params);
+        let timeline = self.bench.0.timeline();
         self.player = PlayerState::for_run(timeline.marks, timeline.end);
         self.player.speed_index = speed_index;
     }
@@ -49,6 +53,7 @@ impl LabState {
 pub enum LabAction {
     GoToPart(u8),
     Player(PlayerAction),
+    SetScenario(Scenario),
     SetPolicy(Policy),
     SetSyncLatency(Nanos),
     SetLoad(u64),
@@ -69,15 +74,21 @@ impl Reducible for LabState {
     fn reduce(self: Rc<Self>, action: LabAction) -> Rc<Self> {
         let mut next = (*self).clone();
         let mut timeline_changed = false;
+        let mut playhead_kept = true;
         match action {
             LabAction::GoToPart(part) => {
                 if part < PART_COUNT && part != next.params.part {
                     next.params.part = part;
                     next.params.cut = None;
                     timeline_changed = true;
+                    playhead_kept = false;
                 }
             }
             LabAction::Player(action) => next.player.apply(action),
+            LabAction::SetScenario(scenario) => {
+                next.params.scenario = scenario;
+                timeline_changed = true;
+            }
             LabAction::SetPolicy(policy) => {
                 next.params.policy = policy;
                 timeline_changed = true;
@@ -120,7 +131,7 @@ impl Reducible for LabState {
             LabAction::DismissUrlProblems => next.url_problems.clear(),
         }
         if timeline_changed {
-            let now = next.player.now;
+            let now = if playhead_kept { next.player.now } else { Nanos::ZERO };
             next.reload_timeline();
             next.player.apply(PlayerAction::Seek(next.params.cut.unwrap_or(now)));
         }

@@ -52,6 +52,41 @@ impl Policy {
     }
 }
 
+/// Which arrivals a bench runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scenario {
+    /// The tiny store's 24 writes.
+    Tiny,
+    /// A steady load, evenly spaced.
+    Steady,
+    /// A steady load with random (Poisson) arrivals from the seed.
+    Random,
+}
+
+impl Scenario {
+    pub const ALL: [Scenario; 3] = [Scenario::Tiny, Scenario::Steady, Scenario::Random];
+
+    pub fn url_name(self) -> &'static str {
+        match self {
+            Scenario::Tiny => "tiny",
+            Scenario::Steady => "steady",
+            Scenario::Random => "random",
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Scenario::Tiny => "the tiny store's 24 writes",
+            Scenario::Steady => "steady load, evenly spaced",
+            Scenario::Random => "steady load, random arrivals",
+        }
+    }
+
+    pub fn from_url_name(name: &str) -> Option<Scenario> {
+        Scenario::ALL.into_iter().find(|scenario| scenario.url_name() == name)
+    }
+}
+
 /// The number of Parts in the lab: 0 to 12.
 pub const PART_COUNT: u8 = 13;
 
@@ -59,6 +94,7 @@ pub const PART_COUNT: u8 = 13;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LabParams {
     pub part: u8,
+    pub scenario: Scenario,
     pub sync_latency: Nanos,
     pub load_per_second: u64,
     pub policy: Policy,
@@ -74,6 +110,7 @@ impl Default for LabParams {
     fn default() -> Self {
         LabParams {
             part: 0,
+            scenario: Scenario::Tiny,
             sync_latency: Nanos::from_millis(1),
             load_per_second: 100_000,
             policy: Policy::GroupCommit,
@@ -127,6 +164,13 @@ pub fn parse_query(query: &str) -> (LabParams, Vec<UrlProblem>) {
                 }
                 _ => Err(problem("not a Part; the lab has Parts 0 to 12")),
             },
+            "scenario" => match Scenario::from_url_name(&value) {
+                Some(scenario) => {
+                    params.scenario = scenario;
+                    Ok(())
+                }
+                None => Err(problem("not a scenario; use tiny, steady or random")),
+            },
             "sync" => parse_millis_in(&value, SYNC_LATENCY_MIN, SYNC_LATENCY_MAX)
                 .map(|nanos| params.sync_latency = nanos)
                 .map_err(|reason| problem(&reason)),
@@ -171,7 +215,7 @@ pub fn parse_query(query: &str) -> (LabParams, Vec<UrlProblem>) {
             "cut" => parse_millis_in(&value, Nanos::ZERO, CUT_MAX)
                 .map(|nanos| params.cut = Some(nanos))
                 .map_err(|reason| problem(&reason)),
-            _ => Err(problem("unknown parameter; the lab reads part, sync, load, policy, window, w, unit, seed and cut")),
+            _ => Err(problem("unknown parameter; the lab reads part, scenario, sync, load, policy, window, w, unit, seed and cut")),
         };
         if let Err(problem) = outcome {
             problems.push(problem);
@@ -193,6 +237,9 @@ fn parse_millis_in(value: &str, min: Nanos, max: Nanos) -> Result<Nanos, String>
 pub fn to_query(params: &LabParams) -> String {
     let defaults = LabParams::default();
     let mut pairs = vec![format!("part={}", params.part)];
+    if params.scenario != defaults.scenario {
+        pairs.push(format!("scenario={}", params.scenario.url_name()));
+    }
     if params.sync_latency != defaults.sync_latency {
         pairs.push(format!("sync={}", format_millis(params.sync_latency)));
     }
@@ -272,6 +319,7 @@ mod tests {
     fn a_full_link_round_trips() {
         let params = LabParams {
             part: 6,
+            scenario: Scenario::Random,
             sync_latency: Nanos::from_micros(1_500),
             load_per_second: 2_000,
             policy: Policy::Window,
@@ -282,7 +330,7 @@ mod tests {
             cut: Some(Nanos(13_500_000)),
         };
         let query = to_query(&params);
-        assert_eq!(query, "?part=6&sync=1.5&load=2000&policy=window&window=0.5&w=3&unit=4096&seed=42&cut=13.5");
+        assert_eq!(query, "?part=6&scenario=random&sync=1.5&load=2000&policy=window&window=0.5&w=3&unit=4096&seed=42&cut=13.5");
         assert_eq!(parse_query(&query), (params, vec![]));
     }
 

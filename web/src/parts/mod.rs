@@ -6,10 +6,13 @@
 
 use yew::prelude::*;
 
+use crate::benches::BenchRef;
 use crate::player::PlayerState;
 use crate::state::LabAction;
 use crate::url_state::LabParams;
 
+pub mod commit;
+pub mod controls;
 pub mod record;
 
 /// The Parts' titles, as the navigation lists them.
@@ -34,6 +37,7 @@ pub const PART_TITLES: [&str; 13] = [
 pub struct ChapterProps {
     pub params: LabParams,
     pub player: PlayerState,
+    pub bench: BenchRef,
     pub on_action: Callback<LabAction>,
 }
 
@@ -55,6 +59,7 @@ pub fn Chapter(props: &ChapterProps) -> Html {
     let props = props.clone();
     match props.params.part {
         4 => html! { <record::RecordChapter ..props /> },
+        5 => html! { <commit::GroupCommitChapter ..props /> },
         part => html! {
             <p class="pending">{ format!("Part {part}'s bench is being built; the navigation above already works.") }</p>
         },

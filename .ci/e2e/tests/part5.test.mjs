@@ -1,0 +1,61 @@
+// Part 5: group commit on the core's simulator, the policy switch, steady load and the charts.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startLab, screenshot } from '../lib.mjs';
+
+let lab;
+before(async () => {
+  lab = await startLab();
+});
+after(async () => {
+  await lab?.close();
+});
+
+async function batchesDrawn(page) {
+  return page.$$eval('svg.lanes g.batch', (groups) => groups.length);
+}
+
+test('at the end of the run every write is acknowledged and one batch is drawn per sync', async () => {
+  const page = await lab.newPage('?part=5');
+  await page.keyboard.press('End');
+  const syncs = Number(await page.getAttribute('table.summary', 'data-syncs'));
+  assert.equal(await batchesDrawn(page), syncs);
+  const phases = await page.$$eval('svg.lanes g.write', (groups) => groups.map((g) => g.dataset.phase));
+  assert.equal(phases.length, 24);
+  assert.ok(phases.every((phase) => phase === 'acked'), phases.join(','));
+  await screenshot(page, 'part-05-tiny-end');
+  await page.close();
+});
+
+test('stepping walks the events and step back returns', async () => {
+  const page = await lab.newPage('?part=5');
+  await page.keyboard.press('ArrowRight');
+  await page.keyboard.press('ArrowRight');
+  const second = await page.getAttribute('.player .now', 'data-now-ns');
+  await page.keyboard.press('ArrowRight');
+  await page.keyboard.press('ArrowLeft');
+  assert.equal(await page.getAttribute('.player .now', 'data-now-ns'), second);
+  await page.close();
+});
+
+test('sync per write takes one sync per write, and the URL says so', async () => {
+  const page = await lab.newPage('?part=5');
+  await page.selectOption('select.policy', 'per-write');
+  await page.waitForFunction(() => new URL(location.href).searchParams.get('policy') === 'per-write');
+  assert.equal(await page.getAttribute('table.summary', 'data-syncs'), '24');
+  await page.close();
+});
+
+test('steady load at 100,000 writes a second batches about 100 writes per sync', async () => {
+  const page = await lab.newPage('?part=5&scenario=steady&load=100000');
+  const batchMean = Number(await page.getAttribute('table.summary.whole', 'data-batch-mean'));
+  assert.ok(batchMean > 80 && batchMean < 120, `batch mean ${batchMean}`);
+  await page.keyboard.press('End');
+  await screenshot(page, 'part-05-steady');
+  assert.equal(await page.getAttribute('figure.chart canvas[aria-label="mean wait against load"]', 'data-series'), '3');
+  await page.close();
+});
+
+test('the browser console stays free of errors', () => {
+  assert.deepEqual(lab.consoleErrors, []);
+});

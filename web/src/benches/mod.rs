@@ -1,0 +1,78 @@
+//! What each Part's bench plays, computed from the core's runs.
+//!
+//! This is the layer between the core and the components. When the Part or a parameter
+//! changes, the reducer calls [`build`], which runs the core for the current parameters
+//! and keeps the result as plain values (a trace, batch spans, chart samples). The
+//! components draw those values at the player's instant; no component computes an
+//! outcome itself, and nothing here touches the browser, so it is all tested natively.
+
+use std::rc::Rc;
+
+use walab_core::time::Nanos;
+
+use crate::url_state::LabParams;
+
+pub mod append;
+pub mod commit;
+pub mod trace_view;
+
+/// The instants at which a bench's picture changes, and where its run ends.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Timeline {
+    pub marks: Vec<Nanos>,
+    pub end: Nanos,
+}
+
+impl Timeline {
+    pub fn empty() -> Timeline {
+        Timeline { marks: Vec::new(), end: Nanos::ZERO }
+    }
+}
+
+/// A Part's computed bench.
+#[derive(Debug)]
+pub enum Bench {
+    /// Text-only Parts and Parts whose bench needs no run.
+    Still,
+    /// Part 4's append steps.
+    Append,
+    /// Part 5: group commit over the tiny store or a steady load.
+    Commit(commit::CommitBench),
+}
+
+impl Bench {
+    pub fn timeline(&self) -> Timeline {
+        match self {
+            Bench::Still => Timeline::empty(),
+            Bench::Append => append::timeline(),
+            Bench::Commit(bench) => bench.timeline(),
+        }
+    }
+}
+
+/// A shared, immutable bench. Two handles are equal when they are the same run, so
+/// re-rendering a component with the same bench costs nothing.
+#[derive(Clone, Debug)]
+pub struct BenchRef(pub Rc<Bench>);
+
+impl PartialEq for BenchRef {
+    fn eq(&self, other: &Self) -> bool {
+        Rc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Default for BenchRef {
+    fn default() -> Self {
+        BenchRef(Rc::new(Bench::Still))
+    }
+}
+
+/// Runs the core for the Part and parameters.
+pub fn build(params: &LabParams) -> BenchRef {
+    let bench = match params.part {
+        4 => Bench::Append,
+        0 | 5 => Bench::Commit(commit::CommitBench::build(params)),
+        _ => Bench::Still,
+    };
+    BenchRef(Rc::new(bench))
+}

@@ -1,0 +1,315 @@
+//! Part 5: group commit, on the core's simulator.
+
+use std::rc::Rc;
+
+use walab_core::time::Nanos;
+use wasm_bindgen::JsCast;
+use yew::prelude::*;
+
+use super::controls::{group_thousands, Controls, Shown};
+use super::{ChapterProps, Source};
+use crate::benches::commit::{CommitBench, SteadyCommit, SweepPoint};
+use crate::benches::trace_view::{Phase, TraceSpans};
+use crate::benches::{Bench, BenchRef};
+use crate::charts::{Bar, BarChart, LineChart, Series};
+use crate::player::{format_fixed_millis, Player, PlayerState};
+use crate::state::LabAction;
+use crate::url_state::{format_millis, Policy, Scenario};
+
+#[component]
+pub fn GroupCommitChapter(props: &ChapterProps) -> Html {
+    let Bench::Commit(bench) = &*props.bench.0 else {
+        return html! { <p class="error">{ "this Part's bench did not run" }</p> };
+    };
+    let shown = Shown {
+        scenario: true,
+        policy: true,
+        policies_sync_only: true,
+        load: props.params.scenario != Scenario::Tiny,
+        sync: props.params.scenario != Scenario::Tiny,
+        window: props.params.policy == Policy::Window,
+        seed: props.params.scenario == Scenario::Random,
+    };
+    let on_player = props.on_action.reform(LabAction::Player);
+    html! {
+        <>
+        <div class="prose">
+            <p>{ "With one sync per write, a log can acknowledge at most 1 ÷ L writes a second, whatever the rest \
+                  of the engine can do: a thousand a second at L = 1 ms. Yet a sync makes durable every byte written \
+                  to the file before it, so writers can share one. That is group commit: while a sync runs, new \
+                  writers queue; when it returns, one of them becomes the leader, takes the whole queue as a batch, \
+                  writes it in one go and syncs once. No timer is involved, and batches grow by themselves with load." }</p>
+            <p>{ "Real engines do exactly this: LevelDB's and RocksDB's write leader merges the queued batches into \
+                  one log record before one sync, and a PostgreSQL backend waiting for the WAL lock first checks whether \
+                  the holder already flushed its record. " }
+               <Source name="LevelDB db_impl.cc BuildBatchGroup" href="https://github.com/google/leveldb/blob/main/db/db_impl.cc" />
+               <Source name="PostgreSQL xlog.c XLogFlush" href="https://github.com/postgres/postgres/blob/master/src/backend/access/transam/xlog.c" /></p>
+            <p>{ "The tiny store's tie rule: a write arriving at the very instant a sync completes was not in that sync; \
+                  it joins the batch the next leader forms at that same instant." }</p>
+        </div>
+        <Controls params={props.params.clone()} shown={shown} on_action={props.on_action.clone()} />
+        <Player state={props.player.clone()} on_action={on_player} mark_name="event" />
+        if props.params.scenario == Scenario::Tiny {
+            { tiny_view(bench, &props.player, props.params.cut) }
+        } else {
+            { steady_view(bench, &props.bench, &props.player) }
+        }
+        <h3>{ "Against load" }</h3>
+        <div class="prose"><p>{ format!("Each point is a run of the core's simulator at that load (L = {} ms, 100-byte writes). \
+            Group commit keeps syncs near 1 ÷ L a second while its batches grow; its wait stays between L and 2L. \
+            The window variant halves the syncs at high load but adds up to W to every write, even when the disk is idle. \
+            Sync per write is drawn only below its ceiling of 1 ÷ L: above it the queue grows without end.",
+            format_millis(bench.sync_latency)) }</p></div>
+        <SweepCharts sweep={Rc::new(bench.sweep.clone())} />
+        </>
+    }
+}
+
+fn policy_color(policy: Policy) -> (u8, u8, u8) {
+    match policy {
+        Policy::GroupCommit => (31, 95, 191),
+        Policy::SyncPerWrite => (179, 38, 30),
+        Policy::Window => (27, 122, 61),
+        Policy::NoSync => (120, 120, 120),
+    }
+}
+
+#[derive(Properties, PartialEq)]
+struct SweepChartsProps {
+    sweep: Rc<Vec<SweepPoint>>,
+}
+
+#[component]
+fn SweepCharts(props: &SweepChartsProps) -> Html {
+    let series_of = |value: fn(&SweepPoint) -> f64| -> Rc<Vec<Series>> {
+        let mut series = Vec::new();
+        for policy in [Policy::SyncPerWrite, Policy::GroupCommit, Policy::Window] {
+            let points: Vec<(f64, f64)> = props
+                .sweep
+                .iter()
+                .filter(|point| point.policy == policy)
+                .map(|point| (point.rate_per_s as f64, value(point)))
+                .collect();
+            if !points.is_empty() {
+                series.push(Series { label: policy.label().to_string(), color: policy_color(policy), points });
+            }
+        }
+        Rc::new(series)
+    };
+    let waits = use_memo(props.sweep.clone(), |_| series_of(|point| point.wait_mean_ms));
+    let syncs = use_memo(props.sweep.clone(), |_| series_of(|point| point.syncs_per_s));
+    html! {
+        <div class="charts">
+            <LineChart title="mean wait against load" x_label="writes per second" y_label="mean wait (ms)" series={(*waits).clone()} />
+            <LineChart title="syncs per second against load" x_label="writes per second" y_label="syncs per second" series={(*syncs).clone()} />
+        </div>
+    }
+}
+
+/// The tiny store's 24 writes as lanes: arrival to acknowledgement, batches on top.
+fn tiny_view(bench: &CommitBench, player: &PlayerState, cut: Option<Nanos>) -> Html {
+    let tiny = match &bench.tiny {
+        Ok(tiny) => tiny,
+        Err(error) => return html! { <p class="error">{ format!("the simulator refused the run: {error}") }</p> },
+    };
+    let summary = tiny.summary;
+    let now = player.now;
+    let acked_now = (0..tiny.spans.writes.len()).filter(|index| tiny.spans.phase_at(*index, now) == Phase::Acked).count();
+    html! {
+        <>
+        <TraceLanes spans={Rc::new(tiny.spans.clone())} now={now} cut={cut} />
+        <table class="summary" data-syncs={summary.syncs.to_string()}>
+            <tr><th>{ "policy" }</th><td>{ bench.policy.label() }</td></tr>
+            <tr><th>{ "syncs for 24 writes" }</th><td class="num syncs">{ summary.syncs }</td></tr>
+            <tr><th>{ "mean wait" }</th><td class="num">{ format!("{} ÷ {} = {:.2} ms", format_millis(summary.wait_total), summary.acked, summary.wait_total.as_millis_f64() / summary.acked.max(1) as f64) }</td></tr>
+            <tr><th>{ "best / worst wait" }</th><td class="num">{ format!("{} ms / {} ms", format_millis(summary.wait_min), format_millis(summary.wait_max)) }</td></tr>
+            <tr><th>{ "acknowledged at the playhead" }</th><td class="num acked-now">{ acked_now }</td></tr>
+        </table>
+        </>
+    }
+}
+
+#[derive(Properties, PartialEq)]
+pub struct TraceLanesProps {
+    pub spans: Rc<TraceSpans>,
+    pub now: Nanos,
+    #[prop_or_default]
+    pub cut: Option<Nanos>,
+}
+
+/// Any trace's writes and syncs as lanes (also used for a dropped trace file).
+#[component]
+pub fn TraceLanes(props: &TraceLanesProps) -> Html {
+    let spans = &props.spans;
+    let now = props.now;
+    let end_ns = spans.end.0.max(1) as f64;
+    let width = 880.0;
+    let left = 44.0;
+    let lane = 13.0;
+    let top = 30.0;
+    let x = |t: Nanos| left + (t.0 as f64 / end_ns) * (width - left - 10.0);
+    let height = top + lane * spans.writes.len() as f64 + 24.0;
+    let batches = spans.batches.iter().filter(|batch| batch.start <= now).map(|batch| {
+        let end = batch.end.map(|end| end.min(now)).unwrap_or(now);
+        let running = batch.end.is_none_or(|end| end > now);
+        let class = classes!("batch", running.then_some("running"), (!batch.ok).then_some("failed"));
+        let label = if batch.first_write == 0 { format!("S{}", batch.id) } else { format!("B{}", batch.id) };
+        html! {
+            <g class={class} data-batch={batch.id.to_string()}>
+                <rect x={x(batch.start).to_string()} y="4" width={(x(end) - x(batch.start)).max(1.0).to_string()} height="18" rx="3" />
+                <text x={(x(batch.start) + 2.0).to_string()} y="17">{ label }</text>
+            </g>
+        }
+    });
+    let writes = spans.writes.iter().enumerate().map(|(index, write)| {
+        let y = top + lane * index as f64 + lane / 2.0;
+        let phase = spans.phase_at(index, now);
+        let line_end = match phase {
+            Phase::Acked => write.ack.unwrap_or(now),
+            Phase::Failed => write.failed.unwrap_or(now),
+            _ => now,
+        };
+        html! {
+            <g class={classes!("write", phase.class())} data-write={write.id.to_string()} data-phase={phase.class()}>
+                <text class="write-id" x={(left - 6.0).to_string()} y={(y + 4.0).to_string()} text-anchor="end">{ write.id }</text>
+                if phase != Phase::NotYet {
+                    <line x1={x(write.arrival).to_string()} x2={x(line_end).to_string()} y1={y.to_string()} y2={y.to_string()} />
+                    <circle cx={x(write.arrival).to_string()} cy={y.to_string()} r="3" />
+                }
+                if phase == Phase::Acked {
+                    <text class="ack-mark" x={(x(line_end) + 3.0).to_string()} y={(y + 4.0).to_string()}>{ "OK" }</text>
+                }
+            </g>
+        }
+    });
+    let ticks = (0..=(spans.end.0 / 1_000_000)).map(|ms| {
+        let tx = x(Nanos::from_millis(ms));
+        html! { <g class="tick"><line x1={tx.to_string()} x2={tx.to_string()} y1={top.to_string()} y2={(height - 18.0).to_string()} />
+            <text x={tx.to_string()} y={(height - 4.0).to_string()} text-anchor="middle">{ format!("{ms}") }</text></g> }
+    });
+    html! {
+        <svg class="lanes" viewBox={format!("0 0 {width} {height}")} width="100%" role="img" aria-label="writes and syncs over time">
+            <g class="ticks">{ for ticks }</g>
+            <g class="batches">{ for batches }</g>
+            <g class="writes">{ for writes }</g>
+            if let Some(cut) = props.cut {
+                <line class="cut-line" x1={x(cut).to_string()} x2={x(cut).to_string()} y1="0" y2={height.to_string()} />
+            }
+            <line class="playhead" x1={x(now).to_string()} x2={x(now).to_string()} y1="0" y2={height.to_string()} />
+        </svg>
+    }
+}
+
+fn steady_view(bench: &CommitBench, bench_ref: &BenchRef, player: &PlayerState) -> Html {
+    let steady = match &bench.steady {
+        Ok(steady) => steady,
+        Err(error) => return html! { <p class="error">{ format!("the simulator refused the run: {error}") }</p> },
+    };
+    let at = steady.at(player.now);
+    let summary = steady.summary;
+    let sizes: Rc<Vec<Bar>> = Rc::new(
+        steady
+            .batch_size_counts()
+            .into_iter()
+            .map(|(size, count)| Bar { label: size.to_string(), value: count as f64, color: (31, 95, 191) })
+            .collect(),
+    );
+    html! {
+        <>
+        <SteadyCanvas bench={bench_ref.clone()} now={player.now} />
+        <div class="steady-stats">
+            <table class="summary live">
+                <tr><th>{ "at the playhead" }</th><td class="num">{ format!("t = {} ms", format_fixed_millis(player.now)) }</td></tr>
+                <tr><th>{ "arrived / acknowledged" }</th><td class="num">{ format!("{} / {}", at.arrived, at.acked) }</td></tr>
+                <tr><th>{ "in flight (waiting for OK)" }</th><td class="num in-flight">{ at.in_flight }</td></tr>
+                <tr><th>{ "batch in the running sync" }</th><td class="num">{ at.running_batch.map(|(writes, bytes)| format!("{writes} writes, {bytes} bytes")).unwrap_or_else(|| "none".into()) }</td></tr>
+                <tr><th>{ "mean wait so far" }</th><td class="num">{ format!("{:.2} ms", at.wait_mean_ms) }</td></tr>
+            </table>
+            <table class="summary whole" data-batch-mean={format!("{:.1}", summary.batch_mean())}>
+                <tr><th>{ format!("whole run: {} writes at {}/s", summary.writes, group_thousands(steady.rate_per_s)) }</th><td></td></tr>
+                <tr><th>{ "syncs per second" }</th><td class="num syncs-per-s">{ format!("{:.0}", summary.syncs_per_s()) }</td></tr>
+                <tr><th>{ "writes per batch" }</th><td class="num batch-mean">{ format!("{:.1}", summary.batch_mean()) }</td></tr>
+                <tr><th>{ "bytes per sync" }</th><td class="num">{ format!("{:.0}", summary.bytes_per_sync_mean()) }</td></tr>
+                <tr><th>{ "mean / worst wait" }</th><td class="num wait-mean">{ format!("{:.2} ms / {:.2} ms", summary.wait_mean().as_millis_f64(), summary.wait_max.as_millis_f64()) }</td></tr>
+                <tr><th>{ "writes in flight, on average" }</th><td class="num">{ format!("{:.0}", summary.in_flight_mean()) }</td></tr>
+            </table>
+        </div>
+        <BarChart title="batch sizes in this run" y_label="batches" bars={sizes} />
+        </>
+    }
+}
+
+#[derive(Properties, PartialEq)]
+struct SteadyCanvasProps {
+    bench: BenchRef,
+    now: Nanos,
+}
+
+/// Thousands of writes are drawn on a canvas, not as elements: each write is a dot at
+/// (arrival, wait so far), grey while waiting, blue once acknowledged; the syncs run
+/// along the top.
+#[component]
+fn SteadyCanvas(props: &SteadyCanvasProps) -> Html {
+    let canvas = use_node_ref();
+    {
+        let canvas = canvas.clone();
+        use_effect_with((props.bench.clone(), props.now), move |(bench, now)| {
+            if let (Some(element), Bench::Commit(bench)) = (canvas.cast::<web_sys::HtmlCanvasElement>(), &*bench.0) {
+                if let Ok(steady) = &bench.steady {
+                    draw_steady(&element, steady, *now);
+                }
+            }
+        });
+    }
+    html! { <canvas class="steady-canvas" ref={canvas} width="880" height="260" role="img" aria-label="steady load: each write's wait" /> }
+}
+
+fn draw_steady(canvas: &web_sys::HtmlCanvasElement, steady: &SteadyCommit, now: Nanos) {
+    let Some(context) = canvas
+        .get_context("2d")
+        .ok()
+        .flatten()
+        .and_then(|context| context.dyn_into::<web_sys::CanvasRenderingContext2d>().ok())
+    else {
+        return;
+    };
+    let (width, height) = (canvas.width() as f64, canvas.height() as f64);
+    let (left, top, bottom) = (50.0, 30.0, 22.0);
+    context.set_fill_style_str("#ffffff");
+    context.fill_rect(0.0, 0.0, width, height);
+    let end = steady.end.0.max(1) as f64;
+    let wait_max = steady.summary.wait_max.0.max(1) as f64 * 1.1;
+    let x = |t: u64| left + t as f64 / end * (width - left - 8.0);
+    let y = |wait: u64| height - bottom - wait as f64 / wait_max * (height - top - bottom);
+    // Axes and labels.
+    context.set_stroke_style_str("#c8ced6");
+    context.stroke_rect(left, top, width - left - 8.0, height - top - bottom);
+    context.set_fill_style_str("#5b6673");
+    context.set_font("11px sans-serif");
+    let _ = context.fill_text(&format!("{:.1} ms", steady.summary.wait_max.as_millis_f64()), 4.0, y(steady.summary.wait_max.0) + 4.0);
+    let _ = context.fill_text("0", 36.0, height - bottom + 4.0);
+    let _ = context.fill_text(&format!("{:.1} ms", steady.end.as_millis_f64()), width - 50.0, height - 6.0);
+    let _ = context.fill_text("wait", 4.0, top + 10.0);
+    // Syncs along the top.
+    let started = steady.batches.partition_point(|batch| batch.start <= now);
+    for (index, batch) in steady.batches[..started].iter().enumerate() {
+        let end_at = batch.end.map(|end| end.min(now)).unwrap_or(now);
+        context.set_fill_style_str(if index % 2 == 0 { "#1f5fbf" } else { "#6f9be0" });
+        context.fill_rect(x(batch.start.0), 6.0, (x(end_at.0) - x(batch.start.0)).max(1.0), 16.0);
+    }
+    // Writes: a dot at (arrival, wait so far).
+    let arrived = steady.writes.partition_point(|write| write.arrival <= now);
+    for write in &steady.writes[..arrived] {
+        let (wait, color) = match write.ack.filter(|ack| *ack <= now) {
+            Some(ack) => ((ack - write.arrival).0, "#1f5fbf"),
+            None => ((now - write.arrival).0, "#a86400"),
+        };
+        context.set_fill_style_str(color);
+        context.fill_rect(x(write.arrival.0) - 1.0, y(wait) - 1.0, 2.5, 2.5);
+    }
+    context.set_stroke_style_str("#b3261e");
+    context.begin_path();
+    context.move_to(x(now.0), 0.0);
+    context.line_to(x(now.0), height);
+    context.stroke();
+}

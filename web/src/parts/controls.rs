@@ -1,0 +1,148 @@
+//! The parameter controls shared by the benches. Each control shows a parameter from
+//! the URL state and sends a [`LabAction`] when changed; none of them computes anything.
+
+use walab_core::time::Nanos;
+use yew::prelude::*;
+
+use crate::state::LabAction;
+use crate::url_state::{format_millis, LabParams, Policy, Scenario, LOAD_PER_SECOND_MAX};
+
+/// Which controls a bench shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Shown {
+    pub scenario: bool,
+    pub policy: bool,
+    pub policies_sync_only: bool,
+    pub load: bool,
+    pub sync: bool,
+    pub window: bool,
+    pub seed: bool,
+}
+
+#[derive(Properties, PartialEq)]
+pub struct ControlsProps {
+    pub params: LabParams,
+    pub shown: Shown,
+    pub on_action: Callback<LabAction>,
+}
+
+/// Load slider positions: a log scale from 100 to 1,000,000 writes a second.
+const LOAD_STEPS: [u64; 13] =
+    [100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000, 200_000, 500_000, 1_000_000];
+
+#[component]
+pub fn Controls(props: &ControlsProps) -> Html {
+    let params = &props.params;
+    let shown = props.shown;
+    let on_scenario = props.on_action.reform(|event: Event| {
+        let select: web_sys::HtmlSelectElement = event.target_unchecked_into();
+        LabAction::SetScenario(Scenario::from_url_name(&select.value()).unwrap_or(Scenario::Tiny))
+    });
+    let on_policy = props.on_action.reform(|event: Event| {
+        let select: web_sys::HtmlSelectElement = event.target_unchecked_into();
+        LabAction::SetPolicy(Policy::from_url_name(&select.value()).unwrap_or(Policy::GroupCommit))
+    });
+    let on_load = props.on_action.reform(|event: InputEvent| {
+        let input: web_sys::HtmlInputElement = event.target_unchecked_into();
+        let step = input.value().parse::<usize>().unwrap_or(0).min(LOAD_STEPS.len() - 1);
+        LabAction::SetLoad(LOAD_STEPS[step].min(LOAD_PER_SECOND_MAX))
+    });
+    let on_sync = {
+        let on_action = props.on_action.clone();
+        Callback::from(move |event: Event| {
+            let select: web_sys::HtmlSelectElement = event.target_unchecked_into();
+            if let Some(latency) = Nanos::parse_millis(&select.value()) {
+                on_action.emit(LabAction::SetSyncLatency(latency));
+            }
+        })
+    };
+    let on_window = {
+        let on_action = props.on_action.clone();
+        Callback::from(move |event: Event| {
+            let select: web_sys::HtmlSelectElement = event.target_unchecked_into();
+            if let Some(window) = Nanos::parse_millis(&select.value()) {
+                on_action.emit(LabAction::SetWindow(window));
+            }
+        })
+    };
+    let on_seed = {
+        let on_action = props.on_action.clone();
+        Callback::from(move |event: Event| {
+            let input: web_sys::HtmlInputElement = event.target_unchecked_into();
+            if let Ok(seed) = input.value().trim().parse::<u64>() {
+                on_action.emit(LabAction::SetSeed(seed));
+            }
+        })
+    };
+    let load_step = LOAD_STEPS.iter().position(|load| *load >= params.load_per_second).unwrap_or(LOAD_STEPS.len() - 1);
+    let policies: Vec<Policy> = if shown.policies_sync_only {
+        vec![Policy::GroupCommit, Policy::SyncPerWrite, Policy::Window]
+    } else {
+        Policy::ALL.to_vec()
+    };
+    let sync_choices = ["0.1", "0.25", "0.5", "1", "2", "5", "10"];
+    let window_choices = ["0.5", "1", "2", "5"];
+    let sync_now = format_millis(params.sync_latency);
+    let window_now = format_millis(params.window);
+    html! {
+        <div class="controls">
+            if shown.scenario {
+                <label>{ "arrivals " }
+                    <select class="scenario" onchange={on_scenario}>
+                        { for Scenario::ALL.iter().map(|scenario| html! {
+                            <option value={scenario.url_name()} selected={*scenario == params.scenario}>{ scenario.label() }</option>
+                        }) }
+                    </select>
+                </label>
+            }
+            if shown.policy {
+                <label>{ "policy " }
+                    <select class="policy" onchange={on_policy}>
+                        { for policies.iter().map(|policy| html! {
+                            <option value={policy.url_name()} selected={*policy == params.policy}>{ policy.label() }</option>
+                        }) }
+                    </select>
+                </label>
+            }
+            if shown.load {
+                <label class="load">{ "load " }
+                    <input type="range" class="load-slider" min="0" max={(LOAD_STEPS.len() - 1).to_string()} step="1"
+                        value={load_step.to_string()} oninput={on_load} />
+                    <span class="value">{ format!("{} writes/s", group_thousands(params.load_per_second)) }</span>
+                </label>
+            }
+            if shown.sync {
+                <label>{ "sync latency L " }
+                    <select class="sync" onchange={on_sync}>
+                        { for sync_choices.iter().map(|choice| html! { <option value={*choice} selected={*choice == sync_now}>{ format!("{choice} ms") }</option> }) }
+                        if !sync_choices.contains(&sync_now.as_str()) { <option value={sync_now.clone()} selected=true>{ format!("{sync_now} ms") }</option> }
+                    </select>
+                </label>
+            }
+            if shown.window {
+                <label>{ "window W " }
+                    <select class="window" onchange={on_window}>
+                        { for window_choices.iter().map(|choice| html! { <option value={*choice} selected={*choice == window_now}>{ format!("{choice} ms") }</option> }) }
+                        if !window_choices.contains(&window_now.as_str()) { <option value={window_now.clone()} selected=true>{ format!("{window_now} ms") }</option> }
+                    </select>
+                </label>
+            }
+            if shown.seed {
+                <label>{ "seed " }<input class="seed" type="number" min="0" value={params.seed.to_string()} onchange={on_seed} /></label>
+            }
+        </div>
+    }
+}
+
+/// 100000 as "100,000".
+pub fn group_thousands(value: u64) -> String {
+    let digits = value.to_string();
+    let mut out = String::new();
+    for (index, digit) in digits.chars().enumerate() {
+        if index > 0 && (digits.len() - index) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
