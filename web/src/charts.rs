@@ -208,21 +208,18 @@ fn draw_bars(
         .x_label_area_size(34)
         .y_label_area_size(56)
         .build_cartesian_2d(0f64..count as f64, 0f64..y_max)?;
-    let labels: Vec<String> = bars.iter().map(|bar| bar.label.clone()).collect();
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .y_desc(y_label)
-        .x_labels(count)
-        .x_label_formatter(&|x| {
-            let index = (*x - 0.5).round();
-            if index >= 0.0 && (index as usize) < labels.len() && (*x - index - 0.5).abs() < 0.01 {
-                labels[index as usize].clone()
-            } else {
-                String::new()
-            }
-        })
-        .draw()?;
+    chart.configure_mesh().disable_x_mesh().disable_x_axis().y_desc(y_label).draw()?;
+    let every = (count / 24).max(1);
+    chart.draw_series(bars.iter().enumerate().filter(|(index, _)| index % every == 0).map(|(index, bar)| {
+        Text::new(
+            bar.label.clone(),
+            (index as f64 + 0.5, 0.0),
+            ("sans-serif", 11).into_font().color(&BLACK).pos(plotters::style::text_anchor::Pos::new(
+                plotters::style::text_anchor::HPos::Center,
+                plotters::style::text_anchor::VPos::Top,
+            )),
+        )
+    }))?;
     chart.draw_series(bars.iter().enumerate().map(|(index, bar)| {
         let color = RGBColor(bar.color.0, bar.color.1, bar.color.2);
         Rectangle::new([(index as f64 + 0.15, 0.0), (index as f64 + 0.85, bar.value)], color.filled())

@@ -13,6 +13,7 @@ use walab_core::time::Nanos;
 use crate::url_state::LabParams;
 
 pub mod append;
+pub mod chain;
 pub mod commit;
 pub mod trace_view;
 

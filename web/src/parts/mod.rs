@@ -13,7 +13,11 @@ use crate::url_state::LabParams;
 
 pub mod commit;
 pub mod controls;
+pub mod failed_sync;
+pub mod intro;
 pub mod record;
+pub mod sync_calls;
+pub mod wrapup;
 
 /// The Parts' titles, as the navigation lists them.
 pub const PART_TITLES: [&str; 13] = [
@@ -58,8 +62,14 @@ pub fn Source(props: &SourceProps) -> Html {
 pub fn Chapter(props: &ChapterProps) -> Html {
     let props = props.clone();
     match props.params.part {
+        0 => html! { <intro::StartChapter ..props /> },
+        1 => html! { <intro::AckChapter ..props /> },
+        2 => html! { <sync_calls::SyncChapter ..props /> },
+        3 => html! { <failed_sync::FailedSyncChapter ..props /> },
         4 => html! { <record::RecordChapter ..props /> },
         5 => html! { <commit::GroupCommitChapter ..props /> },
+        11 => html! { <wrapup::AwsChapter ..props /> },
+        12 => html! { <wrapup::LearnedChapter ..props /> },
         part => html! {
             <p class="pending">{ format!("Part {part}'s bench is being built; the navigation above already works.") }</p>
         },

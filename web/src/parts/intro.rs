@@ -1,0 +1,144 @@
+//! Parts 0 and 1: the problem, and what an OK promises.
+
+use yew::prelude::*;
+
+use super::controls::{group_thousands, Controls, Shown};
+use super::{ChapterProps, Source};
+use crate::benches::chain::{needed_before_ok, survives, Failure, Stage};
+use crate::benches::Bench;
+use crate::url_state::{format_millis, Policy};
+
+#[component]
+pub fn StartChapter(props: &ChapterProps) -> Html {
+    let shown = Shown { load: true, sync: true, ..Shown::default() };
+    let params = &props.params;
+    let ceiling = 1e9 / params.sync_latency.0.max(1) as f64;
+    let rows = match &*props.bench.0 {
+        Bench::Commit(bench) => bench
+            .steady_by_policy
+            .iter()
+            .map(|(policy, summary)| match summary {
+                Ok(summary) => {
+                    let keeps_up = *policy != Policy::SyncPerWrite || (params.load_per_second as f64) < ceiling;
+                    html! {
+                        <tr data-policy={policy.url_name()}>
+                            <td>{ policy.label() }</td>
+                            <td class="num">{ format!("{:.0}", summary.syncs_per_s()) }</td>
+                            <td class="num">{ format!("{:.1}", summary.batch_mean()) }</td>
+                            <td class="num">{ format!("{:.2} ms", summary.wait_mean().as_millis_f64()) }</td>
+                            <td class={classes!(if keeps_up { "ok" } else { "danger" })}>
+                                { if keeps_up { "keeps up".to_string() } else { format!("falls behind: the queue grows (ceiling {:.0}/s)", ceiling) } }
+                            </td>
+                        </tr>
+                    }
+                }
+                Err(error) => html! { <tr><td>{ policy.label() }</td><td colspan="4" class="error">{ error.clone() }</td></tr> },
+            })
+            .collect::<Html>(),
+        _ => Html::default(),
+    };
+    html! {
+        <>
+        <div class="prose">
+            <p>{ "Picture a storage node that must take 100,000 small writes a second, each about 100 bytes, on an \
+                  EBS gp3 volume, and reply OK to each one only when the write would survive a crash. Before it \
+                  replies, the write's log record has to be synced: pushed out of memory onto the device itself." }</p>
+            <p>{ "AWS describes gp3's latency only as single-digit milliseconds, so walab assumes 1 ms per sync of \
+                  the log and lets you change it. Part 2 shows how to measure the real figure on your own volume. " }
+               <Source name="AWS: EBS General Purpose SSD volumes" href="https://docs.aws.amazon.com/ebs/latest/userguide/general-purpose.html" /></p>
+            <p>{ "A write-ahead log (WAL) is an append-only file in which every change is recorded before it is applied \
+                  anywhere else. This lab takes its write path apart, one Part at a time, on one small running example, \
+                  the tiny store: 24 writes, few enough to show every byte and every sync." }</p>
+        </div>
+        <h3>{ "The arithmetic, run on the simulator" }</h3>
+        <div class="prose"><p>{ format!("One sync takes L = {} ms, so one log that syncs once per write can acknowledge at \
+            most {} writes a second. Change the load and L; each row below is a run of the core's group-commit \
+            simulator at that load.", format_millis(params.sync_latency), group_thousands(ceiling as u64)) }</p></div>
+        <Controls params={params.clone()} shown={shown} on_action={props.on_action.clone()} />
+        <table class="problem">
+            <thead><tr><th>{ "policy" }</th><th class="num">{ "syncs/s" }</th><th class="num">{ "writes per sync" }</th><th class="num">{ "mean wait" }</th><th>{ format!("at {} writes/s", group_thousands(params.load_per_second)) }</th></tr></thead>
+            <tbody>{ rows }</tbody>
+        </table>
+        <h3>{ "What you will be able to do" }</h3>
+        <ol class="goals">
+            <li>{ "State what an OK promises, and against which failure (Part 1)." }</li>
+            <li>{ "Say what fsync and its relatives guarantee, and what one sync costs (Part 2)." }</li>
+            <li>{ "Handle a failed fsync without losing acknowledged writes (Part 3)." }</li>
+            <li>{ "Lay out a log record and append it in the right order (Part 4)." }</li>
+            <li>{ "Size group commit: batch size, syncs per second, the wait (Part 5)." }</li>
+            <li>{ "Pick a durability mode for a kind of data, and say what it can lose (Part 6)." }</li>
+            <li>{ "Recover a log whose last write was torn by a power loss (Part 7)." }</li>
+            <li>{ "Decide when a log segment may be deleted (Part 8)." }</li>
+            <li>{ "Explain the WAL of a page-based engine: pageLSN, checkpoints, torn pages (Part 9)." }</li>
+            <li>{ "Say what replication adds, and what a quorum's latency is (Part 10)." }</li>
+            <li>{ "Fit it all into an AWS budget (Part 11)." }</li>
+        </ol>
+        </>
+    }
+}
+
+#[component]
+pub fn AckChapter(_props: &ChapterProps) -> Html {
+    let selected = use_state(|| Failure::PowerLoss);
+    let buttons = Failure::ALL.iter().map(|failure| {
+        let selected_handle = selected.clone();
+        let failure = *failure;
+        let onclick = Callback::from(move |_: MouseEvent| selected_handle.set(failure));
+        html! {
+            <button class={classes!("failure", (*selected == failure).then_some("primary"))} data-failure={failure.url_name()} {onclick}>
+                { failure.label() }
+            </button>
+        }
+    });
+    let failure = *selected;
+    let needed = needed_before_ok(failure);
+    let chain = Stage::ALL.iter().map(|stage| {
+        let alive = survives(*stage, failure);
+        html! {
+            <li class={classes!("link", if alive { "survives" } else { "wiped" }, (*stage == needed).then_some("needed"))}
+                data-survives={alive.to_string()}>
+                <strong>{ stage.label() }</strong>
+                <span class="how">{ stage.how() }</span>
+                <span class="verdict">{ if alive { "survives" } else { "gone" } }</span>
+            </li>
+        }
+    });
+    let table_rows = Failure::ALL.iter().map(|failure| {
+        html! {
+            <tr>
+                <td>{ failure.label() }</td>
+                <td>{ failure.example() }</td>
+                <td>{ needed_before_ok(*failure).label() }</td>
+            </tr>
+        }
+    });
+    html! {
+        <>
+        <div class="prose">
+            <p>{ "An OK is a promise, and a promise needs terms: survive what? Every engine follows one rule with two halves:" }</p>
+            <ol>
+                <li>{ "Log the change before applying it: the record enters the log before the MemTable, the page or anything else changes." }</li>
+                <li>{ "Make the log durable before acknowledging: the record must survive the failures the OK covers." }</li>
+            </ol>
+            <p>{ "Durable is not one thing. A record passes through several places on its way to safety, and each \
+                  place survives a different set of failures." }</p>
+        </div>
+        <h3>{ "Four ways to fail" }</h3>
+        <table class="failures">
+            <thead><tr><th>{ "failure" }</th><th>{ "for example" }</th><th>{ "the record must have reached, before the OK" }</th></tr></thead>
+            <tbody>{ for table_rows }</tbody>
+        </table>
+        <p class="note">
+            { "A write() puts data in the page cache and promises nothing about the disk; fsync() returns only when the \
+               data is on the device, cache flush included. " }
+            <Source name="write(2)" href="https://man7.org/linux/man-pages/man2/write.2.html" />
+            <Source name="fsync(2)" href="https://man7.org/linux/man-pages/man2/fsync.2.html" />
+            { " Other machines are the subject of Part 10." }
+        </p>
+        <h3>{ "The durability chain" }</h3>
+        <div class="failure-buttons">{ for buttons }</div>
+        <ol class="chain" data-failure={failure.url_name()}>{ for chain }</ol>
+        <p class="verdict-line">{ format!("If {}, an OK is safe only once the record has reached {}.", failure.label(), needed.label()) }</p>
+        </>
+    }
+}

@@ -1,0 +1,179 @@
+//! Part 2: what fsync and its relatives guarantee, and what a sync costs.
+
+use yew::prelude::*;
+
+use super::{ChapterProps, Source};
+use crate::url_state::format_millis;
+
+const FSYNC: &str = "https://man7.org/linux/man-pages/man2/fsync.2.html";
+const OPEN: &str = "https://man7.org/linux/man-pages/man2/open.2.html";
+const WRITE: &str = "https://man7.org/linux/man-pages/man2/write.2.html";
+const SYNC_FILE_RANGE: &str = "https://man7.org/linux/man-pages/man2/sync_file_range.2.html";
+
+/// One row of the table of sync calls.
+struct Call {
+    call: &'static str,
+    waits_for: &'static str,
+    drive_cache: &'static str,
+    metadata: &'static str,
+    survives_power_loss: bool,
+    source: (&'static str, &'static str),
+}
+
+const CALLS: [Call; 8] = [
+    Call {
+        call: "write()",
+        waits_for: "the bytes are copied into the page cache",
+        drive_cache: "no",
+        metadata: "no",
+        survives_power_loss: false,
+        source: ("write(2)", WRITE),
+    },
+    Call {
+        call: "fsync(fd)",
+        waits_for: "the file's changed data and metadata are on the device",
+        drive_cache: "flushed (written through or flushed if the drive has one)",
+        metadata: "all of the file's (size, times), not its directory entry",
+        survives_power_loss: true,
+        source: ("fsync(2)", FSYNC),
+    },
+    Call {
+        call: "fdatasync(fd)",
+        waits_for: "the data, plus only the metadata needed to read it back (a new size)",
+        drive_cache: "flushed",
+        metadata: "only what retrieval needs; times are skipped",
+        survives_power_loss: true,
+        source: ("fsync(2)", FSYNC),
+    },
+    Call {
+        call: "open(..., O_SYNC)",
+        waits_for: "each write() returns as if fsync() had followed it",
+        drive_cache: "flushed",
+        metadata: "all",
+        survives_power_loss: true,
+        source: ("open(2)", OPEN),
+    },
+    Call {
+        call: "open(..., O_DSYNC)",
+        waits_for: "each write() returns as if fdatasync() had followed it",
+        drive_cache: "flushed",
+        metadata: "only what retrieval needs",
+        survives_power_loss: true,
+        source: ("open(2)", OPEN),
+    },
+    Call {
+        call: "open(..., O_DIRECT)",
+        waits_for: "the transfer from the process's buffer, bypassing the page cache where it can",
+        drive_cache: "no: the bytes may sit in the drive's cache",
+        metadata: "no",
+        survives_power_loss: false,
+        source: ("open(2) NOTES", OPEN),
+    },
+    Call {
+        call: "sync_file_range()",
+        waits_for: "write-back of a byte range to start or finish",
+        drive_cache: "no",
+        metadata: "no (not even a new size)",
+        survives_power_loss: false,
+        source: ("sync_file_range(2)", SYNC_FILE_RANGE),
+    },
+    Call {
+        call: "fsync(directory fd)",
+        waits_for: "the directory's entries: a new file's name, a rename",
+        drive_cache: "flushed",
+        metadata: "the directory's",
+        survives_power_loss: true,
+        source: ("fsync(2) NOTES", FSYNC),
+    },
+];
+
+#[component]
+pub fn SyncChapter(props: &ChapterProps) -> Html {
+    let rows = CALLS.iter().map(|call| {
+        html! {
+            <tr data-survives={call.survives_power_loss.to_string()}>
+                <td><code>{ call.call }</code></td>
+                <td>{ call.waits_for }</td>
+                <td>{ call.drive_cache }</td>
+                <td>{ call.metadata }</td>
+                <td class={classes!(if call.survives_power_loss { "ok" } else { "danger" })}>{ if call.survives_power_loss { "yes" } else { "no" } }</td>
+                <td><Source name={call.source.0} href={call.source.1} /></td>
+            </tr>
+        }
+    });
+    let latency = props.params.sync_latency;
+    let ceiling = 1e9 / latency.0.max(1) as f64;
+    html! {
+        <>
+        <div class="prose">
+            <p>{ "\"We fsync the log\" hides a choice between several calls, each promising something different, and a \
+                  cache inside the drive that can undo all of them without an error. The table says what each call \
+                  waits for, from the Linux man pages." }</p>
+        </div>
+        <table class="sync-calls">
+            <thead><tr><th>{ "call" }</th><th>{ "returns when" }</th><th>{ "drive's volatile cache" }</th><th>{ "metadata" }</th><th>{ "survives power loss" }</th><th>{ "source" }</th></tr></thead>
+            <tbody>{ for rows }</tbody>
+        </table>
+        <div class="prose">
+            <p>{ "O_DIRECT is about caching, not durability: it skips the kernel's cache, but the drive may still hold the \
+                  bytes in its own, and the file's metadata may still be pending. An engine using direct I/O still needs \
+                  fdatasync or O_DSYNC. sync_file_range's man page itself warns that it gives no durability: it neither \
+                  flushes the drive's cache nor writes the metadata. " }
+               <Source name="open(2)" href={OPEN} /><Source name="sync_file_range(2)" href={SYNC_FILE_RANGE} /></p>
+            <p>{ "What engines use: PostgreSQL's wal_sync_method defaults to fdatasync on Linux; RocksDB issues fdatasync \
+                  unless use_fsync is set. " }
+               <Source name="PostgreSQL: wal_sync_method" href="https://www.postgresql.org/docs/current/runtime-config-wal.html#GUC-WAL-SYNC-METHOD" />
+               <Source name="RocksDB options.h: use_fsync" href="https://github.com/facebook/rocksdb/blob/main/include/rocksdb/options.h" /></p>
+        </div>
+        <h3>{ "The drive's own cache" }</h3>
+        <div class="prose">
+            <p>{ "A drive with a volatile write cache can report a write as done while the bytes are only in its RAM. \
+                  So a sync has two jobs: get the dirty pages to the drive, then make the drive put them on stable media \
+                  (a cache flush, or writes marked to bypass the cache). Linux shows what it believes about a device in \
+                  /sys/block/<dev>/queue/write_cache: \"write back\" means a volatile cache that needs flushing, \"write \
+                  through\" means none. " }
+               <Source name="Linux sysfs-block ABI" href="https://www.kernel.org/doc/Documentation/ABI/stable/sysfs-block" /></p>
+            <p>{ "Every promise above assumes each layer honours the flush: the file system, any hypervisor, any RAID \
+                  controller, the drive. A layer that acknowledges a flush without doing it breaks every promise above \
+                  it silently, until a power loss. The only test is to pull the power under load on the stack you run \
+                  and count the acknowledged writes afterwards." }</p>
+        </div>
+        <h3>{ "Creating and growing the log" }</h3>
+        <ul class="prose">
+            <li>{ "A new segment's name lives in its directory, and fsync of the file does not make the directory entry \
+                   durable: after creating or renaming a segment, sync the directory too. " }<Source name="fsync(2) NOTES" href={FSYNC} /></li>
+            <li>{ "An append that extends a file changes its size, so each such sync also writes metadata. Engines give \
+                   the log its space ahead of time: PostgreSQL fills each new 16 MB segment with zeros and recycles old \
+                   ones; RocksDB can recycle log files so that fdatasync has no inode update to make. A bare fallocate \
+                   is usually not enough, because the reserved extents start out unwritten and the first write into \
+                   each one still changes metadata. " }
+                <Source name="PostgreSQL: WAL configuration" href="https://www.postgresql.org/docs/current/wal-configuration.html" />
+                <Source name="RocksDB options.h: recycle_log_file_num" href="https://github.com/facebook/rocksdb/blob/main/include/rocksdb/options.h" /></li>
+        </ul>
+        <h3>{ "What a sync costs" }</h3>
+        <div class="prose">
+            <p>{ format!("One log runs one sync at a time and a sync takes L, so it completes at most 1 ÷ L syncs a \
+                  second: {:.0} at L = {} ms (Part 5 shows how group commit shares each one). On EBS each sync is \
+                  also an I/O against the volume's IOPS budget; AWS counts an SSD I/O of up to 256 KiB as one and \
+                  merges small sequential I/Os where it can.", ceiling, format_millis(latency)) }
+               <Source name="AWS: EBS I/O characteristics" href="https://docs.aws.amazon.com/ebs/latest/userguide/ebs-io-characteristics.html" /></p>
+        </div>
+        <h3>{ "Measure, don't assume" }</h3>
+        <div class="prose"><p>{ "Run these on the volume and instance type you will use, and watch the engine's own sync latency in production:" }</p></div>
+        <pre class="commands"><code>{ "fio --name=walsync --filename=/data/fio.test --size=256m --rw=write --bs=4k --ioengine=sync --fdatasync=1\n\
+pg_test_fsync -f /data/pg_test_fsync.out\n\
+cat /sys/block/nvme1n1/queue/write_cache\n\
+walab fsync-test --dir /data      # walab's own: every sync method, percentiles, a latency file for the lab" }</code></pre>
+        <ul class="prose">
+            <li>{ "fio writes 4 KiB blocks and calls fdatasync after each; its report has a \"sync\" latency line (min, max, \
+                   average, deviation, in microseconds) and a table of sync latency percentiles. The percentiles from \
+                   the 50th to the 99.9th are your L. " }<Source name="fio documentation: fdatasync" href="https://fio.readthedocs.io/en/latest/fio_doc.html" /></li>
+            <li>{ "pg_test_fsync times every sync method PostgreSQL can use (open_datasync, fdatasync, fsync, \
+                   fsync_writethrough, open_sync) with one and with two 8 kB writes per sync, and prints operations per \
+                   second and microseconds per operation for each. " }<Source name="PostgreSQL: pg_test_fsync" href="https://www.postgresql.org/docs/current/pgtestfsync.html" /></li>
+            <li>{ "The last line prints \"write back\" or \"write through\": whether the kernel believes the device has a \
+                   volatile cache to flush." }</li>
+        </ul>
+        </>
+    }
+}

@@ -1,0 +1,149 @@
+//! Parts 11 and 12: AWS, the cheat card and the drills.
+
+use yew::prelude::*;
+
+use super::{ChapterProps, Source};
+
+/// A managed service and what AWS documents about when it says OK.
+struct Service {
+    name: &'static str,
+    log: &'static str,
+    ok_means: &'static str,
+    source: (&'static str, &'static str),
+}
+
+const SERVICES: [Service; 6] = [
+    Service {
+        name: "Amazon Aurora",
+        log: "the database sends only redo log records to a storage fleet that keeps six copies across three Availability Zones",
+        ok_means: "a write is durable once four of the six copies have it (a 4 of 6 write quorum)",
+        source: ("AWS: Aurora storage and reliability; Verbitski et al., SIGMOD 2017", "https://docs.aws.amazon.com/AmazonRDS/latest/AuroraUserGuide/Aurora.Overview.StorageReliability.html"),
+    },
+    Service {
+        name: "Amazon RDS Multi-AZ (one standby)",
+        log: "the engine's own WAL or redo log, replicated synchronously to a standby in another Availability Zone",
+        ok_means: "committed on the primary and on the standby's storage",
+        source: ("AWS: RDS Multi-AZ deployments", "https://docs.aws.amazon.com/AmazonRDS/latest/UserGuide/Concepts.MultiAZSingleStandby.html"),
+    },
+    Service {
+        name: "Amazon DynamoDB",
+        log: "each partition is a replication group of three replicas in different zones running Multi-Paxos over a write-ahead log",
+        ok_means: "acknowledged once two of the three replicas have written the log record",
+        source: ("Elhemali et al., Amazon DynamoDB, USENIX ATC 2022", "https://www.usenix.org/conference/atc22/presentation/elhemali"),
+    },
+    Service {
+        name: "Amazon MemoryDB",
+        log: "a distributed transactional log spread across Availability Zones behind the in-memory engine",
+        ok_means: "a write is acknowledged after the log has committed it in multiple zones",
+        source: ("AWS: MemoryDB features", "https://docs.aws.amazon.com/memorydb/latest/devguide/what-is-memorydb.html"),
+    },
+    Service {
+        name: "Amazon S3",
+        log: "none exposed; objects are stored redundantly across at least three Availability Zones (S3 Standard)",
+        ok_means: "a successful PUT is durable and visible to every later read (strong read-after-write consistency)",
+        source: ("AWS: S3 data protection and consistency", "https://docs.aws.amazon.com/AmazonS3/latest/userguide/DataDurability.html"),
+    },
+    Service {
+        name: "Amazon EBS gp3 (your own engine)",
+        log: "yours: the volume is replicated within one Availability Zone",
+        ok_means: "a completed sync; baseline 3,000 IOPS and 125 MiB/s, more if provisioned",
+        source: ("AWS: EBS General Purpose SSD volumes", "https://docs.aws.amazon.com/ebs/latest/userguide/general-purpose.html"),
+    },
+];
+
+#[component]
+pub fn AwsChapter(_props: &ChapterProps) -> Html {
+    let rows = SERVICES.iter().map(|service| {
+        html! {
+            <tr>
+                <td>{ service.name }</td>
+                <td>{ service.log }</td>
+                <td>{ service.ok_means }</td>
+                <td><Source name={service.source.0} href={service.source.1} /></td>
+            </tr>
+        }
+    });
+    html! {
+        <>
+        <div class="prose">
+            <p>{ "Every AWS database and log service has a write-ahead log or a replicated log inside it. What matters to \
+                  a design is what each one documents about the moment it says OK. Only AWS's own documentation and papers \
+                  are used below." }</p>
+        </div>
+        <table class="services">
+            <thead><tr><th>{ "service" }</th><th>{ "its log" }</th><th>{ "OK means" }</th><th>{ "source" }</th></tr></thead>
+            <tbody>{ for rows }</tbody>
+        </table>
+        </>
+    }
+}
+
+#[component]
+pub fn LearnedChapter(_props: &ChapterProps) -> Html {
+    let drills: [(&str, &str); 6] = [
+        ("A log syncs in 1 ms and takes 100,000 writes a second. How many writes does each sync carry, and how long does a writer wait?",
+         "About 100 per sync (load × L), 1,000 syncs a second, and a wait between L and 2L: 1.5 ms on average (Part 5)."),
+        ("fdatasync returns EIO. The code retries and the retry succeeds. What went wrong?",
+         "Linux may have marked the pages clean after the failed write-back, so the retry had nothing to write. The log must fail its waiters, stop and recover (Part 3)."),
+        ("After a power cut the last record of the log fails its checksum. Which writes may be missing?",
+         "Only writes that were never acknowledged, in a sync-before-OK mode: the scan stops at the first bad record, and everything acknowledged was synced before it (Part 7)."),
+        ("Why may a write that timed out at the client exist after recovery?",
+         "Its sync can finish a moment before the power goes; nobody was told OK. A timeout is an unknown outcome, so the retry must be idempotent (Parts 3 and 7)."),
+        ("A CDC reader has confirmed only seq 10. Which log segments must stay?",
+         "Every segment holding a record after seq 10, even if flushed files already hold them (Part 8)."),
+        ("Three replicas, W = 2, local sync 1.0 ms, followers at 1.4 ms and 6.0 ms. What does a commit cost?",
+         "max(1.0, 1.4) = 1.4 ms: the legs run in parallel and the slow follower does not count (Part 10)."),
+    ];
+    let drills = drills.iter().enumerate().map(|(index, (question, answer))| {
+        html! {
+            <li class="drill">
+                <p>{ *question }</p>
+                <details data-drill={index.to_string()}><summary>{ "think first, then reveal" }</summary><p>{ *answer }</p></details>
+            </li>
+        }
+    });
+    html! {
+        <>
+        <div class="prose">
+            <p>{ "Back to the node that had to acknowledge 100,000 writes a second, each surviving a crash, with a log \
+                  whose sync takes about 1 ms and so allows about 1,000 syncs a second:" }</p>
+            <ul>
+                <li>{ "An OK names the failure it survives; the WAL rule logs before applying and syncs before acknowledging (Part 1)." }</li>
+                <li>{ "A sync, not a write, makes a record durable, through the drive's cache, with the directory and the file's size made durable too (Part 2); a failed sync stops the engine (Part 3)." }</li>
+                <li>{ "Group commit shares each sync: about 100 writes per batch, about 1,000 syncs a second, waits of 1 to 2 ms, about 150 writes in flight, and the same guarantee as a sync per write (Parts 5 and 6)." }</li>
+                <li>{ "Checksums and a scan that stops at the first bad record make a torn tail harmless (Part 7); truncation keeps the log small unless a reader pins it (Part 8)." }</li>
+                <li>{ "Replicas in other zones cover the lost disk and the lost zone, at the latency of the fastest follower needed (Part 10)." }</li>
+            </ul>
+        </div>
+        <h3>{ "The cheat card" }</h3>
+        <table class="cheat-card">
+            <tbody>
+                <tr><th>{ "the rule" }</th><td>{ "log before apply; durable before OK; OK names its failure class" }</td></tr>
+                <tr><th>{ "the call" }</th><td>{ "fdatasync (or O_DSYNC) on the log; fsync the directory after creating or renaming a segment" }</td></tr>
+                <tr><th>{ "the ceiling" }</th><td>{ "one log: 1 ÷ L syncs a second; group commit carries load × L writes per sync" }</td></tr>
+                <tr><th>{ "the wait" }</th><td>{ "between L and 2L with group commit; up to W more with a window" }</td></tr>
+                <tr><th>{ "a failed sync" }</th><td>{ "fatal: fail the waiters, stop, recover; never retry" }</td></tr>
+                <tr><th>{ "the record" }</th><td>{ "checksum, length, type, payload; scan stops at the first record that fails" }</td></tr>
+                <tr><th>{ "deleting a segment" }</th><td>{ "only when its records are durable elsewhere and every reader has passed it" }</td></tr>
+                <tr><th>{ "pages" }</th><td>{ "redo only where LSN > pageLSN; full-page images or doublewrite against torn pages" }</td></tr>
+                <tr><th>{ "replicas" }</th><td>{ "commit at max(local sync, the (W−1)th fastest follower), not the sum" }</td></tr>
+            </tbody>
+        </table>
+        <h3>{ "Failure checklist" }</h3>
+        <ul class="checklist">
+            <li>{ "Does every OK in the design name the failure class it survives?" }</li>
+            <li>{ "Is the sync before the acknowledgement on the code path that actually answers the client?" }</li>
+            <li>{ "Do sync errors stop the engine instead of being retried?" }</li>
+            <li>{ "Are log files zero-filled or recycled, and is the directory synced after a create or rename?" }</li>
+            <li>{ "Are sync latency and batch size exported as metrics, with alarms?" }</li>
+            <li>{ "Is every log reader's lag alarmed before the disk fills?" }</li>
+            <li>{ "Is torn-page protection on, or are atomic writes proven for this instance type and block size?" }</li>
+            <li>{ "Are replicas in separate zones, with a sync policy that survives a power event they all share?" }</li>
+        </ul>
+        <h3>{ "Drills" }</h3>
+        <ol class="drills">{ for drills }</ol>
+        <p class="note">{ "Sources for every fact are given beside it in the Part that teaches it." }
+            <Source name="fsync(2)" href="https://man7.org/linux/man-pages/man2/fsync.2.html" /></p>
+        </>
+    }
+}
