@@ -153,7 +153,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         Err(_) => "the page's branch R: every sync 1.0 ms, B 0.4 ms and C 5.0 ms away".to_string(),
     };
     writeln!(out, "\nwhat an acknowledged write survives (three replicas in zones a, b, c; failure at the commit instant; {timing})").ok();
-    writeln!(out, "{:<46} {:>7}  {:<17} {:<11} {:<9} {}", "policy", "commit", "leader power loss", "lost leader", "lost zone", "shared power event").ok();
+    writeln!(out, "{:<46} {:>7}  {:<17} {:<11} {:<9} shared power event", "policy", "commit", "leader power loss", "lost leader", "lost zone").ok();
     for row in &survival {
         let answer = |index: usize| if row.survives[index].1 { "yes" } else { "NO" };
         writeln!(out, "{:<46} {:>7}  {:<17} {:<11} {:<9} {}", row.policy, row.commit_latency.to_string(), answer(0), answer(1), answer(2), answer(3)).ok();

@@ -98,7 +98,7 @@ impl PageGeometry {
         if page_bytes > 65_536 {
             return Err(GeometryError::PageTooLarge { page_bytes });
         }
-        if sector_bytes == 0 || page_bytes % sector_bytes != 0 {
+        if sector_bytes == 0 || !page_bytes.is_multiple_of(sector_bytes) {
             return Err(GeometryError::SectorDoesNotDividePage { page_bytes, sector_bytes });
         }
         Ok(PageGeometry { page_bytes, sector_bytes })
