@@ -153,6 +153,12 @@ impl BudgetInput {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum BudgetError {
     RateZero,
+    /// More than one write a nanosecond.
+    RateTooHigh { rate_per_s: u64 },
+    /// Records or pages over 1 GiB.
+    TooLarge { what: &'static str, bytes: u64 },
+    /// `rate x L` writes per batch is more than the calculator simulates.
+    BatchTooLargeToSimulate { writes_per_batch: u64 },
     RecordBytesZero,
     SyncLatencyZero,
     PageBytesZero,
@@ -164,6 +170,11 @@ impl std::fmt::Display for BudgetError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             BudgetError::RateZero => f.write_str("the rate must be at least 1 write a second"),
+            BudgetError::RateTooHigh { rate_per_s } => write!(f, "a rate of {rate_per_s} writes a second is more than one a nanosecond"),
+            BudgetError::TooLarge { what, bytes } => write!(f, "{what} of {bytes} bytes is over 1 GiB"),
+            BudgetError::BatchTooLargeToSimulate { writes_per_batch } => {
+                write!(f, "about {writes_per_batch} writes per batch (rate x sync latency); the calculator simulates at most {} per batch", STEADY_WRITES_MAX / STEADY_SYNCS)
+            }
             BudgetError::RecordBytesZero => f.write_str("records must be at least 1 byte"),
             BudgetError::SyncLatencyZero => f.write_str("the sync latency must be longer than zero"),
             BudgetError::PageBytesZero => f.write_str("the page size must be at least 1 byte"),
@@ -259,8 +270,12 @@ fn load(iops: u64, bytes_per_s: u64, limits: &VolumeLimits) -> VolumeLoad {
     VolumeLoad { iops, bytes_per_s, iops_fit: fit(iops_needed, limits.iops_included, limits.iops_max), throughput_fit }
 }
 
-/// Writers simulated for the steady state: enough for dozens of batches, bounded.
-const STEADY_WRITES_MAX: u64 = 200_000;
+/// Writers simulated for the steady state, at most.
+const STEADY_WRITES_MAX: u64 = 400_000;
+/// Sync latencies' worth of writers simulated: enough for a steady middle.
+const STEADY_SYNCS: u64 = 12;
+/// The largest record or page the calculator takes.
+const BYTES_MAX: u64 = 1 << 30;
 /// Batches at each end of the run left out of the steady averages.
 const WARMUP_BATCHES: usize = 2;
 
@@ -278,13 +293,33 @@ pub fn compute(input: BudgetInput) -> Result<Budget, BudgetError> {
     if input.log_page_bytes == 0 {
         return Err(BudgetError::PageBytesZero);
     }
+    if input.rate_per_s > 1_000_000_000 {
+        return Err(BudgetError::RateTooHigh { rate_per_s: input.rate_per_s });
+    }
+    if input.record_bytes > BYTES_MAX {
+        return Err(BudgetError::TooLarge { what: "a record", bytes: input.record_bytes });
+    }
+    if input.log_page_bytes > BYTES_MAX {
+        return Err(BudgetError::TooLarge { what: "a page", bytes: input.log_page_bytes });
+    }
     let limits = VolumeLimits::of(input.volume);
     let log_record_bytes = input.record_bytes + HEADER_BYTES as u64;
 
-    // 1. Run group commit: 40 sync latencies' worth of writers (at least 40 writers).
-    let writes_for_40_syncs = (u128::from(input.rate_per_s) * 40 * u128::from(input.sync_latency.0) / 1_000_000_000) as u64;
-    let count = writes_for_40_syncs.clamp(40, STEADY_WRITES_MAX);
-    let run = steady_group_commit(input.rate_per_s, count, log_record_bytes as usize, input.sync_latency).map_err(BudgetError::Run)?;
+    // 1. Run group commit over STEADY_SYNCS sync latencies' worth of writers (at least
+    //    40). Every record has the same size, so the machine is fed 1-byte records and
+    //    the batches' offsets and sizes are scaled back up: the same batches, without
+    //    holding gigabytes of payload.
+    let writes_per_latency = u128::from(input.rate_per_s) * u128::from(input.sync_latency.0) / 1_000_000_000;
+    let count = writes_per_latency * u128::from(STEADY_SYNCS);
+    if count > u128::from(STEADY_WRITES_MAX) {
+        return Err(BudgetError::BatchTooLargeToSimulate { writes_per_batch: u64::try_from(writes_per_latency).unwrap_or(u64::MAX) });
+    }
+    let count = (count as u64).max(40);
+    let mut run = steady_group_commit(input.rate_per_s, count, 1, input.sync_latency).map_err(BudgetError::Run)?;
+    for batch in &mut run.batches {
+        batch.offset *= log_record_bytes;
+        batch.bytes *= log_record_bytes;
+    }
     let steady: &[BatchTiming] = if run.batches.len() > 2 * WARMUP_BATCHES + 1 {
         &run.batches[WARMUP_BATCHES..run.batches.len() - WARMUP_BATCHES]
     } else {
@@ -428,6 +463,20 @@ mod tests {
         let nvme = compute(BudgetInput { volume: VolumeKind::InstanceStore, ..BudgetInput::page() }).unwrap();
         assert_eq!(nvme.shared.iops_fit, Fit::Included);
         assert_eq!(nvme.lsm_iops, 0, "no EBS I/O accounting on instance store");
+    }
+
+    #[test]
+    fn refuses_what_it_cannot_simulate() {
+        assert_eq!(compute(BudgetInput { rate_per_s: u64::MAX, ..BudgetInput::page() }).unwrap_err(), BudgetError::RateTooHigh { rate_per_s: u64::MAX });
+        assert!(matches!(compute(BudgetInput { record_bytes: u64::MAX, ..BudgetInput::page() }), Err(BudgetError::TooLarge { .. })));
+        assert!(matches!(compute(BudgetInput { log_page_bytes: u64::MAX, ..BudgetInput::page() }), Err(BudgetError::TooLarge { .. })));
+        assert_eq!(
+            compute(BudgetInput { rate_per_s: 10_000_000, sync_latency: Nanos::from_millis(1_000), ..BudgetInput::page() }).unwrap_err(),
+            BudgetError::BatchTooLargeToSimulate { writes_per_batch: 10_000_000 }
+        );
+        // The largest inputs it takes still compute without overflow.
+        let big = compute(BudgetInput { rate_per_s: 1_000_000_000, record_bytes: 1 << 30, sync_latency: Nanos(1_000), log_page_bytes: 1 << 30, ..BudgetInput::page() }).unwrap();
+        assert_eq!(big.writes_per_batch_mean, 1_000.0);
     }
 
     #[test]

@@ -81,6 +81,13 @@ pub struct QuorumSetup {
     pub inflight_max: usize,
 }
 
+/// The most batches in flight a setup may ask for.
+pub const INFLIGHT_MAX: usize = 1024;
+/// The most replicas a setup may name.
+pub const REPLICAS_MAX: usize = 64;
+/// The longest leg a setup may name: one hour (longer is not a commit, it is an outage).
+pub const LEG_MAX: Nanos = Nanos(3_600_000_000_000);
+
 /// Why a quorum setup or run is refused.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum QuorumError {
@@ -88,6 +95,8 @@ pub enum QuorumError {
     NoReplicas,
     /// W must be between 1 and N.
     BadW { w: usize, replicas: usize },
+    /// A setting over its bound.
+    TooLarge { what: &'static str, max: u64 },
     /// A leg of zero time (a sync or a round trip takes some time).
     ZeroLeg { replica: usize },
     Config(ConfigError),
@@ -106,6 +115,7 @@ impl std::fmt::Display for QuorumError {
         match self {
             QuorumError::NoReplicas => f.write_str("at least one replica (the leader) is needed"),
             QuorumError::BadW { w, replicas } => write!(f, "w = {w} must be between 1 and the {replicas} replicas"),
+            QuorumError::TooLarge { what, max } => write!(f, "{what}: at most {max}"),
             QuorumError::ZeroLeg { replica } => write!(f, "replica {replica}: a delay of zero"),
             QuorumError::Config(error) => write!(f, "{error}"),
             QuorumError::ForkOutOfRange { after_write } => write!(f, "cannot fork after write {after_write}: the tiny store forks after one of writes 1 to 23"),
@@ -140,6 +150,15 @@ impl QuorumSetup {
         }
         if self.inflight_max == 0 {
             return Err(QuorumError::Config(ConfigError::InflightMaxZero));
+        }
+        if self.inflight_max > INFLIGHT_MAX {
+            return Err(QuorumError::TooLarge { what: "batches in flight", max: INFLIGHT_MAX as u64 });
+        }
+        if self.legs.len() > REPLICAS_MAX {
+            return Err(QuorumError::TooLarge { what: "replicas", max: REPLICAS_MAX as u64 });
+        }
+        if self.legs.iter().any(|leg| *leg > LEG_MAX) {
+            return Err(QuorumError::TooLarge { what: "a leg, in nanoseconds", max: LEG_MAX.0 });
         }
         Ok(())
     }
@@ -817,6 +836,8 @@ mod tests {
         assert_eq!(zero.validate(), Err(QuorumError::ZeroLeg { replica: 1 }));
         assert_eq!(branch_r(&QuorumSetup::branch_r(), 24).unwrap_err(), QuorumError::ForkOutOfRange { after_write: 24 });
         assert_eq!(QuorumSetup { legs: vec![], ..QuorumSetup::branch_r() }.validate(), Err(QuorumError::NoReplicas));
+        assert!(matches!(QuorumSetup { inflight_max: usize::MAX, ..QuorumSetup::branch_r() }.validate(), Err(QuorumError::TooLarge { .. })));
+        assert!(matches!(QuorumSetup { legs: vec![Nanos(u64::MAX / 2); 3], ..QuorumSetup::branch_r() }.validate(), Err(QuorumError::TooLarge { .. })));
     }
 
     #[test]

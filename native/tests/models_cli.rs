@@ -44,6 +44,9 @@ fn bad_input_is_one_line_and_exit_2() {
         &["budget", "--rate", "0"],
         &["budget", "--bogus"],
         &["budget", "--volume", "floppy"],
+        &["budget", "--rate", "18446744073709551615"],
+        &["budget", "--record-bytes", "18446744073709551615"],
+        &["budget", "--rate", "10000000", "--sync-ms", "1000"],
     ] {
         let output = walab(args);
         assert_eq!(output.status.code(), Some(2), "{args:?}");

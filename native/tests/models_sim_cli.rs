@@ -99,6 +99,8 @@ fn bad_sim_input_is_one_line_and_exit_2() {
         &["sim", "quorum", "--w", "0"],
         &["sim", "quorum", "--fork-after-write", "24"],
         &["sim", "quorum", "--inflight", "0"],
+        &["sim", "quorum", "--inflight", "18446744073709551615"],
+        &["sim", "quorum", "--replica-ms", "1,9000000000000,1"],
         &["sim", "quorum", "--trace", "/nonexistent-dir/x.json"],
         &["sim", "redo", "--cut-after-write", "9"],
         &["sim", "redo", "--protection", "maybe"],
