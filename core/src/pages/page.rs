@@ -84,6 +84,13 @@ impl std::fmt::Display for GeometryError {
     }
 }
 
+impl Default for PageGeometry {
+    /// Leaf pages default to PostgreSQL's 8 KiB on 512-byte sectors.
+    fn default() -> PageGeometry {
+        PageGeometry::POSTGRES
+    }
+}
+
 impl PageGeometry {
     /// Branch B's two tiny pages: 64 bytes in two of the tiny store's 32-byte units.
     pub const TINY: PageGeometry = PageGeometry { page_bytes: 64, sector_bytes: 32 };
