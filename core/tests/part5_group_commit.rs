@@ -165,3 +165,12 @@ fn the_window_halves_the_syncs_at_high_load_and_adds_up_to_w_at_every_load() {
         }
     }
 }
+
+/// The wasm32 build prints the same number (`core/benches/wasm/bench.mjs`): a seeded
+/// Poisson run is the same simulation, bit for bit, on every target.
+#[test]
+fn poisson_run_is_the_same_on_every_target() {
+    let setup = CommitSetup::new(Config::file(Policy::Group), SYNC_LATENCY);
+    let run = run(&setup, &Arrivals::Poisson { rate_per_s: 100_000, count: 100_000, seed: 1 }).unwrap();
+    assert_eq!(run.summary.wait_total.0, 149_963_077_994);
+}

@@ -10,7 +10,7 @@
 
 use std::collections::VecDeque;
 
-use super::{exponential, SyncLatency};
+use super::{exponential, LnTable, SyncLatency};
 use crate::group_commit::{Action, AppendError, BatchId, Config, GroupCommit, Policy, Tickets};
 use crate::rng::Rng;
 use crate::time::Nanos;
@@ -84,7 +84,7 @@ impl Arrivals {
     }
 
     fn stream(&self) -> ArrivalStream<'_> {
-        ArrivalStream { arrivals: self, index: 0, clock: Nanos::ZERO, rng: Rng::new(self.seed()) }
+        ArrivalStream { arrivals: self, index: 0, clock: Nanos::ZERO, rng: Rng::new(self.seed()), ln: LnTable::new() }
     }
 
     fn seed(&self) -> u64 {
@@ -101,6 +101,7 @@ struct ArrivalStream<'a> {
     index: u64,
     clock: Nanos,
     rng: Rng,
+    ln: LnTable,
 }
 
 impl Iterator for ArrivalStream<'_> {
@@ -114,16 +115,23 @@ impl Iterator for ArrivalStream<'_> {
                 if index >= *count {
                     return None;
                 }
-                // (2i + 1) * 1e9 / (2 * rate), exactly, in u128.
-                let numerator = (2 * u128::from(index) + 1) * 1_000_000_000;
-                Nanos((numerator / (2 * u128::from(*rate_per_s))) as u64)
+                // (2i + 1) * 1e9 / (2 * rate), exactly; in u64 while it fits (it does for
+                // any run shorter than about a hundred days), else in u128.
+                let denominator = 2 * *rate_per_s;
+                match (2 * index + 1).checked_mul(1_000_000_000) {
+                    Some(numerator) => Nanos(numerator / denominator),
+                    None => {
+                        let numerator = (2 * u128::from(index) + 1) * 1_000_000_000;
+                        Nanos((numerator / u128::from(denominator)) as u64)
+                    }
+                }
             }
             Arrivals::Poisson { rate_per_s, count, .. } => {
                 if index >= *count {
                     return None;
                 }
                 let mean_gap = 1e9 / *rate_per_s as f64;
-                self.clock += exponential(&mut self.rng, mean_gap);
+                self.clock += exponential(&mut self.rng, &self.ln, mean_gap);
                 self.clock
             }
         };
@@ -468,9 +476,11 @@ impl Loop<'_> {
         }
     }
 
-    fn trace(&mut self, at: Nanos, event: Event) {
+    /// Records an event; the event is built only when a trace is kept.
+    #[inline]
+    fn trace(&mut self, at: Nanos, event: impl FnOnce() -> Event) {
         if let Some(trace) = &mut self.trace {
-            trace.push(at, event);
+            trace.push(at, event());
         }
     }
 
@@ -498,7 +508,7 @@ impl Loop<'_> {
                 self.first_arrival.get_or_insert(now);
                 let id = self.next_write;
                 self.next_write += 1;
-                self.trace(now, Event::Arrive { write: id });
+                self.trace(now, || Event::Arrive { write: id });
                 if self.keep_writes() {
                     self.writes.push(WriteRecord { id, arrival: now, ack: None, durable: None, batch: None });
                 }
@@ -550,7 +560,7 @@ impl Loop<'_> {
                 }
             }
             Err(error) => {
-                self.trace(now, Event::Refuse { write: id, reason: error.to_string() });
+                self.trace(now, || Event::Refuse { write: id, reason: error.to_string() });
                 if self.paused.front().map(|(first, _)| *first) == Some(id) {
                     self.paused.pop_front();
                 }
@@ -586,7 +596,7 @@ impl Loop<'_> {
                 let bytes = batch.bytes.len() as u64;
                 if self.trace.is_some() {
                     let file = (batch.segment - 1) as u32;
-                    self.trace(now, Event::BatchFormed {
+                    self.trace(now, || Event::BatchFormed {
                         batch: batch.id.0,
                         segment: batch.segment,
                         first_write,
@@ -594,7 +604,7 @@ impl Loop<'_> {
                         offset: batch.offset,
                         bytes,
                     });
-                    self.trace(now, Event::Write { file, offset: batch.offset, bytes });
+                    self.trace(now, || Event::Write { file, offset: batch.offset, bytes });
                 }
                 if self.keep_writes() {
                     for id in first_write..first_write + writes {
@@ -618,7 +628,7 @@ impl Loop<'_> {
                         });
                     }
                     self.running.push(Running { done_at: now + latency, batch: batch.id, record, covers_through: 0 });
-                    self.trace(now, Event::SyncStart {
+                    self.trace(now, || Event::SyncStart {
                         sync: batch.id.0,
                         file: (batch.segment - 1) as u32,
                         batch: Some(batch.id.0),
@@ -638,7 +648,7 @@ impl Loop<'_> {
                     record: usize::MAX,
                     covers_through: self.written_through,
                 });
-                self.trace(now, Event::SyncStart {
+                self.trace(now, || Event::SyncStart {
                     sync: batch.0,
                     file: (last_segment - 1) as u32,
                     batch: None,
@@ -651,7 +661,7 @@ impl Loop<'_> {
                 for _ in 0..tickets.count {
                     self.waiting.pop_front();
                 }
-                self.trace(now, Event::Fail { first_write: tickets.first.0, writes: tickets.count, error });
+                self.trace(now, || Event::Fail { first_write: tickets.first.0, writes: tickets.count, error });
             }
         }
     }
@@ -673,7 +683,7 @@ impl Loop<'_> {
                 }
             }
         }
-        self.trace(now, Event::Ack { first_write: tickets.first.0, writes: tickets.count });
+        self.trace(now, || Event::Ack { first_write: tickets.first.0, writes: tickets.count });
     }
 
     fn complete(&mut self, now: Nanos, running: Running) {
@@ -692,7 +702,7 @@ impl Loop<'_> {
             }
             self.durable_through = self.durable_through.max(running.covers_through);
         }
-        self.trace(now, Event::SyncEnd { sync: running.batch.0, file: 0, ok: true, error: None });
+        self.trace(now, || Event::SyncEnd { sync: running.batch.0, file: 0, ok: true, error: None });
     }
 
     fn finish(mut self) -> CommitRun {
