@@ -19,6 +19,9 @@
 //! - [`tiny_store`]: the 24-write scenario every Part of the teaching page follows.
 //! - [`rng`]: a small seeded generator, identical on every platform.
 //! - [`group_commit`]: the sans-IO group-commit machine every WAL driver runs (Part 5).
+//! - [`device`]: a simulated disk: page cache, volatile cache, atomic units, power cuts.
+//! - [`trace`]: what happened in a run, event by event, and the state at any instant.
+//! - [`sim`]: the deterministic simulator (group commit alone; the tiny store end to end).
 //! - [`pages`]: Part 9, a page-based engine with pageLSN redo, full-page images and a
 //!   doublewrite buffer, torn page by page at a power cut.
 //! - [`budget`]: Parts 11 and 12, syncs, IOPS and MB/s against an EBS volume's limits.
