@@ -159,6 +159,10 @@ struct RunJson {
     latency_ms: LatencyMs,
     model_batch: f64,
     segments_removed: u64,
+    /// Resident set size one second into the run and at its end: flat memory means
+    /// these two stay close however long the run.
+    rss_kib_after_1s: Option<u64>,
+    rss_kib_at_end: Option<u64>,
 }
 
 #[derive(Serialize)]
@@ -170,11 +174,20 @@ struct BenchJson {
 }
 
 
+fn proc_status_kib(field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|line| line.starts_with(field))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
 /// This process's peak resident set size (VmHWM), in KiB.
 pub fn peak_rss_kib() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
+    proc_status_kib("VmHWM:")
+}
+
+/// This process's resident set size now (VmRSS), in KiB.
+pub fn rss_kib() -> Option<u64> {
+    proc_status_kib("VmRSS:")
 }
 
 fn run_one(args: &Args, writers: usize, run_id: &str) -> Result<(RunJson, Option<Trace>), CliError> {
@@ -221,13 +234,18 @@ fn run_one(args: &Args, writers: usize, run_id: &str) -> Result<(RunJson, Option
         .collect();
     // The consumer: confirm all but the last `trim_lag` records, every 10 ms.
     let run_for = Duration::from_secs_f64(args.seconds);
+    let mut rss_kib_after_1s = None;
     while started.elapsed() < run_for && !stop.load(Ordering::Relaxed) {
+        if rss_kib_after_1s.is_none() && started.elapsed() >= Duration::from_secs(1) {
+            rss_kib_after_1s = rss_kib();
+        }
         std::thread::sleep(Duration::from_millis(10).min(run_for.saturating_sub(started.elapsed())));
         let newest = newest_acked.load(Ordering::Relaxed);
         if newest > args.trim_lag {
             wal.confirm_consumer(newest - args.trim_lag);
         }
     }
+    let rss_kib_at_end = rss_kib();
     stop.store(true, Ordering::Relaxed);
     let mut histogram = Histogram::new();
     for handle in handles {
@@ -259,6 +277,8 @@ fn run_one(args: &Args, writers: usize, run_id: &str) -> Result<(RunJson, Option
             latency_ms: LatencyMs { p50: histogram.quantile(500) as f64 / 1e6, p99: histogram.quantile(990) as f64 / 1e6 },
             model_batch: acked_per_s * persist_mean_s,
             segments_removed: after.segments_removed - before.segments_removed,
+            rss_kib_after_1s,
+            rss_kib_at_end,
         },
         trace,
     ))
@@ -303,13 +323,13 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let _ = writeln!(out, "{}, {} B values", report.wal, report.record_bytes);
     let _ = writeln!(
         out,
-        "{:>7} {:>11} {:>9} {:>10} {:>11} {:>11} {:>9} {:>9}",
-        "writers", "acked/s", "syncs/s", "batch", "model batch", "persist ms", "p50 ms", "p99 ms"
+        "{:>7} {:>11} {:>9} {:>10} {:>11} {:>11} {:>9} {:>9} {:>14}",
+        "writers", "acked/s", "syncs/s", "batch", "model batch", "persist ms", "p50 ms", "p99 ms", "RSS 1s/end MiB"
     );
     for run in &report.runs {
         let _ = writeln!(
             out,
-            "{:>7} {:>11.0} {:>9.0} {:>10.1} {:>11.1} {:>11.3} {:>9.3} {:>9.3}",
+            "{:>7} {:>11.0} {:>9.0} {:>10.1} {:>11.1} {:>11.3} {:>9.3} {:>9.3} {:>14}",
             run.writers,
             run.acked_per_s,
             run.syncs_per_s,
@@ -317,7 +337,12 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             run.model_batch,
             run.persist_mean_ms,
             run.latency_ms.p50,
-            run.latency_ms.p99
+            run.latency_ms.p99,
+            match (run.rss_kib_after_1s, run.rss_kib_at_end) {
+                (Some(a), Some(b)) => format!("{:.1}/{:.1}", a as f64 / 1024.0, b as f64 / 1024.0),
+                (None, Some(b)) => format!("-/{:.1}", b as f64 / 1024.0),
+                _ => "-".to_string(),
+            }
         );
     }
     if let Some(rss) = report.peak_rss_kib {

@@ -89,6 +89,9 @@ pub struct Args {
     /// Write one method's latency distribution as JSON (schema in the module docs).
     #[arg(long)]
     export_latency: Option<PathBuf>,
+    /// Run only these methods (comma-separated names from the table above); all by default.
+    #[arg(long, value_delimiter = ',')]
+    methods: Vec<String>,
     /// The method whose distribution `--export-latency` writes.
     #[arg(long, default_value = "overwrite-fdatasync")]
     export_method: String,
@@ -524,11 +527,26 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         .copied()
         .find(|m| m.name() == args.export_method)
         .ok_or_else(|| CliError::usage(format!("--export-method: unknown method {:?}", args.export_method)))?;
+    let mut methods = Vec::new();
+    for name in &args.methods {
+        let method = METHODS
+            .iter()
+            .copied()
+            .find(|m| m.name() == name)
+            .ok_or_else(|| CliError::usage(format!("--methods: unknown method {name:?}")))?;
+        methods.push(method);
+    }
+    if methods.is_empty() {
+        methods = METHODS.to_vec();
+    }
+    if args.export_latency.is_some() && !methods.contains(&export_method) {
+        methods.push(export_method);
+    }
     let cache = probe_write_cache(&args.dir);
-    let results = measure(&args.dir, &METHODS, budget, args.block_bytes, args.file_bytes).map_err(CliError::failed)?;
+    let results = measure(&args.dir, &methods, budget, args.block_bytes, args.file_bytes).map_err(CliError::failed)?;
 
     if let Some(path) = &args.export_latency {
-        let chosen = results.iter().find(|r| r.method == export_method.name()).expect("every method ran");
+        let chosen = results.iter().find(|r| r.method == export_method.name()).expect("the exported method ran");
         if chosen.sorted_ns.is_empty() {
             return Err(CliError::failed(format!(
                 "{}: nothing to export: {} {}",

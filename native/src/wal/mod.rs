@@ -81,8 +81,9 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use walab_core::checksum::crc32c;
 use walab_core::codec::tiny::{self, TinyRecord};
-use walab_core::codec::Op;
+use walab_core::codec::varint::{put_varint, varint_len};
 use walab_core::group_commit::{self, Action, AppendError, Batch, BatchId, GroupCommit, Policy, SyncError, Ticket};
 use walab_core::time::Nanos;
 use walab_core::trace::Trace;
@@ -213,7 +214,8 @@ pub struct WalStats {
 
 #[cfg_attr(not(test), allow(dead_code))]
 enum Event {
-    Append { key: Vec<u8>, value: Vec<u8>, reply: Sender<Result<u64, WalError>> },
+    /// A framed record whose seq and CRC the driver fills in (see [`frame_unsequenced`]).
+    Append { record: Vec<u8>, key_bytes: usize, reply: Sender<Reply> },
     Persisted { batch: BatchId, result: Result<(), SyncError>, buffer: Vec<u8> },
     ConfirmConsumer { seq: u64 },
     RegisterReader { name: String, seq: u64, reply: Sender<ReaderId> },
@@ -237,21 +239,63 @@ struct DriverResult {
     trace: Option<Trace>,
 }
 
+/// The driver's answer to an append, with the record's buffer handed back for reuse.
+type Reply = (Result<u64, WalError>, Vec<u8>);
+
+/// Offset of the seq inside a tiny-store record (after the 7-byte header).
+const SEQ_OFFSET: usize = tiny::HEADER_BYTES;
+
+/// Frames a put as a tiny-store record with seq and CRC left zero, into `out` (cleared
+/// first). The driver fills both in once the machine has given the record its ticket,
+/// so the writer can build the bytes in its own reusable buffer: a steady run
+/// allocates nothing per append.
+pub fn frame_unsequenced(out: &mut Vec<u8>, key: &[u8], value: &[u8]) -> Result<(), WalError> {
+    let payload_bytes = tiny::payload_len(key.len(), value.len());
+    let length = u16::try_from(payload_bytes).map_err(|_| {
+        WalError::Refused(format!("record payload of {payload_bytes} bytes exceeds the format's 65,535"))
+    })?;
+    out.clear();
+    out.extend_from_slice(&[0, 0, 0, 0]);
+    out.extend_from_slice(&length.to_le_bytes());
+    out.push(tiny::TYPE_FULL);
+    out.extend_from_slice(&[0; 8]);
+    out.push(tiny::OP_PUT);
+    put_varint(out, key.len() as u64);
+    out.extend_from_slice(key);
+    put_varint(out, value.len() as u64);
+    out.extend_from_slice(value);
+    debug_assert_eq!(out.len(), tiny::HEADER_BYTES + payload_bytes);
+    Ok(())
+}
+
+/// Writes `seq` into a record made by [`frame_unsequenced`] and seals it with its CRC32C
+/// (over the type byte and the payload, as the tiny format defines it).
+pub fn seal_record(record: &mut [u8], seq: u64) {
+    record[SEQ_OFFSET..SEQ_OFFSET + 8].copy_from_slice(&seq.to_le_bytes());
+    let crc = crc32c(&[&[tiny::TYPE_FULL], &record[tiny::HEADER_BYTES..]]);
+    record[..4].copy_from_slice(&crc.to_le_bytes());
+}
+
 /// One writer's handle: append and wait for the acknowledgement.
 pub struct Writer {
     events: Sender<Event>,
-    reply_tx: Sender<Result<u64, WalError>>,
-    reply_rx: Receiver<Result<u64, WalError>>,
+    reply_tx: Sender<Reply>,
+    reply_rx: Receiver<Reply>,
+    buffer: Vec<u8>,
 }
 
 impl Writer {
     /// Appends one put and blocks until it is durable (`Ok(seq)`) or its outcome is
     /// unknown (`Err(WalError::Failed)`).
     pub fn append(&mut self, key: &[u8], value: &[u8]) -> Result<u64, WalError> {
+        let mut record = std::mem::take(&mut self.buffer);
+        frame_unsequenced(&mut record, key, value)?;
         self.events
-            .send(Event::Append { key: key.to_vec(), value: value.to_vec(), reply: self.reply_tx.clone() })
+            .send(Event::Append { record, key_bytes: key.len(), reply: self.reply_tx.clone() })
             .map_err(|_| WalError::Closed)?;
-        self.reply_rx.recv().map_err(|_| WalError::Closed)?
+        let (result, buffer) = self.reply_rx.recv().map_err(|_| WalError::Closed)?;
+        self.buffer = buffer;
+        result
     }
 }
 
@@ -312,7 +356,7 @@ impl Wal {
     /// A new writer handle (one per writer thread).
     pub fn writer(&self) -> Writer {
         let (reply_tx, reply_rx) = mpsc::channel();
-        Writer { events: self.events.clone(), reply_tx, reply_rx }
+        Writer { events: self.events.clone(), reply_tx, reply_rx, buffer: Vec::new() }
     }
 
     /// The consumer has applied everything through `seq`.
@@ -365,7 +409,7 @@ struct Driver {
     events_tx: Sender<Event>,
     events_rx: Receiver<Event>,
     /// Writers waiting for their acknowledgement, in ticket order.
-    waiting: VecDeque<(Ticket, Sender<Result<u64, WalError>>)>,
+    waiting: VecDeque<(Ticket, Sender<Reply>, Vec<u8>)>,
     started: Instant,
     /// The segment appends go to, and the bytes appended to it.
     segment: u64,
@@ -431,15 +475,15 @@ impl Driver {
             }
         }
         // Anyone still waiting (the channel closed under them) learns the log is closed.
-        for (_, reply) in self.waiting.drain(..) {
-            let _ = reply.send(Err(WalError::Closed));
+        for (_, reply, buffer) in self.waiting.drain(..) {
+            let _ = reply.send((Err(WalError::Closed), buffer));
         }
         DriverResult { trace: self.trace.take().map(TraceRecorder::finish) }
     }
 
     fn handle(&mut self, event: Event) {
         match event {
-            Event::Append { key, value, reply } => self.append(&key, &value, reply),
+            Event::Append { record, key_bytes, reply } => self.append(record, key_bytes, reply),
             Event::Persisted { batch, result, buffer } => {
                 let now = self.now();
                 let elapsed = self.persist_started.remove(&batch).map(|t| t.elapsed().as_nanos() as u64).unwrap_or(0);
@@ -475,28 +519,22 @@ impl Driver {
         }
     }
 
-    fn append(&mut self, key: &[u8], value: &[u8], reply: Sender<Result<u64, WalError>>) {
+    fn append(&mut self, mut record: Vec<u8>, key_bytes: usize, reply: Sender<Reply>) {
         if self.shutting_down {
-            let _ = reply.send(Err(WalError::Closed));
+            let _ = reply.send((Err(WalError::Closed), record));
+            return;
+        }
+        let record_bytes = record.len() as u64;
+        if record_bytes > self.backend.segment_bytes_max() {
+            let refusal = WalError::Refused(format!(
+                "record of {record_bytes} bytes exceeds the segment size {}",
+                self.backend.segment_bytes_max()
+            ));
+            let _ = reply.send((Err(refusal), record));
             return;
         }
         let seq = self.machine.next_ticket().0;
-        let payload_bytes = tiny::payload_len(key.len(), value.len());
-        if payload_bytes > usize::from(u16::MAX) {
-            let _ = reply.send(Err(WalError::Refused(format!(
-                "record payload of {payload_bytes} bytes exceeds the format's 65,535"
-            ))));
-            return;
-        }
-        let record = tiny::encode(seq, Op::Put, key, value);
-        let record_bytes = record.len() as u64;
-        if record_bytes > self.backend.segment_bytes_max() {
-            let _ = reply.send(Err(WalError::Refused(format!(
-                "record of {record_bytes} bytes exceeds the segment size {}",
-                self.backend.segment_bytes_max()
-            ))));
-            return;
-        }
+        seal_record(&mut record, seq);
         let (segment, segment_bytes) = if self.segment_bytes + record_bytes > self.backend.segment_bytes_max() {
             (self.segment + 1, 0)
         } else {
@@ -509,14 +547,18 @@ impl Driver {
                 self.segment = segment;
                 self.segment_bytes = segment_bytes + record_bytes;
                 self.segment_last_seq.entry(segment).or_insert(None);
-                self.waiting.push_back((ticket, reply));
-                self.record(|trace, at| trace.arrive(at, seq, segment, record_bytes, key));
+                if self.trace.is_some() {
+                    let key_start = SEQ_OFFSET + 8 + 1 + varint_len(key_bytes as u64);
+                    let key = record[key_start..key_start + key_bytes].to_vec();
+                    self.record(|trace, at| trace.arrive(at, seq, segment, record_bytes, &key));
+                }
+                self.waiting.push_back((ticket, reply, record));
             }
             Err(AppendError::Failed(error)) => {
-                let _ = reply.send(Err(WalError::Failed(error)));
+                let _ = reply.send((Err(WalError::Failed(error)), record));
             }
             Err(other) => {
-                let _ = reply.send(Err(WalError::Refused(other.to_string())));
+                let _ = reply.send((Err(WalError::Refused(other.to_string())), record));
             }
         }
     }
@@ -552,18 +594,19 @@ impl Driver {
                     self.record(|trace, at| trace.ack(at, tickets));
                     self.stats.lock().unwrap_or_else(|p| p.into_inner()).acked += tickets.count;
                     for _ in 0..tickets.count {
-                        let (ticket, reply) = self.waiting.pop_front().expect("an acknowledged ticket has a waiter");
+                        let (ticket, reply, buffer) =
+                            self.waiting.pop_front().expect("an acknowledged ticket has a waiter");
                         assert!(tickets.contains(ticket), "acknowledgements arrive in ticket order");
-                        let _ = reply.send(Ok(ticket.0));
+                        let _ = reply.send((Ok(ticket.0), buffer));
                     }
                 }
                 Action::Fail { tickets, error } => {
                     self.record(|trace, at| trace.fail(at, tickets, error));
                     self.stats.lock().unwrap_or_else(|p| p.into_inner()).failed += tickets.count;
                     for _ in 0..tickets.count {
-                        let (ticket, reply) = self.waiting.pop_front().expect("a failed ticket has a waiter");
+                        let (ticket, reply, buffer) = self.waiting.pop_front().expect("a failed ticket has a waiter");
                         assert!(tickets.contains(ticket), "failures arrive in ticket order");
-                        let _ = reply.send(Err(WalError::Failed(error)));
+                        let _ = reply.send((Err(WalError::Failed(error)), buffer));
                     }
                 }
             }

@@ -211,3 +211,15 @@ fn the_no_sync_policy_acknowledges_what_a_power_cut_then_takes_away() {
     let (_wal, recovered) = Wal::open(fault_backend(&fs, 1 << 16), WalOptions::default()).unwrap();
     assert!(recovered.records.is_empty(), "five acknowledged writes, none durable");
 }
+
+#[test]
+fn a_record_framed_by_the_writer_and_sealed_by_the_driver_is_the_codec_s_record() {
+    for (key, value) in [(&b"user:1"[..], &b"alice"[..]), (b"k", &[7u8; 300][..]), (b"", b"")] {
+        let mut record = Vec::new();
+        super::frame_unsequenced(&mut record, key, value).unwrap();
+        super::seal_record(&mut record, 42);
+        assert_eq!(record, walab_core::codec::tiny::encode(42, walab_core::codec::Op::Put, key, value));
+    }
+    let mut record = Vec::new();
+    assert!(matches!(super::frame_unsequenced(&mut record, b"k", &vec![0u8; 70_000]), Err(WalError::Refused(_))));
+}
