@@ -285,6 +285,7 @@ fn run_one(args: &Args, writers: usize, run_id: &str) -> Result<(RunJson, Option
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
+    crate::wal::limit_malloc_arenas();
     for &writers in &args.writers {
         check_writers_and_bytes(writers, args.record_bytes)?;
     }

@@ -263,6 +263,7 @@ fn kill_test(args: &Args, wal_args: &WalArgs) -> Result<CrashReport, CliError> {
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
+    crate::wal::limit_malloc_arenas();
     crate::load_cmd::check_writers_and_bytes(args.writers, args.record_bytes)?;
     let (kind, report) = if args.power_loss {
         if args.unit_bytes == 0 || args.unit_bytes > 65_536 {

@@ -56,6 +56,7 @@ pub fn check_writers_and_bytes(writers: usize, record_bytes: usize) -> Result<()
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
+    crate::wal::limit_malloc_arenas();
     check_writers_and_bytes(args.writers, args.record_bytes)?;
     let deadline = match args.seconds {
         Some(s) if s.is_finite() && s > 0.0 && s <= 1e6 => Some(Instant::now() + Duration::from_secs_f64(s)),
