@@ -474,6 +474,23 @@ mod tests {
         );
     }
 
+    #[cfg(feature = "serde")]
+    #[test]
+    fn checks_serialize_for_the_browser() {
+        let mut record = WRITES[0].record();
+        record[20] ^= 1;
+        let scan = scan_tiny(&[&record], 0);
+        let lines: Vec<String> = scan.checks.iter().map(|check| serde_json::to_string(check).unwrap()).collect();
+        expect_test::expect![[r#"
+            {"check":"segment_start","segment":0,"bytes":29}
+            {"check":"header","segment":0,"offset":0,"header_bytes":7,"stored_checksum":291183855,"length":22,"record_type":1,"log_number":null,"frame_offset":null}
+            {"check":"length_bound","segment":0,"offset":0,"length":22,"min":11,"max":65535,"ok":true}
+            {"check":"payload_present","segment":0,"offset":0,"length":22,"available":22,"ok":true}
+            {"check":"checksum","segment":0,"offset":0,"stored":291183855,"computed":3848653479,"ok":false}
+            {"check":"stop","stop":{"reason":"checksum","segment":0,"offset":0}}"#]]
+        .assert_eq(&lines.join("\n"));
+    }
+
     #[test]
     fn no_segments_is_an_empty_end() {
         let scan = scan_tiny(&[], 7);
