@@ -13,7 +13,7 @@ use yew::prelude::*;
 
 use crate::benches::{self, BenchRef};
 use crate::player::{PlayerAction, PlayerState};
-use crate::url_state::{parse_query, LabParams, Policy, Scenario, UrlProblem, PART_COUNT};
+use crate::url_state::{parse_query, Fault, Handling, LabParams, Policy, Scenario, UrlProblem, PART_COUNT};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct LabState {
@@ -65,6 +65,9 @@ pub enum LabAction {
     SetCut(Option<Nanos>),
     /// Pull the power now, at the playhead.
     CutAtPlayhead,
+    SetFault(Fault),
+    SetHandling(Handling),
+    SetCdc(Option<u64>),
     DismissUrlProblems,
 }
 
@@ -119,14 +122,27 @@ impl Reducible for LabState {
             }
             LabAction::SetCut(cut) => {
                 next.params.cut = cut;
-                if let Some(cut) = cut {
-                    next.player.apply(PlayerAction::Pause);
-                    next.player.apply(PlayerAction::Seek(cut));
-                }
+                next.player.apply(PlayerAction::Pause);
+                timeline_changed = true;
             }
             LabAction::CutAtPlayhead => {
                 next.player.apply(PlayerAction::Pause);
-                next.params.cut = Some(next.player.now);
+                // Cut on a 0.1 ms grid, so the link and the CLI's --at-ms name the same instant.
+                let tenth = 100_000;
+                next.params.cut = Some(Nanos(next.player.now.0 / tenth * tenth));
+                timeline_changed = true;
+            }
+            LabAction::SetFault(fault) => {
+                next.params.fault = fault;
+                timeline_changed = true;
+            }
+            LabAction::SetHandling(handling) => {
+                next.params.handling = handling;
+                timeline_changed = true;
+            }
+            LabAction::SetCdc(seq) => {
+                next.params.cdc_confirmed_seq = seq;
+                timeline_changed = true;
             }
             LabAction::DismissUrlProblems => next.url_problems.clear(),
         }

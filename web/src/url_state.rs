@@ -87,6 +87,58 @@ impl Scenario {
     }
 }
 
+/// A fault injected into the tiny store's run (Part 3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    None,
+    /// Branch E1: the log's sync for batch B11 returns EIO.
+    LogSync,
+    /// Branch E2: the sync of the flushed file F11 fails.
+    FlushSync,
+}
+
+impl Fault {
+    pub const ALL: [Fault; 3] = [Fault::None, Fault::LogSync, Fault::FlushSync];
+
+    pub fn url_name(self) -> &'static str {
+        match self {
+            Fault::None => "none",
+            Fault::LogSync => "e1",
+            Fault::FlushSync => "e2",
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Fault::None => "no fault",
+            Fault::LogSync => "E1: the log's sync of B11 returns EIO",
+            Fault::FlushSync => "E2: the sync of flushed file F11 fails",
+        }
+    }
+
+    pub fn from_url_name(name: &str) -> Option<Fault> {
+        Fault::ALL.into_iter().find(|fault| fault.url_name() == name)
+    }
+}
+
+/// What the log's driver does about a failed sync.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Handling {
+    /// Fail the waiters, stop, recover.
+    Right,
+    /// Retry the sync and carry on.
+    Wrong,
+}
+
+impl Handling {
+    pub fn url_name(self) -> &'static str {
+        match self {
+            Handling::Right => "right",
+            Handling::Wrong => "wrong",
+        }
+    }
+}
+
 /// The number of Parts in the lab: 0 to 12.
 pub const PART_COUNT: u8 = 13;
 
@@ -104,6 +156,10 @@ pub struct LabParams {
     pub seed: u64,
     /// The instant the instructor pulls the power, if one is chosen.
     pub cut: Option<Nanos>,
+    pub fault: Fault,
+    pub handling: Handling,
+    /// Part 8: a change-data-capture reader stuck at this seq.
+    pub cdc_confirmed_seq: Option<u64>,
 }
 
 impl Default for LabParams {
@@ -119,6 +175,9 @@ impl Default for LabParams {
             unit_bytes: 32,
             seed: 1,
             cut: None,
+            fault: Fault::None,
+            handling: Handling::Right,
+            cdc_confirmed_seq: None,
         }
     }
 }
@@ -212,10 +271,35 @@ pub fn parse_query(query: &str) -> (LabParams, Vec<UrlProblem>) {
                 }
                 Err(_) => Err(problem("not a seed; give a whole number from 0 to 18446744073709551615")),
             },
+            "fault" => match Fault::from_url_name(&value) {
+                Some(fault) => {
+                    params.fault = fault;
+                    Ok(())
+                }
+                None => Err(problem("not a fault; use none, e1 or e2")),
+            },
+            "handling" => match value.as_str() {
+                "right" => {
+                    params.handling = Handling::Right;
+                    Ok(())
+                }
+                "wrong" => {
+                    params.handling = Handling::Wrong;
+                    Ok(())
+                }
+                _ => Err(problem("not a way to handle a failed sync; use right or wrong")),
+            },
+            "cdc" => match value.parse::<u64>() {
+                Ok(seq) if seq <= 24 => {
+                    params.cdc_confirmed_seq = Some(seq);
+                    Ok(())
+                }
+                _ => Err(problem("not a confirmed seq; give 0 to 24")),
+            },
             "cut" => parse_millis_in(&value, Nanos::ZERO, CUT_MAX)
                 .map(|nanos| params.cut = Some(nanos))
                 .map_err(|reason| problem(&reason)),
-            _ => Err(problem("unknown parameter; the lab reads part, scenario, sync, load, policy, window, w, unit, seed and cut")),
+            _ => Err(problem("unknown parameter; the lab reads part, scenario, sync, load, policy, window, w, unit, seed, cut, fault, handling and cdc")),
         };
         if let Err(problem) = outcome {
             problems.push(problem);
@@ -263,6 +347,15 @@ pub fn to_query(params: &LabParams) -> String {
     }
     if let Some(cut) = params.cut {
         pairs.push(format!("cut={}", format_millis(cut)));
+    }
+    if params.fault != defaults.fault {
+        pairs.push(format!("fault={}", params.fault.url_name()));
+    }
+    if params.handling != defaults.handling {
+        pairs.push(format!("handling={}", params.handling.url_name()));
+    }
+    if let Some(seq) = params.cdc_confirmed_seq {
+        pairs.push(format!("cdc={seq}"));
     }
     format!("?{}", pairs.join("&"))
 }
@@ -328,9 +421,12 @@ mod tests {
             unit_bytes: 4096,
             seed: 42,
             cut: Some(Nanos(13_500_000)),
+            fault: Fault::LogSync,
+            handling: Handling::Wrong,
+            cdc_confirmed_seq: Some(10),
         };
         let query = to_query(&params);
-        assert_eq!(query, "?part=6&scenario=random&sync=1.5&load=2000&policy=window&window=0.5&w=3&unit=4096&seed=42&cut=13.5");
+        assert_eq!(query, "?part=6&scenario=random&sync=1.5&load=2000&policy=window&window=0.5&w=3&unit=4096&seed=42&cut=13.5&fault=e1&handling=wrong&cdc=10");
         assert_eq!(parse_query(&query), (params, vec![]));
     }
 

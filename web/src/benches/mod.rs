@@ -15,6 +15,7 @@ use crate::url_state::LabParams;
 pub mod append;
 pub mod chain;
 pub mod commit;
+pub mod tiny;
 pub mod trace_view;
 
 /// The instants at which a bench's picture changes, and where its run ends.
@@ -39,6 +40,8 @@ pub enum Bench {
     Append,
     /// Part 5: group commit over the tiny store or a steady load.
     Commit(commit::CommitBench),
+    /// Parts 3, 6, 7, 8: the tiny store on the simulated device.
+    Tiny(tiny::TinyBench),
 }
 
 impl Bench {
@@ -47,6 +50,7 @@ impl Bench {
             Bench::Still => Timeline::empty(),
             Bench::Append => append::timeline(),
             Bench::Commit(bench) => bench.timeline(),
+            Bench::Tiny(bench) => bench.timeline(),
         }
     }
 }
@@ -73,6 +77,7 @@ pub fn build(params: &LabParams) -> BenchRef {
     let bench = match params.part {
         4 => Bench::Append,
         0 | 5 => Bench::Commit(commit::CommitBench::build(params)),
+        3 | 6 | 7 | 8 => Bench::Tiny(tiny::TinyBench::build(params)),
         _ => Bench::Still,
     };
     BenchRef(Rc::new(bench))

@@ -15,6 +15,7 @@ pub mod commit;
 pub mod controls;
 pub mod failed_sync;
 pub mod intro;
+pub mod power;
 pub mod record;
 pub mod sync_calls;
 pub mod wrapup;
@@ -65,9 +66,12 @@ pub fn Chapter(props: &ChapterProps) -> Html {
         0 => html! { <intro::StartChapter ..props /> },
         1 => html! { <intro::AckChapter ..props /> },
         2 => html! { <sync_calls::SyncChapter ..props /> },
-        3 => html! { <failed_sync::FailedSyncChapter ..props /> },
+        3 => html! { <power::FailedSyncBenchChapter ..props /> },
         4 => html! { <record::RecordChapter ..props /> },
         5 => html! { <commit::GroupCommitChapter ..props /> },
+        6 => html! { <power::ModesChapter ..props /> },
+        7 => html! { <power::TornChapter ..props /> },
+        8 => html! { <power::SegmentsChapter ..props /> },
         11 => html! { <wrapup::AwsChapter ..props /> },
         12 => html! { <wrapup::LearnedChapter ..props /> },
         part => html! {
