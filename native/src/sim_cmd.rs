@@ -25,6 +25,7 @@ use clap::Subcommand;
 use serde::Serialize;
 use walab_core::group_commit::{Config, Policy};
 use walab_core::sim::commit::{self, Arrivals, CommitSetup, Keep};
+use walab_core::sim::SyncLatency;
 use walab_core::sim::tiny::{self, CdcReader, CrashState, LogSyncFault, SyncErrorHandling, TinySetup};
 use walab_core::time::Nanos;
 use walab_core::trace::Trace;
@@ -65,7 +66,11 @@ pub struct CommitArgs {
     policy: String,
     /// Sync latency in milliseconds.
     #[arg(long, value_name = "L", allow_hyphen_values = true)]
-    sync_ms: String,
+    sync_ms: Option<String>,
+    /// Draw each sync's latency from a disk's measured distribution, as
+    /// `walab fsync-test --export-latency FILE` writes it (instead of --sync-ms).
+    #[arg(long, value_name = "FILE")]
+    latency_file: Option<PathBuf>,
     /// Window policy: how long a batch gathers, in milliseconds (default 2).
     #[arg(long, value_name = "W", allow_hyphen_values = true)]
     window_ms: Option<String>,
@@ -306,8 +311,29 @@ fn arrivals(args: &CommitArgs) -> Result<(Arrivals, PerWrite), CliError> {
     }
 }
 
+/// Reads a `walab-latency/1` document (see `fsync_test`'s module docs).
+fn latency_file(path: &Path) -> Result<(SyncLatency, Nanos), CliError> {
+    let name = path.display();
+    let text = std::fs::read_to_string(path).map_err(|error| CliError::usage(format!("{name}: cannot read: {error}")))?;
+    let export: crate::fsync_test::LatencyExport =
+        serde_json::from_str(&text).map_err(|error| CliError::usage(format!("{name}: not a latency export: {error}")))?;
+    if export.schema != "walab-latency/1" {
+        return Err(CliError::usage(format!("{name}: schema {:?}, expected \"walab-latency/1\"", export.schema)));
+    }
+    let latency = SyncLatency::from_quantiles(&export.quantiles_ns).map_err(|error| CliError::usage(format!("{name}: {error}")))?;
+    // The median, for display.
+    Ok((latency, Nanos(export.quantiles_ns[50])))
+}
+
 fn run_commit(args: CommitArgs) -> Result<ExitCode, CliError> {
-    let sync_latency = positive_millis("sync-ms", &args.sync_ms)?;
+    let (sync_latency_model, sync_latency) = match (&args.sync_ms, &args.latency_file) {
+        (Some(text), None) => {
+            let latency = positive_millis("sync-ms", text)?;
+            (SyncLatency::fixed(latency), latency)
+        }
+        (None, Some(path)) => latency_file(path)?,
+        _ => return Err(CliError::usage("--sync-ms: give exactly one of --sync-ms and --latency-file")),
+    };
     let policy = policy(&args.policy, args.window_ms.as_deref(), args.interval_ms.as_deref())?;
     if args.inflight == 0 {
         return Err(CliError::usage("--inflight: must be at least 1"));
@@ -335,6 +361,7 @@ fn run_commit(args: CommitArgs) -> Result<ExitCode, CliError> {
         seed: args.seed,
         ..CommitSetup::new(config, sync_latency)
     };
+    setup.sync_latency = sync_latency_model;
     if let Some((sizes, segments)) = tiny {
         setup.record_bytes_each = Some(sizes);
         setup.segment_each = Some(segments);
@@ -377,7 +404,8 @@ fn run_commit(args: CommitArgs) -> Result<ExitCode, CliError> {
     if args.json {
         print_json(&json)?;
     } else {
-        print_commit_table(&json, &args.policy, sync_latency).map_err(|error| CliError::failed(format!("stdout: {error}")))?;
+        let latency = if args.latency_file.is_some() { format!("median {sync_latency}, measured") } else { sync_latency.to_string() };
+        print_commit_table(&json, &args.policy, &latency).map_err(|error| CliError::failed(format!("stdout: {error}")))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -385,7 +413,7 @@ fn run_commit(args: CommitArgs) -> Result<ExitCode, CliError> {
 /// Batches shown in the table before it is cut short (the JSON has them all).
 const TABLE_ROWS_MAX: usize = 40;
 
-fn print_commit_table(json: &CommitJson, policy: &str, sync_latency: Nanos) -> std::io::Result<()> {
+fn print_commit_table(json: &CommitJson, policy: &str, sync_latency: &str) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
     writeln!(out, "policy {policy}, sync {sync_latency}")?;
     if !json.batches.is_empty() {

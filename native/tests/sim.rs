@@ -124,6 +124,29 @@ fn trace_files_are_json_the_browser_can_open() {
 }
 
 #[test]
+fn sim_commit_draws_latencies_from_a_measured_distribution() {
+    let dir = std::env::temp_dir().join(format!("walab-sim-latency-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("latency.json");
+    // Percentile i = 2 ms + i us, as `walab fsync-test --export-latency` would write it.
+    let quantiles: Vec<u64> = (0..101).map(|i| 2_000_000 + i * 1_000).collect();
+    let export = serde_json::json!({
+        "schema": "walab-latency/1", "source": "walab fsync-test", "method": "overwrite-fdatasync",
+        "block_bytes": 4096, "samples": 1000, "mean_ns": 2_050_000, "write_cache": null, "quantiles_ns": quantiles,
+    });
+    std::fs::write(&path, export.to_string()).unwrap();
+    let run = json(&walab(&["sim", "commit", "--latency-file", path.to_str().unwrap(), "--arrivals-ms", "0,10,20", "--json"]));
+    for write in run["writes"].as_array().unwrap() {
+        let wait = write["ack_ms"].as_f64().unwrap() - write["arrival_ms"].as_f64().unwrap();
+        assert!((2.0..=2.1 + 1e-9).contains(&wait), "{wait}");
+    }
+    std::fs::write(&path, "{}").unwrap();
+    let output = walab(&["sim", "commit", "--latency-file", path.to_str().unwrap(), "--arrivals-ms", "0"]);
+    assert_eq!(output.status.code(), Some(2));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
 fn bad_arguments_get_one_line_and_exit_2() {
     let cases: [(&[&str], &str); 7] = [
         (&["sim", "commit", "--sync-ms", "1", "--arrivals-ms", "0,2,1"], "--arrivals-ms: arrival 3"),

@@ -33,10 +33,43 @@ pub enum SyncLatency {
     Fixed { latency: Nanos },
     /// Uniform between `min` and `max` inclusive.
     Uniform { min: Nanos, max: Nanos },
-    /// Drawn uniformly from measured samples (for example the native `fsync-test`'s
-    /// exported distribution), so the browser can simulate a real disk.
+    /// Drawn uniformly from measured samples, so the browser can simulate a real disk.
     Samples { samples: Vec<Nanos> },
+    /// A measured distribution as `walab fsync-test --export-latency` writes it
+    /// (`walab-latency/1`): 101 percentiles, minimum to maximum. A draw picks u in
+    /// [0, 100) and interpolates between percentiles floor(u) and floor(u) + 1, in
+    /// integers, so the draw is the same on every target.
+    Quantiles { quantiles: Vec<Nanos> },
 }
+
+/// Why a latency distribution cannot be used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LatencyError {
+    /// `walab-latency/1` has exactly 101 percentiles.
+    QuantileCount { found: usize },
+    /// Percentiles must not decrease.
+    Decreasing { index: usize },
+    /// A sync of zero time.
+    Zero,
+}
+
+impl core::fmt::Display for LatencyError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            LatencyError::QuantileCount { found } => write!(f, "expected 101 percentiles, found {found}"),
+            LatencyError::Decreasing { index } => write!(f, "percentile {index} is below the one before it"),
+            LatencyError::Zero => f.write_str("a sync latency of zero"),
+        }
+    }
+}
+
+impl std::error::Error for LatencyError {}
+
+/// Percentiles in `walab-latency/1`.
+pub const LATENCY_QUANTILES: usize = 101;
+
+/// Fixed-point resolution of a quantile draw (millionths of a percentile).
+const QUANTILE_STEPS: u64 = 1_000_000;
 
 impl SyncLatency {
     pub fn fixed(latency: Nanos) -> SyncLatency {
@@ -58,7 +91,33 @@ impl SyncLatency {
                     samples[rng.below(samples.len() as u64) as usize]
                 }
             }
+            SyncLatency::Quantiles { quantiles } => {
+                if quantiles.len() < 2 {
+                    return quantiles.first().copied().unwrap_or(Nanos::ZERO);
+                }
+                let steps = (quantiles.len() as u64 - 1) * QUANTILE_STEPS;
+                let draw = rng.below(steps);
+                let index = (draw / QUANTILE_STEPS) as usize;
+                let fraction = u128::from(draw % QUANTILE_STEPS);
+                let (low, high) = (quantiles[index].0, quantiles[index + 1].0.max(quantiles[index].0));
+                let span = u128::from(high - low);
+                Nanos(low + (span * fraction / u128::from(QUANTILE_STEPS)) as u64)
+            }
         }
+    }
+
+    /// A measured distribution from `walab fsync-test --export-latency`'s percentiles.
+    pub fn from_quantiles(quantiles_ns: &[u64]) -> Result<SyncLatency, LatencyError> {
+        if quantiles_ns.len() != LATENCY_QUANTILES {
+            return Err(LatencyError::QuantileCount { found: quantiles_ns.len() });
+        }
+        if let Some(index) = quantiles_ns.windows(2).position(|pair| pair[1] < pair[0]) {
+            return Err(LatencyError::Decreasing { index: index + 1 });
+        }
+        if quantiles_ns[0] == 0 {
+            return Err(LatencyError::Zero);
+        }
+        Ok(SyncLatency::Quantiles { quantiles: quantiles_ns.iter().map(|&ns| Nanos(ns)).collect() })
     }
 
     /// True if every draw is above zero (a zero-time sync makes no sense).
@@ -67,6 +126,7 @@ impl SyncLatency {
             SyncLatency::Fixed { latency } => latency.0 > 0,
             SyncLatency::Uniform { min, max } => min.0 > 0 && max.0 >= min.0,
             SyncLatency::Samples { samples } => !samples.is_empty() && samples.iter().all(|s| s.0 > 0),
+            SyncLatency::Quantiles { quantiles } => !quantiles.is_empty() && quantiles.iter().all(|q| q.0 > 0),
         }
     }
 }
@@ -237,5 +297,21 @@ mod tests {
         let samples = SyncLatency::Samples { samples: vec![Nanos(7), Nanos(8)] };
         assert!([Nanos(7), Nanos(8)].contains(&samples.draw(&mut rng)));
         assert!(!SyncLatency::fixed(Nanos::ZERO).is_positive());
+    }
+
+    #[test]
+    fn measured_quantiles_are_interpolated() {
+        // Percentile i is 1 ms + i us: every draw lies between 1.0 and 1.1 ms, mean ~1.05.
+        let quantiles: Vec<u64> = (0..101).map(|i| 1_000_000 + i * 1_000).collect();
+        let latency = SyncLatency::from_quantiles(&quantiles).unwrap();
+        let mut rng = Rng::new(5);
+        let draws: Vec<u64> = (0..10_000).map(|_| latency.draw(&mut rng).0).collect();
+        assert!(draws.iter().all(|&d| (1_000_000..=1_100_000).contains(&d)));
+        let mean = draws.iter().sum::<u64>() / draws.len() as u64;
+        assert!((1_045_000..1_055_000).contains(&mean), "mean {mean}");
+        assert_eq!(SyncLatency::from_quantiles(&[1, 2]), Err(LatencyError::QuantileCount { found: 2 }));
+        let mut bad = quantiles.clone();
+        bad[50] = 0;
+        assert_eq!(SyncLatency::from_quantiles(&bad), Err(LatencyError::Decreasing { index: 50 }));
     }
 }
