@@ -38,6 +38,7 @@ use walab_core::rng::Rng;
 use crate::cli_error::CliError;
 use crate::wal::fault_fs::{CutMode, FaultFs};
 use crate::wal::file::FileBackend;
+use crate::wal::io_thread::OnThread;
 use crate::wal::url::WalArgs;
 use crate::wal::{Wal, WalError, WalOptions};
 
@@ -152,8 +153,10 @@ pub fn power_loss(params: PowerLossParams) -> Result<CrashReport, String> {
         if round == params.cuts {
             break;
         }
-        // A fresh WAL on the recovered disk, with the policy under test.
-        let backend = Box::new(FileBackend::new(Arc::new(fs.clone()), dir.clone(), params.segment_bytes, true));
+        // A fresh WAL on the recovered disk, with the policy under test, its file I/O on
+        // an I/O thread as in production.
+        let file = Box::new(FileBackend::new(Arc::new(fs.clone()), dir.clone(), params.segment_bytes, true));
+        let backend = Box::new(OnThread::new(file).map_err(|e| e.to_string())?);
         let (wal, _) = Wal::open(backend, options).map_err(|e| format!("round {round}: reopen failed: {e}"))?;
         let mode = if rng.coin() { CutMode::Tear } else { CutMode::DropUnsynced };
         fs.schedule_cut(1 + rng.below(64), mode, rng.next_u64());

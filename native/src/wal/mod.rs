@@ -29,10 +29,13 @@
 //! and a [`Completion`], and calls [`Completion::complete`] when the storage has said
 //! the bytes are durable (or that it failed). When it calls it does not matter:
 //!
-//! - the file backend persists inline (`pwrite` + `fdatasync` on the driver thread) and
-//!   completes before returning; with `inflight_max = 1` there is nothing else the
-//!   driver could start meanwhile, and appends that arrive during the sync queue up in
-//!   the driver's channel and form the next batch;
+//! - the file backend's calls block (`pwrite` + `fdatasync`), so it runs on an I/O
+//!   thread of its own ([`io_thread::OnThread`]) and completes from there; the driver
+//!   issues each persist *before* it delivers the previous batch's acknowledgements, so
+//!   waking those writers overlaps the next sync. With `inflight_max = 1` there is one
+//!   sync at a time, and appends that arrive during it queue up in the driver's channel
+//!   and form the next batch. (A backend may also complete inline, before `persist`
+//!   returns; it then only loses that overlap.)
 //! - an S3 or Postgres backend owns a small tokio runtime, spawns the PUT or INSERT on
 //!   it and completes from the task when the request returns, so several batches can be
 //!   in flight (`inflight_max = 4`) while the driver keeps feeding the machine. The
@@ -71,6 +74,7 @@
 pub mod fault_fs;
 pub mod file;
 pub mod fs;
+pub mod io_thread;
 pub mod trace;
 pub mod url;
 
@@ -131,6 +135,17 @@ pub fn limit_malloc_arenas() {
     // SAFETY: mallopt only sets an allocator parameter; called before the threads start.
     unsafe {
         libc::mallopt(libc::M_ARENA_MAX, 2);
+    }
+}
+
+/// Hands memory freed after recovery (the segment images, the scan) back to the
+/// operating system, so a long run's resident set is the running WAL's, not the
+/// recovery's. No-op on other C libraries.
+fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free heap memory to the kernel.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
 
@@ -320,6 +335,7 @@ impl Wal {
     pub fn open(mut backend: Box<dyn Backend>, options: WalOptions) -> Result<(Wal, Recovered), WalError> {
         let name = backend.describe();
         let recovered = backend.recover()?;
+        release_free_memory();
         let machine = GroupCommit::resume(
             options.machine,
             Ticket(recovered.next_seq),
@@ -578,8 +594,25 @@ impl Driver {
         }
     }
 
+    /// Performs the machine's actions. Persists are issued first and acknowledgements
+    /// delivered after, so that with a backend on its own I/O thread the next sync runs
+    /// while the previous batch's writers are being woken. Acks and fails keep their
+    /// order among themselves, which is all the machine's ordering promise needs.
     fn perform_actions(&mut self) {
+        let mut answers: Vec<Action> = Vec::new();
         while let Some(action) = self.machine.poll_action() {
+            match action {
+                Action::Ack(_) | Action::Fail { .. } => answers.push(action),
+                other => self.perform(other),
+            }
+        }
+        for action in answers {
+            self.perform(action);
+        }
+    }
+
+    fn perform(&mut self, action: Action) {
+        {
             let now = self.now();
             match action {
                 Action::Persist(batch) => {

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use super::file::{node_dir, FileBackend, SEGMENT_BYTES_DEFAULT};
 use super::fs::RealFs;
+use super::io_thread::OnThread;
 use super::Backend;
 
 /// The flags every WAL command shares.
@@ -76,12 +77,16 @@ impl WalArgs {
             return Err(format!("--segment-bytes {}: must be between 4096 and 17179869184", self.segment_bytes));
         }
         match parse_wal_url(&self.wal)? {
-            WalUrl::File(base) => Ok(Box::new(FileBackend::new(
-                Arc::new(RealFs),
-                node_dir(&base, &self.cluster, &self.node),
-                self.segment_bytes,
-                create,
-            ))),
+            WalUrl::File(base) => {
+                let file = FileBackend::new(
+                    Arc::new(RealFs),
+                    node_dir(&base, &self.cluster, &self.node),
+                    self.segment_bytes,
+                    create,
+                );
+                // Blocking file I/O runs on its own thread (see `io_thread`).
+                Ok(Box::new(OnThread::new(Box::new(file)).map_err(|e| e.to_string())?))
+            }
         }
     }
 }
