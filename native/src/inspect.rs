@@ -427,6 +427,9 @@ fn explain(stop: ScanStop, checks: &[ScanCheck]) -> String {
         (StopReason::BadLength, Some(ScanCheck::Payload { problem: Some(problem), .. })) => {
             format!("bad length: {problem}")
         }
+        (StopReason::BadFragment, Some(ScanCheck::Fragment { record_type: 9, .. })) => {
+            "record type 9 turns on RocksDB's WAL compression (wal_compression), which walab does not decode".into()
+        }
         (StopReason::BadFragment, Some(ScanCheck::Fragment { record_type, in_fragmented_record, .. })) => {
             if *in_fragmented_record {
                 format!("bad fragment: type {record_type} inside a fragmented record")

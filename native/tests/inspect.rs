@@ -193,3 +193,19 @@ fn stream_frames() {
     "#]]
     .assert_eq(&stdout(&output));
 }
+
+#[test]
+fn compressed_rocksdb_log_is_named_as_unsupported() {
+    // What RocksDB 7.8 writes first when opened with wal_compression = kZSTD: a type-9
+    // record whose 4-byte payload names the compression (7 = zstd).
+    use walab_core::checksum::{crc32c, mask_crc32c};
+    let payload = [7u8, 0, 0, 0];
+    let mut bytes = mask_crc32c(crc32c(&[&[9], &payload])).to_le_bytes().to_vec();
+    bytes.extend([4, 0, 9]);
+    bytes.extend(payload);
+    let dir = scratch("compressed");
+    let file = write(&dir.join("000004.log"), &bytes);
+    let output = walab(&["inspect", &file, "--format", "rocksdb"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stderr(&output).contains("wal_compression"), "{}", stderr(&output));
+}

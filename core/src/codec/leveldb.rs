@@ -24,7 +24,11 @@
 //!   the log number in every header is what lets the reader tell them apart. A record
 //!   carrying another log number is the end of the new log ([`StopReason::OldRecord`]).
 //!
-//! Each logical record is a [`WriteBatch`](super::write_batch).
+//! Each logical record is a [`WriteBatch`](super::write_batch). RocksDB has a few more
+//! record types that walab does not decode; the scan stops at them with
+//! [`StopReason::BadFragment`] and the type in its check. The one met in practice is
+//! type 9, which a RocksDB opened with `wal_compression` writes first: everything after
+//! it is compressed (zstd).
 //!
 //! A recycled file's old tail usually does not line up with the new records: the new log
 //! ends somewhere inside an old record, and the reader meets bytes that look like a torn
