@@ -474,6 +474,8 @@ pub struct GroupCommit {
     segment_bytes: u64,
     /// Periodic policy: next background sync, and the segments written since the last.
     next_periodic: Option<Nanos>,
+    /// Periodic policy: the log position the last background sync was asked to reach.
+    sync_requested_lsn: u64,
     unsynced_segments: Option<(u64, u64)>,
     failed: Option<SyncError>,
     /// The first ticket failed so far; every later ticket was failed too.
@@ -518,6 +520,7 @@ impl GroupCommit {
             segment,
             segment_bytes,
             next_periodic: None,
+            sync_requested_lsn: lsn,
             unsynced_segments: None,
             failed: None,
             failed_from: None,
@@ -657,14 +660,22 @@ impl GroupCommit {
         self.close_expired_window(now);
         if let (Policy::Periodic { interval }, Some(due)) = (self.config.policy, self.next_periodic) {
             if now >= due {
+                let unsynced = self.appended_lsn > self.sync_requested_lsn;
+                if self.failed.is_some() || !unsynced {
+                    // Nothing new since the last sync was asked for: the timer sleeps until
+                    // the next append arms it again, so an idle log costs no ticks.
+                    self.next_periodic = None;
+                    return;
+                }
                 self.next_periodic = Some(now + interval);
-                if self.failed.is_none() && self.appended_lsn > self.durable_lsn && self.running < self.config.inflight_max {
+                if self.running < self.config.inflight_max {
                     // Write out what was appended before syncing it.
                     self.flush_unsynced_writes();
                     let id = self.take_batch_id();
                     let (first_segment, last_segment) =
                         self.unsynced_segments.take().unwrap_or((self.segment, self.segment));
                     let lsn_end = self.written_lsn;
+                    self.sync_requested_lsn = lsn_end;
                     self.push_inflight(id, Tickets::empty_at(self.next_ticket), lsn_end);
                     self.ready.push_back(Action::Sync { batch: id, first_segment, last_segment, lsn_end });
                 }
@@ -1093,6 +1104,10 @@ mod tests {
         driver.machine.handle_timeout(at(101));
         driver.drain();
         assert_eq!(driver.syncs.len(), 1, "nothing new to sync");
+        assert_eq!(driver.machine.poll_timeout(), None, "an idle log's timer sleeps");
+        driver.append(at(500), 2, 10);
+        driver.drain();
+        assert_eq!(driver.machine.poll_timeout(), Some(at(550)), "the next append arms it again");
     }
 
     #[test]

@@ -155,10 +155,17 @@ pub struct PowerCutArgs {
     trace: Option<PathBuf>,
 }
 
+/// The longest time any flag takes: about 11.6 days, so sums of times never overflow.
+const MILLIS_MAX: u64 = 1_000_000_000;
+
 fn millis(flag: &str, text: &str) -> Result<Nanos, CliError> {
-    Nanos::parse_millis(text).ok_or_else(|| {
+    let value = Nanos::parse_millis(text).ok_or_else(|| {
         CliError::usage(format!("--{flag}: '{text}' is not a non-negative number of milliseconds"))
-    })
+    })?;
+    if value > Nanos::from_millis(MILLIS_MAX) {
+        return Err(CliError::usage(format!("--{flag}: {text} ms is more than {MILLIS_MAX} ms")));
+    }
+    Ok(value)
 }
 
 fn positive_millis(flag: &str, text: &str) -> Result<Nanos, CliError> {
@@ -263,9 +270,9 @@ fn arrivals(args: &CommitArgs) -> Result<(Arrivals, PerWrite), CliError> {
     if let Some(list) = &args.arrivals_ms {
         let mut times = Vec::new();
         for (index, text) in list.split(',').enumerate() {
-            let at = Nanos::parse_millis(text).ok_or_else(|| {
+            let at = Nanos::parse_millis(text).filter(|at| *at <= Nanos::from_millis(MILLIS_MAX)).ok_or_else(|| {
                 CliError::usage(format!(
-                    "--arrivals-ms: arrival {} ('{}') is not a non-negative number of milliseconds",
+                    "--arrivals-ms: arrival {} ('{}') is not a number of milliseconds from 0 to {MILLIS_MAX}",
                     index + 1,
                     text.trim()
                 ))
@@ -303,6 +310,12 @@ fn arrivals(args: &CommitArgs) -> Result<(Arrivals, PerWrite), CliError> {
     }
     if count == 0 {
         return Err(CliError::usage("--count: must be at least 1"));
+    }
+    if count > commit::WRITES_MAX {
+        return Err(CliError::usage(format!("--count: at most {}", commit::WRITES_MAX)));
+    }
+    if count / rate_per_s > MILLIS_MAX / 1000 {
+        return Err(CliError::usage(format!("--count: {count} writes at {rate_per_s}/s last more than {MILLIS_MAX} ms")));
     }
     if args.poisson {
         Ok((Arrivals::Poisson { rate_per_s, count, seed: args.seed }, None))

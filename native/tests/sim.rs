@@ -148,9 +148,10 @@ fn sim_commit_draws_latencies_from_a_measured_distribution() {
 
 #[test]
 fn bad_arguments_get_one_line_and_exit_2() {
-    let cases: [(&[&str], &str); 7] = [
+    let cases: [(&[&str], &str); 8] = [
         (&["sim", "commit", "--sync-ms", "1", "--arrivals-ms", "0,2,1"], "--arrivals-ms: arrival 3"),
         (&["sim", "commit", "--sync-ms", "1", "--arrivals-ms", "-1"], "--arrivals-ms: arrival 1 ('-1')"),
+        (&["sim", "commit", "--sync-ms", "1", "--rate", "1", "--count", "18446744073709551615"], "--count: at most"),
         (&["sim", "commit", "--sync-ms", "0", "--arrivals-ms", "0"], "--sync-ms: must be above zero"),
         (&["sim", "commit", "--policy", "fast", "--sync-ms", "1", "--arrivals-ms", "0"], "--policy: unknown policy 'fast'"),
         (&["sim", "commit", "--sync-ms", "1"], "arrivals: give exactly one of"),

@@ -37,7 +37,12 @@ pub enum ArrivalsError {
     RateZero,
     /// No writers at all.
     Empty,
+    /// More writers than a run takes ([`WRITES_MAX`]).
+    TooMany { count: u64 },
 }
+
+/// The most writes one run simulates (a bound on every per-write table).
+pub const WRITES_MAX: u64 = 100_000_000;
 
 impl core::fmt::Display for ArrivalsError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -45,6 +50,7 @@ impl core::fmt::Display for ArrivalsError {
             ArrivalsError::Unsorted { index } => write!(f, "arrival {} comes before the one before it", index + 1),
             ArrivalsError::RateZero => f.write_str("the rate must be at least 1 write per second"),
             ArrivalsError::Empty => f.write_str("no writes to simulate"),
+            ArrivalsError::TooMany { count } => write!(f, "{count} writes is more than a run takes ({WRITES_MAX})"),
         }
     }
 }
@@ -54,6 +60,9 @@ impl std::error::Error for ArrivalsError {}
 impl Arrivals {
     /// Checks the arrivals before a run.
     pub fn validate(&self) -> Result<(), ArrivalsError> {
+        if self.count() > WRITES_MAX {
+            return Err(ArrivalsError::TooMany { count: self.count() });
+        }
         match self {
             Arrivals::Given(times) => {
                 if times.is_empty() {
