@@ -77,7 +77,8 @@
 //!   written back.
 //! - [`Policy::Periodic`]: acknowledge on write, and sync every `interval` in the
 //!   background (InnoDB's `innodb_flush_log_at_trx_commit = 2`, PostgreSQL's
-//!   `synchronous_commit = off`). A power loss can take up to about one interval.
+//!   `synchronous_commit = off`). A power loss can take up to about one interval. The
+//!   timer sleeps while nothing is waiting to be synced; the next append wakes it.
 //!
 //! # Pipelining and ordered acknowledgements
 //!
