@@ -193,7 +193,7 @@ pub fn rss_kib() -> Option<u64> {
 fn run_one(args: &Args, writers: usize, run_id: &str) -> Result<(RunJson, Option<Trace>), CliError> {
     let backend = args.wal.backend(true).map_err(CliError::usage)?;
     let options = WalOptions { trace_events_max: args.trace.is_some().then_some(TRACE_EVENTS_MAX), ..WalOptions::default() };
-    let (wal, _) = Wal::open(backend, options).map_err(|e| CliError::failed(e.to_string()))?;
+    let (wal, _) = Wal::open(backend, options).map_err(crate::load_cmd::open_failure)?;
     let wal = Arc::new(wal);
     let stop = Arc::new(AtomicBool::new(false));
     let newest_acked = Arc::new(AtomicU64::new(0));

@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 use crate::cli_error::CliError;
 use crate::wal::url::WalArgs;
-use crate::wal::{Wal, WalError, WalOptions};
+use crate::wal::{Wal, WalOptions};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -31,10 +31,7 @@ struct RecordJson<'a> {
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let backend = args.wal.backend(false).map_err(CliError::usage)?;
-    let (wal, recovered) = Wal::open(backend, WalOptions::default()).map_err(|error| match error {
-        WalError::Open(message) => CliError::usage(message),
-        other => CliError::failed(other.to_string()),
-    })?;
+    let (wal, recovered) = Wal::open(backend, WalOptions::default()).map_err(crate::load_cmd::open_failure)?;
     wal.close();
     if let Some(note) = &recovered.repaired {
         eprintln!("walab: {note}");

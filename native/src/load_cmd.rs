@@ -44,6 +44,15 @@ pub fn default_run_id() -> String {
     format!("{:x}{:x}", micros, std::process::id())
 }
 
+/// An error opening a WAL as the CLI reports it: storage that cannot be opened is a
+/// usage problem (exit 2); a corrupt log is a found problem (exit 1).
+pub fn open_failure(error: WalError) -> CliError {
+    match error {
+        WalError::Open(message) => CliError::usage(message),
+        other => CliError::failed(other.to_string()),
+    }
+}
+
 /// Checks the writer count and record size every writing command shares.
 pub fn check_writers_and_bytes(writers: usize, record_bytes: usize) -> Result<(), CliError> {
     if writers == 0 || writers > 4096 {
@@ -65,10 +74,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     };
     let total = if deadline.is_some() { u64::MAX } else { args.records.unwrap_or(1000) };
     let backend = args.wal.backend(true).map_err(CliError::usage)?;
-    let (wal, _recovered) = Wal::open(backend, WalOptions::default()).map_err(|error| match error {
-        WalError::Open(message) => CliError::usage(message),
-        other => CliError::failed(other.to_string()),
-    })?;
+    let (wal, _recovered) = Wal::open(backend, WalOptions::default()).map_err(open_failure)?;
     let run_id = args.run_id.unwrap_or_else(default_run_id);
     let stdout = Arc::new(Mutex::new(std::io::stdout()));
     let stop = Arc::new(AtomicBool::new(false));

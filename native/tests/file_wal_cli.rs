@@ -165,6 +165,12 @@ fn bad_input_gets_one_line_and_a_nonzero_exit() {
     assert_one_line_error(&walab(&["load", "--wal", "file:///proc/walab-cannot-write", "--records", "1"]), 2, "cannot create");
     assert_one_line_error(&walab(&["load", "--wal", &url(dir.path()), "--node", "../x"]), 2, "--node");
     assert_one_line_error(&walab(&["fsync-test", "--dir", "/no/such/dir"]), 2, "/no/such/dir");
+    assert_one_line_error(
+        &walab(&["bench", "--wal", "file:///proc/walab-cannot-write", "--writers", "1", "--seconds", "0.1"]),
+        2,
+        "cannot create",
+    );
+    assert_one_line_error(&walab(&["load", "--wal", &url(dir.path()), "--record-bytes", "70000"]), 2, "--record-bytes");
     assert_one_line_error(&walab(&["crash-test", "--kills", "1"]), 2, "--wal");
 }
 
