@@ -200,7 +200,7 @@ fn draw_bars(
     if let Some((limit, _)) = limit {
         y_max = y_max.max(*limit);
     }
-    let y_max = if y_max <= 0.0 { 1.0 } else { y_max * 1.15 };
+    let y_max = if y_max <= 0.0 { 1.0 } else { y_max * 1.4 };
     let count = bars.len().max(1);
     let mut chart = ChartBuilder::on(&root)
         .caption(title, ("sans-serif", 15))

@@ -13,7 +13,7 @@ use yew::prelude::*;
 
 use crate::benches::{self, BenchRef};
 use crate::player::{PlayerAction, PlayerState};
-use crate::url_state::{parse_query, Fault, Handling, LabParams, Policy, Scenario, UrlProblem, PART_COUNT};
+use crate::url_state::{parse_query, Fault, Handling, LabParams, PageProtection, Policy, Scenario, UrlProblem, PART_COUNT};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct LabState {
@@ -68,6 +68,7 @@ pub enum LabAction {
     SetFault(Fault),
     SetHandling(Handling),
     SetCdc(Option<u64>),
+    SetProtection(PageProtection),
     DismissUrlProblems,
 }
 
@@ -142,6 +143,10 @@ impl Reducible for LabState {
             }
             LabAction::SetCdc(seq) => {
                 next.params.cdc_confirmed_seq = seq;
+                timeline_changed = true;
+            }
+            LabAction::SetProtection(protection) => {
+                next.params.protection = protection;
                 timeline_changed = true;
             }
             LabAction::DismissUrlProblems => next.url_problems.clear(),

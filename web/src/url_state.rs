@@ -139,6 +139,38 @@ impl Handling {
     }
 }
 
+/// How a page engine protects itself against torn pages (Part 9).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PageProtection {
+    FullPageImages,
+    Doublewrite,
+    None,
+}
+
+impl PageProtection {
+    pub const ALL: [PageProtection; 3] = [PageProtection::FullPageImages, PageProtection::Doublewrite, PageProtection::None];
+
+    pub fn url_name(self) -> &'static str {
+        match self {
+            PageProtection::FullPageImages => "fpi",
+            PageProtection::Doublewrite => "doublewrite",
+            PageProtection::None => "none",
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            PageProtection::FullPageImages => "full-page images (PostgreSQL)",
+            PageProtection::Doublewrite => "doublewrite buffer (InnoDB)",
+            PageProtection::None => "neither",
+        }
+    }
+
+    pub fn from_url_name(name: &str) -> Option<PageProtection> {
+        PageProtection::ALL.into_iter().find(|protection| protection.url_name() == name)
+    }
+}
+
 /// The number of Parts in the lab: 0 to 12.
 pub const PART_COUNT: u8 = 13;
 
@@ -160,6 +192,7 @@ pub struct LabParams {
     pub handling: Handling,
     /// Part 8: a change-data-capture reader stuck at this seq.
     pub cdc_confirmed_seq: Option<u64>,
+    pub protection: PageProtection,
 }
 
 impl Default for LabParams {
@@ -178,6 +211,7 @@ impl Default for LabParams {
             fault: Fault::None,
             handling: Handling::Right,
             cdc_confirmed_seq: None,
+            protection: PageProtection::FullPageImages,
         }
     }
 }
@@ -289,6 +323,13 @@ pub fn parse_query(query: &str) -> (LabParams, Vec<UrlProblem>) {
                 }
                 _ => Err(problem("not a way to handle a failed sync; use right or wrong")),
             },
+            "protection" => match PageProtection::from_url_name(&value) {
+                Some(protection) => {
+                    params.protection = protection;
+                    Ok(())
+                }
+                None => Err(problem("not a torn-page protection; use fpi, doublewrite or none")),
+            },
             "cdc" => match value.parse::<u64>() {
                 Ok(seq) if seq <= 24 => {
                     params.cdc_confirmed_seq = Some(seq);
@@ -299,7 +340,7 @@ pub fn parse_query(query: &str) -> (LabParams, Vec<UrlProblem>) {
             "cut" => parse_millis_in(&value, Nanos::ZERO, CUT_MAX)
                 .map(|nanos| params.cut = Some(nanos))
                 .map_err(|reason| problem(&reason)),
-            _ => Err(problem("unknown parameter; the lab reads part, scenario, sync, load, policy, window, w, unit, seed, cut, fault, handling and cdc")),
+            _ => Err(problem("unknown parameter; the lab reads part, scenario, sync, load, policy, window, w, unit, seed, cut, fault, handling, cdc and protection")),
         };
         if let Err(problem) = outcome {
             problems.push(problem);
@@ -356,6 +397,9 @@ pub fn to_query(params: &LabParams) -> String {
     }
     if let Some(seq) = params.cdc_confirmed_seq {
         pairs.push(format!("cdc={seq}"));
+    }
+    if params.protection != defaults.protection {
+        pairs.push(format!("protection={}", params.protection.url_name()));
     }
     format!("?{}", pairs.join("&"))
 }
@@ -424,9 +468,10 @@ mod tests {
             fault: Fault::LogSync,
             handling: Handling::Wrong,
             cdc_confirmed_seq: Some(10),
+            protection: PageProtection::Doublewrite,
         };
         let query = to_query(&params);
-        assert_eq!(query, "?part=6&scenario=random&sync=1.5&load=2000&policy=window&window=0.5&w=3&unit=4096&seed=42&cut=13.5&fault=e1&handling=wrong&cdc=10");
+        assert_eq!(query, "?part=6&scenario=random&sync=1.5&load=2000&policy=window&window=0.5&w=3&unit=4096&seed=42&cut=13.5&fault=e1&handling=wrong&cdc=10&protection=doublewrite");
         assert_eq!(parse_query(&query), (params, vec![]));
     }
 

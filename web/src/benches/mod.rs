@@ -15,6 +15,7 @@ use crate::url_state::LabParams;
 pub mod append;
 pub mod chain;
 pub mod commit;
+pub mod models;
 pub mod tiny;
 pub mod trace_view;
 
@@ -42,6 +43,9 @@ pub enum Bench {
     Commit(commit::CommitBench),
     /// Parts 3, 6, 7, 8: the tiny store on the simulated device.
     Tiny(tiny::TinyBench),
+    Redo(models::RedoBench),
+    Quorum(models::QuorumBench),
+    Budget(models::BudgetBench),
 }
 
 impl Bench {
@@ -51,6 +55,9 @@ impl Bench {
             Bench::Append => append::timeline(),
             Bench::Commit(bench) => bench.timeline(),
             Bench::Tiny(bench) => bench.timeline(),
+            Bench::Redo(bench) => bench.timeline(),
+            Bench::Quorum(bench) => bench.timeline(),
+            Bench::Budget(_) => Timeline::empty(),
         }
     }
 }
@@ -78,6 +85,9 @@ pub fn build(params: &LabParams) -> BenchRef {
         4 => Bench::Append,
         0 | 5 => Bench::Commit(commit::CommitBench::build(params)),
         3 | 6 | 7 | 8 => Bench::Tiny(tiny::TinyBench::build(params)),
+        9 => Bench::Redo(models::RedoBench::build(params)),
+        10 => Bench::Quorum(models::QuorumBench::build(params)),
+        11 | 12 => Bench::Budget(models::BudgetBench::build(params)),
         _ => Bench::Still,
     };
     BenchRef(Rc::new(bench))

@@ -15,6 +15,7 @@ pub mod commit;
 pub mod controls;
 pub mod failed_sync;
 pub mod intro;
+pub mod models;
 pub mod power;
 pub mod record;
 pub mod sync_calls;
@@ -72,10 +73,10 @@ pub fn Chapter(props: &ChapterProps) -> Html {
         6 => html! { <power::ModesChapter ..props /> },
         7 => html! { <power::TornChapter ..props /> },
         8 => html! { <power::SegmentsChapter ..props /> },
-        11 => html! { <wrapup::AwsChapter ..props /> },
+        9 => html! { <models::PagesChapter ..props /> },
+        10 => html! { <models::ReplicationChapter ..props /> },
+        11 => html! { <><wrapup::AwsChapter ..props.clone() /><models::BudgetCalculator ..props /></> },
         12 => html! { <wrapup::LearnedChapter ..props /> },
-        part => html! {
-            <p class="pending">{ format!("Part {part}'s bench is being built; the navigation above already works.") }</p>
-        },
+        part => html! { <p class="error">{ format!("there is no Part {part}") }</p> },
     }
 }

@@ -1,0 +1,181 @@
+//! Parts 9, 10 and 11: the page engine's redo, the quorum, and the AWS budget, each
+//! computed by the core's models for the current parameters.
+
+use walab_core::budget::{self, Budget, BudgetInput};
+use walab_core::pages::branch_b::{self, BranchB, CutPoint};
+use walab_core::pages::engine::{PageEvent, Protection};
+use walab_core::pages::page::PageGeometry;
+use walab_core::quorum::{self, BranchR, QuorumSetup, SurvivalRow, WriteBudget};
+use walab_core::time::Nanos;
+
+use super::trace_view::TraceSpans;
+use super::Timeline;
+use crate::url_state::{LabParams, PageProtection};
+
+/// Display time of one page event when the player walks the run and its recovery.
+pub const PAGE_STEP: Nanos = Nanos::from_millis(1);
+/// Branch B's tiny pages: 64 bytes of 32-byte sectors (as `walab sim redo` defaults).
+pub const PAGE_BYTES: usize = 64;
+pub const SECTOR_BYTES: usize = 32;
+
+pub fn core_protection(protection: PageProtection) -> Protection {
+    match protection {
+        PageProtection::FullPageImages => Protection::FullPageImages,
+        PageProtection::Doublewrite => Protection::Doublewrite,
+        PageProtection::None => Protection::None,
+    }
+}
+
+#[derive(Debug)]
+pub struct RedoBench {
+    pub branch: Result<BranchB, String>,
+    /// The run's events, then recovery's, in order.
+    pub events: Vec<PageEvent>,
+    /// Index of the first recovery event in `events`.
+    pub recovery_from: usize,
+}
+
+impl RedoBench {
+    pub fn build(params: &LabParams) -> RedoBench {
+        let branch = PageGeometry::new(PAGE_BYTES, SECTOR_BYTES)
+            .map_err(|error| error.to_string())
+            .and_then(|geometry| {
+                branch_b::run(geometry, core_protection(params.protection), CutPoint::PAGE).map_err(|error| error.to_string())
+            });
+        let (events, recovery_from) = match &branch {
+            Ok(branch) => {
+                let mut events = branch.crash.events.clone();
+                let from = events.len();
+                events.extend(branch.recovery.events.iter().cloned());
+                (events, from)
+            }
+            Err(_) => (Vec::new(), 0),
+        };
+        RedoBench { branch, events, recovery_from }
+    }
+
+    pub fn timeline(&self) -> Timeline {
+        let marks: Vec<Nanos> = (1..=self.events.len() as u64).map(|step| Nanos(PAGE_STEP.0 * step)).collect();
+        Timeline { end: marks.last().copied().unwrap_or(Nanos::ZERO), marks }
+    }
+
+    /// How many events have happened at the playhead.
+    pub fn events_done(&self, now: Nanos) -> usize {
+        ((now.0 / PAGE_STEP.0) as usize).min(self.events.len())
+    }
+}
+
+/// One line of the page log, in words.
+pub fn describe_page_event(event: &PageEvent) -> String {
+    match event {
+        PageEvent::Write { lsn, page_no, op, key, value, image_bytes, page_lsn, entries_after, .. } => format!(
+            "write {lsn}: {} {key}{} on P{} (pageLSN {page_lsn}){}: {entries_after}",
+            match op {
+                walab_core::codec::Op::Put => "put",
+                walab_core::codec::Op::Del => "del",
+            },
+            if value.is_empty() { String::new() } else { format!(" {value}") },
+            page_no.0,
+            if *image_bytes > 0 { ", with a full-page image" } else { "" }
+        ),
+        PageEvent::DoublewriteWrite { page_no, slot, sectors_written, sectors_total, .. } => {
+            format!("P{} to doublewrite slot {slot}: {sectors_written} of {sectors_total} sectors", page_no.0)
+        }
+        PageEvent::PageWrite { page_no, page_lsn, sectors_written, sectors_total } => format!(
+            "write-back of P{} (pageLSN {page_lsn}): {sectors_written} of {sectors_total} sectors{}",
+            page_no.0,
+            if sectors_written < sectors_total { ": TORN" } else { "" }
+        ),
+        PageEvent::Checkpoint { redo_lsn } => format!("checkpoint: redo will start at LSN {redo_lsn}"),
+        PageEvent::PowerCut => "the power fails".to_string(),
+        PageEvent::RecoveryStart { redo_lsn, records } => format!("recovery starts at LSN {redo_lsn}: {records} records to replay"),
+        PageEvent::DoublewriteRestore { page_no, slot, .. } => format!("P{} is torn: copied back from doublewrite slot {slot}", page_no.0),
+        PageEvent::Redo(step) => format!(
+            "REDO LSN {} on P{}: {:?} after reading it {:?} → pageLSN {}: {}",
+            step.lsn, step.page_no.0, step.action, step.read, step.page_lsn_after, step.entries_after
+        ),
+        PageEvent::Damaged { page_no } => format!("P{} is damaged: nothing could restore it", page_no.0),
+        PageEvent::RecoveryDone { redo_lsn } => format!("recovery done: redo point now {redo_lsn}"),
+    }
+}
+
+#[derive(Debug)]
+pub struct QuorumBench {
+    pub setup: QuorumSetup,
+    pub branch: Result<BranchR, String>,
+    pub spans: Option<TraceSpans>,
+    pub write_23: Option<WriteBudget>,
+    pub survival: Vec<SurvivalRow>,
+}
+
+/// Branch R forks after this write.
+pub const FORK_AFTER_WRITE: u64 = 20;
+
+impl QuorumBench {
+    pub fn build(params: &LabParams) -> QuorumBench {
+        let setup = QuorumSetup { w: usize::from(params.quorum_w), ..QuorumSetup::branch_r() };
+        let branch = quorum::branch_r(&setup, FORK_AFTER_WRITE).map_err(|error| error.to_string());
+        let spans = branch.as_ref().ok().map(|branch| TraceSpans::from_trace(&branch.trace()));
+        let write_23 = branch.as_ref().ok().and_then(|branch| branch.budget(23));
+        let survival = quorum::survival_table(&quorum::page_policies());
+        QuorumBench { setup, branch, spans, write_23, survival }
+    }
+
+    pub fn timeline(&self) -> Timeline {
+        match &self.spans {
+            Some(spans) => Timeline { marks: spans.marks(), end: spans.end },
+            None => Timeline::empty(),
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct BudgetBench {
+    pub budget: Result<Budget, String>,
+}
+
+impl BudgetBench {
+    pub fn build(params: &LabParams) -> BudgetBench {
+        let input = BudgetInput { rate_per_s: params.load_per_second, sync_latency: params.sync_latency, ..BudgetInput::page() };
+        BudgetBench { budget: budget::compute(input).map_err(|error| error.to_string()) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::url_state::parse_query;
+
+    #[test]
+    fn redo_walks_the_run_then_recovery() {
+        let bench = RedoBench::build(&parse_query("part=9").0);
+        let branch = bench.branch.as_ref().unwrap();
+        assert!(branch.recovered_everything());
+        assert!(bench.recovery_from > 0 && bench.recovery_from < bench.events.len());
+        assert_eq!(bench.events_done(bench.timeline().end), bench.events.len());
+        assert!(bench.events.iter().all(|event| !describe_page_event(event).is_empty()));
+    }
+
+    #[test]
+    fn without_protection_a_page_is_damaged() {
+        let bench = RedoBench::build(&parse_query("part=9&protection=none").0);
+        assert!(!bench.branch.as_ref().unwrap().recovered_everything());
+    }
+
+    #[test]
+    fn the_quorum_bench_draws_the_branch_as_lanes() {
+        let bench = QuorumBench::build(&parse_query("part=10").0);
+        let spans = bench.spans.as_ref().unwrap();
+        assert!(!spans.batches.is_empty());
+        let budget = bench.write_23.as_ref().unwrap();
+        assert_eq!(budget.total, budget.waited_for_batch_in_flight + budget.own_batch);
+        assert!(budget.naive_sum > budget.total);
+    }
+
+    #[test]
+    fn the_budget_follows_the_load() {
+        let low = BudgetBench::build(&parse_query("part=11&load=1000").0).budget.unwrap();
+        let high = BudgetBench::build(&parse_query("part=11").0).budget.unwrap();
+        assert!(high.shared.iops >= low.shared.iops);
+    }
+}
