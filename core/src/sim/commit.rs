@@ -350,6 +350,8 @@ struct Running {
     record: usize,
     /// For periodic syncs: the last write id the sync covers.
     covers_through: u64,
+    /// The trace's file index of the segment synced.
+    file: u32,
 }
 
 /// The simulation's bookkeeping.
@@ -650,7 +652,13 @@ impl Loop<'_> {
                             bytes,
                         });
                     }
-                    self.running.push(Running { done_at: now + latency, batch: batch.id, record, covers_through: 0 });
+                    self.running.push(Running {
+                        done_at: now + latency,
+                        batch: batch.id,
+                        record,
+                        covers_through: 0,
+                        file: (batch.segment - 1) as u32,
+                    });
                     self.trace(now, || Event::SyncStart {
                         sync: batch.id.0,
                         file: (batch.segment - 1) as u32,
@@ -670,6 +678,7 @@ impl Loop<'_> {
                     batch,
                     record: usize::MAX,
                     covers_through: self.written_through,
+                    file: (last_segment - 1) as u32,
                 });
                 self.trace(now, || Event::SyncStart {
                     sync: batch.0,
@@ -725,7 +734,7 @@ impl Loop<'_> {
             }
             self.durable_through = self.durable_through.max(running.covers_through);
         }
-        self.trace(now, || Event::SyncEnd { sync: running.batch.0, file: 0, ok: true, error: None });
+        self.trace(now, || Event::SyncEnd { sync: running.batch.0, file: running.file, ok: true, error: None });
     }
 
     fn finish(mut self) -> CommitRun {
