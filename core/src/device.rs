@@ -30,11 +30,30 @@
 //! still holds the bytes, so a process that restarts without a reboot and reads through
 //! the cache ([`Device::cache_image`]) sees data the media does not have.
 //!
+//! File systems differ in what a failed write-back leaves behind ([`FailureProfile`]):
+//! ext4 and XFS keep the unwritten bytes in the page cache (above); btrfs reverts the
+//! cached pages to what is on the media. And a write-back that fails in the background,
+//! with no sync running ([`Device::fail_write_back`]), is reported to the *next* sync of
+//! the file ([`Device::take_reported_error`]), once, as Linux's errseq does.
+//!
 //! Deleting a file and creating one are modelled as already durable (the unlink or the
 //! create and its directory sync are not the subject here); a created file is zero-filled
 //! at its size on the media, as the tiny store prepares its segments.
 
 use crate::rng::Rng;
+
+/// What a failed write-back does to the page cache.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
+pub enum FailureProfile {
+    /// ext4, XFS: the pages are marked clean and keep the bytes that never reached the
+    /// media, so a read through the cache still sees them.
+    #[default]
+    KeepCache,
+    /// btrfs: the cached pages revert to what is on the media.
+    RevertCache,
+}
 
 /// A file's index on the device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -71,6 +90,8 @@ struct DeviceFile {
     dirty: Vec<bool>,
     /// Units written back in the background, in the device's volatile cache.
     volatile: Vec<InTransit>,
+    /// A background write-back failed; the next sync reports it.
+    error_pending: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -117,6 +138,7 @@ impl Image {
 #[derive(Clone, Debug)]
 pub struct Device {
     unit_bytes: usize,
+    profile: FailureProfile,
     files: Vec<DeviceFile>,
     syncs: Vec<RunningSync>,
     next_sync: u64,
@@ -128,7 +150,12 @@ pub const UNCERTAIN_UNITS_ENUMERABLE_MAX: usize = 12;
 impl Device {
     pub fn new(unit_bytes: usize) -> Device {
         assert!(unit_bytes > 0, "a device needs a positive unit size");
-        Device { unit_bytes, files: Vec::new(), syncs: Vec::new(), next_sync: 1 }
+        Device { unit_bytes, profile: FailureProfile::KeepCache, files: Vec::new(), syncs: Vec::new(), next_sync: 1 }
+    }
+
+    /// A device whose file system handles failed write-backs as `profile` says.
+    pub fn with_profile(unit_bytes: usize, profile: FailureProfile) -> Device {
+        Device { profile, ..Device::new(unit_bytes) }
     }
 
     pub fn unit_bytes(&self) -> usize {
@@ -144,6 +171,7 @@ impl Device {
             media: Vec::new(),
             dirty: Vec::new(),
             volatile: Vec::new(),
+            error_pending: false,
         });
         FileId((self.files.len() - 1) as u32)
     }
@@ -271,10 +299,56 @@ impl Device {
     }
 
     /// The sync fails (EIO): its units are marked clean without being written. The page
-    /// cache keeps their bytes. Returns the dropped units.
+    /// cache keeps their bytes (or reverts them, under [`FailureProfile::RevertCache`]).
+    /// Returns the dropped units.
     pub fn fail_sync(&mut self, sync: SyncId) -> Result<Vec<u32>, DeviceError> {
         let running = self.take_sync(sync)?;
-        Ok(running.units.iter().map(|transit| transit.unit).collect())
+        let units: Vec<u32> = running.units.iter().map(|transit| transit.unit).collect();
+        self.drop_units(running.file, &units);
+        Ok(units)
+    }
+
+    fn drop_units(&mut self, file: FileId, units: &[u32]) {
+        if self.profile != FailureProfile::RevertCache {
+            return;
+        }
+        let unit_bytes = self.unit_bytes;
+        if let Some(entry) = self.files.get_mut(file.0 as usize) {
+            for &unit in units {
+                let start = unit as usize * unit_bytes;
+                let end = (start + unit_bytes).min(entry.cache.len()).min(entry.media.len());
+                if start < end {
+                    let media = entry.media[start..end].to_vec();
+                    entry.cache[start..end].copy_from_slice(&media);
+                }
+            }
+        }
+    }
+
+    /// A background write-back of the file's dirty units fails: they are marked clean
+    /// without being written, and the error waits for the next sync of the file.
+    /// Returns the dropped units.
+    pub fn fail_write_back(&mut self, file: FileId) -> Result<Vec<u32>, DeviceError> {
+        let entry = self.live(file)?;
+        let mut dropped = Vec::new();
+        for unit in 0..entry.dirty.len() {
+            if entry.dirty[unit] {
+                entry.dirty[unit] = false;
+                dropped.push(unit as u32);
+            }
+        }
+        entry.error_pending = true;
+        self.drop_units(file, &dropped);
+        Ok(dropped)
+    }
+
+    /// Whether a sync of the file that returns now must report an earlier failed
+    /// write-back. True once per failure: the error is reported to one sync only.
+    pub fn take_reported_error(&mut self, file: FileId) -> bool {
+        match self.files.get_mut(file.0 as usize) {
+            Some(entry) => core::mem::take(&mut entry.error_pending),
+            None => false,
+        }
     }
 
     /// Deletes a file (durably).
@@ -446,6 +520,31 @@ mod tests {
         assert_eq!(device.finish_sync(retry).unwrap(), Vec::<u32>::new());
         assert_eq!(&device.read_media(file).unwrap()[..8], b"good\0\0\0\0");
         assert_eq!(&device.cache_image().file("wal-1").unwrap()[..8], b"goodlost", "the cache still has it");
+    }
+
+    #[test]
+    fn btrfs_reverts_the_cache_after_a_failed_sync() {
+        let mut device = Device::with_profile(4, FailureProfile::RevertCache);
+        let file = device.register("wal-1");
+        device.create(file, 8).unwrap();
+        device.write(file, 0, b"lost").unwrap();
+        let (sync, _) = device.start_sync(file).unwrap();
+        device.fail_sync(sync).unwrap();
+        assert_eq!(&device.cache_image().file("wal-1").unwrap()[..4], &[0; 4], "the cache matches the media again");
+    }
+
+    #[test]
+    fn a_failed_background_write_back_is_reported_to_the_next_sync_once() {
+        let (mut device, file) = device_with_file();
+        device.write(file, 0, b"gone").unwrap();
+        assert_eq!(device.fail_write_back(file).unwrap(), [0]);
+        let (sync, units) = device.start_sync(file).unwrap();
+        assert!(units.is_empty(), "nothing is dirty any more");
+        device.finish_sync(sync).unwrap();
+        assert!(device.take_reported_error(file), "this sync reports the error");
+        assert!(!device.take_reported_error(file), "and only this one");
+        assert_eq!(&device.read_media(file).unwrap()[..4], &[0; 4]);
+        assert_eq!(&device.read_cache(file).unwrap()[..4], b"gone");
     }
 
     #[test]
