@@ -54,7 +54,7 @@ proptest! {
         let mut running: Vec<BatchId> = Vec::new();
         let mut next_ack = 1u64;
         let mut failed = false;
-        let mut drain = |machine: &mut GroupCommit, running: &mut Vec<BatchId>, settled: &mut Vec<Option<bool>>, next_ack: &mut u64, failed: &mut bool, appended: &Vec<usize>| {
+        let drain = |machine: &mut GroupCommit, running: &mut Vec<BatchId>, settled: &mut Vec<Option<bool>>, next_ack: &mut u64, failed: &mut bool, appended: &Vec<usize>| {
             while let Some(action) = machine.poll_action() {
                 match action {
                     Action::Persist(batch) | Action::Write(batch) => {
