@@ -130,7 +130,7 @@ pub fn power_loss(params: PowerLossParams) -> Result<CrashReport, String> {
     let mut rng = Rng::new(params.seed);
     let mut report = CrashReport::default();
     let mut acked_all: Vec<String> = Vec::new();
-    let options = WalOptions { machine: Config::file(params.policy), trace_events_max: None };
+    let options = WalOptions { machine: Some(Config::file(params.policy)), trace_events_max: None };
     let value = vec![b'v'; params.record_bytes];
     for round in 0..=params.cuts {
         let backend = Box::new(FileBackend::new(Arc::new(fs.clone()), dir.clone(), params.segment_bytes, true));

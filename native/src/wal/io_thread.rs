@@ -30,6 +30,7 @@ pub struct OnThread {
     thread: Option<JoinHandle<()>>,
     name: String,
     segment_bytes_max: u64,
+    machine_config: walab_core::group_commit::Config,
 }
 
 impl OnThread {
@@ -37,6 +38,7 @@ impl OnThread {
     pub fn new(mut inner: Box<dyn Backend>) -> Result<OnThread, WalError> {
         let name = inner.describe();
         let segment_bytes_max = inner.segment_bytes_max();
+        let machine_config = inner.machine_config();
         let (jobs, inbox) = mpsc::channel::<Job>();
         let thread = std::thread::Builder::new()
             .name("wal-io".to_string())
@@ -57,7 +59,7 @@ impl OnThread {
                 }
             })
             .map_err(|error| WalError::Open(format!("{name}: cannot start the i/o thread: {error}")))?;
-        Ok(OnThread { jobs: Some(jobs), thread: Some(thread), name, segment_bytes_max })
+        Ok(OnThread { jobs: Some(jobs), thread: Some(thread), name, segment_bytes_max, machine_config })
     }
 
     fn send(&self, job: Job) -> bool {
@@ -80,6 +82,10 @@ impl Backend for OnThread {
 
     fn segment_bytes_max(&self) -> u64 {
         self.segment_bytes_max
+    }
+
+    fn machine_config(&self) -> walab_core::group_commit::Config {
+        self.machine_config
     }
 
     fn persist(&mut self, batch: Batch, done: Completion) {

@@ -47,6 +47,21 @@
 //! `bench` and `crash-test` use only [`Wal`] and [`Writer`], so a new backend gets all
 //! four commands by implementing [`Backend`] and adding its URL scheme to [`url`].
 //!
+//! # Adding a backend (S3, Postgres)
+//!
+//! 1. Implement [`Backend`]: `recover` returns every durable record in seq order and
+//!    `next_seq` (the machine resumes its tickets there); `segment_bytes_max` is
+//!    `u64::MAX` unless the storage has segments; `persist` owns the batch, sends it
+//!    (one PUT, one INSERT) and calls [`Completion::complete`] from wherever the answer
+//!    arrives; `machine_config` returns `Config::remote(..)` for several batches in
+//!    flight; `remove_segments` is trim. A batch's bytes are tiny-store records
+//!    back to back; a remote backend wraps them in its own frame (the stream WAL frame).
+//! 2. Add a [`url::WalUrl`] variant and its arm in [`url::WalArgs::backend`].
+//!
+//! `load`, `dump`, `bench` and `crash-test --kills` then work unchanged, and the
+//! machine keeps acknowledgements in submission order whatever order completions
+//! arrive in.
+//!
 //! # Records and sequence numbers
 //!
 //! Records use the tiny store's format ([`walab_core::codec::tiny`]): one record per
@@ -208,23 +223,24 @@ pub trait Backend: Send + 'static {
     fn write_unsynced(&mut self, batch: &Batch) -> Result<(), SyncError>;
     /// Removes these whole segments (all older than the segment being appended to).
     fn remove_segments(&mut self, segments: &[u64]) -> Result<(), WalError>;
+    /// The group-commit settings this storage wants: one sync at a time for a local
+    /// file (the default); an object store or database returns
+    /// `Config::remote(Policy::Group)` (or a `Window` policy) for several batches in flight.
+    fn machine_config(&self) -> group_commit::Config {
+        group_commit::Config::file(Policy::Group)
+    }
 }
 
 /// How a WAL is opened.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub struct WalOptions {
-    /// The machine's settings. [`group_commit::Config::file`] with [`Policy::Group`] by
-    /// default; [`Policy::NoSync`] makes the deliberately broken WAL the tests use.
-    pub machine: group_commit::Config,
+    /// The machine's settings; `None` takes the backend's own
+    /// ([`Backend::machine_config`]). Tests set [`Policy::NoSync`] here to build the
+    /// deliberately broken WAL that acknowledges before it syncs.
+    pub machine: Option<group_commit::Config>,
     /// Record the driver's trace (arrivals, batches, persists, acks) for `--trace`, in
     /// the core's trace format, keeping at most this many events.
     pub trace_events_max: Option<usize>,
-}
-
-impl Default for WalOptions {
-    fn default() -> WalOptions {
-        WalOptions { machine: group_commit::Config::file(Policy::Group), trace_events_max: None }
-    }
 }
 
 /// Counters the driver keeps while it runs.
@@ -336,8 +352,9 @@ impl Wal {
         let name = backend.describe();
         let recovered = backend.recover()?;
         release_free_memory();
+        let machine_config = options.machine.unwrap_or_else(|| backend.machine_config());
         let machine = GroupCommit::resume(
-            options.machine,
+            machine_config,
             Ticket(recovered.next_seq),
             recovered.lsn,
             recovered.segment,
@@ -368,7 +385,7 @@ impl Wal {
             next_reader: 1,
             stats: Arc::clone(&stats),
             trace: options.trace_events_max.map(|events_max| {
-                let policy = walab_core::sim::commit::policy_name(&options.machine.policy);
+                let policy = walab_core::sim::commit::policy_name(&machine_config.policy);
                 TraceRecorder::new("native-file", policy, recovered.next_seq, recovered_segment_bytes_max, events_max)
             }),
             shutting_down: false,

@@ -199,7 +199,7 @@ fn a_second_process_cannot_open_the_same_log() {
 #[test]
 fn the_no_sync_policy_acknowledges_what_a_power_cut_then_takes_away() {
     let fs = FaultFs::new(512);
-    let options = WalOptions { machine: Config::file(Policy::NoSync), trace_events_max: None };
+    let options = WalOptions { machine: Some(Config::file(Policy::NoSync)), trace_events_max: None };
     let (wal, _) = Wal::open(fault_backend(&fs, 1 << 16), options).unwrap();
     let mut writer = wal.writer();
     for n in 0..5 {
