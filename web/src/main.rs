@@ -135,9 +135,10 @@ fn App() -> Html {
             <main id="chapter" data-part={part.to_string()}>
                 { problems.unwrap_or_default() }
                 <h2>{ format!("Part {part}. {}", PART_TITLES[part as usize]) }</h2>
-                <Chapter params={lab.params.clone()} player={lab.player.clone()} bench={lab.bench.clone()} on_action={dispatch.clone()} />
+                <Chapter params={lab.params.clone()} player={lab.player.clone()} bench={lab.bench.clone()} dropped={lab.dropped.clone()} on_action={dispatch.clone()} />
             </main>
             <footer>
+                if part != 5 { <parts::dropzone::DropZone dropped={lab.dropped.clone()} on_action={dispatch.clone()} /> }
                 <p>{ "Keys: space play/pause · ← → step · Home/End · + − speed · p pull the power" }</p>
             </footer>
         </div>

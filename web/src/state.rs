@@ -11,6 +11,7 @@ use std::rc::Rc;
 use walab_core::time::Nanos;
 use yew::prelude::*;
 
+use crate::benches::dropped::DroppedTrace;
 use crate::benches::{self, BenchRef};
 use crate::player::{PlayerAction, PlayerState};
 use crate::url_state::{parse_query, Fault, Handling, LabParams, PageProtection, Policy, Scenario, UrlProblem, PART_COUNT};
@@ -23,13 +24,15 @@ pub struct LabState {
     pub player: PlayerState,
     /// The core's runs for the current Part and parameters.
     pub bench: BenchRef,
+    /// A trace file dropped onto the page, or why it could not be read.
+    pub dropped: Option<Result<Rc<DroppedTrace>, String>>,
 }
 
 impl LabState {
     /// The state a URL query describes.
     pub fn from_query(query: &str) -> LabState {
         let (params, url_problems) = parse_query(query);
-        let mut state = LabState { player: PlayerState::default(), params, url_problems, bench: BenchRef::default() };
+        let mut state = LabState { player: PlayerState::default(), params, url_problems, bench: BenchRef::default(), dropped: None };
         state.reload_timeline();
         if let Some(cut) = state.params.cut {
             state.player.apply(PlayerAction::Seek(cut));
@@ -41,7 +44,8 @@ impl LabState {
     /// the speed.
     fn reload_timeline(&mut self) {
         let speed_index = self.player.speed_index;
-        self.bench = benches::build(&self.params);
+        let dropped = self.dropped.as_ref().and_then(|dropped| dropped.as_ref().ok());
+        self.bench = benches::build(&self.params, dropped);
         let timeline = self.bench.0.timeline();
         self.player = PlayerState::for_run(timeline.marks, timeline.end);
         self.player.speed_index = speed_index;
@@ -69,6 +73,9 @@ pub enum LabAction {
     SetHandling(Handling),
     SetCdc(Option<u64>),
     SetProtection(PageProtection),
+    /// A trace file was read (or failed to parse).
+    LoadTrace(Result<Rc<DroppedTrace>, String>),
+    CloseTrace,
     DismissUrlProblems,
 }
 
@@ -148,6 +155,18 @@ impl Reducible for LabState {
             LabAction::SetProtection(protection) => {
                 next.params.protection = protection;
                 timeline_changed = true;
+            }
+            LabAction::LoadTrace(result) => {
+                next.dropped = Some(result);
+                next.params.part = 5;
+                next.params.cut = None;
+                timeline_changed = true;
+                playhead_kept = false;
+            }
+            LabAction::CloseTrace => {
+                next.dropped = None;
+                timeline_changed = true;
+                playhead_kept = false;
             }
             LabAction::DismissUrlProblems => next.url_problems.clear(),
         }

@@ -15,6 +15,7 @@ use crate::url_state::LabParams;
 pub mod append;
 pub mod chain;
 pub mod commit;
+pub mod dropped;
 pub mod models;
 pub mod tiny;
 pub mod trace_view;
@@ -46,6 +47,8 @@ pub enum Bench {
     Redo(models::RedoBench),
     Quorum(models::QuorumBench),
     Budget(models::BudgetBench),
+    /// A trace file dropped onto the page.
+    Dropped(Rc<dropped::DroppedTrace>),
 }
 
 impl Bench {
@@ -58,6 +61,7 @@ impl Bench {
             Bench::Redo(bench) => bench.timeline(),
             Bench::Quorum(bench) => bench.timeline(),
             Bench::Budget(_) => Timeline::empty(),
+            Bench::Dropped(trace) => trace.timeline(),
         }
     }
 }
@@ -79,8 +83,12 @@ impl Default for BenchRef {
     }
 }
 
-/// Runs the core for the Part and parameters.
-pub fn build(params: &LabParams) -> BenchRef {
+/// Runs the core for the Part and parameters; Part 5 draws a dropped trace instead
+/// while one is loaded.
+pub fn build(params: &LabParams, dropped: Option<&Rc<dropped::DroppedTrace>>) -> BenchRef {
+    if let (5, Some(trace)) = (params.part, dropped) {
+        return BenchRef(Rc::new(Bench::Dropped(trace.clone())));
+    }
     let bench = match params.part {
         4 => Bench::Append,
         0 | 5 => Bench::Commit(commit::CommitBench::build(params)),

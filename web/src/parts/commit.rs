@@ -7,6 +7,8 @@ use wasm_bindgen::JsCast;
 use yew::prelude::*;
 
 use super::controls::{group_thousands, Controls, Shown};
+use super::dropzone::DropZone;
+use crate::benches::dropped::DroppedTrace;
 use super::{ChapterProps, Source};
 use crate::benches::commit::{CommitBench, SteadyCommit, SweepPoint};
 use crate::benches::trace_view::{Phase, TraceSpans};
@@ -18,6 +20,9 @@ use crate::url_state::{format_millis, Policy, Scenario};
 
 #[component]
 pub fn GroupCommitChapter(props: &ChapterProps) -> Html {
+    if let Bench::Dropped(trace) = &*props.bench.0 {
+        return dropped_view(trace, props);
+    }
     let Bench::Commit(bench) = &*props.bench.0 else {
         return html! { <p class="error">{ "this Part's bench did not run" }</p> };
     };
@@ -61,7 +66,29 @@ pub fn GroupCommitChapter(props: &ChapterProps) -> Html {
             Sync per write is drawn only below its ceiling of 1 ÷ L: above it the queue grows without end.",
             format_millis(bench.sync_latency)) }</p></div>
         <SweepCharts sweep={Rc::new(bench.sweep.clone())} />
+        <h3>{ "Your own run" }</h3>
+        <DropZone dropped={props.dropped.clone()} on_action={props.on_action.clone()} />
         </>
+    }
+}
+
+/// A dropped trace file, drawn in the same lanes as the simulator's runs.
+fn dropped_view(trace: &Rc<DroppedTrace>, props: &ChapterProps) -> Html {
+    let on_player = props.on_action.reform(LabAction::Player);
+    let on_close = props.on_action.reform(|_: MouseEvent| LabAction::CloseTrace);
+    let acked = trace.spans.writes.iter().filter(|write| write.ack.is_some_and(|ack| ack <= props.player.now)).count();
+    html! {
+        <div class="dropped" data-file={trace.file_name.clone()} data-writes={trace.writes.to_string()}>
+            <p class="headline">{ format!("{}: scenario {}, policy {}, {} writes, {} events", trace.file_name, trace.scenario, trace.policy, trace.writes, trace.events) }
+                { " " }<button class="close-trace" onclick={on_close}>{ "close the file" }</button></p>
+            if trace.spans.writes.len() < trace.writes {
+                <p class="note">{ format!("The lanes show the first {} writes.", trace.spans.writes.len()) }</p>
+            }
+            <Player state={props.player.clone()} on_action={on_player} />
+            <TraceLanes spans={Rc::new(trace.spans.clone())} now={props.player.now} />
+            <p class="acked-line" data-acked={acked.to_string()}>{ format!("{acked} writes acknowledged at the playhead.") }</p>
+            <DropZone dropped={props.dropped.clone()} on_action={props.on_action.clone()} />
+        </div>
     }
 }
 

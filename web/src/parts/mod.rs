@@ -13,6 +13,7 @@ use crate::url_state::LabParams;
 
 pub mod commit;
 pub mod controls;
+pub mod dropzone;
 pub mod failed_sync;
 pub mod intro;
 pub mod models;
@@ -44,6 +45,9 @@ pub struct ChapterProps {
     pub params: LabParams,
     pub player: PlayerState,
     pub bench: BenchRef,
+    /// A dropped trace file, or why it could not be read.
+    #[prop_or_default]
+    pub dropped: Option<Result<std::rc::Rc<crate::benches::dropped::DroppedTrace>, String>>,
     pub on_action: Callback<LabAction>,
 }
 

@@ -1,0 +1,106 @@
+//! A trace file dropped onto the page: a run recorded by `walab` (simulated, or measured on
+//! a real disk) read back and drawn in the same lanes as the simulator's own runs.
+//!
+//! The file is untrusted input, so every way it can be wrong becomes one clear sentence
+//! for the page, never a panic or a blank view.
+
+use walab_core::trace::{Trace, TRACE_FORMAT_VERSION};
+
+use super::trace_view::TraceSpans;
+use super::Timeline;
+
+/// The largest trace file the page reads, in bytes.
+pub const TRACE_FILE_BYTES_MAX: usize = 64 << 20;
+/// The most writes the lanes draw one by one.
+pub const LANE_WRITES_MAX: usize = 400;
+
+/// A trace read from a file.
+#[derive(Debug, PartialEq)]
+pub struct DroppedTrace {
+    pub file_name: String,
+    pub scenario: String,
+    pub policy: String,
+    pub events: usize,
+    pub writes: usize,
+    pub spans: TraceSpans,
+}
+
+impl DroppedTrace {
+    pub fn timeline(&self) -> Timeline {
+        Timeline { marks: self.spans.marks(), end: self.spans.end }
+    }
+}
+
+/// Reads a trace file's text. The error names the file and what is wrong with it.
+pub fn parse_trace(file_name: &str, text: &str) -> Result<DroppedTrace, String> {
+    if text.len() > TRACE_FILE_BYTES_MAX {
+        return Err(format!("{file_name}: {} bytes is larger than the {} MiB the page reads", text.len(), TRACE_FILE_BYTES_MAX >> 20));
+    }
+    if text.trim().is_empty() {
+        return Err(format!("{file_name}: the file is empty"));
+    }
+    let trace: Trace = serde_json::from_str(text).map_err(|error| {
+        format!("{file_name}: not a walab trace (line {}, column {}: {})", error.line(), error.column(), strip_position(&error.to_string()))
+    })?;
+    if trace.format_version != TRACE_FORMAT_VERSION {
+        return Err(format!(
+            "{file_name}: trace format {} is not the {} this page reads",
+            trace.format_version, TRACE_FORMAT_VERSION
+        ));
+    }
+    if let Some(index) = trace.events.windows(2).position(|pair| pair[1].at < pair[0].at) {
+        return Err(format!("{file_name}: event {} goes back in time", index + 2));
+    }
+    if trace.events.is_empty() {
+        return Err(format!("{file_name}: the trace has no events"));
+    }
+    let mut spans = TraceSpans::from_trace(&trace);
+    if spans.writes.len() > LANE_WRITES_MAX {
+        spans.writes.truncate(LANE_WRITES_MAX);
+    }
+    Ok(DroppedTrace {
+        file_name: file_name.to_string(),
+        scenario: trace.scenario.clone(),
+        policy: trace.policy.clone(),
+        events: trace.events.len(),
+        writes: trace.writes.len(),
+        spans,
+    })
+}
+
+fn strip_position(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(at) => message[..at].to_string(),
+        None => message.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use walab_core::group_commit::{Config, Policy};
+    use walab_core::sim::commit;
+
+    fn tiny_trace_json() -> String {
+        let (setup, arrivals) = commit::tiny_store_setup(Config::file(Policy::Group));
+        let run = commit::run(&setup, &arrivals).unwrap();
+        serde_json::to_string(&run.trace.unwrap()).unwrap()
+    }
+
+    #[test]
+    fn a_simulated_trace_reads_back_into_the_same_spans() {
+        let dropped = parse_trace("run.json", &tiny_trace_json()).unwrap();
+        assert_eq!(dropped.writes, 24);
+        assert!(dropped.spans.writes.iter().all(|write| write.ack.is_some()));
+        assert!(!dropped.timeline().marks.is_empty());
+    }
+
+    #[test]
+    fn bad_files_get_one_clear_sentence() {
+        assert_eq!(parse_trace("a.json", "  ").unwrap_err(), "a.json: the file is empty");
+        let error = parse_trace("b.json", "{\"format_version\": 1").unwrap_err();
+        assert!(error.starts_with("b.json: not a walab trace (line 1, column"), "{error}");
+        let wrong_version = tiny_trace_json().replacen("\"format_version\":1", "\"format_version\":99", 1);
+        assert_eq!(parse_trace("c.json", &wrong_version).unwrap_err(), "c.json: trace format 99 is not the 1 this page reads");
+    }
+}
