@@ -37,7 +37,7 @@ use walab_core::rng::Rng;
 
 use crate::cli_error::CliError;
 use crate::wal::fault_fs::{CutMode, FaultFs};
-use crate::wal::file::FileBackend;
+use crate::wal::file::{FileBackend, SegmentFormat};
 use crate::wal::io_thread::OnThread;
 use crate::wal::url::WalArgs;
 use crate::wal::{Wal, WalError, WalOptions};
@@ -75,6 +75,9 @@ pub struct Args {
     /// The simulated device's atomic unit, in bytes (with --power-loss).
     #[arg(long, default_value_t = 512)]
     unit_bytes: u64,
+    /// Record format of the segment files: tiny or leveldb.
+    #[arg(long, value_enum, default_value = "tiny")]
+    format: SegmentFormat,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -120,6 +123,7 @@ pub struct PowerLossParams {
     /// The machine under test: [`Policy::Group`] is the real WAL; [`Policy::NoSync`]
     /// acknowledges before syncing and must fail.
     pub policy: Policy,
+    pub format: SegmentFormat,
 }
 
 /// Runs the power-loss test; `Err` only for a failure of the harness itself (a recovery
@@ -133,7 +137,8 @@ pub fn power_loss(params: PowerLossParams) -> Result<CrashReport, String> {
     let options = WalOptions { machine: Some(Config::file(params.policy)), trace_events_max: None };
     let value = vec![b'v'; params.record_bytes];
     for round in 0..=params.cuts {
-        let backend = Box::new(FileBackend::new(Arc::new(fs.clone()), dir.clone(), params.segment_bytes, true));
+        let backend =
+            Box::new(FileBackend::with_format(Arc::new(fs.clone()), dir.clone(), params.segment_bytes, true, params.format));
         // Recovery and the check always use the real WAL's settings.
         let (wal, recovered) = match Wal::open(backend, WalOptions::default()) {
             Ok(opened) => opened,
@@ -155,7 +160,8 @@ pub fn power_loss(params: PowerLossParams) -> Result<CrashReport, String> {
         }
         // A fresh WAL on the recovered disk, with the policy under test, its file I/O on
         // an I/O thread as in production.
-        let file = Box::new(FileBackend::new(Arc::new(fs.clone()), dir.clone(), params.segment_bytes, true));
+        let file =
+            Box::new(FileBackend::with_format(Arc::new(fs.clone()), dir.clone(), params.segment_bytes, true, params.format));
         let backend = Box::new(OnThread::new(file).map_err(|e| e.to_string())?);
         let (wal, _) = Wal::open(backend, options).map_err(|e| format!("round {round}: reopen failed: {e}"))?;
         let mode = if rng.coin() { CutMode::Tear } else { CutMode::DropUnsynced };
@@ -206,7 +212,7 @@ fn kill_test(args: &Args, wal_args: &WalArgs) -> Result<CrashReport, CliError> {
         let mut child = Command::new(&exe)
             .args(["load", "--wal", &wal_args.wal, "--cluster", &wal_args.cluster, "--node", &wal_args.node])
             .args(["--writers", &args.writers.to_string(), "--seconds", "3600"])
-            .args(["--record-bytes", &args.record_bytes.to_string()])
+            .args(["--record-bytes", &args.record_bytes.to_string(), "--format", wal_args.format.name()])
             .args(["--run-id", &format!("{run_base}-k{round}")])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -280,6 +286,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             unit_bytes: args.unit_bytes,
             segment_bytes: 64 * 1024,
             policy: Policy::Group,
+            format: args.format,
         };
         ("cuts", power_loss(params).map_err(CliError::failed)?)
     } else {
@@ -291,6 +298,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             cluster: args.cluster.clone(),
             node: args.node.clone(),
             segment_bytes: crate::wal::file::SEGMENT_BYTES_DEFAULT,
+            format: args.format,
         };
         wal_args.backend(true).map_err(CliError::usage)?;
         ("kills", kill_test(&args, &wal_args)?)
@@ -324,6 +332,7 @@ mod tests {
 
     fn params(policy: Policy) -> PowerLossParams {
         PowerLossParams {
+            format: SegmentFormat::Tiny,
             cuts: 25,
             writers: 4,
             record_bytes: 40,
@@ -338,6 +347,13 @@ mod tests {
     fn the_group_commit_wal_loses_nothing_acknowledged_across_power_cuts() {
         let report = power_loss(params(Policy::Group)).unwrap();
         assert_eq!(report.crashes, 25);
+        assert!(report.acks_checked > 0);
+        assert_eq!(report.lost, 0, "lost: {:?}", report.lost_examples);
+    }
+
+    #[test]
+    fn the_leveldb_format_loses_nothing_acknowledged_across_power_cuts() {
+        let report = power_loss(PowerLossParams { format: SegmentFormat::Leveldb, ..params(Policy::Group) }).unwrap();
         assert!(report.acks_checked > 0);
         assert_eq!(report.lost, 0, "lost: {:?}", report.lost_examples);
     }

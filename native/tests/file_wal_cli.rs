@@ -188,3 +188,22 @@ fn a_corrupt_segment_is_reported_with_its_byte_and_exit_1() {
     assert_one_line_error(&dump, 1, "wal-00000000000000000001.log: checksum mismatch at byte");
     assert!(stdout(&dump).is_empty());
 }
+
+#[test]
+fn the_leveldb_format_round_trips_and_inspect_reads_its_segments() {
+    let dir = tempfile::tempdir().unwrap();
+    let wal = url(dir.path());
+    let load = walab(&["load", "--wal", &wal, "--format", "leveldb", "--writers", "4", "--records", "40"]);
+    assert!(load.status.success(), "{}", stderr(&load));
+    assert_eq!(stdout(&load).lines().count(), 40);
+    let dump = walab(&["dump", "--wal", &wal, "--format", "leveldb"]);
+    assert!(dump.status.success(), "{}", stderr(&dump));
+    assert_eq!(stdout(&dump).lines().count(), 40);
+    assert_one_line_error(&walab(&["dump", "--wal", &wal]), 2, "pass --format leveldb");
+    let segment = dir.path().join("default/0/wal-00000000000000000001.log");
+    let inspect = walab(&["inspect", segment.to_str().unwrap(), "--format", "leveldb", "--json"]);
+    assert_eq!(inspect.status.code(), Some(0), "{}", stderr(&inspect));
+    let cuts = walab(&["crash-test", "--power-loss", "--cuts", "20", "--format", "leveldb"]);
+    assert!(cuts.status.success(), "{}", stderr(&cuts));
+    assert!(stdout(&cuts).contains(", lost 0,"));
+}

@@ -22,6 +22,15 @@
 //! record left in a reused file could pass its checksum after a crash (Part 7's "recycled
 //! segments"). A removed segment is gone; a new one is zero-filled.
 //!
+//! # Formats
+//!
+//! `--format tiny` (the default) writes the tiny store's records, one per write, at the
+//! offsets the group-commit machine gives. `--format leveldb` writes LevelDB's log
+//! format with one `WriteBatch` record per commit group ([`super::leveldb_segment`]);
+//! `walab inspect --format leveldb` and LevelDB's own reader can read those segments.
+//! A `FORMAT` file in the log directory records which, and opening with the other one
+//! is refused.
+//!
 //! # Recovery
 //!
 //! Opening reads every segment *from the device* ([`super::fs::WalFs::read_from_device`],
@@ -47,9 +56,11 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use walab_core::group_commit::{Batch, SyncError};
-use walab_core::scan::{scan_tiny, StopReason};
+use walab_core::codec::leveldb::{scan_log, LogFormat, LogSegment};
+use walab_core::scan::{scan_tiny, ScanStop, StopReason};
 
 use super::fs::{create_zero_filled, WalFile, WalFs};
+use super::leveldb_segment;
 use super::{sync_error_of, Backend, Completion, Recovered, WalError};
 
 /// Default bytes per segment: big enough that switches are rare, small enough that the
@@ -78,11 +89,44 @@ enum Spare {
     Ready(Box<dyn WalFile>),
 }
 
+/// How records are laid out in the segment files.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum SegmentFormat {
+    /// The tiny store's format: one record per write.
+    Tiny,
+    /// LevelDB's log format: 32 KiB blocks, one `WriteBatch` record per commit group.
+    Leveldb,
+}
+
+impl SegmentFormat {
+    pub fn name(self) -> &'static str {
+        match self {
+            SegmentFormat::Tiny => "tiny",
+            SegmentFormat::Leveldb => "leveldb",
+        }
+    }
+}
+
+/// The file that records a log's format, so a reader with the wrong `--format` is
+/// refused instead of mistaking every record for damage (and cutting it as a torn tail).
+pub const FORMAT_FILE_NAME: &str = "FORMAT";
+
+/// One accepted record and where its bytes are (a LevelDB group's writes share them).
+struct Found {
+    segment: usize,
+    offset: u64,
+    len: u64,
+    record: walab_core::codec::tiny::TinyRecord,
+}
+
 /// A log in one directory, through a [`WalFs`].
 pub struct FileBackend {
     fs: Arc<dyn WalFs>,
     dir: PathBuf,
     segment_bytes_max: u64,
+    format: SegmentFormat,
+    /// Where the next LevelDB group record goes in the current segment.
+    physical_offset: u64,
     /// The segment being appended to, and its open file.
     current: Option<(u64, Box<dyn WalFile>)>,
     /// The next segment being zero-filled by a helper thread.
@@ -93,8 +137,68 @@ pub struct FileBackend {
 }
 
 impl FileBackend {
+    /// A tiny-store-format log (tests and the power-loss harness's default).
+    #[cfg_attr(not(test), allow(dead_code))]
     pub fn new(fs: Arc<dyn WalFs>, dir: PathBuf, segment_bytes_max: u64, create: bool) -> FileBackend {
-        FileBackend { fs, dir, segment_bytes_max, current: None, spare: None, create, _lock: None }
+        FileBackend::with_format(fs, dir, segment_bytes_max, create, SegmentFormat::Tiny)
+    }
+
+    pub fn with_format(
+        fs: Arc<dyn WalFs>,
+        dir: PathBuf,
+        segment_bytes_max: u64,
+        create: bool,
+        format: SegmentFormat,
+    ) -> FileBackend {
+        FileBackend {
+            fs,
+            dir,
+            segment_bytes_max,
+            format,
+            physical_offset: 0,
+            current: None,
+            spare: None,
+            create,
+            _lock: None,
+        }
+    }
+
+    /// Bytes of a segment file on disk.
+    fn file_bytes(&self) -> u64 {
+        match self.format {
+            SegmentFormat::Tiny => self.segment_bytes_max,
+            SegmentFormat::Leveldb => leveldb_segment::physical_segment_bytes(self.segment_bytes_max),
+        }
+    }
+
+    /// Checks (or, for a new log, records) the log's format.
+    fn check_format(&self, names: &[String]) -> Result<(), WalError> {
+        let path = self.dir.join(FORMAT_FILE_NAME);
+        if names.iter().any(|name| name == FORMAT_FILE_NAME) {
+            let text = self.fs.read_from_device(&path).map_err(|e| self.open_error("cannot read FORMAT", e))?;
+            let found = String::from_utf8_lossy(&text).trim().to_string();
+            if found != self.format.name() {
+                return Err(WalError::Open(format!(
+                    "{}: the log is in the {found} format; pass --format {found}",
+                    self.dir.display()
+                )));
+            }
+            return Ok(());
+        }
+        let has_segments = names.iter().any(|name| parse_segment_file_name(name).is_some());
+        if has_segments {
+            // Logs from before FORMAT existed are tiny-store logs.
+            if self.format != SegmentFormat::Tiny {
+                return Err(WalError::Open(format!("{}: the log is in the tiny format; pass --format tiny", self.dir.display())));
+            }
+            return Ok(());
+        }
+        let text = format!("{}\n", self.format.name());
+        let mut file = self.fs.create_new(&path).map_err(|e| self.open_error("cannot create FORMAT", e))?;
+        file.write_at(0, text.as_bytes())
+            .and_then(|()| file.sync_data())
+            .and_then(|()| self.fs.sync_dir(&self.dir))
+            .map_err(|e| self.open_error("cannot write FORMAT", e))
     }
 
     fn path(&self, segment: u64) -> PathBuf {
@@ -112,7 +216,7 @@ impl FileBackend {
         }
         let fs = Arc::clone(&self.fs);
         let path = self.path(segment);
-        let len = self.segment_bytes_max;
+        let len = self.file_bytes();
         let spawned = std::thread::Builder::new()
             .name("wal-zero-fill".to_string())
             .spawn(move || create_zero_filled(fs.as_ref(), &path, len));
@@ -136,12 +240,41 @@ impl FileBackend {
                     // A spare for another segment is of no use; let it finish.
                     let _ = handle.join();
                 }
-                create_zero_filled(self.fs.as_ref(), &self.path(segment), self.segment_bytes_max)?
+                create_zero_filled(self.fs.as_ref(), &self.path(segment), self.file_bytes())?
             }
         };
         self.current = Some((segment, file));
+        self.physical_offset = 0;
         self.prepare_spare(segment + 1);
         Ok(())
+    }
+
+    /// Runs the core's recovery scan for the log's format over the segment images.
+    fn scan(&self, images: &[Vec<u8>]) -> (Vec<Found>, ScanStop) {
+        match self.format {
+            SegmentFormat::Tiny => {
+                let slices: Vec<&[u8]> = images.iter().map(|image| image.as_slice()).collect();
+                let scan = scan_tiny(&slices, 0);
+                let found = scan
+                    .records
+                    .into_iter()
+                    .map(|a| Found { segment: a.segment, offset: a.offset, len: a.len, record: a.record })
+                    .collect();
+                (found, scan.stop)
+            }
+            SegmentFormat::Leveldb => {
+                let segments: Vec<LogSegment<'_>> =
+                    images.iter().map(|image| LogSegment { bytes: image, log_number: None }).collect();
+                let scan = scan_log(LogFormat::LevelDb, &segments, 0);
+                let mut found = Vec::new();
+                for accepted in scan.records {
+                    for record in leveldb_segment::batch_records(&accepted.batch) {
+                        found.push(Found { segment: accepted.segment, offset: accepted.offset, len: accepted.len, record });
+                    }
+                }
+                (found, scan.stop)
+            }
+        }
     }
 
     /// Overwrites `from..to` of a segment with zeros and syncs: the torn tail is cut.
@@ -158,11 +291,31 @@ impl FileBackend {
         if self.current.as_ref().is_none_or(|(segment, _)| *segment != batch.segment) {
             self.switch_to(batch.segment)?;
         }
+        self.write_batch(batch)?;
         let (_, file) = self.current.as_mut().expect("switched above");
-        let end = batch.offset + batch.bytes.len() as u64;
-        assert!(end <= self.segment_bytes_max, "a batch never passes its segment's end");
-        file.write_at(batch.offset, &batch.bytes)?;
         file.sync_data()
+    }
+
+    /// Writes a batch into the current segment in the log's format (no sync).
+    fn write_batch(&mut self, batch: &Batch) -> io::Result<()> {
+        let file_bytes = self.file_bytes();
+        let (_, file) = self.current.as_mut().expect("a current segment");
+        match self.format {
+            SegmentFormat::Tiny => {
+                let end = batch.offset + batch.bytes.len() as u64;
+                assert!(end <= file_bytes, "a batch never passes its segment's end");
+                file.write_at(batch.offset, &batch.bytes)
+            }
+            SegmentFormat::Leveldb => {
+                let payload = leveldb_segment::transcode_batch(&batch.bytes);
+                let bytes = leveldb_segment::frame_at(self.physical_offset, &payload);
+                let end = self.physical_offset + bytes.len() as u64;
+                assert!(end <= file_bytes, "a group record never passes its segment's end");
+                file.write_at(self.physical_offset, &bytes)?;
+                self.physical_offset = end;
+                Ok(())
+            }
+        }
     }
 }
 
@@ -193,6 +346,7 @@ impl Backend for FileBackend {
         let lock = self.fs.lock_dir(&self.dir).map_err(|e| self.open_error("cannot lock the log", e))?;
         self._lock = Some(lock);
         let names = self.fs.list(&self.dir).map_err(|e| self.open_error("cannot list the log directory", e))?;
+        self.check_format(&names)?;
         let mut numbers: Vec<u64> = names.iter().filter_map(|name| parse_segment_file_name(name)).collect();
         numbers.sort_unstable();
         let mut images = Vec::with_capacity(numbers.len());
@@ -203,17 +357,19 @@ impl Backend for FileBackend {
                 .map_err(|e| self.open_error(&format!("cannot read {}", segment_file_name(segment)), e))?;
             images.push(bytes);
         }
-        let slices: Vec<&[u8]> = images.iter().map(|image| image.as_slice()).collect();
-        let scan = scan_tiny(&slices, 0);
+        let (found, stop) = self.scan(&images);
 
         // Which segments hold records, and each one's last seq.
         let mut last_seq: Vec<Option<u64>> = vec![None; numbers.len()];
         let mut lsn = 0u64;
-        for accepted in &scan.records {
+        let mut previous_end = None;
+        for accepted in &found {
             last_seq[accepted.segment] = Some(accepted.record.seq);
-            lsn += accepted.len;
+            if previous_end != Some((accepted.segment, accepted.offset)) {
+                lsn += accepted.len;
+            }
+            previous_end = Some((accepted.segment, accepted.offset));
         }
-        let stop = scan.stop;
         let mut repaired = None;
         if !stop.reason.is_clean() && !numbers.is_empty() {
             // Damage is a torn tail only if no later segment holds anything.
@@ -239,8 +395,7 @@ impl Backend for FileBackend {
             None => (numbers.last().map_or(1, |last| last + 1), 0),
             Some(index) => {
                 let number = numbers[index];
-                let resume_offset = scan
-                    .records
+                let resume_offset = found
                     .iter()
                     .filter(|accepted| accepted.segment == index)
                     .map(|accepted| accepted.offset + accepted.len)
@@ -257,8 +412,11 @@ impl Backend for FileBackend {
                         stop_words(stop.reason)
                     ));
                 }
-                let full_size = images[index].len() as u64 == self.segment_bytes_max;
-                if full_size {
+                let full_size = images[index].len() as u64 == self.file_bytes();
+                if full_size && self.format == SegmentFormat::Leveldb && resume_offset > 0 {
+                    // The LevelDB writer starts each open in a fresh segment.
+                    (number + 1, 0)
+                } else if full_size {
                     (number, resume_offset)
                 } else if last_seq[index].is_some() {
                     // Written with another --segment-bytes: keep it, append in a new one.
@@ -276,7 +434,7 @@ impl Backend for FileBackend {
         let mut kept_spare = None;
         if let Some(index) = numbers.iter().position(|&number| number == segment + 1) {
             if index >= remove_from
-                && images[index].len() as u64 == self.segment_bytes_max
+                && images[index].len() as u64 == self.file_bytes()
                 && last_nonzero_end(&images[index]) == 0
             {
                 kept_spare = Some(index);
@@ -297,12 +455,13 @@ impl Backend for FileBackend {
         let file = match self.fs.open_write(&path) {
             Ok(file) => file,
             Err(error) if error.kind() == io::ErrorKind::NotFound => {
-                create_zero_filled(self.fs.as_ref(), &path, self.segment_bytes_max)
+                create_zero_filled(self.fs.as_ref(), &path, self.file_bytes())
                     .map_err(|e| self.open_error(&format!("cannot create {}", segment_file_name(segment)), e))?
             }
             Err(error) => return Err(self.open_error(&format!("cannot open {}", segment_file_name(segment)), error)),
         };
         self.current = Some((segment, file));
+        self.physical_offset = 0;
         match kept_spare {
             Some(index) => {
                 let spare_file = self
@@ -319,9 +478,9 @@ impl Backend for FileBackend {
         if segments.last().is_none_or(|(number, _)| *number != segment) {
             segments.push((segment, None));
         }
-        let next_seq = scan.records.last().map_or(1, |accepted| accepted.record.seq + 1);
+        let next_seq = found.last().map_or(1, |accepted| accepted.record.seq + 1);
         Ok(Recovered {
-            records: scan.records.into_iter().map(|accepted| accepted.record).collect(),
+            records: found.into_iter().map(|accepted| accepted.record).collect(),
             next_seq,
             lsn,
             segment,
@@ -348,8 +507,7 @@ impl Backend for FileBackend {
         if self.current.as_ref().is_none_or(|(segment, _)| *segment != batch.segment) {
             self.switch_to(batch.segment).map_err(|e| sync_error_of(&e))?;
         }
-        let (_, file) = self.current.as_mut().expect("switched above");
-        file.write_at(batch.offset, &batch.bytes).map_err(|e| sync_error_of(&e))
+        self.write_batch(batch).map_err(|e| sync_error_of(&e))
     }
 
     fn remove_segments(&mut self, segments: &[u64]) -> Result<(), WalError> {

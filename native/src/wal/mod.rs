@@ -90,6 +90,7 @@ pub mod fault_fs;
 pub mod file;
 pub mod fs;
 pub mod io_thread;
+pub mod leveldb_segment;
 pub mod trace;
 pub mod url;
 

@@ -244,3 +244,54 @@ fn the_io_thread_backend_acknowledges_and_fails_like_the_inline_one() {
     let (_wal, recovered) = Wal::open(threaded(&fs), WalOptions::default()).unwrap();
     assert_eq!(recovered.records.len(), 100);
 }
+
+fn leveldb_backend(dir: &Path, segment_bytes: u64) -> Box<FileBackend> {
+    Box::new(FileBackend::with_format(
+        Arc::new(RealFs),
+        dir.to_path_buf(),
+        segment_bytes,
+        true,
+        super::file::SegmentFormat::Leveldb,
+    ))
+}
+
+#[test]
+fn the_leveldb_format_writes_one_record_per_group_that_leveldb_s_scan_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let (wal, _) = Wal::open(leveldb_backend(dir.path(), 8192), WalOptions::default()).unwrap();
+    let handles: Vec<_> = (0..4)
+        .map(|w| {
+            let mut writer = wal.writer();
+            std::thread::spawn(move || {
+                for n in 0..50 {
+                    writer.append(format!("w{w}-{n}").as_bytes(), &[b'v'; 40]).unwrap();
+                }
+            })
+        })
+        .collect();
+    for handle in handles {
+        handle.join().unwrap();
+    }
+    let persists = wal.stats().persists_ok;
+    drop(wal);
+    // Every segment is a LevelDB log: the core's LevelDB scan reads one batch per persist.
+    let mut batches = 0;
+    for name in RealFs.list(dir.path()).unwrap().into_iter().filter(|n| n.starts_with("wal-")) {
+        let bytes = std::fs::read(dir.path().join(&name)).unwrap();
+        let segment = walab_core::codec::leveldb::LogSegment { bytes: &bytes, log_number: None };
+        let scan = walab_core::codec::leveldb::scan_log(walab_core::codec::leveldb::LogFormat::LevelDb, &[segment], 0);
+        batches += scan.records.len() as u64;
+    }
+    assert_eq!(batches, persists);
+    let (wal, recovered) = Wal::open(leveldb_backend(dir.path(), 8192), WalOptions::default()).unwrap();
+    assert_eq!(recovered.records.len(), 200);
+    assert!(recovered.records.windows(2).all(|w| w[1].seq == w[0].seq + 1));
+    let mut writer = wal.writer();
+    assert_eq!(writer.append(b"after", b"reopen").unwrap(), 201);
+    drop(wal);
+    // The wrong --format is refused, never mistaken for a torn tail.
+    let error = Wal::open(real_backend(dir.path(), 8192), WalOptions::default()).err().unwrap();
+    assert!(matches!(error, WalError::Open(ref m) if m.contains("pass --format leveldb")), "{error:?}");
+    let (_wal, recovered) = Wal::open(leveldb_backend(dir.path(), 8192), WalOptions::default()).unwrap();
+    assert_eq!(recovered.records.len(), 201);
+}

@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::file::{node_dir, FileBackend, SEGMENT_BYTES_DEFAULT};
+use super::file::{node_dir, FileBackend, SegmentFormat, SEGMENT_BYTES_DEFAULT};
 use super::fs::RealFs;
 use super::io_thread::OnThread;
 use super::Backend;
@@ -29,6 +29,10 @@ pub struct WalArgs {
     /// Bytes per segment file (file backend).
     #[arg(long, default_value_t = SEGMENT_BYTES_DEFAULT)]
     pub segment_bytes: u64,
+    /// Record format of the segment files (file backend): the tiny store's, one record
+    /// per write, or LevelDB's, one WriteBatch record per commit group.
+    #[arg(long, value_enum, default_value = "tiny")]
+    pub format: SegmentFormat,
 }
 
 /// A parsed `--wal` URL.
@@ -78,11 +82,12 @@ impl WalArgs {
         }
         match parse_wal_url(&self.wal)? {
             WalUrl::File(base) => {
-                let file = FileBackend::new(
+                let file = FileBackend::with_format(
                     Arc::new(RealFs),
                     node_dir(&base, &self.cluster, &self.node),
                     self.segment_bytes,
                     create,
+                    self.format,
                 );
                 // Blocking file I/O runs on its own thread (see `io_thread`).
                 Ok(Box::new(OnThread::new(Box::new(file)).map_err(|e| e.to_string())?))
