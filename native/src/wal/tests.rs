@@ -172,16 +172,19 @@ fn trim_removes_only_what_the_consumer_and_every_reader_confirmed() {
     for n in 0..200 {
         last = writer.append(format!("key-{n}").as_bytes(), &[1u8; 50]).unwrap();
     }
-    let segments = || RealFs.list(dir.path()).unwrap().into_iter().filter(|n| n.starts_with("wal-")).count();
-    let before = segments();
+    // (Counting files would race with the helper thread that prepares the next segment.)
+    let first = dir.path().join(segment_file_name(1));
+    let second = dir.path().join(segment_file_name(2));
+    assert!(second.exists(), "200 records of about 70 bytes span several 4 KiB segments");
     wal.confirm_consumer(last);
     writer.append(b"tick", b"1").unwrap();
-    assert_eq!(segments(), before, "the reader at seq 0 pins every segment");
+    assert!(first.exists(), "the reader at seq 0 pins every segment");
+    assert_eq!(wal.stats().segments_removed, 0);
     wal.confirm_reader(reader, last);
     writer.append(b"tick", b"2").unwrap();
-    let after = segments();
-    assert!(after < before, "{after} segments left of {before}");
-    assert!(wal.stats().segments_removed > 0);
+    assert!(!first.exists());
+    assert!(!second.exists());
+    assert!(wal.stats().segments_removed >= 2);
     drop(wal);
     let (_wal, recovered) = Wal::open(real_backend(dir.path(), SMALL_SEGMENT_BYTES), WalOptions::default()).unwrap();
     // The newest records are still there, so the next seq continues.
