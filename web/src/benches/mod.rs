@@ -92,7 +92,7 @@ pub fn build(params: &LabParams, dropped: Option<&Rc<dropped::DroppedTrace>>) ->
     let bench = match params.part {
         4 => Bench::Append,
         0 | 5 => Bench::Commit(commit::CommitBench::build(params)),
-        3 | 6 | 7 | 8 => Bench::Tiny(tiny::TinyBench::build(params)),
+        2 | 3 | 6 | 7 | 8 => Bench::Tiny(tiny::TinyBench::build(params)),
         9 => Bench::Redo(models::RedoBench::build(params)),
         10 => Bench::Quorum(models::QuorumBench::build(params)),
         11 | 12 => Bench::Budget(models::BudgetBench::build(params)),

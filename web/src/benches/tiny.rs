@@ -271,3 +271,70 @@ mod tests {
         assert!(gates.iter().all(|gate| !gate.readers_done || gate.segment <= 2));
     }
 }
+
+/// Part 2: where a write's bytes are at an instant, read from the run's trace state.
+pub mod journey {
+    use walab_core::tiny_store::WRITES;
+    use walab_core::trace::{StateAt, UnitState, WriteState};
+
+    use crate::benches::chain::Stage;
+
+    /// The place write `id`'s record occupies at the state's instant (`None` before it
+    /// arrives or if it was refused or failed).
+    pub fn write_stage(state: &StateAt, id: u64) -> Option<Stage> {
+        let index = usize::try_from(id).ok()?.checked_sub(1)?;
+        match state.writes.get(index)? {
+            WriteState::Future | WriteState::Refused | WriteState::Failed => None,
+            WriteState::Queued => Some(Stage::AppBuffer),
+            WriteState::InBatch { .. } => {
+                let segment = WRITES.get(index)?.segment();
+                let file = state.files.get(usize::try_from(segment).ok()?.checked_sub(1)?)?;
+                if file.units.contains(&UnitState::Syncing) {
+                    Some(Stage::DeviceCache)
+                } else {
+                    Some(Stage::PageCache)
+                }
+            }
+            WriteState::Acked => Some(Stage::Media),
+        }
+    }
+
+    /// Byte offsets of writes `first ..= last` in their segment (they must share one).
+    pub fn record_ranges(first: u64, last: u64) -> Vec<(u64, usize, usize)> {
+        let mut offset = 0usize;
+        let mut ranges = Vec::new();
+        for write in WRITES.iter().filter(|write| write.id >= first && write.id <= last) {
+            let len = write.record().len();
+            ranges.push((write.id, offset, offset + len));
+            offset += len;
+        }
+        ranges
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+        use crate::benches::tiny::TinyBench;
+        use crate::url_state::parse_query;
+        use walab_core::time::Nanos;
+
+        #[test]
+        fn write_1_travels_from_buffer_to_media() {
+            let bench = TinyBench::build(&parse_query("part=2").0);
+            let (run, _) = bench.full.as_ref().unwrap();
+            let ack = run.ack_of(1).unwrap();
+            let at_ack = run.trace.state_at(ack);
+            assert_eq!(write_stage(&at_ack, 1), Some(Stage::Media));
+            let mid_sync = run.trace.state_at(Nanos(ack.0 / 2));
+            let stage = write_stage(&mid_sync, 1);
+            assert!(matches!(stage, Some(Stage::PageCache | Stage::DeviceCache)), "{stage:?}");
+            assert_eq!(write_stage(&run.trace.state_at(Nanos::ZERO), 24), None);
+        }
+
+        #[test]
+        fn wal_1_records_start_where_part_4_says() {
+            let starts: Vec<usize> = record_ranges(1, 4).iter().map(|range| range.1).collect();
+            assert_eq!(starts, [0, 29, 56, 85]);
+        }
+    }
+}

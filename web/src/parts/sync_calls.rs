@@ -3,7 +3,76 @@
 use yew::prelude::*;
 
 use super::{ChapterProps, Source};
+use crate::benches::chain::Stage;
+use crate::benches::tiny::journey::{record_ranges, write_stage};
+use crate::benches::Bench;
+use crate::player::{format_fixed_millis, Player};
+use crate::state::LabAction;
 use crate::url_state::format_millis;
+use walab_core::trace::UnitState;
+
+/// The writes whose journey Part 2 follows: wal-1's four.
+const JOURNEY_WRITES: std::ops::RangeInclusive<u64> = 1..=4;
+
+/// Writes 1 to 4 on their way from the process to the media, and wal-1's units, drawn
+/// from the tiny store's run at the playhead.
+fn journey(props: &ChapterProps) -> Html {
+    let Bench::Tiny(bench) = &*props.bench.0 else { return Html::default() };
+    let Ok((run, _)) = &bench.full else { return html! { <p class="error">{ "the simulator refused the run" }</p> } };
+    let state = run.trace.state_at(props.player.now);
+    let stages = [Stage::AppBuffer, Stage::PageCache, Stage::DeviceCache, Stage::Media];
+    let columns = stages.iter().map(|stage| {
+        let chips = JOURNEY_WRITES.filter(|id| write_stage(&state, *id) == Some(*stage)).map(|id| {
+            html! { <span class="chip" data-write={id.to_string()}>{ format!("write {id}") }</span> }
+        });
+        let title = match stage {
+            Stage::DeviceCache => "on its way: the sync is running",
+            Stage::Media => "on the media: acknowledged",
+            other => other.label(),
+        };
+        html! { <div class="stage-column" data-stage={format!("{stage:?}")}><h4>{ title }</h4>{ for chips }</div> }
+    });
+    let units = state.files.first().map(|file| {
+        let ranges = record_ranges(*JOURNEY_WRITES.start(), *JOURNEY_WRITES.end());
+        let cells = file.units.iter().enumerate().map(|(unit, unit_state)| {
+            let start = unit * walab_core::tiny_store::UNIT_BYTES;
+            let end = start + walab_core::tiny_store::UNIT_BYTES;
+            let holds: Vec<String> = ranges
+                .iter()
+                .filter(|(id, from, to)| *from < end && *to > start && write_stage(&state, *id).is_some_and(|stage| stage != Stage::AppBuffer))
+                .map(|(id, _, _)| id.to_string())
+                .collect();
+            let (class, label) = match unit_state {
+                UnitState::Dirty => ("dirty", "dirty in the page cache"),
+                UnitState::Syncing => ("syncing", "being synced"),
+                UnitState::Dropped => ("dropped", "dropped by a failed sync"),
+                UnitState::Clean if holds.is_empty() => ("zeros", "zeros on the media"),
+                UnitState::Clean => ("media", "on the media"),
+            };
+            html! {
+                <div class={classes!("unit-cell", class)} data-unit={unit.to_string()} data-state={class}>
+                    <strong>{ format!("unit {unit}") }</strong>
+                    <span>{ format!("bytes {start}-{}", end - 1) }</span>
+                    <span>{ label }</span>
+                    <span class="holds">{ if holds.is_empty() { String::new() } else { format!("records {}", holds.join(", ")) } }</span>
+                </div>
+            }
+        });
+        html! { <div class="unit-row">{ for cells }</div> }
+    });
+    let on_player = props.on_action.reform(LabAction::Player);
+    html! {
+        <>
+        <h3>{ "Trace: the first writes" }</h3>
+        <div class="prose"><p>{ "When the tiny store opens, it creates wal-1 filled with zeros and syncs it and its directory.             Then the writes arrive. Step through: each record is built in the process, written into the page cache (its units             turn dirty), carried to the device by fdatasync (1.0 ms here, which includes the drive's cache flush), and only             then acknowledged." }</p></div>
+        <Player state={props.player.clone()} on_action={on_player} />
+        <p class="note">{ format!("t = {} ms: {} syncs finished, {} writes acknowledged", format_fixed_millis(props.player.now), state.syncs_done, state.acked) }</p>
+        <div class="journey">{ for columns }</div>
+        <h4>{ "wal-1's 32-byte units" }</h4>
+        { units.unwrap_or_default() }
+        </>
+    }
+}
 
 const FSYNC: &str = "https://man7.org/linux/man-pages/man2/fsync.2.html";
 const OPEN: &str = "https://man7.org/linux/man-pages/man2/open.2.html";
@@ -110,6 +179,8 @@ pub fn SyncChapter(props: &ChapterProps) -> Html {
                   cache inside the drive that can undo all of them without an error. The table says what each call \
                   waits for, from the Linux man pages." }</p>
         </div>
+        { journey(props) }
+        <h3>{ "The calls" }</h3>
         <table class="sync-calls">
             <thead><tr><th>{ "call" }</th><th>{ "returns when" }</th><th>{ "drive's volatile cache" }</th><th>{ "metadata" }</th><th>{ "survives power loss" }</th><th>{ "source" }</th></tr></thead>
             <tbody>{ for rows }</tbody>
