@@ -22,6 +22,8 @@
 //! - [`device`]: a simulated disk: page cache, volatile cache, atomic units, power cuts.
 //! - [`trace`]: what happened in a run, event by event, and the state at any instant.
 //! - [`sim`]: the deterministic simulator (group commit alone; the tiny store end to end).
+//! - [`ring`]: the Postgres WAL's ring of slot tables: offsets to generations to slots, the
+//!   row frame, the recovery chain, the URL settings, start-up and timeline checks.
 //! - [`pages`]: Part 9, a page-based engine with pageLSN redo, full-page images and a
 //!   doublewrite buffer, torn page by page at a power cut.
 //! - [`budget`]: Parts 11 and 12, syncs, IOPS and MB/s against an EBS volume's limits.
@@ -37,6 +39,7 @@ pub mod device;
 pub mod group_commit;
 pub mod pages;
 pub mod quorum;
+pub mod ring;
 pub mod rng;
 pub mod sim;
 pub mod scan;
