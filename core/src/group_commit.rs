@@ -291,6 +291,9 @@ pub enum SyncError {
     Unavailable,
     /// Another writer took the log over (its epoch moved).
     Fenced,
+    /// A retried persist found different bytes already stored at its position: the
+    /// storage is corrupt (or two writers share an epoch). Never accepted.
+    Mismatch,
 }
 
 impl fmt::Display for SyncError {
@@ -300,6 +303,7 @@ impl fmt::Display for SyncError {
             SyncError::NoSpace => "no space left on device (enospc)",
             SyncError::Unavailable => "storage unavailable",
             SyncError::Fenced => "fenced by a newer writer",
+            SyncError::Mismatch => "different bytes already stored at this position (corruption)",
         })
     }
 }

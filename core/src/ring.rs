@@ -413,7 +413,7 @@ pub const WALAB_OPTIONS: [&str; 8] = [
 
 /// The query options the Postgres client (tokio-postgres 0.7) understands; they stay in
 /// the URL it is given.
-pub const CLIENT_OPTIONS: [&str; 18] = [
+pub const CLIENT_OPTIONS: [&str; 19] = [
     "user",
     "password",
     "dbname",
@@ -432,6 +432,7 @@ pub const CLIENT_OPTIONS: [&str; 18] = [
     "keepalives_retries",
     "target_session_attrs",
     "channel_binding",
+    "load_balance_hosts",
 ];
 
 /// Why a `--wal` URL was refused.

@@ -91,6 +91,7 @@ pub mod file;
 pub mod fs;
 pub mod io_thread;
 pub mod leveldb_segment;
+pub mod postgres;
 pub mod trace;
 pub mod url;
 
@@ -230,6 +231,11 @@ pub trait Backend: Send + 'static {
     fn machine_config(&self) -> group_commit::Config {
         group_commit::Config::file(Policy::Group)
     }
+    /// Every consumer and reader has confirmed the records through `seq`. Called before
+    /// [`Backend::remove_segments`] whenever that position moves; a backend that trims
+    /// finer than whole segments (the Postgres WAL's trim offset) uses it, the others
+    /// ignore it.
+    fn confirmed(&mut self, _seq: u64) {}
 }
 
 /// How a WAL is opened.
@@ -382,6 +388,7 @@ impl Wal {
             segment_last_seq,
             persist_started: BTreeMap::new(),
             consumer_seq: 0,
+            confirmed_seq: 0,
             readers: BTreeMap::new(),
             next_reader: 1,
             stats: Arc::clone(&stats),
@@ -468,6 +475,8 @@ struct Driver {
     /// When each running persist was issued.
     persist_started: BTreeMap<BatchId, Instant>,
     consumer_seq: u64,
+    /// The last position passed to [`Backend::confirmed`].
+    confirmed_seq: u64,
     readers: BTreeMap<ReaderId, (String, u64)>,
     next_reader: u64,
     stats: Arc<Mutex<WalStats>>,
@@ -684,6 +693,10 @@ impl Driver {
         let confirmed = self.readers.values().map(|(_, seq)| *seq).fold(self.consumer_seq, u64::min);
         if confirmed == 0 {
             return;
+        }
+        if confirmed > self.confirmed_seq {
+            self.confirmed_seq = confirmed;
+            self.backend.confirmed(confirmed);
         }
         let newest_with_records = self.segment_last_seq.iter().rev().find(|(_, last)| last.is_some()).map(|(s, _)| *s);
         let Some(newest_with_records) = newest_with_records else { return };

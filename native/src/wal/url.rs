@@ -12,6 +12,7 @@ use std::sync::Arc;
 use super::file::{node_dir, FileBackend, SegmentFormat, SEGMENT_BYTES_DEFAULT};
 use super::fs::RealFs;
 use super::io_thread::OnThread;
+use super::postgres::PgBackend;
 use super::Backend;
 
 /// The flags every WAL command shares.
@@ -40,6 +41,8 @@ pub struct WalArgs {
 pub enum WalUrl {
     /// `file:///absolute/dir` (or `file://relative/dir`).
     File(PathBuf),
+    /// `postgres://...` or `postgresql://...`, walab's options still in it.
+    Postgres(String),
 }
 
 /// Parses a `--wal` value; the error is the one line to print.
@@ -50,8 +53,11 @@ pub fn parse_wal_url(text: &str) -> Result<WalUrl, String> {
         }
         return Ok(WalUrl::File(PathBuf::from(path)));
     }
+    if text.starts_with("postgres://") || text.starts_with("postgresql://") {
+        return Ok(WalUrl::Postgres(text.to_string()));
+    }
     match text.split_once("://") {
-        Some((scheme @ ("s3" | "postgres" | "postgresql"), _)) => {
+        Some((scheme @ "s3", _)) => {
             Err(format!("--wal {text}: the {scheme} backend is not in this build yet; use file:///DIR"))
         }
         Some((scheme, _)) => Err(format!("--wal {text}: unknown scheme {scheme:?}; use file:///DIR")),
@@ -92,6 +98,10 @@ impl WalArgs {
                 // Blocking file I/O runs on its own thread (see `io_thread`).
                 Ok(Box::new(OnThread::new(Box::new(file)).map_err(|e| e.to_string())?))
             }
+            WalUrl::Postgres(url) => {
+                let backend = PgBackend::new(&url, &self.cluster, &self.node, create)?;
+                Ok(Box::new(backend))
+            }
         }
     }
 }
@@ -105,6 +115,7 @@ mod tests {
         assert_eq!(parse_wal_url("file:///data/wal"), Ok(WalUrl::File(PathBuf::from("/data/wal"))));
         assert!(parse_wal_url("file://").unwrap_err().contains("no directory"));
         assert!(parse_wal_url("s3://bucket/p").unwrap_err().contains("not in this build"));
+        assert_eq!(parse_wal_url("postgres://h/db?segments=4"), Ok(WalUrl::Postgres("postgres://h/db?segments=4".into())));
         assert!(parse_wal_url("ftp://x").unwrap_err().contains("unknown scheme"));
         assert!(parse_wal_url("/data").unwrap_err().contains("not a URL"));
     }

@@ -1,0 +1,989 @@
+//! The stream store's WAL in Postgres: one row per batch, a ring of slot tables, epoch
+//! fencing, and the start-up and timeline checks.
+//!
+//! # Where the logic lives
+//!
+//! Everything that is arithmetic or judgement is in [`walab_core::ring`], pure and
+//! tested without a server: which generation and slot an offset falls in, when a slot
+//! may be written and when it is released, the row's frame, the recovery chain, the URL
+//! settings, the start-up verdicts. Group commit (batch interval, batch size, inflight
+//! limit, ordered acknowledgements, backpressure, fail-stop) is the core's machine,
+//! driven by [`super::Wal`]'s driver thread exactly as for files. This module is the
+//! I/O: it owns a small tokio runtime and a pool of connections, and turns each
+//! `persist(batch)` into one fenced `INSERT`, in its own transaction, on its own
+//! connection, completing the batch when the `COMMIT` returns. The machine keeps up to
+//! `maxInflight` of them running and releases acknowledgements in order.
+//!
+//! # One batch, one row
+//!
+//! A batch of segment `g` at byte `o` of that segment is the row `[g x segmentBytes + o,
+//! + len)` in slot table `g % segments`. Before the insert, the batch's task waits for
+//! two things ([`RingState::may_insert`]): its slot must be free of any older generation
+//! (the ring is full until the consumer trims), and if the batch opens a generation,
+//! every earlier batch must have committed (that is what lets recovery jump over a
+//! generation's slack: see [`walab_core::ring`]). A failed batch fails every later one
+//! without inserting it.
+//!
+//! # When an insert fails
+//!
+//! A lost connection says nothing about whether the `COMMIT` happened. So the batch is
+//! retried against the same table, with `ON CONFLICT (start_offset) DO NOTHING`; when
+//! that inserts nothing, the row already at that offset is read back and compared: the
+//! same bytes, offsets and epoch mean the first attempt did commit (success); a row of
+//! another epoch means a newer writer owns the log (fenced); anything else is
+//! corruption ([`SyncError::Mismatch`]), reported and never accepted. No row at all
+//! and no insert means the fence held: the node row carries a newer epoch.
+//!
+//! # Trim
+//!
+//! The consumer's confirmations arrive as seqs ([`Backend::confirmed`]); the backend
+//! maps them to the end offset of the last wholly confirmed batch and a background task
+//! records that trim offset in the node row (guarded by the epoch), truncating in the
+//! same transaction every slot whose generation the trim offset has passed. Waiting
+//! inserts wake when their slot is released. `load` and `dump` confirm nothing.
+
+pub mod cluster;
+pub mod sql;
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{Notify, Semaphore};
+use tokio_postgres::{Client, NoTls, Statement};
+
+use walab_core::group_commit::{self, Batch, Policy, SyncError};
+use walab_core::ring::{
+    self, ChainStop, PgWalSettings, RingGeometry, ServerState, SlotRow, StartupWarning, TimelineVerdict,
+};
+
+use super::{Backend, Completion, Recovered, WalError};
+
+/// Attempts per batch insert before the batch is failed.
+pub const INSERT_ATTEMPTS_MAX: u32 = 5;
+/// Wait before the first retry; doubled after each.
+pub const RETRY_BACKOFF_FIRST: Duration = Duration::from_millis(20);
+/// Batches remembered for mapping confirmed seqs to offsets (older ones are dropped:
+/// the trim offset then lags a little, never runs ahead).
+pub const CONFIRM_MAP_MAX: usize = 1 << 18;
+/// Pause between trim transactions, so a busy consumer costs a few updates a second.
+pub const TRIM_PAUSE: Duration = Duration::from_millis(20);
+
+/// Deliberate faults for the tests of the retry path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PgFault {
+    /// The first batch's first insert commits, but its reply is treated as lost.
+    LoseFirstCommitReply,
+    /// Before the first batch is inserted, a different row (same epoch) is put at its
+    /// offset, as a corrupt table would hold.
+    ForeignRowAtFirstBatch,
+}
+
+/// Something the start-up noticed, in order; also printed to stderr.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StartupNote {
+    Warning(StartupWarning),
+    Timeline(TimelineVerdict),
+    /// The URL asks for another ring than the stored one, and the WAL is not drained.
+    GeometryKept { stored: RingGeometry, requested: RingGeometry },
+    /// The WAL was drained, so the URL's ring was applied.
+    GeometryChanged { from: RingGeometry, to: RingGeometry },
+    /// Rows after the first gap (never acknowledged) were deleted.
+    RowsBeyondGapDeleted { at: u64, rows: usize },
+}
+
+impl std::fmt::Display for StartupNote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StartupNote::Warning(warning) => write!(f, "warning: {warning}"),
+            StartupNote::Timeline(verdict) => match verdict.severity() {
+                ring::Severity::Error => write!(f, "error: {verdict}"),
+                ring::Severity::Warning => write!(f, "warning: {verdict}"),
+                ring::Severity::Info => write!(f, "{verdict}"),
+            },
+            StartupNote::GeometryKept { stored, requested } => write!(
+                f,
+                "warning: the URL asks for segments={} segmentBytes={}, the ring has segments={} segmentBytes={}; a change applies at the first start where the WAL is fully drained",
+                requested.segments, requested.segment_bytes, stored.segments, stored.segment_bytes
+            ),
+            StartupNote::GeometryChanged { from, to } => write!(
+                f,
+                "the WAL was drained: ring changed from segments={} segmentBytes={} to segments={} segmentBytes={}",
+                from.segments, from.segment_bytes, to.segments, to.segment_bytes
+            ),
+            StartupNote::RowsBeyondGapDeleted { at, rows } => {
+                write!(f, "deleted {rows} unacknowledged rows after the gap at offset {at}")
+            }
+        }
+    }
+}
+
+/// Counters for tests and reports.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PgCounters {
+    pub inserts: u64,
+    /// Inserts retried after an error.
+    pub retries: u64,
+    /// Retries whose compare found the first attempt had committed.
+    pub retries_found_committed: u64,
+    /// Trim transactions committed, and slots truncated by them.
+    pub trims: u64,
+    pub slots_truncated: u64,
+    /// Times a batch waited for its slot to be released.
+    pub ring_waits: u64,
+}
+
+/// The shared state of the backend's tasks.
+struct RingState {
+    geometry: RingGeometry,
+    epoch: u64,
+    /// Durable trim offset, with every slot it released truncated.
+    trim_offset: u64,
+    /// Where the trim task should take it next.
+    trim_target: u64,
+    /// Start offsets of the batches issued and not yet completed.
+    inflight: BTreeSet<u64>,
+    /// The first failure: every later batch fails with it.
+    failed: Option<SyncError>,
+    /// (last seq, end offset) of each batch, oldest first, for confirmations.
+    batches: VecDeque<(u64, u64)>,
+    ring_wait_reported: bool,
+    counters: PgCounters,
+    fault: Option<PgFault>,
+}
+
+impl RingState {
+    /// May the batch at `start` of `generation` be inserted now? Its slot must be free
+    /// and, if it opens its generation, everything before it committed.
+    fn may_insert(&self, generation: u64, start: u64) -> bool {
+        let slot_free = self.geometry.may_write(generation, self.trim_offset);
+        let opens_generation = start == self.geometry.generation_start(generation);
+        let earlier_done = !opens_generation || self.inflight.range(..start).next().is_none();
+        slot_free && earlier_done
+    }
+}
+
+struct Shared {
+    state: Mutex<RingState>,
+    changed: Notify,
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, RingState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Where the WAL lives and how it talks to it; the same for every task.
+#[derive(Clone)]
+struct Target {
+    connect_url: String,
+    cluster: String,
+    node: String,
+    settings: PgWalSettings,
+    name: String,
+}
+
+/// A connection with its prepared inserts.
+struct Conn {
+    client: Client,
+    inserts: HashMap<u64, Statement>,
+}
+
+impl Target {
+    async fn connect(&self) -> Result<Client, tokio_postgres::Error> {
+        let (client, connection) = tokio_postgres::connect(&self.connect_url, NoTls).await?;
+        tokio::spawn(async move {
+            // Ends when the client is dropped or the server goes away.
+            let _ = connection.await;
+        });
+        client.batch_execute(&format!("SET synchronous_commit = {}", self.settings.synchronous_commit.as_sql())).await?;
+        Ok(client)
+    }
+
+    fn table(&self, slot: u64) -> String {
+        ring::slot_table_name(&self.cluster, &self.node, slot).expect("names were checked when the backend was made")
+    }
+}
+
+/// The Postgres WAL backend. See the module docs.
+pub struct PgBackend {
+    target: Target,
+    create: bool,
+    runtime: tokio::runtime::Runtime,
+    shared: Arc<Shared>,
+    pool: Arc<Mutex<Vec<Conn>>>,
+    permits: Arc<Semaphore>,
+    notes: Vec<StartupNote>,
+    quiet: bool,
+}
+
+impl PgBackend {
+    /// A backend for `--wal URL --cluster C --node N`. `create` is false for `dump`,
+    /// which only reads: no claim, no clean-up, nothing written.
+    pub fn new(url: &str, cluster: &str, node: &str, create: bool) -> Result<PgBackend, String> {
+        let split = ring::split_wal_url(url).map_err(|e| format!("--wal: {e}"))?;
+        ring::slot_table_name(cluster, node, split.settings.geometry.segments.saturating_sub(1))
+            .map_err(|e| format!("--node: {e}"))?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("wal-postgres")
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot start the postgres runtime: {e}"))?;
+        let settings = split.settings;
+        let name = format!("{} ({cluster}/{node})", redact(&split.connect_url));
+        let state = RingState {
+            geometry: settings.geometry,
+            epoch: 0,
+            trim_offset: 0,
+            trim_target: 0,
+            inflight: BTreeSet::new(),
+            failed: None,
+            batches: VecDeque::new(),
+            ring_wait_reported: false,
+            counters: PgCounters::default(),
+            fault: None,
+        };
+        Ok(PgBackend {
+            target: Target {
+                connect_url: split.connect_url,
+                cluster: cluster.to_string(),
+                node: node.to_string(),
+                settings,
+                name,
+            },
+            create,
+            runtime,
+            shared: Arc::new(Shared { state: Mutex::new(state), changed: Notify::new() }),
+            pool: Arc::new(Mutex::new(Vec::new())),
+            permits: Arc::new(Semaphore::new(settings.inflight_max)),
+            notes: Vec::new(),
+            quiet: false,
+        })
+    }
+
+    #[cfg_attr(not(test), allow(dead_code))]
+    /// Arms a deliberate fault (tests of the retry path).
+    pub fn inject(&mut self, fault: PgFault) {
+        self.shared.lock().fault = Some(fault);
+    }
+
+    #[cfg_attr(not(test), allow(dead_code))]
+    /// Keeps the start-up notes off stderr (tests read [`PgBackend::notes`]).
+    pub fn quiet(&mut self) {
+        self.quiet = true;
+    }
+
+    #[cfg_attr(not(test), allow(dead_code))]
+    /// What the start-up noticed.
+    pub fn notes(&self) -> &[StartupNote] {
+        &self.notes
+    }
+
+    #[cfg_attr(not(test), allow(dead_code))]
+    /// A handle on the counters that stays valid after the backend moves into a WAL.
+    pub fn counters_handle(&self) -> PgCountersHandle {
+        PgCountersHandle(Arc::clone(&self.shared))
+    }
+
+    #[cfg_attr(not(test), allow(dead_code))]
+    /// The epoch this backend claimed (0 before recovery, and for `dump` the stored one).
+    pub fn epoch(&self) -> u64 {
+        self.shared.lock().epoch
+    }
+
+    fn note(&mut self, note: StartupNote) {
+        if !self.quiet {
+            eprintln!("walab: {}: {note}", self.target.name);
+        }
+        self.notes.push(note);
+    }
+
+    async fn recover_async(&mut self) -> Result<Recovered, WalError> {
+        let target = self.target.clone();
+        let open_error = |what: &str, e: tokio_postgres::Error| WalError::Open(format!("{}: {what}: {}", target.name, error_text(&e)));
+        let mut client = target.connect().await.map_err(|e| open_error("cannot connect", e))?;
+
+        // The seed's start-up checks.
+        let row = client.query_one(sql::SERVER_STATE, &[]).await.map_err(|e| open_error("server state", e))?;
+        let fsync: String = row.get(1);
+        let state = ServerState { in_recovery: row.get(0), fsync: fsync != "off", synchronous_standby_names: row.get(2) };
+        let warnings = ring::startup_checks(&state, target.settings.allow_unsafe)
+            .map_err(|refusal| WalError::Open(format!("{}: refused: {refusal}", target.name)))?;
+        for warning in warnings {
+            self.note(StartupNote::Warning(warning));
+        }
+        let synchronous_standby = !state.synchronous_standby_names.trim().is_empty();
+
+        let requested = target.settings.geometry;
+        let (cluster, node) = (target.cluster.as_str(), target.node.as_str());
+        let node_row = if self.create {
+            sql::create_tables(&mut client, &[]).await.map_err(|e| open_error("cannot create pico_wal_node", e))?;
+            Some(claim_next(&mut client, &target).await?)
+        } else {
+            let exists: bool =
+                client.query_one(sql::TABLE_EXISTS, &[&ring::NODE_TABLE]).await.map_err(|e| open_error("catalog", e))?.get(0);
+            if exists {
+                client
+                    .query_opt(&sql::read_node_row(), &[&cluster, &node])
+                    .await
+                    .map_err(|e| open_error("reading pico_wal_node", e))?
+                    .map(|row| NodeRow::from_row(&row))
+            } else {
+                None
+            }
+        };
+        let Some(node_row) = node_row else {
+            return Err(WalError::Open(format!("{}: no WAL for this cluster and node (nothing was ever appended)", target.name)));
+        };
+        let stored = RingGeometry {
+            segments: node_row.segments as u64,
+            segment_bytes: node_row.segment_bytes as u64,
+        };
+        stored
+            .validate(target.settings.batch_bytes_max, target.settings.unflushed_bytes_max)
+            .map_err(|e| WalError::Open(format!("{}: the stored ring does not fit the URL's settings: {e}", target.name)))?;
+        let epoch = node_row.epoch as u64;
+        let trim_offset = node_row.trim_offset as u64;
+        let tables: Vec<String> = (0..stored.segments).map(|slot| target.table(slot)).collect();
+        if self.create {
+            sql::create_tables(&mut client, &tables).await.map_err(|e| open_error("cannot create the slot tables", e))?;
+        }
+
+        // Read every slot and follow the chain.
+        let mut rows = Vec::new();
+        for (slot, table) in tables.iter().enumerate() {
+            let exists: bool = client
+                .query_one(sql::TABLE_EXISTS, &[&table.as_str()])
+                .await
+                .map_err(|e| open_error("catalog", e))?
+                .get(0);
+            if !exists {
+                continue;
+            }
+            let trim = to_i64(trim_offset);
+            for row in client.query(&sql::rows_from(table), &[&trim]).await.map_err(|e| open_error(table, e))? {
+                rows.push(SlotRow {
+                    slot: slot as u64,
+                    start_offset: row.get::<_, i64>(0) as u64,
+                    end_offset: row.get::<_, i64>(1) as u64,
+                    epoch: row.get::<_, i64>(2) as u64,
+                    body: row.get(3),
+                });
+            }
+        }
+        let chain = ring::recover_chain(&stored, trim_offset, epoch, &rows)
+            .map_err(|e| WalError::Corrupt(format!("{}: {e}", target.name)))?;
+        drop(rows);
+
+        let mut geometry = stored;
+        let mut repaired = None;
+        if self.create {
+            // Clean up under the fence: delete what lies beyond the chain, truncate the
+            // slots of released generations.
+            let head = chain.head;
+            let live: BTreeSet<u64> = (stored.first_kept_generation(trim_offset)..=stored.generation(head))
+                .map(|g| stored.slot(g))
+                .collect();
+            let transaction = client.transaction().await.map_err(|e| open_error("clean-up", e))?;
+            hold(&transaction, &target, epoch).await?;
+            for (slot, table) in tables.iter().enumerate() {
+                if live.contains(&(slot as u64)) {
+                    transaction
+                        .execute(&format!("DELETE FROM {table} WHERE start_offset >= $1"), &[&to_i64(head)])
+                        .await
+                        .map_err(|e| open_error("clean-up", e))?;
+                } else {
+                    transaction
+                        .batch_execute(&format!("TRUNCATE {table}"))
+                        .await
+                        .map_err(|e| open_error("clean-up", e))?;
+                }
+            }
+            transaction.commit().await.map_err(|e| open_error("clean-up", e))?;
+            if let ChainStop::Gap { at, rows_beyond } = chain.stop {
+                let note = StartupNote::RowsBeyondGapDeleted { at, rows: rows_beyond };
+                repaired = Some(format!("{}: {note}", target.name));
+                self.note(note);
+            }
+
+            // A new ring only when nothing is left to replay.
+            if requested != stored {
+                if chain.records.is_empty() {
+                    let transaction = client.transaction().await.map_err(|e| open_error("ring change", e))?;
+                    hold(&transaction, &target, epoch).await?;
+                    for table in &tables {
+                        transaction.batch_execute(&format!("DROP TABLE IF EXISTS {table}")).await.map_err(|e| open_error("ring change", e))?;
+                    }
+                    transaction
+                        .execute(
+                            &sql::update_geometry(),
+                            &[&cluster, &node, &to_i64(epoch), &to_i64(requested.segments), &to_i64(requested.segment_bytes)],
+                        )
+                        .await
+                        .map_err(|e| open_error("ring change", e))?;
+                    transaction.commit().await.map_err(|e| open_error("ring change", e))?;
+                    let new_tables: Vec<String> = (0..requested.segments).map(|slot| target.table(slot)).collect();
+                    sql::create_tables(&mut client, &new_tables).await.map_err(|e| open_error("cannot create the slot tables", e))?;
+                    geometry = requested;
+                    self.note(StartupNote::GeometryChanged { from: stored, to: requested });
+                } else {
+                    self.note(StartupNote::GeometryKept { stored, requested });
+                }
+            }
+        }
+
+        // The timeline against the last start's.
+        let timeline_hex: String = client.query_one(sql::TIMELINE, &[]).await.map_err(|e| open_error("timeline", e))?.get(0);
+        let timeline = u32::from_str_radix(&timeline_hex, 16)
+            .map_err(|_| WalError::Open(format!("{}: cannot read the timeline from {timeline_hex:?}", target.name)))?;
+        let verdict = ring::timeline_verdict(node_row.timeline.map(|t| t as u32), timeline, synchronous_standby);
+        if verdict.is_notable() {
+            self.note(StartupNote::Timeline(verdict));
+        }
+        if self.create {
+            let updated = client
+                .execute(&sql::update_timeline(), &[&cluster, &node, &to_i64(epoch), &i64::from(timeline)])
+                .await
+                .map_err(|e| open_error("recording the timeline", e))?;
+            if updated == 0 {
+                return Err(WalError::Open(format!("{}: fenced during start-up by a newer writer", target.name)));
+            }
+        }
+
+        // The driver resumes at the head; the confirmations map starts with the chain.
+        let head = chain.head;
+        let mut batches = VecDeque::new();
+        let mut segments: Vec<(u64, Option<u64>)> = Vec::new();
+        let mut record_index = 0usize;
+        for &(_, _, end, count) in &chain.rows {
+            record_index += count;
+            let last_seq = chain.records[record_index - 1].seq;
+            batches.push_back((last_seq, end));
+        }
+        let first_generation = geometry.first_kept_generation(trim_offset.min(head));
+        for generation in first_generation..=geometry.generation(head) {
+            let last = chain
+                .rows
+                .iter()
+                .zip(batches.iter())
+                .filter(|((_, start, _, _), _)| geometry.generation(*start) == generation)
+                .map(|(_, &(last_seq, _))| last_seq)
+                .last();
+            segments.push((generation, last));
+        }
+        {
+            let mut state = self.shared.lock();
+            state.geometry = geometry;
+            state.epoch = epoch;
+            state.trim_offset = trim_offset;
+            state.trim_target = trim_offset;
+            state.batches = batches;
+        }
+        if self.create {
+            self.runtime.spawn(trim_loop(Arc::clone(&self.shared), target.clone()));
+        }
+        Ok(Recovered {
+            next_seq: chain.next_seq(),
+            records: chain.records,
+            lsn: head,
+            segment: geometry.generation(head),
+            segment_bytes: head - geometry.generation_start(geometry.generation(head)),
+            segments,
+            repaired,
+        })
+    }
+}
+
+#[cfg_attr(not(test), allow(dead_code))]
+/// Reads the counters of a backend that has moved into a WAL.
+#[derive(Clone)]
+pub struct PgCountersHandle(Arc<Shared>);
+
+#[cfg_attr(not(test), allow(dead_code))]
+impl PgCountersHandle {
+    pub fn get(&self) -> PgCounters {
+        self.0.lock().counters.clone()
+    }
+
+    pub fn trim_offset(&self) -> u64 {
+        self.0.lock().trim_offset
+    }
+}
+
+struct NodeRow {
+    epoch: i64,
+    trim_offset: i64,
+    segments: i64,
+    segment_bytes: i64,
+    timeline: Option<i64>,
+}
+
+impl NodeRow {
+    fn from_row(row: &tokio_postgres::Row) -> NodeRow {
+        NodeRow { epoch: row.get(0), trim_offset: row.get(1), segments: row.get(2), segment_bytes: row.get(3), timeline: row.get(4) }
+    }
+}
+
+/// Claims the node row with the next epoch (see [`sql`] for why under a row lock).
+async fn claim_next(client: &mut Client, target: &Target) -> Result<NodeRow, WalError> {
+    let error = |e: tokio_postgres::Error| WalError::Open(format!("{}: claiming the node row: {}", target.name, error_text(&e)));
+    let (cluster, node) = (target.cluster.as_str(), target.node.as_str());
+    let geometry = target.settings.geometry;
+    let transaction = client.transaction().await.map_err(error)?;
+    transaction
+        .execute(&sql::insert_node_row(), &[&cluster, &node, &to_i64(geometry.segments), &to_i64(geometry.segment_bytes)])
+        .await
+        .map_err(error)?;
+    let stored: i64 = transaction.query_one(&sql::lock_node_row(), &[&cluster, &node]).await.map_err(error)?.get(0);
+    let row = claim_in(&transaction, target, stored + 1).await.map_err(error)?;
+    transaction.commit().await.map_err(error)?;
+    row.ok_or_else(|| WalError::Open(format!("{}: claim refused: a newer epoch holds the node row", target.name)))
+}
+
+/// The seed's claim: the upsert that succeeds only when `epoch` is at least the stored
+/// epoch. `None` when refused.
+async fn claim_in(
+    client: &impl tokio_postgres::GenericClient,
+    target: &Target,
+    epoch: i64,
+) -> Result<Option<NodeRow>, tokio_postgres::Error> {
+    let geometry = target.settings.geometry;
+    let row = client
+        .query_opt(
+            &sql::claim_node_row(),
+            &[&target.cluster, &target.node, &epoch, &to_i64(geometry.segments), &to_i64(geometry.segment_bytes)],
+        )
+        .await?;
+    Ok(row.as_ref().map(NodeRow::from_row))
+}
+
+#[cfg_attr(not(test), allow(dead_code))]
+/// Claims the node row with exactly `epoch` (tests of the claim rule).
+pub fn claim_epoch(url: &str, cluster: &str, node: &str, epoch: u64) -> Result<bool, String> {
+    let backend = PgBackend::new(url, cluster, node, true)?;
+    let target = backend.target.clone();
+    backend.runtime.block_on(async move {
+        let mut client = target.connect().await.map_err(|e| error_text(&e))?;
+        sql::create_tables(&mut client, &[]).await.map_err(|e| error_text(&e))?;
+        claim_in(&client, &target, to_i64(epoch)).await.map(|row| row.is_some()).map_err(|e| error_text(&e))
+    })
+}
+
+/// Holds the node row while the epoch is ours, in a transaction.
+async fn hold(transaction: &tokio_postgres::Transaction<'_>, target: &Target, epoch: u64) -> Result<(), WalError> {
+    let held = transaction
+        .query_opt(&sql::hold_epoch(), &[&target.cluster, &target.node, &to_i64(epoch)])
+        .await
+        .map_err(|e| WalError::Open(format!("{}: {}", target.name, error_text(&e))))?;
+    match held {
+        Some(_) => Ok(()),
+        None => Err(WalError::Open(format!("{}: fenced during start-up by a newer writer", target.name))),
+    }
+}
+
+impl Backend for PgBackend {
+    fn describe(&self) -> String {
+        self.target.name.clone()
+    }
+
+    fn recover(&mut self) -> Result<Recovered, WalError> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| WalError::Open(format!("{}: cannot start a runtime: {e}", self.target.name)))?;
+        // Recovery's own connection lives on a throwaway runtime; the backend's runtime
+        // keeps only the pool and the trim task.
+        let recovered = runtime.block_on(self.recover_async());
+        drop(runtime);
+        recovered
+    }
+
+    fn segment_bytes_max(&self) -> u64 {
+        self.shared.lock().geometry.segment_bytes
+    }
+
+    fn persist(&mut self, batch: Batch, done: Completion) {
+        let (start, generation) = {
+            let mut state = self.shared.lock();
+            let start = state.geometry.address(batch.segment, batch.offset);
+            state.inflight.insert(start);
+            if let Some(last) = batch.tickets.last() {
+                if state.batches.len() >= CONFIRM_MAP_MAX {
+                    state.batches.pop_front();
+                }
+                state.batches.push_back((last.0, start + batch.bytes.len() as u64));
+            }
+            (start, batch.segment)
+        };
+        let task = PersistTask {
+            shared: Arc::clone(&self.shared),
+            pool: Arc::clone(&self.pool),
+            permits: Arc::clone(&self.permits),
+            target: self.target.clone(),
+            start,
+            generation,
+        };
+        self.runtime.spawn(async move {
+            let result = task.run(&batch.bytes).await;
+            done.complete(result, batch.bytes);
+        });
+    }
+
+    fn write_unsynced(&mut self, _batch: &Batch) -> Result<(), SyncError> {
+        // Every Postgres append is a commit; there is no unsynced write to offer.
+        Err(SyncError::Unavailable)
+    }
+
+    fn remove_segments(&mut self, _segments: &[u64]) -> Result<(), WalError> {
+        // Slots are released by the trim offset (see `confirmed`), in the trim task.
+        Ok(())
+    }
+
+    fn machine_config(&self) -> group_commit::Config {
+        // The seed's commit path: records gather for `batchInterval` or until
+        // `maxBytesInBatch`, and up to `maxInflight` inserts run at once.
+        let settings = &self.target.settings;
+        group_commit::Config {
+            policy: Policy::Window { window: settings.batch_interval },
+            inflight_max: settings.inflight_max,
+            batch_bytes_max: settings.batch_bytes_max as usize,
+            unflushed_bytes_max: settings.unflushed_bytes_max as usize,
+            ..group_commit::Config::remote(Policy::Group)
+        }
+    }
+
+    fn confirmed(&mut self, seq: u64) {
+        let mut state = self.shared.lock();
+        let mut target = state.trim_target;
+        // Bounded by the map: each step removes one batch.
+        while let Some(&(last_seq, end)) = state.batches.front() {
+            if last_seq > seq {
+                break;
+            }
+            target = target.max(end);
+            state.batches.pop_front();
+        }
+        if target > state.trim_target {
+            state.trim_target = target;
+            drop(state);
+            self.shared.changed.notify_waiters();
+        }
+    }
+}
+
+struct PersistTask {
+    shared: Arc<Shared>,
+    pool: Arc<Mutex<Vec<Conn>>>,
+    permits: Arc<Semaphore>,
+    target: Target,
+    start: u64,
+    generation: u64,
+}
+
+impl PersistTask {
+    async fn run(&self, bytes: &[u8]) -> Result<(), SyncError> {
+        let result = self.run_inner(bytes).await;
+        {
+            let mut state = self.shared.lock();
+            state.inflight.remove(&self.start);
+            if let Err(error) = result {
+                state.failed.get_or_insert(error);
+            }
+        }
+        self.shared.changed.notify_waiters();
+        result
+    }
+
+    async fn run_inner(&self, bytes: &[u8]) -> Result<(), SyncError> {
+        let end = self.start + bytes.len() as u64;
+        // Wait for the slot and, at a generation's start, for every earlier batch.
+        let epoch = loop {
+            let changed = self.shared.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            {
+                let mut state = self.shared.lock();
+                if let Some(error) = state.failed {
+                    return Err(error);
+                }
+                if state.may_insert(self.generation, self.start) {
+                    break state.epoch;
+                }
+                if !state.geometry.may_write(self.generation, state.trim_offset) {
+                    state.counters.ring_waits += 1;
+                    if !state.ring_wait_reported {
+                        state.ring_wait_reported = true;
+                        eprintln!(
+                            "walab: {}: the ring is full: generation {} waits for slot {} to be trimmed (only a consumer trims; load and dump never do)",
+                            self.target.name,
+                            self.generation,
+                            state.geometry.slot(self.generation)
+                        );
+                    }
+                }
+            }
+            changed.await;
+        };
+        let body = ring::encode_row_body(self.start, epoch, bytes).map_err(|e| {
+            eprintln!("walab: {}: cannot frame the batch at offset {}: {e}", self.target.name, self.start);
+            SyncError::Io
+        })?;
+        let slot = self.shared.lock().geometry.slot(self.generation);
+        let _permit = self.permits.acquire().await.map_err(|_| SyncError::Unavailable)?;
+        let fault = self.shared.lock().fault.take();
+        let mut backoff = RETRY_BACKOFF_FIRST;
+        let mut last_error = String::new();
+        for attempt in 0..INSERT_ATTEMPTS_MAX {
+            if attempt > 0 {
+                tokio::time::sleep(backoff).await;
+                backoff *= 2;
+                self.shared.lock().counters.retries += 1;
+            }
+            let mut conn = match self.take_conn().await {
+                Ok(conn) => conn,
+                Err(error) => {
+                    last_error = error_text(&error);
+                    continue;
+                }
+            };
+            match self.attempt(&mut conn, slot, end, epoch, &body, fault, attempt).await {
+                Ok(outcome) => {
+                    self.pool.lock().unwrap_or_else(|p| p.into_inner()).push(conn);
+                    match outcome {
+                        Attempt::Inserted => {
+                            self.shared.lock().counters.inserts += 1;
+                            return Ok(());
+                        }
+                        Attempt::LostReply => {
+                            last_error = "the commit's reply was lost (injected)".to_string();
+                            continue;
+                        }
+                        Attempt::AlreadyThere => {
+                            let mut state = self.shared.lock();
+                            state.counters.inserts += 1;
+                            if attempt > 0 {
+                                state.counters.retries_found_committed += 1;
+                            }
+                            return Ok(());
+                        }
+                        Attempt::Fenced(stored) => {
+                            eprintln!(
+                                "walab: {}: fenced: the node row's epoch is now {stored}, this writer's is {epoch}; no more appends",
+                                self.target.name
+                            );
+                            return Err(SyncError::Fenced);
+                        }
+                        Attempt::Mismatch(what) => {
+                            eprintln!(
+                                "walab: {}: corruption: slot {slot} already holds a different row at offset {}: {what}",
+                                self.target.name, self.start
+                            );
+                            return Err(SyncError::Mismatch);
+                        }
+                    }
+                }
+                Err(error) => {
+                    // The connection may be broken; it is dropped, and the retry reconnects.
+                    last_error = error_text(&error);
+                }
+            }
+        }
+        eprintln!(
+            "walab: {}: insert at offset {} failed {INSERT_ATTEMPTS_MAX} times: {last_error}",
+            self.target.name, self.start
+        );
+        Err(SyncError::Unavailable)
+    }
+
+    async fn take_conn(&self) -> Result<Conn, tokio_postgres::Error> {
+        let pooled = self.pool.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        match pooled {
+            Some(conn) if !conn.client.is_closed() => Ok(conn),
+            _ => Ok(Conn { client: self.target.connect().await?, inserts: HashMap::new() }),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn attempt(
+        &self,
+        conn: &mut Conn,
+        slot: u64,
+        end: u64,
+        epoch: u64,
+        body: &[u8],
+        fault: Option<PgFault>,
+        attempt: u32,
+    ) -> Result<Attempt, tokio_postgres::Error> {
+        let table = self.target.table(slot);
+        if !conn.inserts.contains_key(&slot) {
+            let statement = conn.client.prepare(&sql::insert_batch(&table)).await?;
+            conn.inserts.insert(slot, statement);
+        }
+        let insert = conn.inserts[&slot].clone();
+        let (start, end_i, epoch_i) = (to_i64(self.start), to_i64(end), to_i64(epoch));
+        if fault == Some(PgFault::ForeignRowAtFirstBatch) && attempt == 0 {
+            let mut foreign = body.to_vec();
+            let last = foreign.len() - 1;
+            foreign[last] ^= 0xff;
+            conn.client
+                .execute(
+                    &format!("INSERT INTO {table} (start_offset, end_offset, epoch, body) VALUES ($1, $2, $3, $4)"),
+                    &[&start, &end_i, &epoch_i, &foreign],
+                )
+                .await?;
+        }
+        let inserted = conn
+            .client
+            .execute(&insert, &[&start, &end_i, &epoch_i, &body, &self.target.cluster, &self.target.node])
+            .await?;
+        if inserted == 1 {
+            if fault == Some(PgFault::LoseFirstCommitReply) && attempt == 0 {
+                return Ok(Attempt::LostReply);
+            }
+            return Ok(Attempt::Inserted);
+        }
+        // Nothing inserted: a row is already there, or the fence held.
+        let existing = conn.client.query_opt(&sql::row_at(&table), &[&start]).await?;
+        if let Some(row) = existing {
+            let (row_end, row_epoch, row_body): (i64, i64, Vec<u8>) = (row.get(0), row.get(1), row.get(2));
+            if row_end == end_i && row_epoch == epoch_i && row_body == body {
+                return Ok(Attempt::AlreadyThere);
+            }
+            if row_epoch != epoch_i {
+                return Ok(Attempt::Fenced(row_epoch));
+            }
+            return Ok(Attempt::Mismatch(format!(
+                "end {row_end} (ours {end}), {} body bytes (ours {})",
+                row_body.len(),
+                body.len()
+            )));
+        }
+        let stored = conn.client.query_opt(&sql::current_epoch(), &[&self.target.cluster, &self.target.node]).await?;
+        Ok(Attempt::Fenced(stored.map_or(-1, |row| row.get(0))))
+    }
+}
+
+enum Attempt {
+    Inserted,
+    LostReply,
+    AlreadyThere,
+    Fenced(i64),
+    Mismatch(String),
+}
+
+/// Records the trim offset and truncates released slots, whenever the target moves.
+async fn trim_loop(shared: Arc<Shared>, target: Target) {
+    let mut client: Option<Client> = None;
+    loop {
+        let changed = shared.changed.notified();
+        tokio::pin!(changed);
+        changed.as_mut().enable();
+        let (epoch, from, to, geometry) = {
+            let state = shared.lock();
+            if state.failed.is_some() {
+                return;
+            }
+            (state.epoch, state.trim_offset, state.trim_target, state.geometry)
+        };
+        if to <= from {
+            changed.await;
+            continue;
+        }
+        if client.as_ref().is_none_or(Client::is_closed) {
+            client = target.connect().await.ok();
+        }
+        let Some(conn) = client.as_mut() else {
+            tokio::time::sleep(TRIM_PAUSE * 5).await;
+            continue;
+        };
+        let released = geometry.released(from, to);
+        match trim_once(conn, &target, epoch, to, released.clone(), &geometry).await {
+            Ok(true) => {
+                {
+                    let mut state = shared.lock();
+                    state.trim_offset = to;
+                    state.counters.trims += 1;
+                    state.counters.slots_truncated += released.end - released.start;
+                }
+                shared.changed.notify_waiters();
+            }
+            Ok(false) => {
+                eprintln!("walab: {}: fenced: trim refused, the node row carries a newer epoch", target.name);
+                shared.lock().failed.get_or_insert(SyncError::Fenced);
+                shared.changed.notify_waiters();
+                return;
+            }
+            Err(error) => {
+                eprintln!("walab: {}: trim failed, will retry: {}", target.name, error_text(&error));
+                client = None;
+            }
+        }
+        tokio::time::sleep(TRIM_PAUSE).await;
+    }
+}
+
+/// One trim transaction; `Ok(false)` when fenced.
+async fn trim_once(
+    client: &mut Client,
+    target: &Target,
+    epoch: u64,
+    to: u64,
+    released: std::ops::Range<u64>,
+    geometry: &RingGeometry,
+) -> Result<bool, tokio_postgres::Error> {
+    let transaction = client.transaction().await?;
+    let updated = transaction
+        .execute(&sql::update_trim(), &[&target.cluster, &target.node, &to_i64(epoch), &to_i64(to)])
+        .await?;
+    if updated == 0 {
+        transaction.rollback().await?;
+        return Ok(false);
+    }
+    for generation in released {
+        transaction.batch_execute(&format!("TRUNCATE {}", target.table(geometry.slot(generation)))).await?;
+    }
+    transaction.commit().await?;
+    Ok(true)
+}
+
+/// Offsets and epochs are below 2^63 in practice; the columns are `bigint`.
+fn to_i64(value: u64) -> i64 {
+    i64::try_from(value).expect("offsets and epochs stay below 2^63")
+}
+
+/// The server's message, without tokio-postgres's "db error: " wrapper.
+fn error_text(error: &tokio_postgres::Error) -> String {
+    match error.as_db_error() {
+        Some(db) => db.message().to_string(),
+        None => {
+            let text = error.to_string();
+            match std::error::Error::source(error) {
+                Some(source) => format!("{text}: {source}"),
+                None => text,
+            }
+        }
+    }
+}
+
+/// The URL without its password, for messages.
+fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_string() };
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, ""),
+    };
+    let authority = match authority.rsplit_once('@') {
+        Some((user, host)) => match user.split_once(':') {
+            Some((name, _)) => format!("{name}:***@{host}"),
+            None => format!("{user}@{host}"),
+        },
+        None => authority.to_string(),
+    };
+    let path = path.split_once("password=").map_or(path.to_string(), |(before, _)| format!("{before}password=***"));
+    format!("{scheme}://{authority}{path}")
+}
+
+#[cfg(test)]
+mod tests;
