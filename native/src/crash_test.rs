@@ -72,6 +72,11 @@ pub struct Args {
     /// Longest time a child runs before its SIGKILL, in milliseconds.
     #[arg(long, default_value_t = 500)]
     kill_after_ms_max: u64,
+    /// Instead of killing walab, SIGKILL the postmaster of this Postgres data directory
+    /// (a throwaway cluster of your own, with `--wal postgres://...` pointing at it),
+    /// then restart it with pg_ctl and check every acknowledgement.
+    #[arg(long)]
+    kill_postmaster: Option<PathBuf>,
     /// The simulated device's atomic unit, in bytes (with --power-loss).
     #[arg(long, default_value_t = 512)]
     unit_bytes: u64,
@@ -241,11 +246,21 @@ fn kill_test(args: &Args, wal_args: &WalArgs) -> Result<CrashReport, CliError> {
         });
         let delay = 1 + rng.below(args.kill_after_ms_max.max(1));
         std::thread::sleep(Duration::from_millis(delay));
+        if let Some(data_dir) = &args.kill_postmaster {
+            // The server dies under the load; walab is killed right after, and the
+            // server restarted before recovery.
+            crate::wal::postgres::cluster::kill_postmaster(data_dir).map_err(CliError::failed)?;
+            std::thread::sleep(Duration::from_millis(50));
+            let _ = child.kill();
+            crate::wal::postgres::cluster::start_server(data_dir).map_err(CliError::failed)?;
+        }
         let _ = child.kill();
         let status = child.wait().map_err(|e| CliError::failed(format!("cannot wait for walab load: {e}")))?;
         let keys = reader.join().unwrap_or_default();
         let child_errors = errors.join().unwrap_or_default();
-        if status.success() || (status.code().is_some() && keys.is_empty() && !child_errors.is_empty()) {
+        let ended_by_itself = status.success() || (status.code().is_some() && keys.is_empty() && !child_errors.is_empty());
+        // With --kill-postmaster the child may well fail on its own: its server died.
+        if ended_by_itself && args.kill_postmaster.is_none() {
             // The child ended on its own: it failed to start (a bad URL, a locked log).
             if let Some(line) = child_errors.lines().next() {
                 return Err(CliError::failed(format!("walab load ended by itself: {}", line.trim_start_matches("walab: "))));
