@@ -870,7 +870,7 @@ pub fn recover_chain(
         let next_generation_start = geometry.generation_start(geometry.generation(at) + 1);
         let index = match by_start.get(&at) {
             Some(&(index, _)) => index,
-            None if at % geometry.segment_bytes != 0 => match by_start.get(&next_generation_start) {
+            None if !at.is_multiple_of(geometry.segment_bytes) => match by_start.get(&next_generation_start) {
                 Some(&(index, _)) => index,
                 None => break,
             },

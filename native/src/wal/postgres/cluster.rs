@@ -79,7 +79,7 @@ pub fn postmaster_pid(data_dir: &Path) -> Option<i32> {
 fn process_alive(pid: i32) -> bool {
     Path::new(&format!("/proc/{pid}")).exists()
         && std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .map(|stat| !stat.split_whitespace().nth(2).is_some_and(|state| state == "Z"))
+            .map(|stat| stat.split_whitespace().nth(2).is_none_or(|state| state != "Z"))
             .unwrap_or(false)
 }
 

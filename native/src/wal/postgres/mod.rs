@@ -16,8 +16,8 @@
 //!
 //! # One batch, one row
 //!
-//! A batch of segment `g` at byte `o` of that segment is the row `[g x segmentBytes + o,
-//! + len)` in slot table `g % segments`. Before the insert, the batch's task waits for
+//! A batch of segment `g` at byte `o` of that segment becomes the row whose offsets run
+//! from `g x segmentBytes + o` for the batch's length, in slot table `g % segments`. Before the insert, the batch's task waits for
 //! two things ([`RingState::may_insert`]): its slot must be free of any older generation
 //! (the ring is full until the consumer trims), and if the batch opens a generation,
 //! every earlier batch must have committed (that is what lets recovery jump over a
@@ -470,7 +470,7 @@ impl PgBackend {
                 .zip(batches.iter())
                 .filter(|((_, start, _, _), _)| geometry.generation(*start) == generation)
                 .map(|(_, &(last_seq, _))| last_seq)
-                .last();
+                .next_back();
             segments.push((generation, last));
         }
         {
