@@ -685,13 +685,24 @@ struct PersistTask {
 impl PersistTask {
     async fn run(&self, bytes: &[u8]) -> Result<(), SyncError> {
         let result = self.run_inner(bytes).await;
-        {
-            let mut state = self.shared.lock();
-            state.inflight.remove(&self.start);
-            if let Err(error) = result {
-                state.failed.get_or_insert(error);
+        if let Err(error) = result {
+            // Later batches must not be inserted after a hole: they fail at once.
+            self.shared.lock().failed.get_or_insert(error);
+            self.shared.changed.notify_waiters();
+            // But a failure is reported only once every earlier batch has settled, so
+            // that the machine sees failures in submission order (it fails the tickets
+            // from the first failed batch on, and writers learn their outcomes in order).
+            loop {
+                let changed = self.shared.changed.notified();
+                tokio::pin!(changed);
+                changed.as_mut().enable();
+                if self.shared.lock().inflight.range(..self.start).next().is_none() {
+                    break;
+                }
+                changed.await;
             }
         }
+        self.shared.lock().inflight.remove(&self.start);
         self.shared.changed.notify_waiters();
         result
     }
