@@ -11,7 +11,7 @@ use std::rc::Rc;
 use walab_core::time::Nanos;
 use yew::prelude::*;
 
-use crate::benches::dropped::DroppedTrace;
+use crate::benches::dropped::{DroppedTrace, MeasuredLatency};
 use crate::benches::{self, BenchRef};
 use crate::player::{PlayerAction, PlayerState};
 use crate::url_state::{parse_query, Fault, Handling, LabParams, PageProtection, Policy, Scenario, UrlProblem, PART_COUNT};
@@ -26,13 +26,15 @@ pub struct LabState {
     pub bench: BenchRef,
     /// A trace file dropped onto the page, or why it could not be read.
     pub dropped: Option<Result<Rc<DroppedTrace>, String>>,
+    /// A measured sync-latency distribution the simulator uses instead of a fixed L.
+    pub latency: Option<Rc<MeasuredLatency>>,
 }
 
 impl LabState {
     /// The state a URL query describes.
     pub fn from_query(query: &str) -> LabState {
         let (params, url_problems) = parse_query(query);
-        let mut state = LabState { player: PlayerState::default(), params, url_problems, bench: BenchRef::default(), dropped: None };
+        let mut state = LabState { player: PlayerState::default(), params, url_problems, bench: BenchRef::default(), dropped: None, latency: None };
         state.reload_timeline();
         if let Some(cut) = state.params.cut {
             state.player.apply(PlayerAction::Seek(cut));
@@ -45,7 +47,7 @@ impl LabState {
     fn reload_timeline(&mut self) {
         let speed_index = self.player.speed_index;
         let dropped = self.dropped.as_ref().and_then(|dropped| dropped.as_ref().ok());
-        self.bench = benches::build(&self.params, dropped);
+        self.bench = benches::build(&self.params, dropped, self.latency.as_ref());
         let timeline = self.bench.0.timeline();
         self.player = PlayerState::for_run(timeline.marks, timeline.end);
         self.player.speed_index = speed_index;
@@ -76,6 +78,9 @@ pub enum LabAction {
     /// A trace file was read (or failed to parse).
     LoadTrace(Result<Rc<DroppedTrace>, String>),
     CloseTrace,
+    /// A measured latency file was read: Parts 0, 5 and 11 simulate with it.
+    LoadLatency(Rc<MeasuredLatency>),
+    ClearLatency,
     DismissUrlProblems,
 }
 
@@ -162,6 +167,20 @@ impl Reducible for LabState {
                 next.params.cut = None;
                 timeline_changed = true;
                 playhead_kept = false;
+            }
+            LabAction::LoadLatency(latency) => {
+                next.latency = Some(latency);
+                next.dropped = None;
+                next.params.part = 5;
+                if next.params.scenario == Scenario::Tiny {
+                    next.params.scenario = Scenario::Random;
+                }
+                timeline_changed = true;
+                playhead_kept = false;
+            }
+            LabAction::ClearLatency => {
+                next.latency = None;
+                timeline_changed = true;
             }
             LabAction::CloseTrace => {
                 next.dropped = None;

@@ -9,6 +9,9 @@ use walab_core::group_commit::{Config, Policy as CorePolicy};
 use walab_core::sim::commit::{self, Arrivals, BatchRecord, CommitSetup, Keep, Summary, WriteRecord};
 use walab_core::time::Nanos;
 
+use std::rc::Rc;
+
+use super::dropped::MeasuredLatency;
 use super::trace_view::TraceSpans;
 use super::Timeline;
 use crate::url_state::{LabParams, Policy, Scenario};
@@ -123,21 +126,24 @@ pub struct CommitBench {
     pub sweep: Vec<SweepPoint>,
     /// The same steady load under the other policies (for Part 0's comparison).
     pub steady_by_policy: Vec<(Policy, Result<Summary, String>)>,
+    /// The measured latency the steady runs and the sweep used, if one was loaded.
+    pub latency: Option<Rc<MeasuredLatency>>,
 }
 
 impl CommitBench {
-    pub fn build(params: &LabParams) -> CommitBench {
+    pub fn build(params: &LabParams, latency: Option<Rc<MeasuredLatency>>) -> CommitBench {
         let policy = core_policy(params.policy, params.window);
         let tiny = run_tiny(policy);
-        let steady = run_steady(params, policy);
+        let measured = latency.as_deref();
+        let steady = run_steady(params, policy, measured);
         let steady_by_policy = [Policy::SyncPerWrite, Policy::GroupCommit, Policy::Window]
             .into_iter()
             .map(|page_policy| {
-                let summary = run_steady_summary(params, core_policy(page_policy, params.window));
+                let summary = run_steady_summary(params, core_policy(page_policy, params.window), measured);
                 (page_policy, summary)
             })
             .collect();
-        let sweep = if params.part == 5 { sweep(params) } else { Vec::new() };
+        let sweep = if params.part == 5 { sweep(params, measured) } else { Vec::new() };
         CommitBench {
             scenario: params.scenario,
             policy: params.policy,
@@ -146,6 +152,7 @@ impl CommitBench {
             steady,
             sweep,
             steady_by_policy,
+            latency,
         }
     }
 
@@ -177,18 +184,22 @@ fn steady_arrivals(params: &LabParams, rate_per_s: u64, writes_max: u64) -> Arri
     }
 }
 
-fn steady_setup(params: &LabParams, policy: CorePolicy, keep: Keep) -> CommitSetup {
-    CommitSetup {
+fn steady_setup(params: &LabParams, policy: CorePolicy, keep: Keep, measured: Option<&MeasuredLatency>) -> CommitSetup {
+    let mut setup = CommitSetup {
         record_bytes: STEADY_RECORD_BYTES,
         seed: params.seed,
         keep,
         ..CommitSetup::new(Config::file(policy), params.sync_latency)
+    };
+    if let Some(measured) = measured {
+        setup.sync_latency = measured.model.clone();
     }
+    setup
 }
 
-fn run_steady(params: &LabParams, policy: CorePolicy) -> Result<SteadyCommit, String> {
+fn run_steady(params: &LabParams, policy: CorePolicy, measured: Option<&MeasuredLatency>) -> Result<SteadyCommit, String> {
     let keep = Keep { writes: true, batches: true, trace: false };
-    let setup = steady_setup(params, policy, keep);
+    let setup = steady_setup(params, policy, keep, measured);
     let arrivals = steady_arrivals(params, params.load_per_second, STEADY_WRITES_MAX);
     let run = commit::run(&setup, &arrivals).map_err(|error| error.to_string())?;
     let end = run
@@ -201,8 +212,8 @@ fn run_steady(params: &LabParams, policy: CorePolicy) -> Result<SteadyCommit, St
     Ok(SteadyCommit { rate_per_s: params.load_per_second, writes: run.writes, batches: run.batches, summary: run.summary, end })
 }
 
-fn run_steady_summary(params: &LabParams, policy: CorePolicy) -> Result<Summary, String> {
-    let setup = steady_setup(params, policy, Keep::SUMMARY);
+fn run_steady_summary(params: &LabParams, policy: CorePolicy, measured: Option<&MeasuredLatency>) -> Result<Summary, String> {
+    let setup = steady_setup(params, policy, Keep::SUMMARY, measured);
     let arrivals = steady_arrivals(params, params.load_per_second, STEADY_WRITES_MAX);
     commit::run(&setup, &arrivals).map(|run| run.summary).map_err(|error| error.to_string())
 }
@@ -210,7 +221,7 @@ fn run_steady_summary(params: &LabParams, policy: CorePolicy) -> Result<Summary,
 /// Mean wait and syncs a second against load, for the three sync-first policies. Sync
 /// per write is left out above 1 / L, where its queue grows without bound and a mean
 /// wait only measures how long the run lasted.
-fn sweep(params: &LabParams) -> Vec<SweepPoint> {
+fn sweep(params: &LabParams, measured: Option<&MeasuredLatency>) -> Vec<SweepPoint> {
     let ceiling_per_s = 1e9 / params.sync_latency.0.max(1) as f64;
     let mut points = Vec::new();
     for page_policy in [Policy::SyncPerWrite, Policy::GroupCommit, Policy::Window] {
@@ -218,7 +229,7 @@ fn sweep(params: &LabParams) -> Vec<SweepPoint> {
             if page_policy == Policy::SyncPerWrite && rate as f64 >= ceiling_per_s {
                 continue;
             }
-            let setup = steady_setup(params, core_policy(page_policy, params.window), Keep::SUMMARY);
+            let setup = steady_setup(params, core_policy(page_policy, params.window), Keep::SUMMARY, measured);
             let arrivals = steady_arrivals(params, rate, SWEEP_WRITES_MAX);
             if let Ok(run) = commit::run(&setup, &arrivals) {
                 let summary = run.summary;
@@ -243,7 +254,7 @@ mod tests {
 
     #[test]
     fn the_tiny_store_under_group_commit_takes_14_syncs() {
-        let bench = CommitBench::build(&parse_query("part=5").0);
+        let bench = CommitBench::build(&parse_query("part=5").0, None);
         let tiny = bench.tiny.as_ref().unwrap();
         assert_eq!(tiny.summary.syncs, tiny.spans.batches.len() as u64);
         let batch_11 = tiny.spans.batches.iter().find(|batch| batch.id == 11).unwrap();
@@ -258,7 +269,7 @@ mod tests {
     #[test]
     fn phases_follow_the_trace() {
         use super::super::trace_view::Phase;
-        let bench = CommitBench::build(&parse_query("part=5").0);
+        let bench = CommitBench::build(&parse_query("part=5").0, None);
         let spans = &bench.tiny.as_ref().unwrap().spans;
         let write_4 = 3;
         assert_eq!(spans.phase_at(write_4, Nanos::from_micros(1_000)), Phase::NotYet);
@@ -269,7 +280,7 @@ mod tests {
 
     #[test]
     fn steady_load_batches_grow_to_about_rate_times_latency() {
-        let bench = CommitBench::build(&parse_query("part=5&scenario=steady").0);
+        let bench = CommitBench::build(&parse_query("part=5&scenario=steady").0, None);
         let steady = bench.steady.as_ref().unwrap();
         let summary = steady.summary;
         let batch_mean = summary.batch_mean();
@@ -282,7 +293,7 @@ mod tests {
 
     #[test]
     fn the_sweep_leaves_sync_per_write_out_above_its_ceiling() {
-        let bench = CommitBench::build(&parse_query("part=5").0);
+        let bench = CommitBench::build(&parse_query("part=5").0, None);
         assert!(bench
             .sweep
             .iter()

@@ -104,3 +104,79 @@ mod tests {
         assert_eq!(parse_trace("c.json", &wrong_version).unwrap_err(), "c.json: trace format 99 is not the 1 this page reads");
     }
 }
+
+/// A sync-latency distribution measured by `walab fsync-test --export-latency`
+/// (schema `walab-latency/1`), loaded to run the simulator on that disk's numbers.
+#[derive(Debug, PartialEq)]
+pub struct MeasuredLatency {
+    pub file_name: String,
+    pub method: String,
+    pub model: walab_core::sim::SyncLatency,
+    pub median: walab_core::time::Nanos,
+    pub p99: walab_core::time::Nanos,
+}
+
+#[derive(serde::Deserialize)]
+struct LatencyExport {
+    schema: String,
+    #[serde(default)]
+    method: String,
+    quantiles_ns: Vec<u64>,
+}
+
+/// What a dropped file turned out to be.
+#[derive(Debug, PartialEq)]
+pub enum DroppedFile {
+    Trace(DroppedTrace),
+    Latency(MeasuredLatency),
+}
+
+/// Reads a dropped file: a latency export if it says so, else a trace.
+pub fn parse_dropped(file_name: &str, text: &str) -> Result<DroppedFile, String> {
+    if text.contains("\"walab-latency/") {
+        return parse_latency(file_name, text).map(DroppedFile::Latency);
+    }
+    parse_trace(file_name, text).map(DroppedFile::Trace)
+}
+
+pub fn parse_latency(file_name: &str, text: &str) -> Result<MeasuredLatency, String> {
+    let export: LatencyExport = serde_json::from_str(text).map_err(|error| {
+        format!("{file_name}: not a latency export (line {}, column {}: {})", error.line(), error.column(), strip_position(&error.to_string()))
+    })?;
+    if export.schema != "walab-latency/1" {
+        return Err(format!("{file_name}: schema {:?}, expected \"walab-latency/1\"", export.schema));
+    }
+    let model = walab_core::sim::SyncLatency::from_quantiles(&export.quantiles_ns).map_err(|error| format!("{file_name}: {error}"))?;
+    Ok(MeasuredLatency {
+        file_name: file_name.to_string(),
+        method: export.method,
+        model,
+        median: walab_core::time::Nanos(export.quantiles_ns[50]),
+        p99: walab_core::time::Nanos(export.quantiles_ns[99]),
+    })
+}
+
+#[cfg(test)]
+mod latency_tests {
+    use super::*;
+
+    fn export(quantiles: &[u64]) -> String {
+        format!("{{\"schema\": \"walab-latency/1\", \"method\": \"overwrite-fdatasync\", \"quantiles_ns\": {quantiles:?}}}")
+    }
+
+    #[test]
+    fn a_latency_export_becomes_a_sync_model() {
+        let quantiles: Vec<u64> = (0..101).map(|i| 500_000 + i * 10_000).collect();
+        let DroppedFile::Latency(latency) = parse_dropped("lat.json", &export(&quantiles)).unwrap() else {
+            panic!("read as a trace");
+        };
+        assert_eq!(latency.median.0, 1_000_000);
+        assert!(latency.model.is_positive());
+    }
+
+    #[test]
+    fn a_bad_latency_export_says_why() {
+        let error = parse_dropped("lat.json", &export(&[1, 2, 3])).unwrap_err();
+        assert!(error.starts_with("lat.json: "), "{error}");
+    }
+}

@@ -85,13 +85,17 @@ impl Default for BenchRef {
 
 /// Runs the core for the Part and parameters; Part 5 draws a dropped trace instead
 /// while one is loaded.
-pub fn build(params: &LabParams, dropped: Option<&Rc<dropped::DroppedTrace>>) -> BenchRef {
+pub fn build(
+    params: &LabParams,
+    dropped: Option<&Rc<dropped::DroppedTrace>>,
+    latency: Option<&Rc<dropped::MeasuredLatency>>,
+) -> BenchRef {
     if let (5, Some(trace)) = (params.part, dropped) {
         return BenchRef(Rc::new(Bench::Dropped(trace.clone())));
     }
     let bench = match params.part {
         4 => Bench::Append,
-        0 | 5 => Bench::Commit(commit::CommitBench::build(params)),
+        0 | 5 => Bench::Commit(commit::CommitBench::build(params, latency.cloned())),
         2 | 3 | 6 | 7 | 8 => Bench::Tiny(tiny::TinyBench::build(params)),
         9 => Bench::Redo(models::RedoBench::build(params)),
         10 => Bench::Quorum(models::QuorumBench::build(params)),

@@ -53,6 +53,13 @@ pub fn GroupCommitChapter(props: &ChapterProps) -> Html {
                   it joins the batch the next leader forms at that same instant." }</p>
         </div>
         <Controls params={props.params.clone()} shown={shown} on_action={props.on_action.clone()} />
+        if let Some(latency) = &bench.latency {
+            <p class="measured-latency" data-file={latency.file_name.clone()}>
+                { format!("Steady runs draw each sync from {} ({}): median {} ms, p99 {} ms, measured by walab fsync-test. ",
+                    latency.file_name, latency.method, format_millis(latency.median), format_millis(latency.p99)) }
+                <button onclick={props.on_action.reform(|_: MouseEvent| LabAction::ClearLatency)}>{ "use a fixed L again" }</button>
+            </p>
+        }
         <Player state={props.player.clone()} on_action={on_player} mark_name="event" />
         if props.params.scenario == Scenario::Tiny {
             { tiny_view(bench, &props.player, props.params.cut) }

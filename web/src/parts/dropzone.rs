@@ -7,7 +7,7 @@ use std::rc::Rc;
 use wasm_bindgen_futures::{spawn_local, JsFuture};
 use yew::prelude::*;
 
-use crate::benches::dropped::{parse_trace, DroppedTrace};
+use crate::benches::dropped::{parse_dropped, DroppedFile, DroppedTrace};
 use crate::state::LabAction;
 
 fn read_file(file: web_sys::File, on_action: Callback<LabAction>) {
@@ -15,12 +15,16 @@ fn read_file(file: web_sys::File, on_action: Callback<LabAction>) {
         let name = file.name();
         let result = match JsFuture::from(file.text()).await {
             Ok(text) => match text.as_string() {
-                Some(text) => parse_trace(&name, &text).map(Rc::new),
+                Some(text) => parse_dropped(&name, &text),
                 None => Err(format!("{name}: the file is not text")),
             },
             Err(_) => Err(format!("{name}: the browser could not read the file")),
         };
-        on_action.emit(LabAction::LoadTrace(result));
+        on_action.emit(match result {
+            Ok(DroppedFile::Trace(trace)) => LabAction::LoadTrace(Ok(Rc::new(trace))),
+            Ok(DroppedFile::Latency(latency)) => LabAction::LoadLatency(Rc::new(latency)),
+            Err(error) => LabAction::LoadTrace(Err(error)),
+        });
     });
 }
 
@@ -74,7 +78,7 @@ pub fn DropZone(props: &DropZoneProps) -> Html {
             ondragover={on_drag_over} ondragleave={on_drag_leave} ondrop={on_drop}>
             <p>{ "Drop a trace file written by walab here (" }<code>{ "walab sim power-cut --trace run.json" }</code>{ ", " }
                <code>{ "walab sim quorum --trace" }</code>{ ", or a run measured on a real disk with " }<code>{ "walab bench --trace" }</code>
-               { "), or " }<label class="choose">{ "choose one" }<input class="trace-file" type="file" accept=".json,application/json" onchange={on_choose} /></label>
+               { "), or a sync-latency file from " }<code>{ "walab fsync-test --export-latency" }</code>{ " to simulate that disk; or " }<label class="choose">{ "choose one" }<input class="trace-file" type="file" accept=".json,application/json" onchange={on_choose} /></label>
                { ". It plays in Part 5's lanes." }</p>
             { error }
         </div>
