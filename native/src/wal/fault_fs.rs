@@ -70,6 +70,9 @@ struct State {
     /// `sync_data` calls so far.
     syncs: u64,
     fail_syncs: BTreeSet<u64>,
+    /// Per inode: `sync_data` calls on that file so far, and which of them fail.
+    inode_syncs: HashMap<u64, u64>,
+    fail_inode_syncs: BTreeSet<(u64, u64)>,
     /// (write number, errno): that `write_at` call fails.
     fail_write: Option<(u64, i32)>,
     writes: u64,
@@ -164,6 +167,8 @@ impl FaultFs {
                 ops: 0,
                 syncs: 0,
                 fail_syncs: BTreeSet::new(),
+                inode_syncs: HashMap::new(),
+                fail_inode_syncs: BTreeSet::new(),
                 fail_write: None,
                 writes: 0,
                 scheduled_cut: None,
@@ -182,6 +187,17 @@ impl FaultFs {
         let mut state = self.lock();
         let at = state.syncs + n;
         state.fail_syncs.insert(at);
+    }
+
+    /// Makes the `n`-th `sync_data` of the file at `path` from now (1 = its next one)
+    /// fail with EIO. Unlike [`FaultFs::fail_sync`], syncs of other files (a spare
+    /// segment being prepared on another thread) neither count nor take the failure.
+    pub fn fail_sync_of(&self, path: &Path, n: u64) -> io::Result<()> {
+        let mut state = self.lock();
+        let inode = *state.names.get(path).ok_or_else(|| io::Error::from_raw_os_error(libc::ENOENT))?;
+        let at = state.inode_syncs.get(&inode).copied().unwrap_or(0) + n;
+        state.fail_inode_syncs.insert((inode, at));
+        Ok(())
     }
 
     /// Makes the `n`-th `write_at` from now fail with `errno` (ENOSPC for a full disk).
@@ -214,6 +230,7 @@ impl FaultFs {
         state.powered = true;
         state.scheduled_cut = None;
         state.fail_syncs.clear();
+        state.fail_inode_syncs.clear();
         state.fail_write = None;
     }
 
@@ -273,7 +290,12 @@ impl WalFile for FaultFile {
         state.mutating_call()?;
         state.syncs += 1;
         let sync_number = state.syncs;
-        let failing = state.fail_syncs.remove(&sync_number);
+        let inode_sync_number = {
+            let count = state.inode_syncs.entry(self.inode).or_insert(0);
+            *count += 1;
+            *count
+        };
+        let failing = state.fail_syncs.remove(&sync_number) | state.fail_inode_syncs.remove(&(self.inode, inode_sync_number));
         let unit = state.unit_bytes;
         let inode = state.inodes.get_mut(&self.inode).ok_or_else(|| io::Error::from_raw_os_error(libc::ESTALE))?;
         if failing {

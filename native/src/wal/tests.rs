@@ -20,6 +20,13 @@ fn fault_backend(fs: &FaultFs, segment_bytes: u64) -> Box<FileBackend> {
     Box::new(FileBackend::new(Arc::new(fs.clone()), PathBuf::from("/wal/default/0"), segment_bytes, true))
 }
 
+/// The first segment of the fault-injected WAL at `/wal/default/0`: the one every
+/// small test appends to. Failing *its* syncs (not "the next sync of any file") keeps
+/// the spare segment, prepared and synced on another thread, from taking the failure.
+fn first_segment() -> PathBuf {
+    PathBuf::from("/wal/default/0").join(segment_file_name(1))
+}
+
 fn keys_of(records: &[walab_core::codec::tiny::TinyRecord]) -> Vec<String> {
     records.iter().map(|r| String::from_utf8_lossy(&r.key).into_owned()).collect()
 }
@@ -61,7 +68,7 @@ fn a_failed_sync_fails_every_waiter_and_stops_the_log_until_reopened() {
     let (wal, _) = Wal::open(fault_backend(&fs, 1 << 16), WalOptions::default()).unwrap();
     let mut writer = wal.writer();
     writer.append(b"durable", b"1").unwrap();
-    fs.fail_sync(1);
+    fs.fail_sync_of(&first_segment(), 1).unwrap();
     assert_eq!(writer.append(b"unknown", b"2"), Err(WalError::Failed(SyncError::Io)));
     // No more appends, even though the disk would now accept them (fsyncgate: a retried
     // sync finds nothing dirty and "succeeds").
@@ -82,7 +89,8 @@ fn a_failed_sync_fails_every_waiter_and_stops_the_log_until_reopened() {
 fn many_waiters_on_a_failed_sync_all_get_errors() {
     let fs = FaultFs::new(512);
     let (wal, _) = Wal::open(fault_backend(&fs, 1 << 16), WalOptions::default()).unwrap();
-    fs.fail_sync(3);
+    // The first segment's third sync from now fails.
+    fs.fail_sync_of(&first_segment(), 3).unwrap();
     let handles: Vec<_> = (0..8)
         .map(|w| {
             let mut writer = wal.writer();
@@ -240,7 +248,7 @@ fn the_io_thread_backend_acknowledges_and_fails_like_the_inline_one() {
         .collect();
     assert_eq!(handles.into_iter().map(|h| h.join().unwrap()).sum::<usize>(), 100);
     let mut writer = wal.writer();
-    fs.fail_sync(1);
+    fs.fail_sync_of(&first_segment(), 1).unwrap();
     assert_eq!(writer.append(b"unknown", b"x"), Err(WalError::Failed(SyncError::Io)));
     assert_eq!(writer.append(b"refused", b"x"), Err(WalError::Failed(SyncError::Io)));
     drop(wal);
