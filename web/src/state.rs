@@ -75,6 +75,7 @@ pub enum LabAction {
     SetHandling(Handling),
     SetCdc(Option<u64>),
     SetProtection(PageProtection),
+    SetEioBatch(u64),
     /// A trace file was read (or failed to parse).
     LoadTrace(Result<Rc<DroppedTrace>, String>),
     CloseTrace,
@@ -155,6 +156,10 @@ impl Reducible for LabState {
             }
             LabAction::SetCdc(seq) => {
                 next.params.cdc_confirmed_seq = seq;
+                timeline_changed = true;
+            }
+            LabAction::SetEioBatch(batch) => {
+                next.params.eio_batch = batch;
                 timeline_changed = true;
             }
             LabAction::SetProtection(protection) => {

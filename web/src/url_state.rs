@@ -111,7 +111,7 @@ impl Fault {
     pub fn label(self) -> &'static str {
         match self {
             Fault::None => "no fault",
-            Fault::LogSync => "E1: the log's sync of B11 returns EIO",
+            Fault::LogSync => "E1: a log sync returns EIO (B11 on the page)",
             Fault::FlushSync => "E2: the sync of flushed file F11 fails",
         }
     }
@@ -193,6 +193,8 @@ pub struct LabParams {
     /// Part 8: a change-data-capture reader stuck at this seq.
     pub cdc_confirmed_seq: Option<u64>,
     pub protection: PageProtection,
+    /// Branch E1: the log batch whose sync returns EIO (B11 on the page).
+    pub eio_batch: u64,
 }
 
 impl Default for LabParams {
@@ -212,6 +214,7 @@ impl Default for LabParams {
             handling: Handling::Right,
             cdc_confirmed_seq: None,
             protection: PageProtection::FullPageImages,
+            eio_batch: 11,
         }
     }
 }
@@ -330,6 +333,13 @@ pub fn parse_query(query: &str) -> (LabParams, Vec<UrlProblem>) {
                 }
                 None => Err(problem("not a torn-page protection; use fpi, doublewrite or none")),
             },
+            "eio" => match value.parse::<u64>() {
+                Ok(batch) if (1..=24).contains(&batch) => {
+                    params.eio_batch = batch;
+                    Ok(())
+                }
+                _ => Err(problem("not a batch; give the log batch whose sync fails, 1 to 24")),
+            },
             "cdc" => match value.parse::<u64>() {
                 Ok(seq) if seq <= 24 => {
                     params.cdc_confirmed_seq = Some(seq);
@@ -340,7 +350,7 @@ pub fn parse_query(query: &str) -> (LabParams, Vec<UrlProblem>) {
             "cut" => parse_millis_in(&value, Nanos::ZERO, CUT_MAX)
                 .map(|nanos| params.cut = Some(nanos))
                 .map_err(|reason| problem(&reason)),
-            _ => Err(problem("unknown parameter; the lab reads part, scenario, sync, load, policy, window, w, unit, seed, cut, fault, handling, cdc and protection")),
+            _ => Err(problem("unknown parameter; the lab reads part, scenario, sync, load, policy, window, w, unit, seed, cut, fault, handling, cdc, protection and eio")),
         };
         if let Err(problem) = outcome {
             problems.push(problem);
@@ -397,6 +407,9 @@ pub fn to_query(params: &LabParams) -> String {
     }
     if let Some(seq) = params.cdc_confirmed_seq {
         pairs.push(format!("cdc={seq}"));
+    }
+    if params.eio_batch != defaults.eio_batch {
+        pairs.push(format!("eio={}", params.eio_batch));
     }
     if params.protection != defaults.protection {
         pairs.push(format!("protection={}", params.protection.url_name()));
@@ -469,9 +482,10 @@ mod tests {
             handling: Handling::Wrong,
             cdc_confirmed_seq: Some(10),
             protection: PageProtection::Doublewrite,
+            eio_batch: 9,
         };
         let query = to_query(&params);
-        assert_eq!(query, "?part=6&scenario=random&sync=1.5&load=2000&policy=window&window=0.5&w=3&unit=4096&seed=42&cut=13.5&fault=e1&handling=wrong&cdc=10&protection=doublewrite");
+        assert_eq!(query, "?part=6&scenario=random&sync=1.5&load=2000&policy=window&window=0.5&w=3&unit=4096&seed=42&cut=13.5&fault=e1&handling=wrong&cdc=10&eio=9&protection=doublewrite");
         assert_eq!(parse_query(&query), (params, vec![]));
     }
 

@@ -89,6 +89,14 @@ test('Part 3 E1 on the wrong path reports what the CLI reports', async () => {
   await page.close();
 });
 
+test('Part 3 E1 on a chosen batch, on the right path, reports what the CLI reports', async () => {
+  const page = await lab.newPage('?part=3&fault=e1&eio=5&cut=6&seed=0');
+  assert.equal(await page.inputValue('input.eio-batch'), '5');
+  const shown = await revealedReport(page);
+  assert.deepEqual(shown, cliReport(['--at-ms', '6', '--log-sync-fails', '5', '--on-sync-error', 'fail-stop', '--seed', '0']));
+  await page.close();
+});
+
 test('Part 8: a CDC reader stuck at seq 10 pins segments', async () => {
   const without = await lab.newPage('?part=8');
   await without.keyboard.press('End');

@@ -61,6 +61,9 @@ pub struct TinyBench {
 /// The setup a Part runs.
 pub fn setup_for(params: &LabParams, policy: Policy) -> TinySetup {
     let mut setup = TinySetup::new(core_policy(policy, params.window));
+    // The sync-latency knob slows (or speeds) the log's syncs; the tiny store's own
+    // figures are for its 1.0 ms.
+    setup.log_sync_latency = params.sync_latency;
     match params.fault {
         Fault::None => {}
         Fault::LogSync => {
@@ -68,7 +71,7 @@ pub fn setup_for(params: &LabParams, policy: Policy) -> TinySetup {
                 Handling::Right => SyncErrorHandling::FailStop,
                 Handling::Wrong => SyncErrorHandling::RetryAndCarryOn,
             };
-            setup.log_sync_fault = Some(LogSyncFault { batch: 11, handling });
+            setup.log_sync_fault = Some(LogSyncFault { batch: params.eio_batch, handling });
         }
         Fault::FlushSync => setup.flush_sync_fault = Some(11),
     }

@@ -189,7 +189,7 @@ fn power_section(props: &ChapterProps) -> Html {
 pub fn ModesChapter(props: &ChapterProps) -> Html {
     let Some(bench) = tiny_bench(props) else { return Html::default() };
     let on_player = props.on_action.reform(LabAction::Player);
-    let shown = Shown { policy: true, ..Shown::default() };
+    let shown = Shown { policy: true, sync: true, ..Shown::default() };
     let modes = bench.modes.iter().map(|(policy, mode)| match mode {
         Ok(mode) => html! {
             <tr data-policy={policy.url_name()} data-acknowledged={mode.acknowledged.len().to_string()} data-lost={mode.lost_acknowledged.len().to_string()}>
@@ -440,6 +440,13 @@ pub fn FailedSyncBenchChapter(props: &ChapterProps) -> Html {
             <label>{ "fault " }<select class="fault" onchange={on_fault}>
                 { for Fault::ALL.iter().map(|fault| html! { <option value={fault.url_name()} selected={*fault == props.params.fault}>{ fault.label() }</option> }) }
             </select></label>
+            if props.params.fault == Fault::LogSync {
+                <label>{ "failing batch B" }<input class="eio-batch" type="number" min="1" max="14" value={props.params.eio_batch.to_string()}
+                    onchange={props.on_action.reform(|event: Event| {
+                        let input: web_sys::HtmlInputElement = event.target_unchecked_into();
+                        LabAction::SetEioBatch(input.value().trim().parse::<u64>().unwrap_or(11).clamp(1, 24))
+                    })} /></label>
+            }
             <label>{ "when the log's sync fails " }<select class="handling" onchange={on_handling}>
                 <option value="right" selected={props.params.handling == Handling::Right}>{ "fail the waiters and stop (right)" }</option>
                 <option value="wrong" selected={props.params.handling == Handling::Wrong}>{ "retry and carry on (wrong)" }</option>
