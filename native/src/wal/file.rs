@@ -110,6 +110,8 @@ impl SegmentFormat {
 /// The file that records a log's format, so a reader with the wrong `--format` is
 /// refused instead of mistaking every record for damage (and cutting it as a torn tail).
 pub const FORMAT_FILE_NAME: &str = "FORMAT";
+/// Where FORMAT is written before it is renamed into place.
+const FORMAT_TEMPORARY_NAME: &str = "FORMAT.tmp";
 
 /// One accepted record and where its bytes are (a LevelDB group's writes share them).
 struct Found {
@@ -193,10 +195,18 @@ impl FileBackend {
             }
             return Ok(());
         }
+        // Written beside and renamed into place, so a crash while a new log is being
+        // set up leaves either no FORMAT (the next open starts over) or a whole one,
+        // never an empty file that would make the log unopenable.
         let text = format!("{}\n", self.format.name());
-        let mut file = self.fs.create_new(&path).map_err(|e| self.open_error("cannot create FORMAT", e))?;
+        let temporary = self.dir.join(FORMAT_TEMPORARY_NAME);
+        if names.iter().any(|name| name == FORMAT_TEMPORARY_NAME) {
+            self.fs.remove(&temporary).map_err(|e| self.open_error("cannot remove a half-written FORMAT", e))?;
+        }
+        let mut file = self.fs.create_new(&temporary).map_err(|e| self.open_error("cannot create FORMAT", e))?;
         file.write_at(0, text.as_bytes())
             .and_then(|()| file.sync_data())
+            .and_then(|()| self.fs.rename(&temporary, &path))
             .and_then(|()| self.fs.sync_dir(&self.dir))
             .map_err(|e| self.open_error("cannot write FORMAT", e))
     }

@@ -57,9 +57,8 @@ pub trait WalFs: Send + Sync {
     fn list(&self, dir: &Path) -> io::Result<Vec<String>>;
     /// Removes a file. Durable only after [`WalFs::sync_dir`].
     fn remove(&self, path: &Path) -> io::Result<()>;
-    /// Renames a file. Durable only after [`WalFs::sync_dir`]. (The tiny-store format
-    /// cannot recycle segments, so today only tests rename; a recyclable format would.)
-    #[allow(dead_code)]
+    /// Renames a file. Durable only after [`WalFs::sync_dir`]. Used to put `FORMAT`
+    /// in place whole; a recyclable log format would also rename old segments.
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// `fsync` on a directory: its entries (creates, renames, removes) become durable.
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;
