@@ -207,3 +207,14 @@ fn the_leveldb_format_round_trips_and_inspect_reads_its_segments() {
     assert!(cuts.status.success(), "{}", stderr(&cuts));
     assert!(stdout(&cuts).contains(", lost 0,"));
 }
+
+#[test]
+fn crash_test_survives_kills_while_the_log_is_being_created() {
+    // Kills in the first milliseconds land before or while the child creates the log
+    // directory, FORMAT and the first segment; recovery must treat that as "nothing
+    // promised yet", never as an unopenable log.
+    let dir = tempfile::tempdir().unwrap();
+    let output = walab(&["crash-test", "--wal", &url(dir.path()), "--kills", "8", "--writers", "2", "--kill-after-ms-max", "6"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).contains(", lost 0,"), "{}", stdout(&output));
+}
