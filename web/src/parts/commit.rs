@@ -181,7 +181,7 @@ pub fn TraceLanes(props: &TraceLanesProps) -> Html {
     let left = 44.0;
     let lane = 13.0;
     let top = 30.0;
-    let x = |t: Nanos| left + (t.0 as f64 / end_ns) * (width - left - 10.0);
+    let x = |t: Nanos| left + (t.0 as f64 / end_ns) * (width - left - 26.0);
     let height = top + lane * spans.writes.len() as f64 + 24.0;
     let batches = spans.batches.iter().filter(|batch| batch.start <= now).map(|batch| {
         let end = batch.end.map(|end| end.min(now)).unwrap_or(now);

@@ -73,7 +73,7 @@ fn CutControls(props: &CutControlsProps) -> Html {
     };
     html! {
         <div class="cut-controls">
-            <button class="power-button" onclick={on_now}>{ "⏻ pull the power at the playhead (p)" }</button>
+            <button class="power-button" onclick={on_now}>{ "pull the power at the playhead (p)" }</button>
             <label>{ "or at " }<input class="cut-ms" type="text" inputmode="decimal" size="6"
                 value={props.cut.map(format_millis).unwrap_or_default()} placeholder="13.5" onchange={on_typed} />{ " ms" }</label>
             <label title="chooses which units of the running syncs reached the media">{ "seed " }

@@ -136,7 +136,7 @@ fn PowerReport(props: &PowerReportProps) -> Html {
     let Some(done) = props.cut_steps else {
         return html! {
             <div class="power">
-                <button class="power-button" onclick={props.on_cut.clone()}>{ "⏻ pull the power now" }</button>
+                <button class="power-button" onclick={props.on_cut.clone()}>{ "pull the power now" }</button>
             </div>
         };
     };
