@@ -51,6 +51,9 @@ pub struct Args {
     cluster: String,
     #[arg(long, default_value = "0")]
     node: String,
+    /// S3-compatible endpoint for an s3:// log (passed on to the child).
+    #[arg(long)]
+    endpoint: Option<String>,
     /// Rounds of start-load, SIGKILL, recover, check.
     #[arg(long, default_value_t = 20)]
     kills: u64,
@@ -219,6 +222,7 @@ fn kill_test(args: &Args, wal_args: &WalArgs) -> Result<CrashReport, CliError> {
             .args(["--writers", &args.writers.to_string(), "--seconds", "3600"])
             .args(["--record-bytes", &args.record_bytes.to_string(), "--format", wal_args.format.name()])
             .args(["--run-id", &format!("{run_base}-k{round}")])
+            .args(wal_args.endpoint.iter().flat_map(|endpoint| ["--endpoint", endpoint.as_str()]))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -316,6 +320,9 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             node: args.node.clone(),
             segment_bytes: crate::wal::file::SEGMENT_BYTES_DEFAULT,
             format: args.format,
+            endpoint: args.endpoint.clone(),
+            inflight_max: 4,
+            per_write: false,
         };
         wal_args.backend(true).map_err(CliError::usage)?;
         ("kills", kill_test(&args, &wal_args)?)

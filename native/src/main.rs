@@ -14,6 +14,7 @@ mod crash_test;
 mod dump_cmd;
 mod fsync_test;
 mod load_cmd;
+mod reset_cmd;
 mod quorum_cmd;
 mod redo_cmd;
 mod wal;
@@ -50,6 +51,8 @@ enum Command {
     Bench(bench_cmd::Args),
     /// Crash the WAL (SIGKILL, or simulated power cuts) and check every acknowledgement.
     CrashTest(crash_test::Args),
+    /// Start an s3:// log's new session from an empty log (the WAL contract's Reset).
+    Reset(reset_cmd::Args),
     /// Run the deterministic simulator: group commit schedules, power cuts.
     Sim(sim_cmd::Args),
 }
@@ -75,6 +78,7 @@ fn main() -> ExitCode {
         Command::Dump(args) => dump_cmd::run(args),
         Command::Bench(args) => bench_cmd::run(args),
         Command::CrashTest(args) => crash_test::run(args),
+        Command::Reset(args) => reset_cmd::run(args),
         Command::Sim(args) => sim_cmd::run(args),
     };
     cli_error::finish(result)

@@ -92,6 +92,7 @@ pub mod fs;
 pub mod io_thread;
 pub mod leveldb_segment;
 pub mod postgres;
+pub mod s3;
 pub mod trace;
 pub mod url;
 
@@ -678,9 +679,14 @@ impl Driver {
                 Action::Fail { tickets, error } => {
                     self.record(|trace, at| trace.fail(at, tickets, error));
                     self.stats.lock().unwrap_or_else(|p| p.into_inner()).failed += tickets.count;
-                    for _ in 0..tickets.count {
-                        let (ticket, reply, buffer) = self.waiting.pop_front().expect("a failed ticket has a waiter");
-                        assert!(tickets.contains(ticket), "failures arrive in ticket order");
+                    // With several batches in flight, batches submitted before the
+                    // failed one may still be acknowledged *after* this failure, so the
+                    // failed run is a suffix of the waiters, not always their front.
+                    let from = self.waiting.partition_point(|(ticket, _, _)| *ticket < tickets.first);
+                    let failed: Vec<_> = self.waiting.drain(from..).collect();
+                    assert_eq!(failed.len() as u64, tickets.count, "every failed ticket has a waiter");
+                    for (ticket, reply, buffer) in failed {
+                        assert!(tickets.contains(ticket), "failures cover the waiters from their first ticket on");
                         let _ = reply.send((Err(WalError::Failed(error)), buffer));
                     }
                 }

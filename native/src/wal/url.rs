@@ -2,8 +2,9 @@
 //!
 //! Every backend names a node's log the same way: a URL for the storage, and a cluster
 //! name and node id (defaults `default` and `0`) inside it. For `file:///DIR` the log
-//! lives in `DIR/<cluster>/<node>/`; the S3 backend will put it under
-//! `<prefix>/<cluster>/<node>/`, the Postgres backend in the tables of that node.
+//! lives in `DIR/<cluster>/<node>/`; for `s3://bucket/path` under
+//! `path/<cluster>/<node>/` in the bucket (`--endpoint URL` for S3-compatible servers);
+//! the Postgres backend in the tables of that node.
 //! A scheme this build does not drive yet is refused with one clear line.
 
 use std::path::PathBuf;
@@ -13,12 +14,14 @@ use super::file::{node_dir, FileBackend, SegmentFormat, SEGMENT_BYTES_DEFAULT};
 use super::fs::RealFs;
 use super::io_thread::OnThread;
 use super::postgres::PgBackend;
+use super::s3::{self, S3Backend, S3Location};
 use super::Backend;
+use walab_core::group_commit::{Config, Policy};
 
 /// The flags every WAL command shares.
 #[derive(clap::Args, Debug, Clone)]
 pub struct WalArgs {
-    /// Where the log lives: file:///DIR (s3:// and postgres:// come with their backends).
+    /// Where the log lives: file:///DIR, s3://BUCKET/PATH or postgres://...
     #[arg(long)]
     pub wal: String,
     /// The cluster the log belongs to.
@@ -27,13 +30,23 @@ pub struct WalArgs {
     /// The node whose log this is.
     #[arg(long, default_value = "0")]
     pub node: String,
-    /// Bytes per segment file (file backend).
+    /// Bytes per segment file (file backend); for s3:// the record bytes per trim unit.
     #[arg(long, default_value_t = SEGMENT_BYTES_DEFAULT)]
     pub segment_bytes: u64,
     /// Record format of the segment files (file backend): the tiny store's, one record
     /// per write, or LevelDB's, one WriteBatch record per commit group.
     #[arg(long, value_enum, default_value = "tiny")]
     pub format: SegmentFormat,
+    /// S3-compatible endpoint for s3:// (MinIO, R2, a local server); AWS S3 when absent.
+    #[arg(long)]
+    pub endpoint: Option<String>,
+    /// Uploads in flight at once for s3:// (seeds/001's maxInflight).
+    #[arg(long, default_value_t = 4)]
+    pub inflight_max: usize,
+    /// For s3://: make every append its own PUT (the baseline group commit is measured
+    /// against).
+    #[arg(long)]
+    pub per_write: bool,
 }
 
 /// A parsed `--wal` URL.
@@ -43,6 +56,8 @@ pub enum WalUrl {
     File(PathBuf),
     /// `postgres://...` or `postgresql://...`, walab's options still in it.
     Postgres(String),
+    /// `s3://bucket` or `s3://bucket/path`.
+    S3 { bucket: String, path: String },
 }
 
 /// Parses a `--wal` value; the error is the one line to print.
@@ -56,12 +71,33 @@ pub fn parse_wal_url(text: &str) -> Result<WalUrl, String> {
     if text.starts_with("postgres://") || text.starts_with("postgresql://") {
         return Ok(WalUrl::Postgres(text.to_string()));
     }
-    match text.split_once("://") {
-        Some((scheme @ "s3", _)) => {
-            Err(format!("--wal {text}: the {scheme} backend is not in this build yet; use file:///DIR"))
+    if let Some(rest) = text.strip_prefix("s3://") {
+        let (bucket, path) = rest.split_once('/').unwrap_or((rest, ""));
+        let bucket_ok = (3..=63).contains(&bucket.len())
+            && bucket.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.');
+        if !bucket_ok {
+            return Err(format!(
+                "--wal {text}: bucket {bucket:?} is not a bucket name (3 to 63 of a-z, 0-9, '-', '.')"
+            ));
         }
-        Some((scheme, _)) => Err(format!("--wal {text}: unknown scheme {scheme:?}; use file:///DIR")),
-        None => Err(format!("--wal {text}: not a URL; use file:///DIR")),
+        let path = path.trim_matches('/');
+        let path_ok = path.is_empty()
+            || path.split('/').all(|part| {
+                !part.is_empty()
+                    && part != "."
+                    && part != ".."
+                    && part.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+            });
+        if !path_ok {
+            return Err(format!("--wal {text}: use letters, digits, '-', '_' and '.' in the path's parts"));
+        }
+        return Ok(WalUrl::S3 { bucket: bucket.to_string(), path: path.to_string() });
+    }
+    match text.split_once("://") {
+        Some((scheme, _)) => Err(format!(
+            "--wal {text}: unknown scheme {scheme:?}; use file:///DIR, s3://BUCKET/PATH or postgres://..."
+        )),
+        None => Err(format!("--wal {text}: not a URL; use file:///DIR, s3://BUCKET/PATH or postgres://...")),
     }
 }
 
@@ -102,6 +138,23 @@ impl WalArgs {
                 let backend = PgBackend::new(&url, &self.cluster, &self.node, create)?;
                 Ok(Box::new(backend))
             }
+            WalUrl::S3 { bucket, path } => {
+                if let Some(endpoint) = &self.endpoint {
+                    if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
+                        return Err(format!("--endpoint {endpoint}: use http://HOST:PORT or https://HOST"));
+                    }
+                }
+                if !(1..=4096).contains(&self.inflight_max) {
+                    return Err(format!("--inflight-max {}: must be between 1 and 4096", self.inflight_max));
+                }
+                let store = s3::connect(&bucket, self.endpoint.as_deref())?;
+                let location =
+                    S3Location { node_prefix: s3::layout::node_prefix(&path, &self.cluster, &self.node), bucket };
+                let policy = if self.per_write { Policy::PerWrite } else { Policy::Group };
+                let machine = Config { inflight_max: self.inflight_max, ..Config::remote(policy) };
+                // Uploads are spawned on the backend's own runtime: nothing blocks the driver.
+                Ok(Box::new(S3Backend::new(store, location, create, self.segment_bytes)?.with_machine_config(machine)))
+            }
         }
     }
 }
@@ -114,8 +167,14 @@ mod tests {
     fn parses_file_urls_and_refuses_the_rest() {
         assert_eq!(parse_wal_url("file:///data/wal"), Ok(WalUrl::File(PathBuf::from("/data/wal"))));
         assert!(parse_wal_url("file://").unwrap_err().contains("no directory"));
-        assert!(parse_wal_url("s3://bucket/p").unwrap_err().contains("not in this build"));
         assert_eq!(parse_wal_url("postgres://h/db?segments=4"), Ok(WalUrl::Postgres("postgres://h/db?segments=4".into())));
+        assert_eq!(
+            parse_wal_url("s3://my-bucket/wal/prod/"),
+            Ok(WalUrl::S3 { bucket: "my-bucket".into(), path: "wal/prod".into() })
+        );
+        assert_eq!(parse_wal_url("s3://my-bucket"), Ok(WalUrl::S3 { bucket: "my-bucket".into(), path: String::new() }));
+        assert!(parse_wal_url("s3://B/x").unwrap_err().contains("bucket"));
+        assert!(parse_wal_url("s3://bucket/a/../b").unwrap_err().contains("path"));
         assert!(parse_wal_url("ftp://x").unwrap_err().contains("unknown scheme"));
         assert!(parse_wal_url("/data").unwrap_err().contains("not a URL"));
     }

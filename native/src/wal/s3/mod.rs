@@ -1,0 +1,739 @@
+//! The WAL on an object store: one PUT per bulk, pipelined, fenced by epoch.
+//!
+//! # What one append costs
+//!
+//! On S3 the price is per request, not per byte, and a PUT takes tens of milliseconds.
+//! So the WAL never PUTs a record on its own: the core's group-commit machine
+//! ([`walab_core::group_commit`], the same one the file WAL and the browser run) gathers
+//! everything that arrived while earlier uploads were in flight into one *bulk*, and
+//! this backend turns each bulk into exactly one object:
+//!
+//! ```text
+//! <path>/<cluster>/<node>/<epoch>/wal/<start>-<end>      one stream frame (offset, length, CRC32, records)
+//! ```
+//!
+//! Up to `inflight_max` uploads (4 by default) run at once on this backend's own tokio
+//! runtime; [`Backend::persist`] only spawns the upload and returns, and the task calls
+//! [`Completion::complete`] when S3 has answered. Uploads may finish in any order; the
+//! machine releases acknowledgements in submission order, only once a bulk and every
+//! bulk before it are stored. With W writers waiting, a bulk carries about
+//! W / inflight_max records, so the PUTs per acknowledged record fall as concurrency
+//! rises: group commit is first a cost lever here, then a throughput one.
+//!
+//! # Fencing: why an acknowledged record survives a takeover
+//!
+//! A node's log has one writer at a time. A process that takes the node over (after a
+//! crash, or while the old one is merely slow) must recover every record the old one
+//! acknowledged, and the old one must never acknowledge anything the new one will not
+//! see. The epoch in every key alone does not give that: two epochs never collide on a
+//! key, so conditional creates of WAL objects fence nothing. walab follows AutoMQ's
+//! design with one registration object per node ([`layout::Registration`]):
+//!
+//! 1. **Claim.** The new owner reads the registration (body and ETag), and writes it
+//!    back with `epoch + 1` and its own random owner id, conditionally on that ETag
+//!    (`If-Match`; `If-None-Match: *` for a node never claimed). If another claimer got
+//!    there first the condition fails, and it reads and tries again.
+//! 2. **Recover.** Only then does it LIST the node's prefix and read the objects
+//!    ([`layout::plan_chain`]).
+//! 3. **Record its session.** It writes the registration once more (conditionally on
+//!    its own claim's ETag) with a new session: its epoch and the WAL address where its
+//!    own objects will start, the end of what it recovered. From then on any object of
+//!    an older epoch at or past that address is a straggler and is ignored by every
+//!    later recovery, however late it lands.
+//! 4. **Check after every upload.** The writer GETs the registration after each of its
+//!    PUTs returns and before reporting the bulk stored. If the epoch or owner moved,
+//!    the bulk fails with [`SyncError::Fenced`], and so (the machine being fail-stop)
+//!    does every later one. Nothing of this writer is acknowledged again.
+//!
+//! The argument, for a store whose reads see every completed write (S3 has been
+//! strongly consistent since 2020; R2, GCS and MinIO are too): a bulk is acknowledged
+//! only after its PUT returned *and then* a read of the registration still showed the
+//! writer's epoch. That read came before the new owner's claim was written, which came
+//! before the new owner's LIST; so the LIST shows the object, and the object lies below
+//! the new session's start. Acknowledgements being in order, every earlier bulk was
+//! checked the same way. Bulks that land after the claim are never acknowledged, and
+//! either are recovered (if the LIST saw them: an unacknowledged record may appear) or
+//! lie past the new session's start and are ignored.
+//!
+//! ## What still holds when the conditional PUT is not atomic
+//!
+//! s3s-fs, the local server the tests use, checks the ETag and then writes, without a
+//! lock: two claimers that read the same registration at the same moment can both
+//! succeed. Then both hold the same epoch. What still holds:
+//!
+//! - *Sequential* takeovers (the one that matters: a node dies or stalls, another takes
+//!   over) are exactly as above: nothing races the claim.
+//! - Of two racing claimers, the registration keeps the later write. Each claimer reads
+//!   the registration back after its claim and gives up unless it sees its own owner
+//!   id; and every post-upload check compares the owner id as well as the epoch. So at
+//!   most one of them acknowledges anything after the other's write became visible.
+//! - WAL objects are created with `If-None-Match: *`. Where two same-epoch writers
+//!   would hit one key, the second is refused (or, within the store's non-atomic
+//!   window, overwrites it): the remaining hole is two same-epoch claimers both passing
+//!   the claim check *and* the read-back, which needs their claim requests to interleave
+//!   inside the server. On a store with atomic conditional writes (S3, R2, MinIO, GCS)
+//!   that cannot happen. The tests do not depend on it either way: their takeover race
+//!   starts the second process while the first is writing, and checks every
+//!   acknowledgement of both.
+//!
+//! # Recovery
+//!
+//! Lists the node's prefix, keeps the objects [`layout::plan_chain`] says are valid,
+//! reads them (16 at a time) and checks each: its frame must start at the key's
+//! `start`, end at its `end`, carry a matching CRC32, and hold tiny-store records whose
+//! CRC32C and seqs (each one more than the last) check out. The walk stops at the first
+//! gap or bad object. A gap followed by objects of the same session is normal (a later
+//! upload of a pipeline was stored, an earlier one was not: none of it was acknowledged);
+//! a gap followed by a *later* session's objects means something acknowledged is out of
+//! reach, and recovery refuses with [`WalError::Corrupt`]. Objects recovery leaves out
+//! are deleted in the background once the new session is recorded.
+//!
+//! # Trim and Reset
+//!
+//! The driver groups bulks into trim units (`segment_bytes_max`, `--segment-bytes`) and
+//! asks to remove a unit once every record in it is confirmed by the consumer. This
+//! backend deletes those objects oldest first, one by one, on a single background task,
+//! and stops at the first failed DELETE: the remaining objects then still tile the log
+//! from some address on, so a later recovery never meets a hole of its own making.
+//! [`reset`] starts a new session from an empty log: it takes the node over, deletes
+//! every object, and records a session that starts where the log ended, so seqs go on.
+
+pub mod layout;
+#[cfg(test)]
+pub mod local_server;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::{StreamExt, TryStreamExt};
+use object_store::aws::AmazonS3Builder;
+use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};
+use walab_core::codec::stream::{encode_frame, scan_stream, StreamFrame};
+use walab_core::codec::tiny::{self, TinyRecord};
+use walab_core::group_commit::{Batch, Config, Policy, SyncError};
+use walab_core::scan::{scan_tiny, StopReason};
+
+use self::layout::{parse_key, plan_chain, prune_sessions, registration_key, ChainStop, KeyKind, Registration, Session, WalObject};
+use super::{Backend, Completion, Recovered, WalError};
+
+/// Attempts at claiming the registration before giving up (each lost one re-reads).
+pub const CLAIM_ATTEMPTS_MAX: usize = 8;
+/// Objects read at once during recovery.
+pub const RECOVERY_READS_INFLIGHT_MAX: usize = 16;
+/// Worker threads of the backend's tokio runtime.
+pub const RUNTIME_WORKER_THREADS: usize = 2;
+
+/// Requests this backend sent, by kind (shared with whoever asked for them).
+#[derive(Debug, Default)]
+pub struct RequestCounts {
+    /// WAL object PUTs (one per bulk).
+    pub wal_puts: AtomicU64,
+    /// Registration reads after uploads (the fence checks).
+    pub fence_gets: AtomicU64,
+    /// Everything else: claims, LISTs, recovery GETs, DELETEs.
+    pub other: AtomicU64,
+}
+
+/// Where a node's log lives: a store, the bucket's name (for messages), the node prefix.
+#[derive(Clone, Debug)]
+pub struct S3Location {
+    pub bucket: String,
+    pub node_prefix: String,
+}
+
+impl S3Location {
+    pub fn describe(&self) -> String {
+        format!("s3://{}/{}", self.bucket, self.node_prefix)
+    }
+}
+
+/// Builds the client for `bucket`: credentials and region from the standard AWS
+/// environment variables (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
+/// `AWS_SESSION_TOKEN`, `AWS_REGION`, ...; on EC2 or ECS the instance's role), and
+/// `endpoint` for S3-compatible servers (plain `http://` allowed there).
+pub fn connect(bucket: &str, endpoint: Option<&str>) -> Result<Arc<dyn ObjectStore>, String> {
+    let mut builder = AmazonS3Builder::from_env().with_bucket_name(bucket);
+    if std::env::var_os("AWS_REGION").is_none() && std::env::var_os("AWS_DEFAULT_REGION").is_none() {
+        builder = builder.with_region("us-east-1");
+    }
+    if let Some(endpoint) = endpoint {
+        builder = builder.with_endpoint(endpoint).with_allow_http(endpoint.starts_with("http://"));
+    }
+    let store = builder.build().map_err(|error| format!("s3://{bucket}: cannot configure the client: {error}"))?;
+    Ok(Arc::new(store))
+}
+
+/// The S3 backend of the WAL. See the module docs.
+pub struct S3Backend {
+    /// The backend's own runtime (`None` only while dropping).
+    runtime: Option<tokio::runtime::Runtime>,
+    store: Arc<dyn ObjectStore>,
+    location: S3Location,
+    create: bool,
+    trim_unit_bytes: u64,
+    /// This process's random owner id.
+    owner: String,
+    /// The epoch claimed at recovery (0 before).
+    epoch: u64,
+    /// WAL address of the next frame.
+    next_offset: u64,
+    /// Trim unit (the driver's segment) → the objects in it, oldest first.
+    units: BTreeMap<u64, Vec<Path>>,
+    /// Set once a fence check failed: later uploads are not even sent.
+    fenced: Arc<AtomicBool>,
+    deleter: Option<tokio::sync::mpsc::UnboundedSender<Vec<Path>>>,
+    counts: Arc<RequestCounts>,
+    machine: Config,
+}
+
+fn random_owner_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u32(std::process::id());
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    hasher.write_u128(nanos);
+    format!("{:016x}-{}", hasher.finish(), std::process::id())
+}
+
+fn store_error(subject: &str, error: &object_store::Error) -> String {
+    // object_store's messages span lines; keep the CLI's one-line rule.
+    let text = error.to_string().replace('\n', " ");
+    format!("{subject}: {text}")
+}
+
+/// Splits a batch's concatenated tiny-store records (each `7 + length` bytes).
+fn split_records(bytes: &[u8]) -> Vec<Vec<u8>> {
+    let mut records = Vec::new();
+    let mut rest = bytes;
+    // Bounded by the batch: every record takes at least its header.
+    while rest.len() >= tiny::HEADER_BYTES {
+        let length = usize::from(u16::from_le_bytes([rest[4], rest[5]]));
+        let total = (tiny::HEADER_BYTES + length).min(rest.len());
+        records.push(rest[..total].to_vec());
+        rest = &rest[total..];
+    }
+    assert!(rest.is_empty(), "a batch holds whole records");
+    records
+}
+
+/// Why an object failed its check at recovery.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ObjectDamage {
+    /// The frame scan stopped before the object's end (checksum, length, offset, ...).
+    Frame(StopReason),
+    /// The object holds more or less than one frame ending at the key's `end`.
+    Size { expected: u64, found: u64 },
+    /// A record inside failed its own check.
+    Record(StopReason),
+    /// A record's seq is not one more than the previous record's.
+    SeqOrder { expected: u64, found: u64 },
+}
+
+impl std::fmt::Display for ObjectDamage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ObjectDamage::Frame(reason) => write!(f, "frame stops with {}", reason.name()),
+            ObjectDamage::Size { expected, found } => write!(f, "{found} bytes of frame, the key says {expected}"),
+            ObjectDamage::Record(reason) => write!(f, "a record inside stops with {}", reason.name()),
+            ObjectDamage::SeqOrder { expected, found } => write!(f, "record seq {found} where {expected} was next"),
+        }
+    }
+}
+
+/// Checks one object's bytes against its name and decodes its records. `expected_seq`
+/// is the seq the first record must carry (`None` for the first object of the log).
+pub fn decode_object(
+    object: &WalObject,
+    bytes: &[u8],
+    expected_seq: Option<u64>,
+) -> Result<Vec<TinyRecord>, ObjectDamage> {
+    let scan = scan_stream(&[bytes], Some(object.start), 0);
+    if scan.frames.len() != 1 || !scan.stop.reason.is_clean() {
+        return Err(ObjectDamage::Frame(if scan.stop.reason.is_clean() { StopReason::BadLength } else { scan.stop.reason }));
+    }
+    let found = bytes.len() as u64;
+    if scan.next_offset != Some(object.end) || found != object.bytes() {
+        return Err(ObjectDamage::Size { expected: object.bytes(), found });
+    }
+    let joined: Vec<u8> = scan.frames[0].frame.records.concat();
+    let records = scan_tiny(&[&joined], 0);
+    if records.stop.reason != StopReason::End || records.records.len() != scan.frames[0].frame.records.len() {
+        return Err(ObjectDamage::Record(if records.stop.reason == StopReason::End {
+            StopReason::BadLength
+        } else {
+            records.stop.reason
+        }));
+    }
+    let mut expected = expected_seq;
+    let mut out = Vec::with_capacity(records.records.len());
+    for accepted in records.records {
+        if let Some(expected) = expected {
+            if accepted.record.seq != expected {
+                return Err(ObjectDamage::SeqOrder { expected, found: accepted.record.seq });
+            }
+        }
+        expected = Some(accepted.record.seq + 1);
+        out.push(accepted.record);
+    }
+    Ok(out)
+}
+
+/// What [`S3Backend::claim`] got: the registration as written, and its version.
+struct Claim {
+    registration: Registration,
+    version: UpdateVersion,
+}
+
+/// A node's state as recovery found it (shared by open and [`reset`]).
+struct Found {
+    claim: Claim,
+    chain: Vec<(WalObject, Vec<TinyRecord>)>,
+    /// Where the new session starts and its first seq.
+    start_offset: u64,
+    next_seq: u64,
+    repaired: Option<String>,
+    /// Objects recovery left out (deleted once the new session is recorded).
+    garbage: Vec<WalObject>,
+}
+
+impl S3Backend {
+    /// A backend for the node at `location` in `store`. `create`: a node never claimed
+    /// may be created (`load`, `bench`) rather than refused (`dump`). `trim_unit_bytes`
+    /// is the record bytes per trim unit.
+    pub fn new(
+        store: Arc<dyn ObjectStore>,
+        location: S3Location,
+        create: bool,
+        trim_unit_bytes: u64,
+    ) -> Result<S3Backend, String> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(RUNTIME_WORKER_THREADS)
+            .thread_name("wal-s3")
+            .enable_all()
+            .build()
+            .map_err(|error| format!("{}: cannot start the I/O runtime: {error}", location.describe()))?;
+        Ok(S3Backend {
+            runtime: Some(runtime),
+            store,
+            location,
+            create,
+            trim_unit_bytes: trim_unit_bytes.max(1),
+            owner: random_owner_id(),
+            epoch: 0,
+            next_offset: 0,
+            units: BTreeMap::new(),
+            fenced: Arc::new(AtomicBool::new(false)),
+            deleter: None,
+            counts: Arc::new(RequestCounts::default()),
+            machine: Config::remote(Policy::Group),
+        })
+    }
+
+    /// Other group-commit settings than the default `Config::remote(Policy::Group)`
+    /// (`--inflight-max`, `--per-write`).
+    pub fn with_machine_config(mut self, machine: Config) -> S3Backend {
+        self.machine = machine;
+        self
+    }
+
+    /// The request counters (cloned handle; they keep counting).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub fn request_counts(&self) -> Arc<RequestCounts> {
+        Arc::clone(&self.counts)
+    }
+
+    /// The epoch this backend claimed (0 before recovery).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    fn runtime(&self) -> &tokio::runtime::Runtime {
+        self.runtime.as_ref().expect("the runtime lives until drop")
+    }
+
+    fn path(key: &str) -> Path {
+        Path::from(key)
+    }
+
+    async fn read_registration(
+        store: &dyn ObjectStore,
+        key: &Path,
+    ) -> Result<Option<(Registration, UpdateVersion)>, WalError> {
+        match store.get(key).await {
+            Ok(result) => {
+                let version = UpdateVersion { e_tag: result.meta.e_tag.clone(), version: result.meta.version.clone() };
+                let bytes = result.bytes().await.map_err(|e| WalError::Open(store_error(key.as_ref(), &e)))?;
+                let registration = Registration::from_bytes(&bytes).map_err(|e| WalError::Corrupt(format!("{key}: {e}")))?;
+                Ok(Some((registration, version)))
+            }
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(error) => Err(WalError::Open(store_error(key.as_ref(), &error))),
+        }
+    }
+
+    /// Step 1 of the fencing protocol: take the node with a new epoch.
+    async fn claim(&self) -> Result<Claim, WalError> {
+        let key = Self::path(&registration_key(&self.location.node_prefix));
+        let store = self.store.as_ref();
+        for _ in 0..CLAIM_ATTEMPTS_MAX {
+            self.counts.other.fetch_add(1, Ordering::Relaxed);
+            let (current, mode) = match Self::read_registration(store, &key).await? {
+                Some((registration, version)) => (registration, PutMode::Update(version)),
+                None if self.create => (Registration::unclaimed(), PutMode::Create),
+                None => return Err(WalError::Open(format!("{}: no log here", self.location.describe()))),
+            };
+            let mut claimed = current.clone();
+            claimed.epoch = current.epoch.checked_add(1).ok_or_else(|| WalError::Corrupt(format!("{key}: epoch overflow")))?;
+            claimed.owner = self.owner.clone();
+            self.counts.other.fetch_add(1, Ordering::Relaxed);
+            let put = store.put_opts(&key, PutPayload::from(claimed.to_bytes()), PutOptions::from(mode)).await;
+            match put {
+                Ok(_) => {}
+                Err(object_store::Error::Precondition { .. } | object_store::Error::AlreadyExists { .. }) => continue,
+                Err(error) => return Err(WalError::Open(store_error(key.as_ref(), &error))),
+            }
+            // Read back: on a store whose conditional PUT is not atomic, a racing
+            // claimer's write may have replaced ours.
+            self.counts.other.fetch_add(1, Ordering::Relaxed);
+            match Self::read_registration(store, &key).await? {
+                Some((now, version)) if now.owner == claimed.owner && now.epoch == claimed.epoch => {
+                    return Ok(Claim { registration: now, version });
+                }
+                _ => continue,
+            }
+        }
+        Err(WalError::Open(format!(
+            "{}: lost the registration to other claimers {CLAIM_ATTEMPTS_MAX} times",
+            self.location.describe()
+        )))
+    }
+
+    /// Steps 1 and 2: claim, list, read and check the chain.
+    async fn find(&self) -> Result<Found, WalError> {
+        let claim = self.claim().await?;
+        let prefix = &self.location.node_prefix;
+        self.counts.other.fetch_add(1, Ordering::Relaxed);
+        let listed: Vec<object_store::ObjectMeta> = self
+            .store
+            .list(Some(&Self::path(prefix)))
+            .try_collect()
+            .await
+            .map_err(|e| WalError::Open(store_error(&self.location.describe(), &e)))?;
+        let objects: Vec<WalObject> = listed
+            .iter()
+            .filter_map(|meta| match parse_key(prefix, meta.location.as_ref()) {
+                KeyKind::Wal(object) => Some(object),
+                _ => None,
+            })
+            .collect();
+        let sessions = &claim.registration.sessions;
+        let plan = plan_chain(&objects, sessions);
+        let session_of = |epoch: u64| sessions.iter().find(|s| s.epoch == epoch).copied();
+        let fetches = plan.chain.iter().map(|object| {
+            let store = Arc::clone(&self.store);
+            let path = Self::path(&object.key(prefix));
+            self.counts.other.fetch_add(1, Ordering::Relaxed);
+            async move {
+                let result = match store.get(&path).await {
+                    Ok(result) => result.bytes().await,
+                    Err(error) => Err(error),
+                };
+                result.map_err(|e| WalError::Open(store_error(path.as_ref(), &e)))
+            }
+        });
+        let bodies: Vec<bytes::Bytes> =
+            futures::stream::iter(fetches).buffered(RECOVERY_READS_INFLIGHT_MAX).try_collect().await?;
+
+        let mut chain = Vec::new();
+        let mut expected_seq = None;
+        let mut damage: Option<(WalObject, ObjectDamage)> = None;
+        for (object, body) in plan.chain.iter().zip(&bodies) {
+            match decode_object(object, body, expected_seq) {
+                Ok(records) => {
+                    if let Some(last) = records.last() {
+                        expected_seq = Some(last.seq + 1);
+                    }
+                    chain.push((*object, records));
+                }
+                Err(error) => {
+                    damage = Some((*object, error));
+                    break;
+                }
+            }
+        }
+        let start_offset = chain.last().map(|(object, _)| object.end).unwrap_or_else(|| {
+            plan.chain.first().map(|o| o.start).or(sessions.last().map(|s| s.start_offset)).unwrap_or(0)
+        });
+        // What lies beyond the stop. A damaged object cannot be a torn write (a PUT is
+        // all or nothing), so anything valid after one is out of reach: refuse. After a
+        // gap, objects of the same session are a pipeline's unacknowledged tail; but a
+        // *later* session's object there was recovered (and maybe acknowledged) by
+        // someone past this gap: refuse too.
+        let beyond: Vec<WalObject> = plan
+            .chain
+            .iter()
+            .skip(chain.len() + usize::from(damage.is_some()))
+            .copied()
+            .chain(plan.ignored.iter().filter(|(_, why)| *why == layout::Ignored::AfterGap).map(|(o, _)| *o))
+            .collect();
+        let out_of_reach = match &damage {
+            Some(_) => beyond.first(),
+            None => beyond.iter().find(|object| session_of(object.epoch).is_some_and(|s| s.start_offset > start_offset)),
+        };
+        if let Some(later) = out_of_reach {
+            let what = match (&damage, plan.stop) {
+                (Some((object, error)), _) => format!("{}: {error}", object.key(prefix)),
+                (None, ChainStop::Gap { offset }) => format!("no object starts at {offset}"),
+                (None, ChainStop::End) => "the log ends early".to_string(),
+            };
+            return Err(WalError::Corrupt(format!(
+                "{}: {what}, and {} lies beyond it",
+                self.location.describe(),
+                later.key(prefix)
+            )));
+        }
+        let repaired = match (&damage, plan.stop) {
+            (Some((object, error)), _) => {
+                Some(format!("{}: left out the last object {}: {error}", self.location.describe(), object.key(prefix)))
+            }
+            (None, ChainStop::Gap { offset }) => Some(format!(
+                "{}: no object starts at {offset}; left out {} later unacknowledged objects",
+                self.location.describe(),
+                beyond.len()
+            )),
+            (None, ChainStop::End) => None,
+        };
+        let next_seq = expected_seq.unwrap_or_else(|| sessions.last().map_or(1, |s| s.first_seq));
+        let mut garbage: Vec<WalObject> = plan.ignored.iter().map(|(object, _)| *object).collect();
+        garbage.extend(beyond);
+        garbage.extend(damage.map(|(object, _)| object));
+        garbage.sort();
+        garbage.dedup();
+        garbage.retain(|object| object.epoch < claim.registration.epoch);
+        Ok(Found { claim, chain, start_offset, next_seq, repaired, garbage })
+    }
+
+    /// Step 3: record this process's session, starting at `start_offset`.
+    async fn record_session(
+        &self,
+        claim: &Claim,
+        lowest_start: Option<u64>,
+        start_offset: u64,
+        first_seq: u64,
+    ) -> Result<(), WalError> {
+        let key = Self::path(&registration_key(&self.location.node_prefix));
+        let mut registration = claim.registration.clone();
+        registration.sessions = prune_sessions(&registration.sessions, lowest_start);
+        registration.sessions.push(Session { epoch: registration.epoch, start_offset, first_seq });
+        self.counts.other.fetch_add(1, Ordering::Relaxed);
+        let mode = PutMode::Update(claim.version.clone());
+        match self.store.put_opts(&key, PutPayload::from(registration.to_bytes()), PutOptions::from(mode)).await {
+            Ok(_) => Ok(()),
+            Err(object_store::Error::Precondition { .. }) => Err(WalError::Open(format!(
+                "{}: taken over by another process during recovery",
+                self.location.describe()
+            ))),
+            Err(error) => Err(WalError::Open(store_error(key.as_ref(), &error))),
+        }
+    }
+
+    /// Deletes objects in the background, in order, stopping at the first failure.
+    fn start_deleter(&mut self) {
+        let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<Vec<Path>>();
+        let store = Arc::clone(&self.store);
+        let counts = Arc::clone(&self.counts);
+        self.runtime().spawn(async move {
+            let mut stopped = false;
+            while let Some(paths) = receiver.recv().await {
+                for path in paths {
+                    if stopped {
+                        break;
+                    }
+                    counts.other.fetch_add(1, Ordering::Relaxed);
+                    match store.delete(&path).await {
+                        Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+                        // Deleting past a failed delete could open a hole in the log.
+                        Err(_) => stopped = true,
+                    }
+                }
+            }
+        });
+        self.deleter = Some(sender);
+    }
+}
+
+/// Uploads one bulk and runs the fence check; the result the driver is told.
+async fn upload(
+    store: Arc<dyn ObjectStore>,
+    path: Path,
+    registration: Path,
+    frame: bytes::Bytes,
+    epoch: u64,
+    owner: String,
+    fenced: Arc<AtomicBool>,
+    counts: Arc<RequestCounts>,
+) -> Result<(), SyncError> {
+    if fenced.load(Ordering::Acquire) {
+        return Err(SyncError::Fenced);
+    }
+    counts.wal_puts.fetch_add(1, Ordering::Relaxed);
+    let options = PutOptions::from(PutMode::Create);
+    match store.put_opts(&path, PutPayload::from_bytes(frame.clone()), options).await {
+        Ok(_) => {}
+        Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }) => {
+            // A retried PUT whose first attempt landed finds its own bytes: stored.
+            // Anything else at our key was written by a same-epoch rival.
+            counts.other.fetch_add(1, Ordering::Relaxed);
+            let same = match store.get(&path).await {
+                Ok(result) => result.bytes().await.is_ok_and(|stored| stored == frame),
+                Err(_) => false,
+            };
+            if !same {
+                fenced.store(true, Ordering::Release);
+                return Err(SyncError::Fenced);
+            }
+        }
+        Err(_) => return Err(SyncError::Unavailable),
+    }
+    // The fence check: only a registration that still names us lets the bulk count.
+    counts.fence_gets.fetch_add(1, Ordering::Relaxed);
+    match S3Backend::read_registration(store.as_ref(), &registration).await {
+        Ok(Some((now, _))) if now.epoch == epoch && now.owner == owner => Ok(()),
+        Ok(_) => {
+            fenced.store(true, Ordering::Release);
+            Err(SyncError::Fenced)
+        }
+        Err(_) => Err(SyncError::Unavailable),
+    }
+}
+
+impl Backend for S3Backend {
+    fn describe(&self) -> String {
+        self.location.describe()
+    }
+
+    fn recover(&mut self) -> Result<Recovered, WalError> {
+        let found = self.runtime().block_on(self.find())?;
+        let lowest_start = found.chain.first().map(|(object, _)| object.start);
+        self.runtime().block_on(self.record_session(&found.claim, lowest_start, found.start_offset, found.next_seq))?;
+        self.epoch = found.claim.registration.epoch;
+        self.next_offset = found.start_offset;
+        self.start_deleter();
+        let prefix = self.location.node_prefix.clone();
+        // Left-out objects are garbage now that the session is recorded; failures
+        // here only leave them for a later recovery to ignore again.
+        let garbage: Vec<Path> = found.garbage.iter().map(|o| Self::path(&o.key(&prefix))).collect();
+        let (store, counts) = (Arc::clone(&self.store), Arc::clone(&self.counts));
+        self.runtime().spawn(async move {
+            for path in garbage {
+                counts.other.fetch_add(1, Ordering::Relaxed);
+                let _ = store.delete(&path).await;
+            }
+        });
+        let mut recovered = Recovered { next_seq: found.next_seq, repaired: found.repaired, ..Recovered::default() };
+        for (unit, (object, records)) in found.chain.into_iter().enumerate() {
+            let unit = unit as u64;
+            recovered.lsn += records.iter().map(|r| tiny::record_len(r.key.len(), r.value.len()) as u64).sum::<u64>();
+            recovered.segments.push((unit, records.last().map(|r| r.seq)));
+            self.units.insert(unit, vec![Self::path(&object.key(&prefix))]);
+            recovered.records.extend(records);
+        }
+        recovered.segment = recovered.segments.len() as u64;
+        recovered.segment_bytes = 0;
+        Ok(recovered)
+    }
+
+    fn segment_bytes_max(&self) -> u64 {
+        self.trim_unit_bytes
+    }
+
+    fn persist(&mut self, batch: Batch, done: Completion) {
+        let frame = StreamFrame { frame_offset: self.next_offset, records: split_records(&batch.bytes) };
+        let bytes = encode_frame(&frame);
+        let object = WalObject { epoch: self.epoch, start: self.next_offset, end: self.next_offset + bytes.len() as u64 };
+        self.next_offset = object.end;
+        let path = Self::path(&object.key(&self.location.node_prefix));
+        self.units.entry(batch.segment).or_default().push(path.clone());
+        let registration = Self::path(&registration_key(&self.location.node_prefix));
+        let (store, fenced, counts) = (Arc::clone(&self.store), Arc::clone(&self.fenced), Arc::clone(&self.counts));
+        let (epoch, owner) = (self.epoch, self.owner.clone());
+        self.runtime().spawn(async move {
+            let result = upload(store, path, registration, bytes::Bytes::from(bytes), epoch, owner, fenced, counts).await;
+            done.complete(result, batch.bytes);
+        });
+    }
+
+    fn machine_config(&self) -> Config {
+        self.machine
+    }
+
+    fn write_unsynced(&mut self, _batch: &Batch) -> Result<(), SyncError> {
+        // An object store has no "written but not durable": the acknowledge-before-
+        // sync policies make no sense here.
+        Err(SyncError::Unavailable)
+    }
+
+    fn remove_segments(&mut self, segments: &[u64]) -> Result<(), WalError> {
+        let mut paths = Vec::new();
+        for segment in segments {
+            paths.extend(self.units.remove(segment).unwrap_or_default());
+        }
+        match &self.deleter {
+            Some(deleter) if !paths.is_empty() => {
+                deleter.send(paths).map_err(|_| WalError::Closed)?;
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Drop for S3Backend {
+    fn drop(&mut self) {
+        // Let queued DELETEs finish (briefly); uploads have all completed by now.
+        self.deleter = None;
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_timeout(Duration::from_secs(5));
+        }
+    }
+}
+
+/// What [`reset`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResetReport {
+    pub epoch: u64,
+    pub objects_deleted: u64,
+    /// The seq the next append gets.
+    pub next_seq: u64,
+}
+
+/// Reset: take the node over, delete every object of its log, and record a session
+/// that starts where the log ended, so the next open finds an empty log whose seqs
+/// continue.
+pub fn reset(backend: &mut S3Backend) -> Result<ResetReport, WalError> {
+    let found = backend.runtime().block_on(backend.find())?;
+    let prefix = backend.location.node_prefix.clone();
+    let store = Arc::clone(&backend.store);
+    // Oldest first, so that a failure part-way still leaves a log without holes.
+    let mut doomed: Vec<WalObject> = found.chain.iter().map(|(object, _)| *object).collect();
+    doomed.extend(found.garbage.iter().copied());
+    let deleted = backend.runtime().block_on(async {
+        let mut deleted = 0u64;
+        for object in &doomed {
+            match store.delete(&S3Backend::path(&object.key(&prefix))).await {
+                Ok(()) | Err(object_store::Error::NotFound { .. }) => deleted += 1,
+                Err(error) => return Err(WalError::Open(store_error(&object.key(&prefix), &error))),
+            }
+        }
+        Ok(deleted)
+    })?;
+    backend.runtime().block_on(backend.record_session(&found.claim, None, found.start_offset, found.next_seq))?;
+    backend.epoch = found.claim.registration.epoch;
+    Ok(ResetReport { epoch: backend.epoch, objects_deleted: deleted, next_seq: found.next_seq })
+}

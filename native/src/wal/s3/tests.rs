@@ -1,0 +1,517 @@
+//! The S3 WAL against a real s3s-fs on 127.0.0.1 (started by each test, see
+//! [`super::local_server`]): the contract (Append, Read, Trim, Reset), ordered
+//! acknowledgements around a slow PUT, a failed PUT, a takeover, and a server restart.
+//!
+//! Two tests wrap the real client in [`FaultyStore`], which delays or fails one chosen
+//! WAL upload and passes everything else through to the server.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::stream::BoxStream;
+use futures::TryStreamExt;
+use object_store::aws::AmazonS3Builder;
+use object_store::path::Path;
+use object_store::{
+    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore, ObjectStoreExt,
+    PutMultipartOptions, PutOptions, PutPayload, PutResult,
+};
+use walab_core::codec::tiny::TinyRecord;
+use walab_core::group_commit::{Config, Policy, SyncError};
+
+use super::layout::{node_prefix, parse_key, KeyKind};
+use super::local_server::{LocalS3, ACCESS_KEY, BUCKET, SECRET_KEY};
+use super::{decode_object, reset, S3Backend, S3Location};
+use walab_core::trace::Event;
+
+use crate::wal::{Wal, WalError, WalOptions};
+
+fn client(server: &LocalS3) -> Arc<dyn ObjectStore> {
+    let store = AmazonS3Builder::new()
+        .with_endpoint(server.endpoint())
+        .with_bucket_name(BUCKET)
+        .with_region("us-east-1")
+        .with_access_key_id(ACCESS_KEY)
+        .with_secret_access_key(SECRET_KEY)
+        .with_allow_http(true)
+        .build()
+        .expect("a client for the local server");
+    Arc::new(store)
+}
+
+fn location(node: &str) -> S3Location {
+    S3Location { bucket: BUCKET.to_string(), node_prefix: node_prefix("wal", "test", node) }
+}
+
+/// A backend with its own client. Every backend gets a fresh client: a client's pooled
+/// connections belong to the runtime that opened them, and each backend has its own.
+fn backend(server: &LocalS3, node: &str, trim_unit_bytes: u64) -> Box<S3Backend> {
+    backend_on(client(server), node, trim_unit_bytes)
+}
+
+fn backend_on(store: Arc<dyn ObjectStore>, node: &str, trim_unit_bytes: u64) -> Box<S3Backend> {
+    Box::new(S3Backend::new(store, location(node), true, trim_unit_bytes).expect("backend"))
+}
+
+fn options() -> WalOptions {
+    WalOptions { machine: Some(Config::remote(Policy::Group)), trace_events_max: Some(1_000_000) }
+}
+
+fn keys_of(records: &[TinyRecord]) -> Vec<String> {
+    records.iter().map(|r| String::from_utf8_lossy(&r.key).into_owned()).collect()
+}
+
+/// Every object under the node's prefix, as (key kind, size).
+fn listing(server: &LocalS3, node: &str) -> Vec<(KeyKind, u64)> {
+    let prefix = location(node).node_prefix;
+    let store = client(server);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let metas: Vec<ObjectMeta> = runtime.block_on(store.list(Some(&Path::from(prefix.as_str()))).try_collect()).unwrap();
+    let mut out: Vec<(KeyKind, u64)> = metas.iter().map(|m| (parse_key(&prefix, m.location.as_ref()), m.size)).collect();
+    out.sort_by_key(|(kind, _)| format!("{kind:?}"));
+    out
+}
+
+fn wal_objects(server: &LocalS3, node: &str) -> Vec<super::layout::WalObject> {
+    let mut objects: Vec<_> = listing(server, node)
+        .into_iter()
+        .filter_map(|(kind, _)| match kind {
+            KeyKind::Wal(object) => Some(object),
+            _ => None,
+        })
+        .collect();
+    objects.sort_by_key(|o| (o.start, o.epoch));
+    objects
+}
+
+/// Appends `per_writer` records from each of `writers` threads; returns the acked keys
+/// and the failed ones.
+fn append_all(wal: &Wal, writers: usize, per_writer: usize, tag: &str) -> (Vec<String>, Vec<(String, WalError)>) {
+    let acked = Arc::new(Mutex::new(Vec::new()));
+    let failed = Arc::new(Mutex::new(Vec::new()));
+    let handles: Vec<_> = (0..writers)
+        .map(|w| {
+            let mut writer = wal.writer();
+            let (acked, failed, tag) = (Arc::clone(&acked), Arc::clone(&failed), tag.to_string());
+            std::thread::spawn(move || {
+                for n in 0..per_writer {
+                    let key = format!("{tag}-{w}-{n}");
+                    match writer.append(key.as_bytes(), &[b'v'; 50]) {
+                        Ok(_) => acked.lock().unwrap().push(key),
+                        Err(error) => {
+                            failed.lock().unwrap().push((key, error));
+                            break;
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    for handle in handles {
+        handle.join().unwrap();
+    }
+    let acked = std::mem::take(&mut *acked.lock().unwrap());
+    let failed = std::mem::take(&mut *failed.lock().unwrap());
+    (acked, failed)
+}
+
+#[test]
+fn append_then_read_returns_every_record_in_order_from_framed_objects() {
+    let server = LocalS3::start();
+    let (wal, recovered) = Wal::open(backend(&server, "0", 1 << 20), options()).unwrap();
+    assert!(recovered.records.is_empty());
+    assert_eq!(recovered.next_seq, 1);
+    let (acked, failed) = append_all(&wal, 8, 30, "a");
+    assert!(failed.is_empty(), "{failed:?}");
+    let stats = wal.stats();
+    drop(wal);
+    assert_eq!(acked.len(), 240);
+    assert!(stats.persists_ok < 240, "{} PUTs for 240 records: bulks must group", stats.persists_ok);
+
+    // The objects: one per bulk, named <epoch>/wal/<start>-<end>, tiling the address space.
+    let objects = wal_objects(&server, "0");
+    assert_eq!(objects.len() as u64, stats.persists_ok);
+    assert!(objects.iter().all(|o| o.epoch == 1));
+    assert_eq!(objects[0].start, 0);
+    assert!(objects.windows(2).all(|pair| pair[1].start == pair[0].end));
+    assert!(listing(&server, "0").iter().any(|(kind, _)| *kind == KeyKind::Registration));
+
+    // Read: a new owner recovers every acknowledged record, seqs 1..=240 in order.
+    let (wal, recovered) = Wal::open(backend(&server, "0", 1 << 20), options()).unwrap();
+    assert_eq!(recovered.records.len(), 240);
+    assert!(recovered.records.windows(2).all(|pair| pair[1].seq == pair[0].seq + 1));
+    assert_eq!(recovered.records[0].seq, 1);
+    assert_eq!(recovered.next_seq, 241);
+    let recovered_keys: HashSet<String> = keys_of(&recovered.records).into_iter().collect();
+    assert!(acked.iter().all(|key| recovered_keys.contains(key)));
+    let mut writer = wal.writer();
+    assert_eq!(writer.append(b"after", b"reopen").unwrap(), 241);
+    drop(writer);
+    drop(wal);
+    // The second session's objects carry epoch 2 and go on where the first ended.
+    let objects = wal_objects(&server, "0");
+    let last = objects.last().unwrap();
+    assert_eq!(last.epoch, 2);
+    assert_eq!(last.start, objects[objects.len() - 2].end);
+}
+
+#[test]
+fn recovery_checks_every_crc_and_stops_at_a_damaged_last_object() {
+    let server = LocalS3::start();
+    let (wal, _) = Wal::open(backend(&server, "0", 1 << 20), options()).unwrap();
+    let mut writer = wal.writer();
+    for n in 0..5 {
+        writer.append(format!("k{n}").as_bytes(), b"value").unwrap();
+    }
+    drop(writer);
+    drop(wal);
+    let objects = wal_objects(&server, "0");
+    assert_eq!(objects.len(), 5, "one writer, one record per bulk");
+    // Flip one body byte of the last object on the server's disk.
+    let last = objects.last().unwrap();
+    let file = server.bucket_dir().join(last.key(&location("0").node_prefix));
+    let mut bytes = std::fs::read(&file).unwrap();
+    assert!(decode_object(last, &bytes, None).is_ok());
+    let end = bytes.len() - 1;
+    bytes[end] ^= 0x40;
+    assert!(decode_object(last, &bytes, None).is_err());
+    std::fs::write(&file, &bytes).unwrap();
+    let (wal, recovered) = Wal::open(backend(&server, "0", 1 << 20), options()).unwrap();
+    assert_eq!(keys_of(&recovered.records), vec!["k0", "k1", "k2", "k3"]);
+    assert!(recovered.repaired.as_deref().unwrap().contains("left out the last object"));
+    drop(wal);
+
+    // Damage *before* the end is corruption: acknowledged records lie beyond it.
+    let objects = wal_objects(&server, "0");
+    let first = objects.iter().find(|o| o.start == 0).unwrap();
+    let file = server.bucket_dir().join(first.key(&location("0").node_prefix));
+    let mut bytes = std::fs::read(&file).unwrap();
+    bytes[20] ^= 0x01;
+    std::fs::write(&file, &bytes).unwrap();
+    match Wal::open(backend(&server, "0", 1 << 20), options()) {
+        Err(WalError::Corrupt(message)) => assert!(message.contains("checksum"), "{message}"),
+        Err(other) => panic!("expected corruption, got {other}"),
+        Ok(_) => panic!("expected corruption, got an open log"),
+    }
+}
+
+#[test]
+fn trim_deletes_only_objects_wholly_below_the_confirmed_seq() {
+    let server = LocalS3::start();
+    // Tiny trim units: each holds a few bulks.
+    let (wal, _) = Wal::open(backend(&server, "0", 512), options()).unwrap();
+    let (acked, failed) = append_all(&wal, 4, 25, "t");
+    assert!(failed.is_empty());
+    assert_eq!(acked.len(), 100);
+    let before = wal_objects(&server, "0");
+    wal.confirm_consumer(60);
+    // The driver trims on its next round; an append makes one happen.
+    let mut writer = wal.writer();
+    writer.append(b"nudge", b"v").unwrap();
+    drop(writer);
+    let stats_wait = std::time::Instant::now();
+    while wal.stats().segments_removed == 0 && stats_wait.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(wal.stats().segments_removed > 0);
+    drop(wal); // waits for the queued DELETEs
+    let after = wal_objects(&server, "0");
+    assert!(after.len() < before.len(), "{} objects before, {} after", before.len(), after.len());
+    let (wal, recovered) = Wal::open(backend(&server, "0", 512), options()).unwrap();
+    // Nothing above the confirmed seq went; what is left starts at or below 61 and
+    // runs without a hole to the end.
+    let first = recovered.records.first().unwrap().seq;
+    assert!(first > 1 && first <= 61, "first kept seq {first}");
+    assert_eq!(recovered.records.last().unwrap().seq, 101);
+    assert!(recovered.records.windows(2).all(|pair| pair[1].seq == pair[0].seq + 1));
+    drop(wal);
+}
+
+#[test]
+fn reset_starts_an_empty_log_whose_seqs_go_on() {
+    let server = LocalS3::start();
+    let (wal, _) = Wal::open(backend(&server, "0", 1 << 20), options()).unwrap();
+    let (acked, _) = append_all(&wal, 2, 10, "r");
+    assert_eq!(acked.len(), 20);
+    drop(wal);
+    let mut resetter = backend(&server, "0", 1 << 20);
+    let report = reset(&mut resetter).unwrap();
+    drop(resetter);
+    assert_eq!(report.next_seq, 21);
+    assert!(report.objects_deleted >= 1);
+    assert!(wal_objects(&server, "0").is_empty());
+    let (wal, recovered) = Wal::open(backend(&server, "0", 1 << 20), options()).unwrap();
+    assert!(recovered.records.is_empty());
+    assert_eq!(recovered.next_seq, 21);
+    let mut writer = wal.writer();
+    assert_eq!(writer.append(b"fresh", b"v").unwrap(), 21);
+    drop(writer);
+    drop(wal);
+    let (_wal, recovered) = Wal::open(backend(&server, "0", 1 << 20), options()).unwrap();
+    assert_eq!(keys_of(&recovered.records), vec!["fresh"]);
+}
+
+#[test]
+fn dump_of_a_node_never_claimed_is_refused() {
+    let server = LocalS3::start();
+    let backend = Box::new(S3Backend::new(client(&server), location("absent"), false, 1 << 20).unwrap());
+    match Wal::open(backend, options()) {
+        Err(WalError::Open(message)) => assert!(message.contains("no log here"), "{message}"),
+        _ => panic!("expected a refusal"),
+    }
+}
+
+/// Passes everything to the real server, except that the `nth` WAL upload (1-based) is
+/// delayed or fails.
+#[derive(Debug)]
+struct FaultyStore {
+    inner: Arc<dyn ObjectStore>,
+    wal_puts: AtomicU64,
+    nth: u64,
+    fault: Fault,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Fault {
+    Delay(Duration),
+    Fail,
+}
+
+impl fmt::Display for FaultyStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "FaultyStore({})", self.inner)
+    }
+}
+
+#[async_trait]
+impl ObjectStore for FaultyStore {
+    async fn put_opts(&self, location: &Path, payload: PutPayload, opts: PutOptions) -> object_store::Result<PutResult> {
+        if location.as_ref().contains("/wal/") {
+            let n = self.wal_puts.fetch_add(1, Ordering::SeqCst) + 1;
+            if n == self.nth {
+                match self.fault {
+                    Fault::Delay(delay) => tokio::time::sleep(delay).await,
+                    Fault::Fail => {
+                        return Err(object_store::Error::Generic {
+                            store: "FaultyStore",
+                            source: "injected PUT failure".into(),
+                        })
+                    }
+                }
+            }
+        }
+        self.inner.put_opts(location, payload, opts).await
+    }
+
+    async fn put_multipart_opts(
+        &self,
+        location: &Path,
+        opts: PutMultipartOptions,
+    ) -> object_store::Result<Box<dyn MultipartUpload>> {
+        self.inner.put_multipart_opts(location, opts).await
+    }
+
+    async fn get_opts(&self, location: &Path, options: GetOptions) -> object_store::Result<GetResult> {
+        self.inner.get_opts(location, options).await
+    }
+
+    async fn get_ranges(&self, location: &Path, ranges: &[Range<u64>]) -> object_store::Result<Vec<bytes::Bytes>> {
+        self.inner.get_ranges(location, ranges).await
+    }
+
+    fn delete_stream(
+        &self,
+        locations: BoxStream<'static, object_store::Result<Path>>,
+    ) -> BoxStream<'static, object_store::Result<Path>> {
+        self.inner.delete_stream(locations)
+    }
+
+    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+        self.inner.list(prefix)
+    }
+
+    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
+        self.inner.list_with_delimiter(prefix).await
+    }
+
+    async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> object_store::Result<()> {
+        self.inner.copy_opts(from, to, options).await
+    }
+}
+
+fn faulty(server: &LocalS3, nth: u64, fault: Fault) -> Arc<dyn ObjectStore> {
+    Arc::new(FaultyStore { inner: client(server), wal_puts: AtomicU64::new(0), nth, fault })
+}
+
+#[test]
+fn a_slow_put_in_the_middle_holds_back_later_acks_until_it_is_stored() {
+    let server = LocalS3::start();
+    let store = faulty(&server, 3, Fault::Delay(Duration::from_millis(700)));
+    let (wal, _) = Wal::open(backend_on(store, "0", 1 << 20), options()).unwrap();
+    let (acked, failed) = append_all(&wal, 16, 12, "s");
+    assert!(failed.is_empty(), "{failed:?}");
+    assert_eq!(acked.len(), 192);
+    let trace = wal.close().expect("tracing was on");
+    // Fresh log: write ids are seqs. Find the slow bulk (the third formed) and its end.
+    let formed: Vec<(u64, u64)> = trace
+        .events
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::BatchFormed { batch, first_write, .. } => Some((*batch, *first_write)),
+            _ => None,
+        })
+        .collect();
+    let (slow_batch, slow_first_write) = formed[2];
+    let at_of = |wanted: &dyn Fn(&Event) -> bool| trace.events.iter().find(|e| wanted(&e.event)).map(|e| e.at);
+    let slow_start = at_of(&|e| matches!(e, Event::SyncStart { sync, .. } if *sync == slow_batch)).unwrap();
+    let slow_end = at_of(&|e| matches!(e, Event::SyncEnd { sync, ok: true, .. } if *sync == slow_batch)).unwrap();
+    // Later bulks were uploaded and stored while the slow one was still in flight...
+    let overtaken = trace.events.iter().any(|e| {
+        matches!(&e.event, Event::SyncEnd { sync, ok: true, .. } if *sync > slow_batch) && e.at > slow_start && e.at < slow_end
+    });
+    assert!(overtaken, "no later bulk completed during the slow PUT");
+    // ...but nothing at or after the slow bulk's first write was acknowledged before it
+    // was stored,
+    let early_ack = trace.events.iter().any(|e| {
+        matches!(&e.event, Event::Ack { first_write, writes } if first_write + writes > slow_first_write) && e.at < slow_end
+    });
+    assert!(!early_ack, "an acknowledgement overtook the slow bulk");
+    // and acknowledgements came out in write order throughout.
+    let acks: Vec<(u64, u64)> = trace
+        .events
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::Ack { first_write, writes } => Some((*first_write, *writes)),
+            _ => None,
+        })
+        .collect();
+    assert!(acks.windows(2).all(|pair| pair[1].0 == pair[0].0 + pair[0].1));
+    assert_eq!(acks.iter().map(|(_, n)| n).sum::<u64>(), 192);
+}
+
+#[test]
+fn a_failed_put_fails_its_waiters_and_everything_acked_is_stored() {
+    let server = LocalS3::start();
+    let store = faulty(&server, 4, Fault::Fail);
+    let (wal, _) = Wal::open(backend_on(store, "0", 1 << 20), options()).unwrap();
+    let (acked, failed) = append_all(&wal, 8, 40, "f");
+    assert!(!failed.is_empty(), "the injected failure reached no writer");
+    assert!(failed.iter().all(|(_, error)| matches!(error, WalError::Failed(SyncError::Unavailable))));
+    // Fail-stop: the log refuses everything until reopened.
+    let mut writer = wal.writer();
+    assert!(matches!(writer.append(b"late", b"v"), Err(WalError::Failed(_))));
+    drop(writer);
+    drop(wal);
+    let (_wal, recovered) = Wal::open(backend(&server, "0", 1 << 20), options()).unwrap();
+    let recovered_keys: HashSet<String> = keys_of(&recovered.records).into_iter().collect();
+    for key in &acked {
+        assert!(recovered_keys.contains(key), "acknowledged {key} was not recovered");
+    }
+    // The failed bulk's records were never stored; nothing after the hole is replayed.
+    let failed_keys: HashSet<&String> = failed.iter().map(|(key, _)| key).collect();
+    assert!(recovered_keys.iter().all(|key| !failed_keys.contains(key)));
+    assert!(recovered.records.windows(2).all(|pair| pair[1].seq == pair[0].seq + 1));
+}
+
+/// Writers that append until told to stop or refused; returns (acked, failed).
+fn append_until(wal: &Arc<Wal>, writers: usize, tag: &str, stop: &Arc<AtomicBool>) -> std::thread::JoinHandle<(Vec<String>, Vec<(String, WalError)>)> {
+    let (wal, stop, tag) = (Arc::clone(wal), Arc::clone(stop), tag.to_string());
+    std::thread::spawn(move || {
+        let acked = Arc::new(Mutex::new(Vec::new()));
+        let failed = Arc::new(Mutex::new(Vec::new()));
+        let handles: Vec<_> = (0..writers)
+            .map(|w| {
+                let mut writer = wal.writer();
+                let (acked, failed, stop, tag) = (Arc::clone(&acked), Arc::clone(&failed), Arc::clone(&stop), tag.clone());
+                std::thread::spawn(move || {
+                    let mut n = 0;
+                    while !stop.load(Ordering::Relaxed) {
+                        let key = format!("{tag}-{w}-{n}");
+                        n += 1;
+                        match writer.append(key.as_bytes(), &[b'v'; 50]) {
+                            Ok(_) => acked.lock().unwrap().push(key),
+                            Err(error) => {
+                                failed.lock().unwrap().push((key, error));
+                                break;
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        for handle in handles {
+            handle.join().unwrap();
+        }
+        let acked = std::mem::take(&mut *acked.lock().unwrap());
+        let failed = std::mem::take(&mut *failed.lock().unwrap());
+        (acked, failed)
+    })
+}
+
+#[test]
+fn a_takeover_fences_the_old_writer_and_keeps_everything_it_acknowledged() {
+    let server = LocalS3::start();
+    let (old, _) = Wal::open(backend(&server, "0", 1 << 20), options()).unwrap();
+    let old = Arc::new(old);
+    let stop = Arc::new(AtomicBool::new(false));
+    let old_writers = append_until(&old, 8, "old", &stop);
+    std::thread::sleep(Duration::from_millis(400));
+    // The new owner claims the node while the old one is mid-run; the old writers keep
+    // appending a while longer, so their next upload meets the moved registration.
+    let (new, recovered) = Wal::open(backend(&server, "0", 1 << 20), options()).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    stop.store(true, Ordering::Relaxed);
+    let (old_acked, old_failed) = old_writers.join().unwrap();
+    assert!(!old_acked.is_empty());
+    assert!(
+        old_failed.iter().any(|(_, error)| matches!(error, WalError::Failed(SyncError::Fenced))),
+        "the old writer was not fenced: {old_failed:?}"
+    );
+    let recovered_keys: HashSet<String> = keys_of(&recovered.records).into_iter().collect();
+    for key in &old_acked {
+        assert!(recovered_keys.contains(key), "the old owner acknowledged {key}, the new one did not recover it");
+    }
+    let (new_acked, new_failed) = append_all(&new, 4, 20, "new");
+    assert!(new_failed.is_empty());
+    drop(new);
+    drop(old);
+    // A third owner sees both owners' acknowledged records, the old one's stragglers
+    // beyond the takeover left out, seqs unbroken.
+    let (_third, recovered) = Wal::open(backend(&server, "0", 1 << 20), options()).unwrap();
+    let keys: HashSet<String> = keys_of(&recovered.records).into_iter().collect();
+    assert!(old_acked.iter().chain(&new_acked).all(|key| keys.contains(key)));
+    assert!(recovered.records.windows(2).all(|pair| pair[1].seq == pair[0].seq + 1));
+    let new_first = recovered.records.iter().position(|r| r.key.starts_with(b"new")).unwrap();
+    assert!(recovered.records[new_first..].iter().all(|r| r.key.starts_with(b"new")));
+}
+
+#[test]
+fn a_server_restart_mid_run_loses_nothing_acknowledged() {
+    let mut server = LocalS3::start();
+    let (wal, _) = Wal::open(backend(&server, "0", 1 << 20), options()).unwrap();
+    let wal = Arc::new(wal);
+    let writers = {
+        let wal = Arc::clone(&wal);
+        std::thread::spawn(move || append_all(&wal, 8, 400, "x"))
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    server.kill();
+    std::thread::sleep(Duration::from_millis(300));
+    server.restart();
+    let (acked, failed) = writers.join().unwrap();
+    assert!(!acked.is_empty());
+    // Either the client's retries carried the run over the restart, or the log failed
+    // and stopped: what it promised is on the server either way.
+    assert!(failed.iter().all(|(_, error)| matches!(error, WalError::Failed(_))), "{failed:?}");
+    drop(wal);
+    let (_wal, recovered) = Wal::open(backend(&server, "0", 1 << 20), options()).unwrap();
+    let keys: HashSet<String> = keys_of(&recovered.records).into_iter().collect();
+    for key in &acked {
+        assert!(keys.contains(key), "acknowledged {key} lost across the restart");
+    }
+}
