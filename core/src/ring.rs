@@ -476,6 +476,9 @@ pub struct SplitUrl {
     /// The URL with walab's options removed.
     pub connect_url: String,
     pub settings: PgWalSettings,
+    /// True when the URL names `segments` or `segmentBytes`: only then does it ask for a
+    /// ring other than the stored one.
+    pub geometry_given: bool,
 }
 
 /// Takes walab's options out of a `postgres://` URL, refusing any option that neither
@@ -531,7 +534,8 @@ pub fn split_wal_url(url: &str) -> Result<SplitUrl, UrlError> {
     }
     settings.validate().map_err(UrlError::Settings)?;
     let connect_url = if kept.is_empty() { base.to_string() } else { format!("{base}?{}", kept.join("&")) };
-    Ok(SplitUrl { connect_url, settings })
+    let geometry_given = seen.iter().any(|name| *name == "segments" || *name == "segmentBytes");
+    Ok(SplitUrl { connect_url, settings, geometry_given })
 }
 
 const BYTES: &str = "bytes, optionally with KiB, MiB or GiB (64MiB)";

@@ -96,7 +96,10 @@ fn the_url_loses_walab_options_and_keeps_the_clients() {
         synchronous_commit: SynchronousCommit::RemoteApply,
     };
     assert_eq!(split.settings, expected);
-    assert_eq!(split_wal_url("postgresql://h/db").unwrap().connect_url, "postgresql://h/db");
+    assert!(split.geometry_given);
+    let plain = split_wal_url("postgresql://h/db?maxInflight=2").unwrap();
+    assert_eq!(plain.connect_url, "postgresql://h/db");
+    assert!(!plain.geometry_given, "no ring asked for: the stored one stands");
 }
 
 #[test]

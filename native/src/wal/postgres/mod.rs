@@ -178,6 +178,8 @@ impl Shared {
 #[derive(Clone)]
 struct Target {
     connect_url: String,
+    /// The URL names a ring (`segments`, `segmentBytes`); without, the stored one stands.
+    geometry_given: bool,
     cluster: String,
     node: String,
     settings: PgWalSettings,
@@ -248,6 +250,7 @@ impl PgBackend {
         Ok(PgBackend {
             target: Target {
                 connect_url: split.connect_url,
+                geometry_given: split.geometry_given,
                 cluster: cluster.to_string(),
                 node: node.to_string(),
                 settings,
@@ -341,9 +344,12 @@ impl PgBackend {
             segments: node_row.segments as u64,
             segment_bytes: node_row.segment_bytes as u64,
         };
-        stored
-            .validate(target.settings.batch_bytes_max, target.settings.unflushed_bytes_max)
-            .map_err(|e| WalError::Open(format!("{}: the stored ring does not fit the URL's settings: {e}", target.name)))?;
+        if self.create {
+            // `dump` forms no batches; a writer's batches must fit the stored ring.
+            stored
+                .validate(target.settings.batch_bytes_max, target.settings.unflushed_bytes_max)
+                .map_err(|e| WalError::Open(format!("{}: the stored ring does not fit the URL's settings: {e}", target.name)))?;
+        }
         let epoch = node_row.epoch as u64;
         let trim_offset = node_row.trim_offset as u64;
         let tables: Vec<String> = (0..stored.segments).map(|slot| target.table(slot)).collect();
@@ -409,7 +415,7 @@ impl PgBackend {
             }
 
             // A new ring only when nothing is left to replay.
-            if requested != stored {
+            if target.geometry_given && requested != stored {
                 if chain.records.is_empty() {
                     let transaction = client.transaction().await.map_err(|e| open_error("ring change", e))?;
                     hold(&transaction, &target, epoch).await?;
