@@ -23,6 +23,8 @@ test('at the end of the run every write is acknowledged and one batch is drawn p
   const phases = await page.$$eval('svg.lanes g.write', (groups) => groups.map((g) => g.dataset.phase));
   assert.equal(phases.length, 24);
   assert.ok(phases.every((phase) => phase === 'acked'), phases.join(','));
+  const leaders = await page.$$eval('svg.lanes g.write.leader', (groups) => groups.length);
+  assert.equal(leaders, syncs, 'one leader per batch');
   await screenshot(page, 'part-05-tiny-end');
   await page.close();
 });

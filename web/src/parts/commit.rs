@@ -50,7 +50,8 @@ pub fn GroupCommitChapter(props: &ChapterProps) -> Html {
                <Source name="LevelDB db_impl.cc BuildBatchGroup" href="https://github.com/google/leveldb/blob/main/db/db_impl.cc" />
                <Source name="PostgreSQL xlog.c XLogFlush" href="https://github.com/postgres/postgres/blob/master/src/backend/access/transam/xlog.c" /></p>
             <p>{ "The tiny store's tie rule: a write arriving at the very instant a sync completes was not in that sync; \
-                  it joins the batch the next leader forms at that same instant." }</p>
+                  it joins the batch the next leader forms at that same instant. In the lanes, L marks each batch's leader, \
+                  a bar runs from a write's arrival to its OK, and its length is the write's wait." }</p>
         </div>
         <Controls params={props.params.clone()} shown={shown} on_action={props.on_action.clone()} />
         if let Some(latency) = &bench.latency {
@@ -198,17 +199,22 @@ pub fn TraceLanes(props: &TraceLanesProps) -> Html {
     let writes = spans.writes.iter().enumerate().map(|(index, write)| {
         let y = top + lane * index as f64 + lane / 2.0;
         let phase = spans.phase_at(index, now);
+        // The first write of a batch that has started is the one that led it.
+        let leader = spans.batches.iter().any(|batch| batch.first_write == write.id && batch.start <= now);
         let line_end = match phase {
             Phase::Acked => write.ack.unwrap_or(now),
             Phase::Failed => write.failed.unwrap_or(now),
             _ => now,
         };
         html! {
-            <g class={classes!("write", phase.class())} data-write={write.id.to_string()} data-phase={phase.class()}>
+            <g class={classes!("write", phase.class(), leader.then_some("leader"))} data-write={write.id.to_string()} data-phase={phase.class()}>
                 <text class="write-id" x={(left - 6.0).to_string()} y={(y + 4.0).to_string()} text-anchor="end">{ write.id }</text>
                 if phase != Phase::NotYet {
                     <line x1={x(write.arrival).to_string()} x2={x(line_end).to_string()} y1={y.to_string()} y2={y.to_string()} />
                     <circle cx={x(write.arrival).to_string()} cy={y.to_string()} r="3" />
+                }
+                if leader && phase != Phase::NotYet {
+                    <text class="leader-mark" x={(x(write.arrival) - 4.0).to_string()} y={(y - 3.0).to_string()} text-anchor="end">{ "L" }</text>
                 }
                 if phase == Phase::Acked {
                     <text class="ack-mark" x={(x(line_end) + 3.0).to_string()} y={(y + 4.0).to_string()}>{ "OK" }</text>

@@ -142,6 +142,18 @@ pub fn LearnedChapter(_props: &ChapterProps) -> Html {
         </ul>
         <h3>{ "Drills" }</h3>
         <ol class="drills">{ for drills }</ol>
+        <h3>{ "Interview questions" }</h3>
+        <ol class="interview">
+            <li>{ "Design the write path of a key-value store that acknowledges 100,000 writes a second on one cloud volume. \
+                   Where does the sync go, how many are there, and what does a client wait?" }</li>
+            <li>{ "Your service reports p99 write latency of 2L. Is group commit broken, or working as designed? What would you measure?" }</li>
+            <li>{ "fsync returned EIO in production. Walk through what the process should do, and what the client that was waiting sees." }</li>
+            <li>{ "After a crash the log's last record is half there. How does recovery know, and which writes may be missing?" }</li>
+            <li>{ "Why does PostgreSQL log a full page after each checkpoint, and what does InnoDB do instead?" }</li>
+            <li>{ "Three replicas in three zones: what does W = 2 cost in latency, and which failure can still lose an acknowledged write?" }</li>
+        </ol>
+        <p class="note">{ "Follow-ups worth preparing: what changes if the drive lies about flushes; what if a CDC consumer stops \
+            reading for a day; what if the volume's IOPS baseline is the bottleneck rather than its latency." }</p>
         <p class="note">{ "Sources for every fact are given beside it in the Part that teaches it." }
             <Source name="fsync(2)" href="https://man7.org/linux/man-pages/man2/fsync.2.html" /></p>
         </>
