@@ -88,6 +88,10 @@
 //! reach, and recovery refuses with [`WalError::Corrupt`]. Objects recovery leaves out
 //! are deleted in the background once the new session is recorded.
 //!
+//! A backend opened without `create` (what `walab dump` uses) only reads: it takes the
+//! sessions from the registration as it finds it, claims nothing, records nothing and
+//! deletes nothing, so dumping a live node does not fence its writer; appends to it fail.
+//!
 //! # Trim and Reset
 //!
 //! The driver groups bulks into trim units (`segment_bytes_max`, `--segment-bytes`) and
@@ -414,9 +418,18 @@ impl S3Backend {
         )))
     }
 
-    /// Steps 1 and 2: claim, list, read and check the chain.
-    async fn find(&self) -> Result<Found, WalError> {
-        let claim = self.claim().await?;
+    /// Steps 1 and 2: claim (unless only reading), list, read and check the chain.
+    async fn find(&self, take_over: bool) -> Result<Found, WalError> {
+        let claim = if take_over {
+            self.claim().await?
+        } else {
+            let key = Self::path(&registration_key(&self.location.node_prefix));
+            self.counts.other.fetch_add(1, Ordering::Relaxed);
+            match Self::read_registration(self.store.as_ref(), &key).await? {
+                Some((registration, version)) => Claim { registration, version },
+                None => return Err(WalError::Open(format!("{}: no log here", self.location.describe()))),
+            }
+        };
         let prefix = &self.location.node_prefix;
         self.counts.other.fetch_add(1, Ordering::Relaxed);
         let listed: Vec<object_store::ObjectMeta> = self
@@ -515,7 +528,7 @@ impl S3Backend {
         garbage.extend(damage.map(|(object, _)| object));
         garbage.sort();
         garbage.dedup();
-        garbage.retain(|object| object.epoch < claim.registration.epoch);
+        garbage.retain(|object| take_over && object.epoch < claim.registration.epoch);
         Ok(Found { claim, chain, start_offset, next_seq, repaired, garbage })
     }
 
@@ -619,9 +632,17 @@ impl Backend for S3Backend {
     }
 
     fn recover(&mut self) -> Result<Recovered, WalError> {
-        let found = self.runtime().block_on(self.find())?;
+        // `create` false (dump) only reads: no claim, so a live writer is not fenced,
+        // and nothing may be appended.
+        let take_over = self.create;
+        let found = self.runtime().block_on(self.find(take_over))?;
         let lowest_start = found.chain.first().map(|(object, _)| object.start);
-        self.runtime().block_on(self.record_session(&found.claim, lowest_start, found.start_offset, found.next_seq))?;
+        if take_over {
+            self.runtime()
+                .block_on(self.record_session(&found.claim, lowest_start, found.start_offset, found.next_seq))?;
+        } else {
+            self.fenced.store(true, Ordering::Release);
+        }
         self.epoch = found.claim.registration.epoch;
         self.next_offset = found.start_offset;
         self.start_deleter();
@@ -717,7 +738,7 @@ pub struct ResetReport {
 /// that starts where the log ended, so the next open finds an empty log whose seqs
 /// continue.
 pub fn reset(backend: &mut S3Backend) -> Result<ResetReport, WalError> {
-    let found = backend.runtime().block_on(backend.find())?;
+    let found = backend.runtime().block_on(backend.find(true))?;
     let prefix = backend.location.node_prefix.clone();
     let store = Arc::clone(&backend.store);
     // Oldest first, so that a failure part-way still leaves a log without holes.

@@ -515,3 +515,24 @@ fn a_server_restart_mid_run_loses_nothing_acknowledged() {
         assert!(keys.contains(key), "acknowledged {key} lost across the restart");
     }
 }
+
+#[test]
+fn dump_reads_without_fencing_the_live_writer() {
+    let server = LocalS3::start();
+    let (wal, _) = Wal::open(backend(&server, "0", 1 << 20), options()).unwrap();
+    let mut writer = wal.writer();
+    writer.append(b"before", b"v").unwrap();
+    let reader = Box::new(S3Backend::new(client(&server), location("0"), false, 1 << 20).unwrap());
+    let (dump, recovered) = Wal::open(reader, options()).unwrap();
+    assert_eq!(keys_of(&recovered.records), vec!["before"]);
+    let mut dump_writer = dump.writer();
+    assert!(matches!(dump_writer.append(b"nope", b"v"), Err(WalError::Failed(_))), "a reader cannot append");
+    drop(dump_writer);
+    drop(dump);
+    // The owner was not fenced by the read.
+    assert_eq!(writer.append(b"after", b"v").unwrap(), 2);
+    drop(writer);
+    drop(wal);
+    let (_wal, recovered) = Wal::open(backend(&server, "0", 1 << 20), options()).unwrap();
+    assert_eq!(keys_of(&recovered.records), vec!["before", "after"]);
+}
