@@ -99,6 +99,7 @@ pub mod url;
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -284,6 +285,8 @@ pub struct ReaderId(pub u64);
 /// An open WAL. Dropping it shuts the driver down after in-flight batches finish.
 pub struct Wal {
     events: Sender<Event>,
+    /// Set by the driver as it goes away, normally or by a panic (see [`Writer::append`]).
+    driver_gone: Arc<AtomicBool>,
     driver: Option<JoinHandle<DriverResult>>,
     stats: Arc<Mutex<WalStats>>,
     name: String,
@@ -333,6 +336,7 @@ pub fn seal_record(record: &mut [u8], seq: u64) {
 /// One writer's handle: append and wait for the acknowledgement.
 pub struct Writer {
     events: Sender<Event>,
+    driver_gone: Arc<AtomicBool>,
     reply_tx: Sender<Reply>,
     reply_rx: Receiver<Reply>,
     buffer: Vec<u8>,
@@ -347,11 +351,33 @@ impl Writer {
         self.events
             .send(Event::Append { record, key_bytes: key.len(), reply: self.reply_tx.clone() })
             .map_err(|_| WalError::Closed)?;
-        let (result, buffer) = self.reply_rx.recv().map_err(|_| WalError::Closed)?;
+        let (result, buffer) = self.wait_for_reply()?;
         self.buffer = buffer;
         result
     }
+
+    /// Waits for the driver's answer. Each writer holds a sender of its own reply
+    /// channel, so a driver that died (a panic in a backend, say) would never close it:
+    /// the wait also watches `driver_gone`, which the driver sets on its way out *before*
+    /// it answers every append still queued. An append it never saw gets `Closed`.
+    fn wait_for_reply(&mut self) -> Result<Reply, WalError> {
+        loop {
+            match self.reply_rx.recv_timeout(DRIVER_CHECK_INTERVAL) {
+                Ok(reply) => return Ok(reply),
+                Err(RecvTimeoutError::Disconnected) => return Err(WalError::Closed),
+                Err(RecvTimeoutError::Timeout) => {
+                    if self.driver_gone.load(Ordering::Acquire) {
+                        // The driver answered whatever it saw before it went.
+                        return self.reply_rx.recv_timeout(DRIVER_CHECK_INTERVAL).map_err(|_| WalError::Closed);
+                    }
+                }
+            }
+        }
+    }
 }
+
+/// How often a waiting writer checks that the driver is still there.
+const DRIVER_CHECK_INTERVAL: Duration = Duration::from_millis(100);
 
 impl Wal {
     /// Recovers the backend's log and starts the driver. Returns the WAL and the records
@@ -377,7 +403,9 @@ impl Wal {
         }
         segment_last_seq.entry(recovered.segment).or_insert(None);
         let recovered_segment_bytes_max = backend.segment_bytes_max();
+        let driver_gone = Arc::new(AtomicBool::new(false));
         let driver = Driver {
+            driver_gone: Arc::clone(&driver_gone),
             machine,
             backend,
             events_tx: events_tx.clone(),
@@ -403,7 +431,7 @@ impl Wal {
             .name("wal-driver".to_string())
             .spawn(move || driver.run())
             .map_err(|error| WalError::Open(format!("{name}: cannot start the driver thread: {error}")))?;
-        Ok((Wal { events: events_tx, driver: Some(handle), stats, name }, recovered))
+        Ok((Wal { events: events_tx, driver_gone, driver: Some(handle), stats, name }, recovered))
     }
 
     pub fn name(&self) -> &str {
@@ -413,7 +441,7 @@ impl Wal {
     /// A new writer handle (one per writer thread).
     pub fn writer(&self) -> Writer {
         let (reply_tx, reply_rx) = mpsc::channel();
-        Writer { events: self.events.clone(), reply_tx, reply_rx, buffer: Vec::new() }
+        Writer { events: self.events.clone(), driver_gone: Arc::clone(&self.driver_gone), reply_tx, reply_rx, buffer: Vec::new() }
     }
 
     /// The consumer has applied everything through `seq`.
@@ -454,6 +482,24 @@ impl Wal {
     }
 }
 
+/// However the driver ends (shutdown, or a panic unwinding out of a backend), no writer
+/// is left waiting forever: every waiter and every append still in the channel is told
+/// the log is closed. None of them was acknowledged, so their outcome is unknown, as
+/// with any failure.
+impl Drop for Driver {
+    fn drop(&mut self) {
+        self.driver_gone.store(true, Ordering::Release);
+        for (_, reply, buffer) in self.waiting.drain(..) {
+            let _ = reply.send((Err(WalError::Closed), buffer));
+        }
+        while let Ok(event) = self.events_rx.try_recv() {
+            if let Event::Append { record, reply, .. } = event {
+                let _ = reply.send((Err(WalError::Closed), record));
+            }
+        }
+    }
+}
+
 impl Drop for Wal {
     fn drop(&mut self) {
         self.shutdown();
@@ -483,6 +529,8 @@ struct Driver {
     stats: Arc<Mutex<WalStats>>,
     trace: Option<TraceRecorder>,
     shutting_down: bool,
+    /// Set when this driver goes away; see [`Writer::append`].
+    driver_gone: Arc<AtomicBool>,
 }
 
 impl Driver {

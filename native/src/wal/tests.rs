@@ -306,3 +306,44 @@ fn the_leveldb_format_writes_one_record_per_group_that_leveldb_s_scan_reads() {
     let (_wal, recovered) = Wal::open(leveldb_backend(dir.path(), 8192), WalOptions::default()).unwrap();
     assert_eq!(recovered.records.len(), 201);
 }
+
+/// A backend whose persist panics: a bug in a backend must not leave writers blocked.
+struct PanickingBackend;
+
+impl super::Backend for PanickingBackend {
+    fn describe(&self) -> String {
+        "panicking://".to_string()
+    }
+    fn recover(&mut self) -> Result<super::Recovered, WalError> {
+        Ok(super::Recovered { next_seq: 1, segment: 1, ..Default::default() })
+    }
+    fn segment_bytes_max(&self) -> u64 {
+        u64::MAX
+    }
+    fn persist(&mut self, _batch: walab_core::group_commit::Batch, _done: super::Completion) {
+        panic!("deliberate backend bug (test)");
+    }
+    fn write_unsynced(&mut self, _batch: &walab_core::group_commit::Batch) -> Result<(), SyncError> {
+        Ok(())
+    }
+    fn remove_segments(&mut self, _segments: &[u64]) -> Result<(), WalError> {
+        Ok(())
+    }
+}
+
+#[test]
+fn writers_learn_the_log_is_closed_when_the_driver_dies() {
+    let (wal, _) = Wal::open(Box::new(PanickingBackend), WalOptions::default()).unwrap();
+    let handles: Vec<_> = (0..4)
+        .map(|w| {
+            let mut writer = wal.writer();
+            std::thread::spawn(move || writer.append(format!("w{w}").as_bytes(), b"v"))
+        })
+        .collect();
+    for handle in handles {
+        assert_eq!(handle.join().unwrap(), Err(WalError::Closed));
+    }
+    // A writer that comes after the driver died is refused at once.
+    let mut late = wal.writer();
+    assert_eq!(late.append(b"late", b"v"), Err(WalError::Closed));
+}
