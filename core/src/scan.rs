@@ -204,6 +204,35 @@ impl TinyScan {
     }
 }
 
+/// The first check every record format makes at `at`: is a whole header there, and is
+/// it anything but zeros? Returns the header's bytes, or why the reading of this segment
+/// stops there: [`StopReason::End`] when the bytes ran out exactly at `at`,
+/// [`StopReason::Zero`] for an all-zero header or tail (a zero-filled segment's unwritten
+/// part), [`StopReason::Short`] for a few bytes that are not all zero (a torn header).
+/// The check it made is pushed onto `checks`.
+pub(crate) fn read_header<'a>(
+    checks: &mut Vec<ScanCheck>,
+    segment: usize,
+    rest: &'a [u8],
+    at: u64,
+    header_bytes: usize,
+) -> Result<&'a [u8], StopReason> {
+    if rest.is_empty() {
+        return Err(StopReason::End);
+    }
+    if rest.len() < header_bytes {
+        let all_zero = rest.iter().all(|&b| b == 0);
+        checks.push(ScanCheck::HeaderShort { segment, offset: at, available: rest.len() as u64, all_zero });
+        return Err(if all_zero { StopReason::Zero } else { StopReason::Short });
+    }
+    let header = &rest[..header_bytes];
+    if header.iter().all(|&b| b == 0) {
+        checks.push(ScanCheck::HeaderZero { segment, offset: at, header_bytes: header_bytes as u64 });
+        return Err(StopReason::Zero);
+    }
+    Ok(header)
+}
+
 /// The smallest payload the tiny encoder writes: seq (8), op (1), two one-byte lengths.
 pub const TINY_PAYLOAD_BYTES_MIN: u64 = 11;
 
@@ -240,19 +269,10 @@ fn scan_tiny_segment(segment: usize, bytes: &[u8], flushed_through_seq: u64, sca
         let at = offset as u64;
         let stop = |reason| ScanStop { reason, segment, offset: at };
         let rest = &bytes[offset..];
-        if rest.is_empty() {
-            return stop(StopReason::End);
-        }
-        if rest.len() < HEADER_BYTES {
-            let all_zero = rest.iter().all(|&b| b == 0);
-            scan.checks.push(ScanCheck::HeaderShort { segment, offset: at, available: rest.len() as u64, all_zero });
-            return stop(if all_zero { StopReason::Zero } else { StopReason::Short });
-        }
-        let header = &rest[..HEADER_BYTES];
-        if header.iter().all(|&b| b == 0) {
-            scan.checks.push(ScanCheck::HeaderZero { segment, offset: at, header_bytes: HEADER_BYTES as u64 });
-            return stop(StopReason::Zero);
-        }
+        let header = match read_header(&mut scan.checks, segment, rest, at, HEADER_BYTES) {
+            Ok(header) => header,
+            Err(reason) => return stop(reason),
+        };
         let stored_checksum = u32::from_le_bytes([header[0], header[1], header[2], header[3]]);
         let length = u16::from_le_bytes([header[4], header[5]]) as usize;
         let record_type = header[6];

@@ -404,17 +404,8 @@ fn scan_segment(
             offset += trailer.len();
             continue;
         }
-        if rest.is_empty() {
-            return stop_at(&partial, at, StopReason::End);
-        }
-        if rest.len() < LEGACY_HEADER_BYTES {
-            let all_zero = rest.iter().all(|&b| b == 0);
-            checks.push(ScanCheck::HeaderShort { segment, offset: at, available: rest.len() as u64, all_zero });
-            return stop_at(&partial, at, if all_zero { StopReason::Zero } else { StopReason::Short });
-        }
-        if rest[..LEGACY_HEADER_BYTES].iter().all(|&b| b == 0) {
-            checks.push(ScanCheck::HeaderZero { segment, offset: at, header_bytes: LEGACY_HEADER_BYTES as u64 });
-            return stop_at(&partial, at, StopReason::Zero);
+        if let Err(reason) = crate::scan::read_header(checks, segment, rest, at, LEGACY_HEADER_BYTES) {
+            return stop_at(&partial, at, reason);
         }
         let record_type = rest[6];
         let known = Fragment::from_type(record_type)

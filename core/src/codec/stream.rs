@@ -230,19 +230,10 @@ fn scan_stream_segment(segment: usize, bytes: &[u8], committed_offset: u64, scan
         let at = offset as u64;
         let stop = |reason| ScanStop { reason, segment, offset: at };
         let rest = &bytes[offset..];
-        if rest.is_empty() {
-            return stop(StopReason::End);
-        }
-        if rest.len() < FRAME_HEADER_BYTES {
-            let all_zero = rest.iter().all(|&b| b == 0);
-            scan.checks.push(ScanCheck::HeaderShort { segment, offset: at, available: rest.len() as u64, all_zero });
-            return stop(if all_zero { StopReason::Zero } else { StopReason::Short });
-        }
-        let header = &rest[..FRAME_HEADER_BYTES];
-        if header.iter().all(|&b| b == 0) {
-            scan.checks.push(ScanCheck::HeaderZero { segment, offset: at, header_bytes: FRAME_HEADER_BYTES as u64 });
-            return stop(StopReason::Zero);
-        }
+        let header = match crate::scan::read_header(&mut scan.checks, segment, rest, at, FRAME_HEADER_BYTES) {
+            Ok(header) => header,
+            Err(reason) => return stop(reason),
+        };
         let frame_offset = u64::from_le_bytes(header[..8].try_into().expect("eight bytes"));
         let length = u64::from(u32::from_le_bytes(header[8..12].try_into().expect("four bytes")));
         let stored = u32::from_le_bytes(header[12..16].try_into().expect("four bytes"));
