@@ -411,7 +411,7 @@ pub const WALAB_OPTIONS: [&str; 8] = [
     "synchronousCommit",
 ];
 
-/// The query options the Postgres client (tokio-postgres 0.7) understands; they stay in
+/// The query options the native Postgres client library understands; they stay in
 /// the URL it is given.
 pub const CLIENT_OPTIONS: [&str; 19] = [
     "user",

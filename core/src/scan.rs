@@ -204,6 +204,30 @@ impl TinyScan {
     }
 }
 
+/// RECOVER_SCAN's rule between segments, the same for every format: read each segment
+/// with `scan_segment`, oldest first; a clean end ([`StopReason::is_clean`]: the data ran
+/// out, or zeros) leads into the next segment, and any other stop ends the whole replay.
+/// Records the segment start and end checks and the final stop, and returns that stop.
+pub(crate) fn scan_segments<S>(
+    scan: &mut S,
+    checks: fn(&mut S) -> &mut Vec<ScanCheck>,
+    segment_lens: &[u64],
+    mut scan_segment: impl FnMut(&mut S, usize) -> ScanStop,
+) -> ScanStop {
+    let mut stop = ScanStop { reason: StopReason::End, segment: 0, offset: 0 };
+    for (segment, &bytes) in segment_lens.iter().enumerate() {
+        checks(scan).push(ScanCheck::SegmentStart { segment, bytes });
+        stop = scan_segment(scan, segment);
+        if stop.reason.is_clean() && segment + 1 < segment_lens.len() {
+            checks(scan).push(ScanCheck::SegmentEnd { segment, offset: stop.offset, reason: stop.reason });
+            continue;
+        }
+        break;
+    }
+    checks(scan).push(ScanCheck::Stop { stop });
+    stop
+}
+
 /// The first check every record format makes at `at`: is a whole header there, and is
 /// it anything but zeros? Returns the header's bytes, or why the reading of this segment
 /// stops there: [`StopReason::End`] when the bytes ran out exactly at `at`,
@@ -245,18 +269,10 @@ pub fn scan_tiny(segments: &[&[u8]], flushed_through_seq: u64) -> TinyScan {
         next_seq: flushed_through_seq.saturating_add(1),
         checks: Vec::new(),
     };
-    for (segment, bytes) in segments.iter().enumerate() {
-        scan.checks.push(ScanCheck::SegmentStart { segment, bytes: bytes.len() as u64 });
-        let stop = scan_tiny_segment(segment, bytes, flushed_through_seq, &mut scan);
-        scan.stop = stop;
-        let last = segment + 1 == segments.len();
-        if stop.reason.is_clean() && !last {
-            scan.checks.push(ScanCheck::SegmentEnd { segment, offset: stop.offset, reason: stop.reason });
-            continue;
-        }
-        break;
-    }
-    scan.checks.push(ScanCheck::Stop { stop: scan.stop });
+    let lens: Vec<u64> = segments.iter().map(|bytes| bytes.len() as u64).collect();
+    scan.stop = scan_segments(&mut scan, |scan| &mut scan.checks, &lens, |scan, segment| {
+        scan_tiny_segment(segment, segments[segment], flushed_through_seq, scan)
+    });
     scan
 }
 

@@ -295,14 +295,15 @@ pub fn scan_log(format: LogFormat, segments: &[LogSegment<'_>], flushed_through_
         next_seq: flushed_through_seq.saturating_add(1),
         checks: Vec::new(),
     };
-    for (index, segment) in segments.iter().enumerate() {
-        scan.checks.push(ScanCheck::SegmentStart { segment: index, bytes: segment.bytes.len() as u64 });
+    let lens: Vec<u64> = segments.iter().map(|segment| segment.bytes.len() as u64).collect();
+    scan.stop = crate::scan::scan_segments(&mut scan, |scan| &mut scan.checks, &lens, |scan, index| {
+        let segment = segments[index];
         let mut records = Vec::new();
         let mut next_seq = scan.next_seq;
         let stop = scan_segment(
             format,
             index,
-            *segment,
+            segment,
             &mut scan.checks,
             &mut |offset, len, fragments, recyclable, payload, checks| {
                 let batch = match decode_batch(&payload) {
@@ -343,14 +344,8 @@ pub fn scan_log(format: LogFormat, segments: &[LogSegment<'_>], flushed_through_
         );
         scan.records.extend(records);
         scan.next_seq = next_seq;
-        scan.stop = stop;
-        if stop.reason.is_clean() && index + 1 < segments.len() {
-            scan.checks.push(ScanCheck::SegmentEnd { segment: index, offset: stop.offset, reason: stop.reason });
-            continue;
-        }
-        break;
-    }
-    scan.checks.push(ScanCheck::Stop { stop: scan.stop });
+        stop
+    });
     scan
 }
 

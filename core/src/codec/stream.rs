@@ -209,17 +209,10 @@ pub fn scan_stream(segments: &[&[u8]], start_offset: Option<u64>, committed_offs
         next_offset: start_offset,
         checks: Vec::new(),
     };
-    for (segment, bytes) in segments.iter().enumerate() {
-        scan.checks.push(ScanCheck::SegmentStart { segment, bytes: bytes.len() as u64 });
-        let stop = scan_stream_segment(segment, bytes, committed_offset, &mut scan);
-        scan.stop = stop;
-        if stop.reason.is_clean() && segment + 1 < segments.len() {
-            scan.checks.push(ScanCheck::SegmentEnd { segment, offset: stop.offset, reason: stop.reason });
-            continue;
-        }
-        break;
-    }
-    scan.checks.push(ScanCheck::Stop { stop: scan.stop });
+    let lens: Vec<u64> = segments.iter().map(|bytes| bytes.len() as u64).collect();
+    scan.stop = crate::scan::scan_segments(&mut scan, |scan| &mut scan.checks, &lens, |scan, segment| {
+        scan_stream_segment(segment, segments[segment], committed_offset, scan)
+    });
     scan
 }
 
