@@ -492,13 +492,7 @@ impl PageEngine {
 impl PageEvent {
     /// One line of plain text for a table or a caption.
     pub fn describe(&self) -> String {
-        fn sectors(written: usize, total: usize) -> String {
-            if written == total {
-                format!("{total}/{total} sectors")
-            } else {
-                format!("TORN: {written} of {total} sectors")
-            }
-        }
+        use super::sectors_words as sectors;
         match self {
             PageEvent::Write { lsn, page_no, op, key, value, record_bytes, image_bytes, page_lsn, entries_after } => {
                 let change = match op {

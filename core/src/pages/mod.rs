@@ -63,3 +63,13 @@ pub mod sqlite_wal;
 
 pub use engine::{PageEvent, Protection, RedoAction, RedoStep};
 pub use page::{Lsn, Page, PageGeometry, PageNo};
+
+/// How much of a page write reached the disk, in words: `4/4 sectors` or
+/// `TORN: 1 of 4 sectors`. Shared by the page engine's and SQLite's event captions.
+pub(crate) fn sectors_words(written: usize, total: usize) -> String {
+    if written == total {
+        format!("{total}/{total} sectors")
+    } else {
+        format!("TORN: {written} of {total} sectors")
+    }
+}

@@ -70,13 +70,7 @@ pub enum WalEvent {
 impl WalEvent {
     /// One line of plain text.
     pub fn describe(&self) -> String {
-        fn sectors(written: usize, total: usize) -> String {
-            if written == total {
-                format!("{total}/{total} sectors")
-            } else {
-                format!("TORN: {written} of {total} sectors")
-            }
-        }
+        use super::sectors_words as sectors;
         match self {
             WalEvent::Commit { lsn, page_no, frame, sectors_written, sectors_total, entries_after } => {
                 format!("write {lsn}: commit frame {frame} = whole {page_no} ({entries_after}) appended to the WAL: {}", sectors(*sectors_written, *sectors_total))

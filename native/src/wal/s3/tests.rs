@@ -89,18 +89,26 @@ fn wal_objects(server: &LocalS3, node: &str) -> Vec<super::layout::WalObject> {
     objects
 }
 
-/// Appends `per_writer` records from each of `writers` threads; returns the acked keys
-/// and the failed ones.
-fn append_all(wal: &Wal, writers: usize, per_writer: usize, tag: &str) -> (Vec<String>, Vec<(String, WalError)>) {
+/// `writers` threads append `{tag}-{w}-{n}` for n = 0, 1, ... while `keep_going(n)` holds
+/// and no append is refused; returns the acked keys and the failed ones.
+fn run_writers(
+    wal: &Wal,
+    writers: usize,
+    tag: &str,
+    keep_going: impl Fn(usize) -> bool + Clone + Send + 'static,
+) -> (Vec<String>, Vec<(String, WalError)>) {
     let acked = Arc::new(Mutex::new(Vec::new()));
     let failed = Arc::new(Mutex::new(Vec::new()));
     let handles: Vec<_> = (0..writers)
         .map(|w| {
             let mut writer = wal.writer();
-            let (acked, failed, tag) = (Arc::clone(&acked), Arc::clone(&failed), tag.to_string());
+            let (acked, failed, tag, keep_going) =
+                (Arc::clone(&acked), Arc::clone(&failed), tag.to_string(), keep_going.clone());
             std::thread::spawn(move || {
-                for n in 0..per_writer {
+                let mut n = 0;
+                while keep_going(n) {
                     let key = format!("{tag}-{w}-{n}");
+                    n += 1;
                     match writer.append(key.as_bytes(), &[b'v'; 50]) {
                         Ok(_) => acked.lock().unwrap().push(key),
                         Err(error) => {
@@ -118,6 +126,12 @@ fn append_all(wal: &Wal, writers: usize, per_writer: usize, tag: &str) -> (Vec<S
     let acked = std::mem::take(&mut *acked.lock().unwrap());
     let failed = std::mem::take(&mut *failed.lock().unwrap());
     (acked, failed)
+}
+
+/// Appends `per_writer` records from each of `writers` threads; returns the acked keys
+/// and the failed ones.
+fn append_all(wal: &Wal, writers: usize, per_writer: usize, tag: &str) -> (Vec<String>, Vec<(String, WalError)>) {
+    run_writers(wal, writers, tag, move |n| n < per_writer)
 }
 
 #[test]
@@ -421,36 +435,7 @@ fn a_failed_put_fails_its_waiters_and_everything_acked_is_stored() {
 /// Writers that append until told to stop or refused; returns (acked, failed).
 fn append_until(wal: &Arc<Wal>, writers: usize, tag: &str, stop: &Arc<AtomicBool>) -> std::thread::JoinHandle<(Vec<String>, Vec<(String, WalError)>)> {
     let (wal, stop, tag) = (Arc::clone(wal), Arc::clone(stop), tag.to_string());
-    std::thread::spawn(move || {
-        let acked = Arc::new(Mutex::new(Vec::new()));
-        let failed = Arc::new(Mutex::new(Vec::new()));
-        let handles: Vec<_> = (0..writers)
-            .map(|w| {
-                let mut writer = wal.writer();
-                let (acked, failed, stop, tag) = (Arc::clone(&acked), Arc::clone(&failed), Arc::clone(&stop), tag.clone());
-                std::thread::spawn(move || {
-                    let mut n = 0;
-                    while !stop.load(Ordering::Relaxed) {
-                        let key = format!("{tag}-{w}-{n}");
-                        n += 1;
-                        match writer.append(key.as_bytes(), &[b'v'; 50]) {
-                            Ok(_) => acked.lock().unwrap().push(key),
-                            Err(error) => {
-                                failed.lock().unwrap().push((key, error));
-                                break;
-                            }
-                        }
-                    }
-                })
-            })
-            .collect();
-        for handle in handles {
-            handle.join().unwrap();
-        }
-        let acked = std::mem::take(&mut *acked.lock().unwrap());
-        let failed = std::mem::take(&mut *failed.lock().unwrap());
-        (acked, failed)
-    })
+    std::thread::spawn(move || run_writers(&wal, writers, &tag, move |_| !stop.load(Ordering::Relaxed)))
 }
 
 #[test]
