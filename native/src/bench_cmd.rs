@@ -64,6 +64,10 @@ pub struct Args {
     /// Write the driver's trace of each run as JSON.
     #[arg(long)]
     trace: Option<PathBuf>,
+    /// Writers as OS threads or as tokio tasks (default: threads for a file, tasks for
+    /// S3 and Postgres).
+    #[arg(long, value_enum)]
+    writer_kind: Option<WriterKind>,
 }
 
 /// A log-linear latency histogram in nanoseconds.
@@ -150,6 +154,7 @@ struct LatencyMs {
 #[derive(Serialize)]
 struct RunJson {
     writers: usize,
+    writer_kind: WriterKind,
     seconds: f64,
     acked: u64,
     acked_per_s: f64,
@@ -190,6 +195,89 @@ pub fn rss_kib() -> Option<u64> {
     proc_status_kib("VmRSS:")
 }
 
+/// How the bench's writers run.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WriterKind {
+    /// One OS thread per writer, blocked in each append (what RocksDB's `sync = true`
+    /// comparison runs: one thread per writer).
+    Threads,
+    /// One tokio task per writer on a small runtime: how an application with a thousand
+    /// concurrent requests appends to a log on S3 or in Postgres.
+    Tasks,
+}
+
+impl WriterKind {
+    /// Threads for a file (the local comparisons are thread-per-writer), tasks for
+    /// remote storage (the 1,024-appender runs; a thousand threads on a small machine
+    /// measure the scheduler, not the log).
+    pub fn default_for(wal: &WalArgs) -> WriterKind {
+        if wal.wal.starts_with("file:") {
+            WriterKind::Threads
+        } else {
+            WriterKind::Tasks
+        }
+    }
+}
+
+/// Worker threads of the runtime that runs the writer tasks.
+pub const TASK_RUNTIME_THREADS: usize = 2;
+
+enum Handles {
+    Threads(Vec<std::thread::JoinHandle<Histogram>>),
+    Tasks(tokio::runtime::Runtime, Vec<tokio::task::JoinHandle<Histogram>>),
+}
+
+/// What every writer of a run shares.
+#[derive(Clone)]
+struct WriterShared {
+    stop: Arc<AtomicBool>,
+    newest_acked: Arc<AtomicU64>,
+    failure: Arc<std::sync::Mutex<Option<String>>>,
+}
+
+/// One writer's closed loop, whether it runs as a thread or as a task: a unique key per
+/// append, the latency of each acknowledgement, the first failure stopping the run.
+struct WriterLoop {
+    prefix: String,
+    n: u64,
+    key: String,
+    value: Vec<u8>,
+    histogram: Histogram,
+    shared: WriterShared,
+}
+
+impl WriterLoop {
+    fn new(prefix: String, value: Vec<u8>, shared: WriterShared) -> WriterLoop {
+        WriterLoop { prefix, n: 0, key: String::new(), value, histogram: Histogram::new(), shared }
+    }
+
+    /// Makes `key` the next key to append; false once the run is over.
+    fn next_key(&mut self) -> bool {
+        if self.shared.stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        self.key.clear();
+        self.key.push_str(&self.prefix);
+        self.key.push_str(&self.n.to_string());
+        self.n += 1;
+        true
+    }
+
+    fn finish(&mut self, begin: Instant, result: Result<u64, crate::wal::WalError>) {
+        match result {
+            Ok(seq) => {
+                self.histogram.record(begin.elapsed().as_nanos() as u64);
+                self.shared.newest_acked.fetch_max(seq, Ordering::Relaxed);
+            }
+            Err(error) => {
+                self.shared.failure.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(error.to_string());
+                self.shared.stop.store(true, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
 fn run_one(args: &Args, writers: usize, run_id: &str) -> Result<(RunJson, Option<Trace>), CliError> {
     let backend = args.wal.backend(true).map_err(CliError::usage)?;
     let options = WalOptions { trace_events_max: args.trace.is_some().then_some(TRACE_EVENTS_MAX), ..WalOptions::default() };
@@ -201,37 +289,47 @@ fn run_one(args: &Args, writers: usize, run_id: &str) -> Result<(RunJson, Option
     let value = vec![b'v'; args.record_bytes];
     let before = wal.stats();
     let started = Instant::now();
-    let handles: Vec<_> = (0..writers)
-        .map(|w| {
-            let mut writer = wal.writer();
-            let (stop, newest_acked, failure, value) =
-                (Arc::clone(&stop), Arc::clone(&newest_acked), Arc::clone(&failure), value.clone());
-            let prefix = format!("{run_id}-{writers}w-{w}-");
-            std::thread::spawn(move || {
-                let mut histogram = Histogram::new();
-                let mut key = String::new();
-                let mut n = 0u64;
-                while !stop.load(Ordering::Relaxed) {
-                    key.clear();
-                    key.push_str(&prefix);
-                    key.push_str(&n.to_string());
-                    n += 1;
-                    let begin = Instant::now();
-                    match writer.append(key.as_bytes(), &value) {
-                        Ok(seq) => {
-                            histogram.record(begin.elapsed().as_nanos() as u64);
-                            newest_acked.fetch_max(seq, Ordering::Relaxed);
+    let shared = WriterShared { stop: Arc::clone(&stop), newest_acked: Arc::clone(&newest_acked), failure: Arc::clone(&failure) };
+    let loops = (0..writers).map(|w| WriterLoop::new(format!("{run_id}-{writers}w-{w}-"), value.clone(), shared.clone()));
+    let writer_kind = args.writer_kind.unwrap_or_else(|| WriterKind::default_for(&args.wal));
+    let handles = match writer_kind {
+        WriterKind::Threads => Handles::Threads(
+            loops
+                .map(|mut job| {
+                    let mut writer = wal.writer();
+                    std::thread::spawn(move || {
+                        while job.next_key() {
+                            let begin = Instant::now();
+                            let result = writer.append(job.key.as_bytes(), &job.value);
+                            job.finish(begin, result);
                         }
-                        Err(error) => {
-                            failure.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(error.to_string());
-                            stop.store(true, Ordering::Relaxed);
+                        job.histogram
+                    })
+                })
+                .collect(),
+        ),
+        WriterKind::Tasks => {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(TASK_RUNTIME_THREADS)
+                .thread_name("bench-writer")
+                .build()
+                .map_err(|error| CliError::failed(format!("bench: cannot start the writers' runtime: {error}")))?;
+            let tasks = loops
+                .map(|mut job| {
+                    let mut writer = wal.async_writer();
+                    runtime.spawn(async move {
+                        while job.next_key() {
+                            let begin = Instant::now();
+                            let result = writer.append(job.key.as_bytes(), &job.value).await;
+                            job.finish(begin, result);
                         }
-                    }
-                }
-                histogram
-            })
-        })
-        .collect();
+                        job.histogram
+                    })
+                })
+                .collect();
+            Handles::Tasks(runtime, tasks)
+        }
+    };
     // The consumer: confirm all but the last `trim_lag` records, every 10 ms.
     let run_for = Duration::from_secs_f64(args.seconds);
     let mut rss_kib_after_1s = None;
@@ -248,9 +346,20 @@ fn run_one(args: &Args, writers: usize, run_id: &str) -> Result<(RunJson, Option
     let rss_kib_at_end = rss_kib();
     stop.store(true, Ordering::Relaxed);
     let mut histogram = Histogram::new();
-    for handle in handles {
-        if let Ok(h) = handle.join() {
-            histogram.merge(&h);
+    match handles {
+        Handles::Threads(threads) => {
+            for handle in threads {
+                if let Ok(h) = handle.join() {
+                    histogram.merge(&h);
+                }
+            }
+        }
+        Handles::Tasks(runtime, tasks) => {
+            for task in tasks {
+                if let Ok(h) = runtime.block_on(task) {
+                    histogram.merge(&h);
+                }
+            }
         }
     }
     let elapsed = started.elapsed().as_secs_f64();
@@ -268,6 +377,7 @@ fn run_one(args: &Args, writers: usize, run_id: &str) -> Result<(RunJson, Option
     Ok((
         RunJson {
             writers,
+            writer_kind,
             seconds: elapsed,
             acked,
             acked_per_s,

@@ -270,7 +270,7 @@ pub struct WalStats {
 #[cfg_attr(not(test), allow(dead_code))]
 enum Event {
     /// A framed record whose seq and CRC the driver fills in (see [`frame_unsequenced`]).
-    Append { record: Vec<u8>, key_bytes: usize, reply: Sender<Reply> },
+    Append { record: Vec<u8>, key_bytes: usize, reply: ReplyTo },
     Persisted { batch: BatchId, result: Result<(), SyncError>, buffer: Vec<u8> },
     ConfirmConsumer { seq: u64 },
     RegisterReader { name: String, seq: u64, reply: Sender<ReaderId> },
@@ -298,6 +298,28 @@ struct DriverResult {
 
 /// The driver's answer to an append, with the record's buffer handed back for reuse.
 type Reply = (Result<u64, WalError>, Vec<u8>);
+
+/// Where the driver sends an append's answer: a blocked writer thread's channel, or an
+/// async writer's oneshot (whose send only queues the task on its runtime: no system
+/// call per writer when a batch of a thousand is acknowledged).
+enum ReplyTo {
+    Thread(Sender<Reply>),
+    Task(tokio::sync::oneshot::Sender<Reply>),
+}
+
+impl ReplyTo {
+    fn send(self, reply: Reply) {
+        // A writer that went away (an async append that was dropped) no longer cares.
+        match self {
+            ReplyTo::Thread(sender) => {
+                let _ = sender.send(reply);
+            }
+            ReplyTo::Task(sender) => {
+                let _ = sender.send(reply);
+            }
+        }
+    }
+}
 
 /// Offset of the seq inside a tiny-store record (after the 7-byte header).
 const SEQ_OFFSET: usize = tiny::HEADER_BYTES;
@@ -349,7 +371,7 @@ impl Writer {
         let mut record = std::mem::take(&mut self.buffer);
         frame_unsequenced(&mut record, key, value)?;
         self.events
-            .send(Event::Append { record, key_bytes: key.len(), reply: self.reply_tx.clone() })
+            .send(Event::Append { record, key_bytes: key.len(), reply: ReplyTo::Thread(self.reply_tx.clone()) })
             .map_err(|_| WalError::Closed)?;
         let (result, buffer) = self.wait_for_reply()?;
         self.buffer = buffer;
@@ -373,6 +395,33 @@ impl Writer {
                 }
             }
         }
+    }
+}
+
+/// One async writer's handle, for writers that are tasks rather than threads (a
+/// thousand appenders on a few cores). The same records, order and promises as
+/// [`Writer`]; only the wait differs.
+pub struct AsyncWriter {
+    events: Sender<Event>,
+    buffer: Vec<u8>,
+}
+
+impl AsyncWriter {
+    /// Appends one put and resolves once it is durable (`Ok(seq)`) or its outcome is
+    /// unknown (`Err(WalError::Failed)`). Dropping the future after the first poll does
+    /// not withdraw the record: it may still be written and acknowledged to nobody.
+    pub async fn append(&mut self, key: &[u8], value: &[u8]) -> Result<u64, WalError> {
+        let mut record = std::mem::take(&mut self.buffer);
+        frame_unsequenced(&mut record, key, value)?;
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        self.events
+            .send(Event::Append { record, key_bytes: key.len(), reply: ReplyTo::Task(reply) })
+            .map_err(|_| WalError::Closed)?;
+        // The driver answers every append it took, also on its way out (see its Drop);
+        // a driver that died drops the sender, which ends this wait too.
+        let (result, buffer) = answer.await.map_err(|_| WalError::Closed)?;
+        self.buffer = buffer;
+        result
     }
 }
 
@@ -444,6 +493,11 @@ impl Wal {
         Writer { events: self.events.clone(), driver_gone: Arc::clone(&self.driver_gone), reply_tx, reply_rx, buffer: Vec::new() }
     }
 
+    /// A new async writer handle (one per writer task).
+    pub fn async_writer(&self) -> AsyncWriter {
+        AsyncWriter { events: self.events.clone(), buffer: Vec::new() }
+    }
+
     /// The consumer has applied everything through `seq`.
     pub fn confirm_consumer(&self, seq: u64) {
         let _ = self.events.send(Event::ConfirmConsumer { seq });
@@ -490,11 +544,11 @@ impl Drop for Driver {
     fn drop(&mut self) {
         self.driver_gone.store(true, Ordering::Release);
         for (_, reply, buffer) in self.waiting.drain(..) {
-            let _ = reply.send((Err(WalError::Closed), buffer));
+            reply.send((Err(WalError::Closed), buffer));
         }
         while let Ok(event) = self.events_rx.try_recv() {
             if let Event::Append { record, reply, .. } = event {
-                let _ = reply.send((Err(WalError::Closed), record));
+                reply.send((Err(WalError::Closed), record));
             }
         }
     }
@@ -512,7 +566,7 @@ struct Driver {
     events_tx: Sender<Event>,
     events_rx: Receiver<Event>,
     /// Writers waiting for their acknowledgement, in ticket order.
-    waiting: VecDeque<(Ticket, Sender<Reply>, Vec<u8>)>,
+    waiting: VecDeque<(Ticket, ReplyTo, Vec<u8>)>,
     started: Instant,
     /// The segment appends go to, and the bytes appended to it.
     segment: u64,
@@ -583,7 +637,7 @@ impl Driver {
         }
         // Anyone still waiting (the channel closed under them) learns the log is closed.
         for (_, reply, buffer) in self.waiting.drain(..) {
-            let _ = reply.send((Err(WalError::Closed), buffer));
+            reply.send((Err(WalError::Closed), buffer));
         }
         DriverResult { trace: self.trace.take().map(TraceRecorder::finish) }
     }
@@ -626,9 +680,9 @@ impl Driver {
         }
     }
 
-    fn append(&mut self, mut record: Vec<u8>, key_bytes: usize, reply: Sender<Reply>) {
+    fn append(&mut self, mut record: Vec<u8>, key_bytes: usize, reply: ReplyTo) {
         if self.shutting_down {
-            let _ = reply.send((Err(WalError::Closed), record));
+            reply.send((Err(WalError::Closed), record));
             return;
         }
         let record_bytes = record.len() as u64;
@@ -637,7 +691,7 @@ impl Driver {
                 "record of {record_bytes} bytes exceeds the segment size {}",
                 self.backend.segment_bytes_max()
             ));
-            let _ = reply.send((Err(refusal), record));
+            reply.send((Err(refusal), record));
             return;
         }
         let seq = self.machine.next_ticket().0;
@@ -662,10 +716,10 @@ impl Driver {
                 self.waiting.push_back((ticket, reply, record));
             }
             Err(AppendError::Failed(error)) => {
-                let _ = reply.send((Err(WalError::Failed(error)), record));
+                reply.send((Err(WalError::Failed(error)), record));
             }
             Err(other) => {
-                let _ = reply.send((Err(WalError::Refused(other.to_string())), record));
+                reply.send((Err(WalError::Refused(other.to_string())), record));
             }
         }
     }
@@ -721,7 +775,7 @@ impl Driver {
                         let (ticket, reply, buffer) =
                             self.waiting.pop_front().expect("an acknowledged ticket has a waiter");
                         assert!(tickets.contains(ticket), "acknowledgements arrive in ticket order");
-                        let _ = reply.send((Ok(ticket.0), buffer));
+                        reply.send((Ok(ticket.0), buffer));
                     }
                 }
                 Action::Fail { tickets, error } => {
@@ -735,7 +789,7 @@ impl Driver {
                     assert_eq!(failed.len() as u64, tickets.count, "every failed ticket has a waiter");
                     for (ticket, reply, buffer) in failed {
                         assert!(tickets.contains(ticket), "failures cover the waiters from their first ticket on");
-                        let _ = reply.send((Err(WalError::Failed(error)), buffer));
+                        reply.send((Err(WalError::Failed(error)), buffer));
                     }
                 }
             }
