@@ -8,10 +8,13 @@
 //! - CRC32 (IEEE, the zlib/Ethernet polynomial), used by the stream store's WAL frame and
 //!   for naming the Postgres WAL's slot tables.
 
-use crc::{Crc, CRC_32_ISCSI, CRC_32_ISO_HDLC};
+use crc::{Crc, Table, CRC_32_ISCSI, CRC_32_ISO_HDLC};
 
-const CASTAGNOLI: Crc<u32> = Crc::<u32>::new(&CRC_32_ISCSI);
-const IEEE: Crc<u32> = Crc::<u32>::new(&CRC_32_ISO_HDLC);
+// Slice-by-16 tables (16 KiB each, built at compile time): about eight times faster than
+// the crate's default byte-at-a-time table, which the Postgres WAL's profile showed as a
+// quarter of walab's CPU at 1,024 appenders (a CRC32C per record, a CRC32 per batch).
+const CASTAGNOLI: Crc<u32, Table<16>> = Crc::<u32, Table<16>>::new(&CRC_32_ISCSI);
+const IEEE: Crc<u32, Table<16>> = Crc::<u32, Table<16>>::new(&CRC_32_ISO_HDLC);
 
 /// CRC32C over the concatenation of `parts`.
 pub fn crc32c(parts: &[&[u8]]) -> u32 {
