@@ -137,8 +137,9 @@ pub const RUNTIME_WORKER_THREADS: usize = 2;
 pub struct RequestCounts {
     /// WAL object PUTs (one per bulk).
     pub wal_puts: AtomicU64,
-    /// Registration reads after uploads (the fence checks).
-    pub fence_gets: AtomicU64,
+    /// Registration reads after uploads (the fence checks: a HEAD, or a GET when the
+    /// HEAD cannot decide).
+    pub fence_reads: AtomicU64,
     /// Everything else: claims, LISTs, recovery GETs, DELETEs.
     pub other: AtomicU64,
 }
@@ -190,6 +191,8 @@ pub struct S3Backend {
     units: BTreeMap<u64, Vec<Path>>,
     /// Set once a fence check failed: later uploads are not even sent.
     fenced: Arc<AtomicBool>,
+    /// What the fence checks compare with (set at recovery).
+    fence: Arc<Fence>,
     deleter: Option<tokio::sync::mpsc::UnboundedSender<Vec<Path>>>,
     counts: Arc<RequestCounts>,
     machine: Config,
@@ -321,6 +324,7 @@ impl S3Backend {
             .enable_all()
             .build()
             .map_err(|error| format!("{}: cannot start the I/O runtime: {error}", location.describe()))?;
+        let registration = Self::path(&registration_key(&location.node_prefix));
         Ok(S3Backend {
             runtime: Some(runtime),
             store,
@@ -332,6 +336,13 @@ impl S3Backend {
             next_offset: 0,
             units: BTreeMap::new(),
             fenced: Arc::new(AtomicBool::new(false)),
+            fence: Arc::new(Fence {
+                registration,
+                epoch: 0,
+                owner: String::new(),
+                e_tag: None,
+                e_tag_seen: std::sync::Mutex::new(None),
+            }),
             deleter: None,
             counts: Arc::new(RequestCounts::default()),
             machine: Config::remote(Policy::Group),
@@ -532,14 +543,15 @@ impl S3Backend {
         Ok(Found { claim, chain, start_offset, next_seq, repaired, garbage })
     }
 
-    /// Step 3: record this process's session, starting at `start_offset`.
+    /// Step 3: record this process's session, starting at `start_offset`. Returns the
+    /// registration's new ETag (the fence checks compare with it).
     async fn record_session(
         &self,
         claim: &Claim,
         lowest_start: Option<u64>,
         start_offset: u64,
         first_seq: u64,
-    ) -> Result<(), WalError> {
+    ) -> Result<Option<String>, WalError> {
         let key = Self::path(&registration_key(&self.location.node_prefix));
         let mut registration = claim.registration.clone();
         registration.sessions = prune_sessions(&registration.sessions, lowest_start);
@@ -547,7 +559,7 @@ impl S3Backend {
         self.counts.other.fetch_add(1, Ordering::Relaxed);
         let mode = PutMode::Update(claim.version.clone());
         match self.store.put_opts(&key, PutPayload::from(registration.to_bytes()), PutOptions::from(mode)).await {
-            Ok(_) => Ok(()),
+            Ok(put) => Ok(put.e_tag),
             Err(object_store::Error::Precondition { .. }) => Err(WalError::Open(format!(
                 "{}: taken over by another process during recovery",
                 self.location.describe()
@@ -581,14 +593,57 @@ impl S3Backend {
     }
 }
 
+/// What the check after an upload compares the registration with.
+struct Fence {
+    registration: Path,
+    epoch: u64,
+    owner: String,
+    /// The registration's ETag as this writer's session write left it (`None` when the
+    /// store returned none). A HEAD that still shows it proves the registration unchanged.
+    e_tag: Option<String>,
+    /// A newer ETag a full read found still naming this writer (a store whose HEAD and
+    /// PUT spell ETags differently); later checks then compare with it.
+    e_tag_seen: std::sync::Mutex<Option<String>>,
+}
+
+impl Fence {
+    /// Whether the registration, read now, still names this writer's epoch and owner.
+    /// `Err` when the store could not answer.
+    async fn still_ours(&self, store: &dyn ObjectStore, counts: &RequestCounts) -> Result<bool, ()> {
+        let seen = self.e_tag_seen.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        if let Some(expected) = seen.or_else(|| self.e_tag.clone()) {
+            // Only a claimer writes the registration, and every claim names another
+            // owner: the same ETag is the same registration, still ours. No body needed.
+            counts.fence_reads.fetch_add(1, Ordering::Relaxed);
+            match store.head(&self.registration).await {
+                Ok(meta) if meta.e_tag.as_deref() == Some(expected.as_str()) => return Ok(true),
+                // Another ETag: read the body below to tell a claim from a mere
+                // difference in how the store spells ETags.
+                Ok(_) => {}
+                Err(object_store::Error::NotFound { .. }) => return Ok(false),
+                Err(_) => return Err(()),
+            }
+        }
+        counts.fence_reads.fetch_add(1, Ordering::Relaxed);
+        match S3Backend::read_registration(store, &self.registration).await {
+            Ok(Some((now, version))) if now.epoch == self.epoch && now.owner == self.owner => {
+                if let Some(e_tag) = version.e_tag {
+                    *self.e_tag_seen.lock().unwrap_or_else(|p| p.into_inner()) = Some(e_tag);
+                }
+                Ok(true)
+            }
+            Ok(_) => Ok(false),
+            Err(_) => Err(()),
+        }
+    }
+}
+
 /// Uploads one bulk and runs the fence check; the result the driver is told.
 async fn upload(
     store: Arc<dyn ObjectStore>,
     path: Path,
-    registration: Path,
     frame: bytes::Bytes,
-    epoch: u64,
-    owner: String,
+    fence: Arc<Fence>,
     fenced: Arc<AtomicBool>,
     counts: Arc<RequestCounts>,
 ) -> Result<(), SyncError> {
@@ -615,14 +670,13 @@ async fn upload(
         Err(_) => return Err(SyncError::Unavailable),
     }
     // The fence check: only a registration that still names us lets the bulk count.
-    counts.fence_gets.fetch_add(1, Ordering::Relaxed);
-    match S3Backend::read_registration(store.as_ref(), &registration).await {
-        Ok(Some((now, _))) if now.epoch == epoch && now.owner == owner => Ok(()),
-        Ok(_) => {
+    match fence.still_ours(store.as_ref(), &counts).await {
+        Ok(true) => Ok(()),
+        Ok(false) => {
             fenced.store(true, Ordering::Release);
             Err(SyncError::Fenced)
         }
-        Err(_) => Err(SyncError::Unavailable),
+        Err(()) => Err(SyncError::Unavailable),
     }
 }
 
@@ -637,13 +691,21 @@ impl Backend for S3Backend {
         let take_over = self.create;
         let found = self.runtime().block_on(self.find(take_over))?;
         let lowest_start = found.chain.first().map(|(object, _)| object.start);
-        if take_over {
+        let e_tag = if take_over {
             self.runtime()
-                .block_on(self.record_session(&found.claim, lowest_start, found.start_offset, found.next_seq))?;
+                .block_on(self.record_session(&found.claim, lowest_start, found.start_offset, found.next_seq))?
         } else {
             self.fenced.store(true, Ordering::Release);
-        }
+            None
+        };
         self.epoch = found.claim.registration.epoch;
+        self.fence = Arc::new(Fence {
+            registration: Self::path(&registration_key(&self.location.node_prefix)),
+            epoch: self.epoch,
+            owner: self.owner.clone(),
+            e_tag,
+            e_tag_seen: std::sync::Mutex::new(None),
+        });
         self.next_offset = found.start_offset;
         self.start_deleter();
         let prefix = self.location.node_prefix.clone();
@@ -681,11 +743,10 @@ impl Backend for S3Backend {
         self.next_offset = object.end;
         let path = Self::path(&object.key(&self.location.node_prefix));
         self.units.entry(batch.segment).or_default().push(path.clone());
-        let registration = Self::path(&registration_key(&self.location.node_prefix));
         let (store, fenced, counts) = (Arc::clone(&self.store), Arc::clone(&self.fenced), Arc::clone(&self.counts));
-        let (epoch, owner) = (self.epoch, self.owner.clone());
+        let fence = Arc::clone(&self.fence);
         self.runtime().spawn(async move {
-            let result = upload(store, path, registration, bytes::Bytes::from(bytes), epoch, owner, fenced, counts).await;
+            let result = upload(store, path, bytes::Bytes::from(bytes), fence, fenced, counts).await;
             done.complete(result, batch.bytes);
         });
     }
