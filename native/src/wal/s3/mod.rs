@@ -40,15 +40,29 @@
 //!    own objects will start, the end of what it recovered. From then on any object of
 //!    an older epoch at or past that address is a straggler and is ignored by every
 //!    later recovery, however late it lands.
-//! 4. **Check after every upload.** The writer GETs the registration after each of its
+//! 4. **Check after every upload.** The writer reads the registration after each of its
 //!    PUTs returns and before reporting the bulk stored. If the epoch or owner moved,
 //!    the bulk fails with [`SyncError::Fenced`], and so (the machine being fail-stop)
-//!    does every later one. Nothing of this writer is acknowledged again.
+//!    does every later one. Nothing of this writer is acknowledged again. The read is
+//!    a HEAD: step 3's conditional PUT returned the registration's ETag, and while a
+//!    HEAD still shows that ETag the registration is the one step 3 wrote, naming this
+//!    writer (only claimers write it after step 3, and every claim writes another owner
+//!    id). Only when the ETag differs does the check GET the body and compare epoch and
+//!    owner (a claim, or a store that spells ETags differently on HEAD and PUT; a body
+//!    that still names the writer then lends its ETag to later checks).
+//!
+//! A HEAD carries no body, and that is most of a bulk's latency on s3s-fs: its GET
+//! response leaves as two writes (headers, then the body read from the file) on a
+//! socket without `TCP_NODELAY`, so the body waits for the client's delayed ACK, about
+//! 40 ms, while a HEAD or PUT answer is one write (`examples/s3_floor.rs` measures
+//! each: GET ~43 ms, HEAD ~0.2 ms, PUT ~2 ms there). A GET per bulk held every bulk
+//! to ~44 ms; a HEAD leaves one PUT round trip and a fraction.
 //!
 //! The argument, for a store whose reads see every completed write (S3 has been
-//! strongly consistent since 2020; R2, GCS and MinIO are too): a bulk is acknowledged
-//! only after its PUT returned *and then* a read of the registration still showed the
-//! writer's epoch. That read came before the new owner's claim was written, which came
+//! strongly consistent since 2020, HEAD included; R2, GCS and MinIO are too): a bulk is
+//! acknowledged only after its PUT returned *and then* a read of the registration still
+//! showed the writer's epoch and owner (its body, or the ETag of the writer's own
+//! session write). That read came before the new owner's claim was written, which came
 //! before the new owner's LIST; so the LIST shows the object, and the object lies below
 //! the new session's start. Acknowledgements being in order, every earlier bulk was
 //! checked the same way. Bulks that land after the claim are never acknowledged, and
