@@ -1,9 +1,11 @@
 //! The S3 WAL against a real s3s-fs on 127.0.0.1 (started by each test, see
 //! [`super::local_server`]): the contract (Append, Read, Trim, Reset), ordered
-//! acknowledgements around a slow PUT, a failed PUT, a takeover, and a server restart.
+//! acknowledgements around a slow PUT, a failed PUT, a takeover, a server restart, and
+//! the fence check's reads (one HEAD per upload; a GET when the HEAD cannot decide).
 //!
-//! Two tests wrap the real client in [`FaultyStore`], which delays or fails one chosen
-//! WAL upload and passes everything else through to the server.
+//! Three tests wrap the real client in [`FaultyStore`], which delays or fails one chosen
+//! WAL upload, or changes the ETag every HEAD shows, and passes everything else through
+//! to the server.
 
 use std::collections::HashSet;
 use std::fmt;
@@ -18,7 +20,7 @@ use futures::TryStreamExt;
 use object_store::aws::AmazonS3Builder;
 use object_store::path::Path;
 use object_store::{
-    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore, ObjectStoreExt,
+    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
     PutMultipartOptions, PutOptions, PutPayload, PutResult,
 };
 use walab_core::codec::tiny::TinyRecord;
@@ -294,6 +296,9 @@ struct FaultyStore {
 enum Fault {
     Delay(Duration),
     Fail,
+    /// Every HEAD answers with another ETag than the object's (a store that spells ETags
+    /// differently on HEAD and PUT); no upload is touched.
+    HeadETag,
 }
 
 impl fmt::Display for FaultyStore {
@@ -305,7 +310,7 @@ impl fmt::Display for FaultyStore {
 #[async_trait]
 impl ObjectStore for FaultyStore {
     async fn put_opts(&self, location: &Path, payload: PutPayload, opts: PutOptions) -> object_store::Result<PutResult> {
-        if location.as_ref().contains("/wal/") {
+        if location.as_ref().contains("/wal/") && !matches!(self.fault, Fault::HeadETag) {
             let n = self.wal_puts.fetch_add(1, Ordering::SeqCst) + 1;
             if n == self.nth {
                 match self.fault {
@@ -316,6 +321,7 @@ impl ObjectStore for FaultyStore {
                             source: "injected PUT failure".into(),
                         })
                     }
+                    Fault::HeadETag => {}
                 }
             }
         }
@@ -331,7 +337,12 @@ impl ObjectStore for FaultyStore {
     }
 
     async fn get_opts(&self, location: &Path, options: GetOptions) -> object_store::Result<GetResult> {
-        self.inner.get_opts(location, options).await
+        let head = options.head;
+        let mut result = self.inner.get_opts(location, options).await?;
+        if head && matches!(self.fault, Fault::HeadETag) {
+            result.meta.e_tag = Some(format!("\"head-{}\"", result.meta.e_tag.unwrap_or_default().trim_matches('"')));
+        }
+        Ok(result)
     }
 
     async fn get_ranges(&self, location: &Path, ranges: &[Range<u64>]) -> object_store::Result<Vec<bytes::Bytes>> {
@@ -520,4 +531,38 @@ fn dump_reads_without_fencing_the_live_writer() {
     drop(wal);
     let (_wal, recovered) = Wal::open(backend(&server, "0", 1 << 20), options()).unwrap();
     assert_eq!(keys_of(&recovered.records), vec!["before", "after"]);
+}
+
+#[test]
+fn every_upload_is_followed_by_one_fence_read_a_head_that_matches() {
+    let server = LocalS3::start();
+    let backend = backend(&server, "0", 1 << 20);
+    let counts = backend.request_counts();
+    let (wal, _) = Wal::open(backend, options()).unwrap();
+    let (acked, failed) = append_all(&wal, 8, 30, "h");
+    assert!(failed.is_empty(), "{failed:?}");
+    assert_eq!(acked.len(), 240);
+    drop(wal);
+    let puts = counts.wal_puts.load(Ordering::SeqCst);
+    assert!(puts > 0);
+    // One read per upload: the HEAD showed the session write's ETag, no GET was needed.
+    assert_eq!(counts.fence_reads.load(Ordering::SeqCst), puts);
+}
+
+#[test]
+fn a_head_with_another_etag_falls_back_to_reading_the_body_and_still_acknowledges() {
+    let server = LocalS3::start();
+    let backend = backend_on(faulty(&server, 0, Fault::HeadETag), "0", 1 << 20);
+    let counts = backend.request_counts();
+    let (wal, _) = Wal::open(backend, options()).unwrap();
+    let (acked, failed) = append_all(&wal, 4, 20, "e");
+    assert!(failed.is_empty(), "{failed:?}");
+    drop(wal);
+    let puts = counts.wal_puts.load(Ordering::SeqCst);
+    // Every check: a HEAD that could not decide, then a GET whose body named the writer.
+    assert_eq!(counts.fence_reads.load(Ordering::SeqCst), 2 * puts);
+    let (_wal, recovered) = Wal::open(backend_on(client(&server), "0", 1 << 20), options()).unwrap();
+    let keys: HashSet<String> = keys_of(&recovered.records).into_iter().collect();
+    assert!(acked.iter().all(|key| keys.contains(key)));
+    assert_eq!(acked.len(), 80);
 }
