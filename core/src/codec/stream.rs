@@ -78,19 +78,31 @@ impl StreamFrame {
 /// Frames a batch. Panics if the body exceeds [`FRAME_BODY_BYTES_MAX`] (callers close a
 /// batch well before, at `maxBytesInBatch`).
 pub fn encode_frame(frame: &StreamFrame) -> Vec<u8> {
-    let mut body = Vec::with_capacity(frame.body_len());
-    let count = u32::try_from(frame.records.len()).expect("record count fits in u32");
-    body.extend_from_slice(&count.to_le_bytes());
-    for record in &frame.records {
-        put_varint(&mut body, record.len() as u64);
-        body.extend_from_slice(record);
+    let records: Vec<&[u8]> = frame.records.iter().map(Vec::as_slice).collect();
+    encode_frame_slices(frame.frame_offset, &records)
+}
+
+/// [`encode_frame`] for records borrowed from elsewhere (a batch's buffer): the frame is
+/// the only copy made. Panics as [`encode_frame`] does.
+pub fn encode_frame_slices(frame_offset: u64, records: &[&[u8]]) -> Vec<u8> {
+    let count = u32::try_from(records.len()).expect("record count fits in u32");
+    let body_len = 4 + records
+        .iter()
+        .map(|record| super::varint::varint_len(record.len() as u64) + record.len())
+        .sum::<usize>();
+    assert!(body_len as u64 <= FRAME_BODY_BYTES_MAX, "frame body over {FRAME_BODY_BYTES_MAX} bytes");
+    let mut out = Vec::with_capacity(FRAME_HEADER_BYTES + body_len);
+    out.extend_from_slice(&frame_offset.to_le_bytes());
+    out.extend_from_slice(&(body_len as u32).to_le_bytes());
+    out.extend_from_slice(&[0; 4]); // the CRC, once the body is in place
+    out.extend_from_slice(&count.to_le_bytes());
+    for record in records {
+        put_varint(&mut out, record.len() as u64);
+        out.extend_from_slice(record);
     }
-    assert!(body.len() as u64 <= FRAME_BODY_BYTES_MAX, "frame body over {FRAME_BODY_BYTES_MAX} bytes");
-    let mut out = Vec::with_capacity(FRAME_HEADER_BYTES + body.len());
-    out.extend_from_slice(&frame.frame_offset.to_le_bytes());
-    out.extend_from_slice(&(body.len() as u32).to_le_bytes());
-    out.extend_from_slice(&crc32(&body).to_le_bytes());
-    out.extend_from_slice(&body);
+    debug_assert_eq!(out.len(), FRAME_HEADER_BYTES + body_len);
+    let crc = crc32(&out[FRAME_HEADER_BYTES..]);
+    out[12..16].copy_from_slice(&crc.to_le_bytes());
     out
 }
 

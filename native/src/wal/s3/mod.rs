@@ -131,7 +131,7 @@ use futures::{StreamExt, TryStreamExt};
 use object_store::aws::AmazonS3Builder;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};
-use walab_core::codec::stream::{encode_frame, scan_stream, StreamFrame};
+use walab_core::codec::stream::{encode_frame_slices, scan_stream};
 use walab_core::codec::tiny::{self, TinyRecord};
 use walab_core::group_commit::{Batch, Config, Policy, SyncError};
 use walab_core::scan::{scan_tiny, StopReason};
@@ -228,15 +228,15 @@ fn store_error(subject: &str, error: &object_store::Error) -> String {
 }
 
 /// Splits a batch's concatenated tiny-store records (each `7 + length` bytes).
-fn split_records(bytes: &[u8]) -> Vec<Vec<u8>> {
+fn split_records(bytes: &[u8]) -> Vec<&[u8]> {
     let mut records = Vec::new();
     let mut rest = bytes;
     // Bounded by the batch: every record takes at least its header.
     while rest.len() >= tiny::HEADER_BYTES {
         let length = usize::from(u16::from_le_bytes([rest[4], rest[5]]));
-        let total = (tiny::HEADER_BYTES + length).min(rest.len());
-        records.push(rest[..total].to_vec());
-        rest = &rest[total..];
+        let (record, after) = rest.split_at((tiny::HEADER_BYTES + length).min(rest.len()));
+        records.push(record);
+        rest = after;
     }
     assert!(rest.is_empty(), "a batch holds whole records");
     records
@@ -751,8 +751,7 @@ impl Backend for S3Backend {
     }
 
     fn persist(&mut self, batch: Batch, done: Completion) {
-        let frame = StreamFrame { frame_offset: self.next_offset, records: split_records(&batch.bytes) };
-        let bytes = encode_frame(&frame);
+        let bytes = encode_frame_slices(self.next_offset, &split_records(&batch.bytes));
         let object = WalObject { epoch: self.epoch, start: self.next_offset, end: self.next_offset + bytes.len() as u64 };
         self.next_offset = object.end;
         let path = Self::path(&object.key(&self.location.node_prefix));
