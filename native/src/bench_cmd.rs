@@ -1,7 +1,8 @@
 //! `walab bench`: group commit measured on a real disk, beside the model's prediction.
 //!
 //! For each writer count, closed-loop writers (each appends, waits for its
-//! acknowledgement, appends again) run for `--seconds` against the WAL, and the command
+//! acknowledgement, appends again; tokio tasks by default, `--writer-kind threads` for
+//! one OS thread each) run for `--seconds` against the WAL, and the command
 //! reports acknowledged writes a second, syncs (persists) a second, the mean batch, and
 //! the append latency p50 and p99 as each writer saw it.
 //!
@@ -64,10 +65,9 @@ pub struct Args {
     /// Write the driver's trace of each run as JSON.
     #[arg(long)]
     trace: Option<PathBuf>,
-    /// Writers as OS threads or as tokio tasks (default: threads for a file, tasks for
-    /// S3 and Postgres).
-    #[arg(long, value_enum)]
-    writer_kind: Option<WriterKind>,
+    /// Writers as tokio tasks (the default) or as OS threads, one per writer.
+    #[arg(long, value_enum, default_value = "tasks")]
+    writer_kind: WriterKind,
 }
 
 /// A log-linear latency histogram in nanoseconds.
@@ -199,25 +199,12 @@ pub fn rss_kib() -> Option<u64> {
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum WriterKind {
-    /// One OS thread per writer, blocked in each append (what RocksDB's `sync = true`
-    /// comparison runs: one thread per writer).
+    /// One OS thread per writer, blocked in each append.
     Threads,
-    /// One tokio task per writer on a small runtime: how an application with a thousand
-    /// concurrent requests appends to a log on S3 or in Postgres.
+    /// One tokio task per writer on a two-thread runtime: how a server with a thousand
+    /// concurrent requests appends, and what a small machine can run a thousand of
+    /// (a thousand threads measure the scheduler more than the log).
     Tasks,
-}
-
-impl WriterKind {
-    /// Threads for a file (the local comparisons are thread-per-writer), tasks for
-    /// remote storage (the 1,024-appender runs; a thousand threads on a small machine
-    /// measure the scheduler, not the log).
-    pub fn default_for(wal: &WalArgs) -> WriterKind {
-        if wal.wal.starts_with("file:") {
-            WriterKind::Threads
-        } else {
-            WriterKind::Tasks
-        }
-    }
 }
 
 /// Worker threads of the runtime that runs the writer tasks.
@@ -291,7 +278,7 @@ fn run_one(args: &Args, writers: usize, run_id: &str) -> Result<(RunJson, Option
     let started = Instant::now();
     let shared = WriterShared { stop: Arc::clone(&stop), newest_acked: Arc::clone(&newest_acked), failure: Arc::clone(&failure) };
     let loops = (0..writers).map(|w| WriterLoop::new(format!("{run_id}-{writers}w-{w}-"), value.clone(), shared.clone()));
-    let writer_kind = args.writer_kind.unwrap_or_else(|| WriterKind::default_for(&args.wal));
+    let writer_kind = args.writer_kind;
     let handles = match writer_kind {
         WriterKind::Threads => Handles::Threads(
             loops

@@ -40,7 +40,7 @@ use crate::wal::fault_fs::{CutMode, FaultFs};
 use crate::wal::file::{FileBackend, SegmentFormat};
 use crate::wal::io_thread::OnThread;
 use crate::wal::url::WalArgs;
-use crate::wal::{Wal, WalError, WalOptions};
+use crate::wal::{Backend, Wal, WalError, WalOptions};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -166,11 +166,12 @@ pub fn power_loss(params: PowerLossParams) -> Result<CrashReport, String> {
         if round == params.cuts {
             break;
         }
-        // A fresh WAL on the recovered disk, with the policy under test, its file I/O on
-        // an I/O thread as in production.
+        // A fresh WAL on the recovered disk, with the policy under test, syncing inline
+        // (the default) or on an I/O thread (`--io-thread`), a coin decides.
         let file =
             Box::new(FileBackend::with_format(Arc::new(fs.clone()), dir.clone(), params.segment_bytes, true, params.format));
-        let backend = Box::new(OnThread::new(file).map_err(|e| e.to_string())?);
+        let backend: Box<dyn Backend> =
+            if rng.coin() { Box::new(OnThread::new(file).map_err(|e| e.to_string())?) } else { file };
         let (wal, _) = Wal::open(backend, options).map_err(|e| format!("round {round}: reopen failed: {e}"))?;
         let mode = if rng.coin() { CutMode::Tear } else { CutMode::DropUnsynced };
         fs.schedule_cut(1 + rng.below(64), mode, rng.next_u64());
@@ -323,6 +324,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             endpoint: args.endpoint.clone(),
             inflight_max: 4,
             per_write: false,
+            io_thread: false,
         };
         wal_args.backend(true).map_err(CliError::usage)?;
         ("kills", kill_test(&args, &wal_args)?)

@@ -31,7 +31,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use walab_core::rng::Rng;
 
@@ -84,6 +85,31 @@ struct State {
 #[derive(Clone, Debug)]
 pub struct FaultFs {
     state: Arc<Mutex<State>>,
+    gate: Arc<SyncGate>,
+}
+
+/// Holds syncs back until a test lets them through, so a test can look at what the WAL
+/// does *while* a sync runs. Open (no effect) unless closed.
+#[derive(Debug, Default)]
+struct SyncGate {
+    /// `None`: open. `Some(n)`: closed, with `n` syncs allowed through.
+    permits: Mutex<Option<u64>>,
+    changed: Condvar,
+    waiting: AtomicUsize,
+}
+
+impl SyncGate {
+    fn pass(&self) {
+        let mut permits = self.permits.lock().unwrap_or_else(|p| p.into_inner());
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+        while *permits == Some(0) {
+            permits = self.changed.wait(permits).unwrap_or_else(|p| p.into_inner());
+        }
+        if let Some(n) = permits.as_mut() {
+            *n -= 1;
+        }
+        self.waiting.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 fn power_off_error() -> io::Error {
@@ -174,7 +200,33 @@ impl FaultFs {
                 scheduled_cut: None,
                 cuts: 0,
             })),
+            gate: Arc::default(),
         }
+    }
+
+    /// Holds every later sync at a gate until [`FaultFs::allow_syncs`] lets it through.
+    pub fn close_sync_gate(&self) {
+        *self.gate.permits.lock().unwrap_or_else(|p| p.into_inner()) = Some(0);
+        self.gate.changed.notify_all();
+    }
+
+    /// Lets `n` more syncs through a closed gate.
+    pub fn allow_syncs(&self, n: u64) {
+        if let Some(permits) = self.gate.permits.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+            *permits += n;
+        }
+        self.gate.changed.notify_all();
+    }
+
+    /// Opens the gate for good.
+    pub fn open_sync_gate(&self) {
+        *self.gate.permits.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        self.gate.changed.notify_all();
+    }
+
+    /// How many syncs are held at the gate now.
+    pub fn syncs_at_gate(&self) -> usize {
+        self.gate.waiting.load(Ordering::SeqCst)
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -250,6 +302,7 @@ impl FaultFs {
 
 struct FaultFile {
     state: Arc<Mutex<State>>,
+    gate: Arc<SyncGate>,
     inode: u64,
 }
 
@@ -286,6 +339,7 @@ impl WalFile for FaultFile {
     }
 
     fn sync_data(&mut self) -> io::Result<()> {
+        self.gate.pass();
         let mut state = self.lock();
         state.mutating_call()?;
         state.syncs += 1;
@@ -354,7 +408,7 @@ impl WalFs for FaultFs {
         state.next_inode += 1;
         state.inodes.insert(id, Inode::default());
         state.names.insert(path.to_path_buf(), id);
-        Ok(Box::new(FaultFile { state: Arc::clone(&self.state), inode: id }))
+        Ok(Box::new(FaultFile { state: Arc::clone(&self.state), gate: Arc::clone(&self.gate), inode: id }))
     }
 
     fn open_write(&self, path: &Path) -> io::Result<Box<dyn WalFile>> {
@@ -363,7 +417,7 @@ impl WalFs for FaultFs {
             return Err(power_off_error());
         }
         let id = state.inode_of(path)?;
-        Ok(Box::new(FaultFile { state: Arc::clone(&self.state), inode: id }))
+        Ok(Box::new(FaultFile { state: Arc::clone(&self.state), gate: Arc::clone(&self.gate), inode: id }))
     }
 
     fn read_from_device(&self, path: &Path) -> io::Result<Vec<u8>> {

@@ -504,6 +504,10 @@ impl Backend for FileBackend {
         self.segment_bytes_max
     }
 
+    fn blocks_in_persist(&self) -> bool {
+        true
+    }
+
     fn persist(&mut self, batch: Batch, done: Completion) {
         let result = self.persist_now(&batch).map_err(|error| sync_error_of(&error));
         if result.is_err() {

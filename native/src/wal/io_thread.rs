@@ -1,4 +1,5 @@
-//! A backend on its own I/O thread, so the driver never blocks in a sync.
+//! A backend on its own I/O thread, so the driver never blocks in a sync (`--io-thread`;
+//! by default the file backend syncs inline on the driver thread).
 //!
 //! The file backend's calls block: `pwrite` and `fdatasync` return when the device has
 //! answered. Run on the driver thread, that would serialize two things group commit

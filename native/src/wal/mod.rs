@@ -29,13 +29,16 @@
 //! and a [`Completion`], and calls [`Completion::complete`] when the storage has said
 //! the bytes are durable (or that it failed). When it calls it does not matter:
 //!
-//! - the file backend's calls block (`pwrite` + `fdatasync`), so it runs on an I/O
-//!   thread of its own ([`io_thread::OnThread`]) and completes from there; the driver
+//! - the file backend's calls block (`pwrite` + `fdatasync`) and complete before
+//!   `persist` returns ([`Backend::blocks_in_persist`]). The driver then answers the
+//!   finished batch's writers *before* it syncs the next batch inline, and the appends
+//!   that arrive during a sync queue in the channel and form the next batch. Between an
+//!   append and its OK a lone writer crosses two thread hops (to the driver and back),
+//!   and an idle driver polls its channel for a few microseconds before it sleeps, so
+//!   the second of those usually costs no wake-up. With `--io-thread` the file backend
+//!   runs on an I/O thread of its own instead ([`io_thread::OnThread`]), and the driver
 //!   issues each persist *before* it delivers the previous batch's acknowledgements, so
-//!   waking those writers overlaps the next sync. With `inflight_max = 1` there is one
-//!   sync at a time, and appends that arrive during it queue up in the driver's channel
-//!   and form the next batch. (A backend may also complete inline, before `persist`
-//!   returns; it then only loses that overlap.)
+//!   waking thread writers overlaps the next sync (two more hops per batch).
 //! - an S3 or Postgres backend owns a small tokio runtime, spawns the PUT or INSERT on
 //!   it and completes from the task when the request returns, so several batches can be
 //!   in flight (`inflight_max = 4`) while the driver keeps feeding the machine. The
@@ -43,7 +46,10 @@
 //!   completions arrive in.
 //!
 //! So the driver is runtime-agnostic (a plain thread and a channel) and async backends
-//! bring their own runtime; writers block on a per-writer reply channel. `load`, `dump`,
+//! bring their own runtime. A [`Writer`] (a thread) blocks on a reply channel of its own;
+//! an [`AsyncWriter`] (a task) awaits a oneshot, so acknowledging a batch only queues
+//! its tasks on their runtime, with no system call per writer: that is what lets a
+//! thousand appenders share two cores. `load`, `dump`,
 //! `bench` and `crash-test` use only [`Wal`] and [`Writer`], so a new backend gets all
 //! four commands by implementing [`Backend`] and adding its URL scheme to [`url`].
 //!
@@ -238,6 +244,12 @@ pub trait Backend: Send + 'static {
     /// finer than whole segments (the Postgres WAL's trim offset) uses it, the others
     /// ignore it.
     fn confirmed(&mut self, _seq: u64) {}
+    /// Whether `persist` blocks until the storage has answered (and completes before it
+    /// returns). The driver then delivers earlier answers before it persists; a
+    /// backend that only starts the persist returns false (the default).
+    fn blocks_in_persist(&self) -> bool {
+        false
+    }
 }
 
 /// How a WAL is opened.
@@ -425,6 +437,10 @@ impl AsyncWriter {
     }
 }
 
+/// How long an idle driver polls for the next append before it sleeps (see
+/// `Driver::spin_for_event`).
+const IDLE_SPIN: Duration = Duration::from_micros(50);
+
 /// How often a waiting writer checks that the driver is still there.
 const DRIVER_CHECK_INTERVAL: Duration = Duration::from_millis(100);
 
@@ -475,6 +491,7 @@ impl Wal {
                 TraceRecorder::new("native-file", policy, recovered.next_seq, recovered_segment_bytes_max, events_max)
             }),
             shutting_down: false,
+            spin: std::thread::available_parallelism().is_ok_and(|n| n.get() > 1),
         };
         let handle = std::thread::Builder::new()
             .name("wal-driver".to_string())
@@ -583,6 +600,8 @@ struct Driver {
     stats: Arc<Mutex<WalStats>>,
     trace: Option<TraceRecorder>,
     shutting_down: bool,
+    /// Whether an idle driver may poll before sleeping (more than one core).
+    spin: bool,
     /// Set when this driver goes away; see [`Writer::append`].
     driver_gone: Arc<AtomicBool>,
 }
@@ -603,20 +622,13 @@ impl Driver {
     fn run(mut self) -> DriverResult {
         loop {
             // Wait for the next input, or for the machine's deadline.
-            let first = match self.machine.poll_timeout() {
-                Some(deadline) => {
-                    let now = self.now();
-                    let wait = Duration::from_nanos(deadline.0.saturating_sub(now.0));
-                    match self.events_rx.recv_timeout(wait) {
-                        Ok(event) => Some(event),
-                        Err(RecvTimeoutError::Timeout) => None,
-                        Err(RecvTimeoutError::Disconnected) => break,
-                    }
-                }
-                None => match self.events_rx.recv() {
-                    Ok(event) => Some(event),
-                    Err(_) => break,
-                },
+            let first = match self.spin_for_event() {
+                Some(event) => event,
+                None => self.wait_for_event(),
+            };
+            let first = match first {
+                Ok(event) => event,
+                Err(()) => break,
             };
             if let Some(event) = first {
                 self.handle(event);
@@ -640,6 +652,43 @@ impl Driver {
             reply.send((Err(WalError::Closed), buffer));
         }
         DriverResult { trace: self.trace.take().map(TraceRecorder::finish) }
+    }
+
+    /// When the log is idle (every append answered, nothing in flight) the writers just
+    /// told OK are about to append again: polling the channel for a few microseconds
+    /// catches that append without the driver falling asleep and being woken, which
+    /// on a small machine costs as much again as the hop itself. Never while writers
+    /// wait (they need the cores more), and never on a single core.
+    fn spin_for_event(&mut self) -> Option<Result<Option<Event>, ()>> {
+        if !self.spin || !self.waiting.is_empty() || self.machine.running() != 0 || self.shutting_down {
+            return None;
+        }
+        let started = Instant::now();
+        while started.elapsed() < IDLE_SPIN {
+            match self.events_rx.try_recv() {
+                Ok(event) => return Some(Ok(Some(event))),
+                Err(mpsc::TryRecvError::Disconnected) => return Some(Err(())),
+                Err(mpsc::TryRecvError::Empty) => std::hint::spin_loop(),
+            }
+        }
+        None
+    }
+
+    /// Blocks for the next input, or until the machine's deadline (`Ok(None)`).
+    /// `Err` once every sender is gone.
+    fn wait_for_event(&mut self) -> Result<Option<Event>, ()> {
+        match self.machine.poll_timeout() {
+            Some(deadline) => {
+                let now = self.now();
+                let wait = Duration::from_nanos(deadline.0.saturating_sub(now.0));
+                match self.events_rx.recv_timeout(wait) {
+                    Ok(event) => Ok(Some(event)),
+                    Err(RecvTimeoutError::Timeout) => Ok(None),
+                    Err(RecvTimeoutError::Disconnected) => Err(()),
+                }
+            }
+            None => self.events_rx.recv().map(Some).map_err(|_| ()),
+        }
     }
 
     fn handle(&mut self, event: Event) {
@@ -724,19 +773,25 @@ impl Driver {
         }
     }
 
-    /// Performs the machine's actions. Persists are issued first and acknowledgements
-    /// delivered after, so that with a backend on its own I/O thread the next sync runs
-    /// while the previous batch's writers are being woken. Acks and fails keep their
-    /// order among themselves, which is all the machine's ordering promise needs.
+    /// Performs the machine's actions. With a backend that returns from `persist` at
+    /// once (an I/O thread, a runtime), persists are issued first and acknowledgements
+    /// delivered after, so the next sync runs while the previous batch's writers are
+    /// being woken. With one that blocks in `persist` (the inline file backend), the
+    /// answers go first: otherwise a batch's writers would wait out the next sync too.
+    /// Acks and fails keep their order among themselves, which is all the machine's
+    /// ordering promise needs.
     fn perform_actions(&mut self) {
-        let mut answers: Vec<Action> = Vec::new();
+        let (mut first, mut second): (Vec<Action>, Vec<Action>) = (Vec::new(), Vec::new());
+        let answers_first = self.backend.blocks_in_persist();
         while let Some(action) = self.machine.poll_action() {
-            match action {
-                Action::Ack(_) | Action::Fail { .. } => answers.push(action),
-                other => self.perform(other),
+            let answer = matches!(action, Action::Ack(_) | Action::Fail { .. });
+            if answer == answers_first {
+                first.push(action);
+            } else {
+                second.push(action);
             }
         }
-        for action in answers {
+        for action in first.into_iter().chain(second) {
             self.perform(action);
         }
     }

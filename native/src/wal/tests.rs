@@ -347,3 +347,107 @@ fn writers_learn_the_log_is_closed_when_the_driver_dies() {
     let mut late = wal.writer();
     assert_eq!(late.append(b"late", b"v"), Err(WalError::Closed));
 }
+
+/// A two-thread runtime like the bench's, for the async writers' tests.
+fn task_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+}
+
+#[test]
+fn async_writers_get_every_seq_once_and_their_records_survive_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let (wal, _) = Wal::open(real_backend(dir.path(), SMALL_SEGMENT_BYTES), WalOptions::default()).unwrap();
+    let runtime = task_runtime();
+    let tasks: Vec<_> = (0..64)
+        .map(|w| {
+            let mut writer = wal.async_writer();
+            runtime.spawn(async move {
+                let mut seqs = Vec::new();
+                for n in 0..10 {
+                    seqs.push(writer.append(format!("t{w}-{n}").as_bytes(), &[b'v'; 30]).await.unwrap());
+                }
+                seqs
+            })
+        })
+        .collect();
+    let mut seqs: Vec<u64> = tasks.into_iter().flat_map(|t| runtime.block_on(t).unwrap()).collect();
+    seqs.sort_unstable();
+    assert_eq!(seqs, (1..=640).collect::<Vec<u64>>());
+    let stats = wal.stats();
+    assert!(stats.persists_ok < 640, "64 concurrent tasks share syncs: {} syncs for 640 records", stats.persists_ok);
+    drop(wal);
+    let (_, recovered) = Wal::open(real_backend(dir.path(), SMALL_SEGMENT_BYTES), WalOptions::default()).unwrap();
+    assert_eq!(recovered.records.len(), 640);
+    let mut keys = keys_of(&recovered.records);
+    keys.sort();
+    let mut expected: Vec<String> = (0..64).flat_map(|w| (0..10).map(move |n| format!("t{w}-{n}"))).collect();
+    expected.sort();
+    assert_eq!(keys, expected);
+}
+
+#[test]
+fn an_async_writer_sees_a_failed_sync_and_the_log_stays_stopped() {
+    let fs = FaultFs::new(512);
+    let (wal, _) = Wal::open(fault_backend(&fs, 1 << 16), WalOptions::default()).unwrap();
+    let runtime = task_runtime();
+    let mut writer = wal.async_writer();
+    runtime.block_on(async {
+        assert_eq!(writer.append(b"durable", b"1").await, Ok(1));
+        fs.fail_sync_of(&first_segment(), 1).unwrap();
+        assert_eq!(writer.append(b"unknown", b"2").await, Err(WalError::Failed(SyncError::Io)));
+        assert_eq!(writer.append(b"refused", b"3").await, Err(WalError::Failed(SyncError::Io)));
+    });
+    drop(wal);
+    let (_, recovered) = Wal::open(fault_backend(&fs, 1 << 16), WalOptions::default()).unwrap();
+    assert_eq!(keys_of(&recovered.records), vec!["durable"]);
+}
+
+#[test]
+fn async_writers_learn_the_log_is_closed_when_the_driver_dies() {
+    let (wal, _) = Wal::open(Box::new(PanickingBackend), WalOptions::default()).unwrap();
+    let runtime = task_runtime();
+    let tasks: Vec<_> = (0..4)
+        .map(|w| {
+            let mut writer = wal.async_writer();
+            runtime.spawn(async move { writer.append(format!("t{w}").as_bytes(), b"v").await })
+        })
+        .collect();
+    for task in tasks {
+        assert_eq!(runtime.block_on(task).unwrap(), Err(WalError::Closed));
+    }
+    let mut late = wal.async_writer();
+    assert_eq!(runtime.block_on(late.append(b"late", b"v")), Err(WalError::Closed));
+}
+
+#[test]
+fn the_inline_file_backend_answers_a_batch_before_it_syncs_the_next() {
+    // Appends that arrive while a sync runs form the next batch. The inline backend
+    // blocks the driver in each sync, so the driver must tell the finished batch OK
+    // *before* it starts the next sync, or those writers would wait out two syncs. The
+    // gate holds the second sync: the first writer's OK must arrive while it is held.
+    let fs = FaultFs::new(512);
+    let (wal, _) = Wal::open(fault_backend(&fs, 1 << 16), WalOptions::default()).unwrap();
+    let (mut first, mut second) = (wal.writer(), wal.writer());
+    fs.close_sync_gate();
+    let (first_done, first_outcome) = std::sync::mpsc::channel();
+    std::thread::spawn(move || first_done.send(first.append(b"first", b"1")));
+    wait_until(|| fs.syncs_at_gate() == 1);
+    let second_thread = std::thread::spawn(move || second.append(b"second", b"2"));
+    // Give the second append time to reach the driver's channel while sync 1 is held
+    // (were it later, it would form its batch after the first OK in any order).
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    fs.allow_syncs(1);
+    let outcome = first_outcome.recv_timeout(std::time::Duration::from_secs(20));
+    fs.open_sync_gate();
+    assert_eq!(outcome, Ok(Ok(1)), "the first batch's OK waited for the second batch's sync");
+    assert_eq!(second_thread.join().unwrap(), Ok(2));
+}
+
+/// Polls `condition` until it holds (a test helper for states another thread reaches).
+fn wait_until(condition: impl Fn() -> bool) {
+    let started = std::time::Instant::now();
+    while !condition() {
+        assert!(started.elapsed() < std::time::Duration::from_secs(20), "the condition never came true");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
