@@ -164,6 +164,9 @@ struct RunJson {
     latency_ms: LatencyMs,
     model_batch: f64,
     segments_removed: u64,
+    /// Mean time from a persist's completion to the start of the next one when records
+    /// were already waiting for it: the driver's cost between back-to-back syncs.
+    handoff_us_mean: f64,
     /// Resident set size one second into the run and at its end: flat memory means
     /// these two stay close however long the run.
     rss_kib_after_1s: Option<u64>,
@@ -374,6 +377,10 @@ fn run_one(args: &Args, writers: usize, run_id: &str) -> Result<(RunJson, Option
             latency_ms: LatencyMs { p50: histogram.quantile(500) as f64 / 1e6, p99: histogram.quantile(990) as f64 / 1e6 },
             model_batch: acked_per_s * persist_mean_s,
             segments_removed: after.segments_removed - before.segments_removed,
+            handoff_us_mean: {
+                let handoffs = after.handoffs - before.handoffs;
+                if handoffs == 0 { 0.0 } else { (after.handoff_ns_total - before.handoff_ns_total) as f64 / handoffs as f64 / 1e3 }
+            },
             rss_kib_after_1s,
             rss_kib_at_end,
         },

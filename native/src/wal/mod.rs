@@ -35,7 +35,9 @@
 //!   that arrive during a sync queue in the channel and form the next batch. Between an
 //!   append and its OK a lone writer crosses two thread hops (to the driver and back),
 //!   and an idle driver polls its channel for a few microseconds before it sleeps, so
-//!   the second of those usually costs no wake-up. With `--io-thread` the file backend
+//!   the second of those usually costs no wake-up. A batch of many writers is answered
+//!   by a thread of its own (`wal-answer`) while the driver already syncs the next one:
+//!   waking dozens of threads one by one would otherwise leave the disk idle. With `--io-thread` the file backend
 //!   runs on an I/O thread of its own instead ([`io_thread::OnThread`]), and the driver
 //!   issues each persist *before* it delivers the previous batch's acknowledgements, so
 //!   waking thread writers overlaps the next sync (two more hops per batch).
@@ -275,6 +277,11 @@ pub struct WalStats {
     pub failed: u64,
     /// Sum of persist durations, issue to completion, in nanoseconds.
     pub persist_ns_total: u64,
+    /// Hand-offs: a persist that started in the same round in which the previous one
+    /// completed (records were waiting for it), and the time between that completion
+    /// and this start, summed: the driver's own cost between two back-to-back syncs.
+    pub handoffs: u64,
+    pub handoff_ns_total: u64,
     /// Segments removed by trim.
     pub segments_removed: u64,
 }
@@ -437,6 +444,10 @@ impl AsyncWriter {
     }
 }
 
+/// The fewest answers the driver hands to its answering thread rather than sending
+/// them itself before a sync (see `Driver::deliver_answers`).
+const ANSWERER_BATCH_MIN: usize = 8;
+
 /// How long an idle driver polls for the next append before it sleeps (see
 /// `Driver::spin_for_event`).
 const IDLE_SPIN: Duration = Duration::from_micros(50);
@@ -492,6 +503,9 @@ impl Wal {
             }),
             shutting_down: false,
             spin: std::thread::available_parallelism().is_ok_and(|n| n.get() > 1),
+            last_completion: None,
+            outbox: Vec::new(),
+            answerer: None,
         };
         let handle = std::thread::Builder::new()
             .name("wal-driver".to_string())
@@ -560,6 +574,10 @@ impl Wal {
 impl Drop for Driver {
     fn drop(&mut self) {
         self.driver_gone.store(true, Ordering::Release);
+        // Answers already decided (a panic mid-round) still go out as decided.
+        for (reply, answer) in self.outbox.drain(..) {
+            reply.send(answer);
+        }
         for (_, reply, buffer) in self.waiting.drain(..) {
             reply.send((Err(WalError::Closed), buffer));
         }
@@ -602,6 +620,12 @@ struct Driver {
     shutting_down: bool,
     /// Whether an idle driver may poll before sleeping (more than one core).
     spin: bool,
+    /// When a persist completed in the current round (see [`WalStats::handoffs`]).
+    last_completion: Option<Instant>,
+    /// Answers decided in this round, not yet sent.
+    outbox: Vec<(ReplyTo, Reply)>,
+    /// The thread that sends large batches' answers while the driver syncs.
+    answerer: Option<Sender<Vec<(ReplyTo, Reply)>>>,
     /// Set when this driver goes away; see [`Writer::append`].
     driver_gone: Arc<AtomicBool>,
 }
@@ -642,6 +666,7 @@ impl Driver {
                 self.machine.handle_timeout(now);
             }
             self.perform_actions();
+            self.last_completion = None;
             self.trim();
             if self.shutting_down && self.waiting.is_empty() && self.machine.running() == 0 {
                 break;
@@ -706,6 +731,7 @@ impl Driver {
                     }
                 }
                 self.record(|trace, at| trace.persist_end(at, batch, result));
+                self.last_completion = Some(Instant::now());
                 self.machine.recycle_buffer(buffer);
                 // An unknown batch would be a driver bug; the machine reports it as data.
                 let known = self.machine.handle_persisted(now, batch, result);
@@ -781,19 +807,73 @@ impl Driver {
     /// Acks and fails keep their order among themselves, which is all the machine's
     /// ordering promise needs.
     fn perform_actions(&mut self) {
-        let (mut first, mut second): (Vec<Action>, Vec<Action>) = (Vec::new(), Vec::new());
-        let answers_first = self.backend.blocks_in_persist();
+        let (mut answers, mut others): (Vec<Action>, Vec<Action>) = (Vec::new(), Vec::new());
         while let Some(action) = self.machine.poll_action() {
-            let answer = matches!(action, Action::Ack(_) | Action::Fail { .. });
-            if answer == answers_first {
-                first.push(action);
+            if matches!(action, Action::Ack(_) | Action::Fail { .. }) {
+                answers.push(action);
             } else {
-                second.push(action);
+                others.push(action);
             }
         }
-        for action in first.into_iter().chain(second) {
-            self.perform(action);
+        if self.backend.blocks_in_persist() {
+            let sync_follows = others.iter().any(|action| matches!(action, Action::Persist(_)));
+            for action in answers {
+                self.perform(action);
+            }
+            self.deliver_answers(sync_follows);
+            for action in others {
+                self.perform(action);
+            }
+        } else {
+            for action in others.into_iter().chain(answers) {
+                self.perform(action);
+            }
+            self.deliver_answers(false);
         }
+    }
+
+    /// Sends the answers the machine decided. When the driver is about to block in a
+    /// sync, a large batch's answers go to the answering thread instead, so that waking
+    /// its writers (a wake-up each, which under load can cost microseconds apiece and
+    /// get the driver preempted) overlaps the sync instead of delaying it. A few answers
+    /// are sent at once: the extra hop would cost a lone writer more than it saves.
+    fn deliver_answers(&mut self, sync_follows: bool) {
+        if self.outbox.is_empty() {
+            return;
+        }
+        if sync_follows && self.outbox.len() >= ANSWERER_BATCH_MIN {
+            let answers = std::mem::take(&mut self.outbox);
+            match self.answerer() {
+                Some(answerer) => match answerer.send(answers) {
+                    Ok(()) => return,
+                    Err(mpsc::SendError(answers)) => self.outbox = answers,
+                },
+                None => self.outbox = answers,
+            }
+        }
+        for (reply, answer) in self.outbox.drain(..) {
+            reply.send(answer);
+        }
+    }
+
+    /// The answering thread, started the first time it is needed (`None` if it cannot be).
+    fn answerer(&mut self) -> Option<&Sender<Vec<(ReplyTo, Reply)>>> {
+        if self.answerer.is_none() {
+            let (sender, inbox) = mpsc::channel::<Vec<(ReplyTo, Reply)>>();
+            // It ends once the driver (the only sender) is gone and the inbox is empty,
+            // so every answer handed to it is delivered.
+            let spawned = std::thread::Builder::new().name("wal-answer".to_string()).spawn(move || {
+                for answers in inbox {
+                    for (reply, answer) in answers {
+                        reply.send(answer);
+                    }
+                }
+            });
+            if spawned.is_ok() {
+                self.answerer = Some(sender);
+            }
+        }
+        self.answerer.as_ref()
     }
 
     fn perform(&mut self, action: Action) {
@@ -805,7 +885,13 @@ impl Driver {
                     if let Some(last) = batch.tickets.last() {
                         self.segment_last_seq.insert(batch.segment, Some(last.0));
                     }
-                    self.persist_started.insert(batch.id, Instant::now());
+                    let started = Instant::now();
+                    if let Some(completed) = self.last_completion.take() {
+                        let mut stats = self.stats.lock().unwrap_or_else(|p| p.into_inner());
+                        stats.handoffs += 1;
+                        stats.handoff_ns_total += (started - completed).as_nanos() as u64;
+                    }
+                    self.persist_started.insert(batch.id, started);
                     let done = Completion { batch: batch.id, events: self.events_tx.clone() };
                     self.backend.persist(batch, done);
                 }
@@ -830,7 +916,7 @@ impl Driver {
                         let (ticket, reply, buffer) =
                             self.waiting.pop_front().expect("an acknowledged ticket has a waiter");
                         assert!(tickets.contains(ticket), "acknowledgements arrive in ticket order");
-                        reply.send((Ok(ticket.0), buffer));
+                        self.outbox.push((reply, (Ok(ticket.0), buffer)));
                     }
                 }
                 Action::Fail { tickets, error } => {
@@ -844,7 +930,7 @@ impl Driver {
                     assert_eq!(failed.len() as u64, tickets.count, "every failed ticket has a waiter");
                     for (ticket, reply, buffer) in failed {
                         assert!(tickets.contains(ticket), "failures cover the waiters from their first ticket on");
-                        reply.send((Err(WalError::Failed(error)), buffer));
+                        self.outbox.push((reply, (Err(WalError::Failed(error)), buffer)));
                     }
                 }
             }
