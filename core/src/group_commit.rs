@@ -61,7 +61,9 @@
 //! - [`Policy::PerWrite`]: each record is its own batch. The ceiling is 1 / L writes a
 //!   second, and beyond it the queue grows without limit.
 //! - [`Policy::Group`]: the page's `GROUP_COMMIT_WRITE`, leader and followers. A batch
-//!   is formed whenever a persist slot is free, from everything queued. **Tie rule:** a
+//!   is formed whenever a persist slot is free, from everything queued (with
+//!   [`Config::pipeline_min_records`], a batch that would run beside others waits
+//!   until it holds that many records). **Tie rule:** a
 //!   record that arrives at the very instant a persist completes is *not* covered by it
 //!   (its bytes were not written when that persist began) and joins the batch the next
 //!   leader forms at that same instant. Because batches are formed when the driver
@@ -210,6 +212,14 @@ pub struct Config {
     pub unflushed_bytes_max: usize,
     /// Appends waiting for their acknowledgement; one more is refused.
     pub waiters_max: usize,
+    /// [`Policy::Group`] with a batch already persisting: the next one starts only once
+    /// it holds this many records (or is closed full). With none persisting a batch
+    /// starts at once, whatever it holds. 0 (the default): start whenever a slot is
+    /// free. An object store charges per request, so its WAL pipelines only bulks worth
+    /// a request of their own: at low concurrency it then keeps one upload in flight
+    /// and lets the next bulk gather, at high concurrency it fills every slot.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub pipeline_min_records: u64,
 }
 
 impl Config {
@@ -221,6 +231,7 @@ impl Config {
             batch_bytes_max: 1 << 20,
             unflushed_bytes_max: 128 << 20,
             waiters_max: 1 << 20,
+            pipeline_min_records: 0,
         }
     }
 
@@ -716,7 +727,15 @@ impl GroupCommit {
         }
         let gathering = match self.closed.pop_front() {
             Some(batch) => batch,
-            None if self.config.policy == Policy::Group => self.open.take()?,
+            None if self.config.policy == Policy::Group => {
+                let open = self.open.as_ref()?;
+                if self.running > 0 && open.tickets.count < self.config.pipeline_min_records {
+                    // Not worth a persist of its own yet: it gathers while the running
+                    // ones finish, and goes when it is big enough or none is left.
+                    return None;
+                }
+                self.open.take()?
+            }
             None => return None,
         };
         Some(Action::Persist(self.submit(gathering)))
@@ -1113,6 +1132,33 @@ mod tests {
         driver.append(at(500), 2, 10);
         driver.drain();
         assert_eq!(driver.machine.poll_timeout(), Some(at(550)), "the next append arms it again");
+    }
+
+    #[test]
+    fn with_pipeline_min_records_a_batch_runs_beside_others_only_once_it_is_big_enough() {
+        let mut driver = FakeDriver::new(Config { pipeline_min_records: 3, ..Config::remote(Policy::Group) });
+        driver.append(at(0), 1, 10);
+        driver.drain();
+        assert_eq!(driver.batches(), [vec![1]], "nothing running: a batch of one starts at once");
+        for tenths in 1..3 {
+            driver.append(at(tenths), 1, 10);
+            driver.drain();
+        }
+        assert_eq!(driver.batches().len(), 1, "two records are not worth a second persist");
+        driver.append(at(3), 1, 10);
+        driver.drain();
+        assert_eq!(driver.batches(), [vec![1], vec![2, 3, 4]], "the third makes it worth one");
+        driver.append(at(4), 1, 10);
+        driver.drain();
+        driver.complete(at(10), 1, Ok(()));
+        driver.drain();
+        assert_eq!(driver.batches().len(), 2, "one still running: the lone record keeps gathering");
+        driver.complete(at(11), 2, Ok(()));
+        driver.drain();
+        assert_eq!(driver.batches()[2], vec![5], "none running: it starts whatever it holds");
+        driver.complete(at(12), 3, Ok(()));
+        driver.drain();
+        assert_eq!(driver.acked, [1, 2, 3, 4, 5]);
     }
 
     #[test]

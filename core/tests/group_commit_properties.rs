@@ -43,9 +43,11 @@ proptest! {
         policy in policy(),
         inflight_max in 1usize..5,
         batch_bytes_max in 100usize..1000,
+        pipeline_min_records in 0u64..6,
         steps in prop::collection::vec(step(), 1..200),
     ) {
-        let config = Config { policy, inflight_max, batch_bytes_max, unflushed_bytes_max: 2000, waiters_max: 50 };
+        let config =
+            Config { policy, inflight_max, batch_bytes_max, unflushed_bytes_max: 2000, waiters_max: 50, pipeline_min_records };
         let mut machine = GroupCommit::new(config).unwrap();
         let mut now = Nanos::ZERO;
         let mut segment = 1u64;
