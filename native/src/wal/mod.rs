@@ -165,6 +165,19 @@ pub fn limit_malloc_arenas() {
     }
 }
 
+/// Lets the calling thread's timed waits end when asked. Linux stretches a thread's
+/// timeouts by up to its timer slack, 50 us by default, to coalesce wake-ups; the driver's
+/// only timeout is the machine's batch window, and a 200 us window then closed about 280 us
+/// after its first record (measured on the Postgres WAL with `--trace`), 230 us with one
+/// microsecond of slack. No-op elsewhere.
+fn precise_timers() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: PR_SET_TIMERSLACK only sets this thread's timer slack.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0 as libc::c_ulong, 0 as libc::c_ulong, 0 as libc::c_ulong);
+    }
+}
+
 /// Hands memory freed after recovery (the segment images, the scan) back to the
 /// operating system, so a long run's resident set is the running WAL's, not the
 /// recovery's. No-op on other C libraries.
@@ -644,6 +657,7 @@ impl Driver {
     }
 
     fn run(mut self) -> DriverResult {
+        precise_timers();
         loop {
             // Wait for the next input, or for the machine's deadline.
             let first = match self.spin_for_event() {
