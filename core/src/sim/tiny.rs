@@ -30,7 +30,9 @@
 //!   synced in every mode.
 //! - **Power cuts.** A run can stop at a power cut: everything that happened strictly
 //!   before the instant counts. What is on the media then depends on which units of the
-//!   running syncs landed; [`TinyRun::post_crash_states`] lists every legal combination
+//!   running syncs landed (units of [`TinySetup::unit_bytes`]: 32 bytes tear a record
+//!   mid-payload; a 512-byte unit covers a whole segment, so a sync lands whole or not
+//!   at all); [`TinyRun::post_crash_states`] lists every legal combination
 //!   and [`recover`] reads each one back the way the store's recovery would: the
 //!   manifest, the files it lists, then the remaining log segments through
 //!   [`crate::scan::scan_tiny`].
@@ -52,7 +54,8 @@ use crate::time::Nanos;
 use crate::tiny_store::{self, FIRST_FILE_NUMBER, FIRST_MANIFEST_EDIT, MEMTABLE_WRITES, UNIT_BYTES, WRITES};
 use crate::trace::{Event, FileKind, Trace, TraceScanStop, TraceWrite};
 
-/// Size of a log segment as created: four 32-byte units, zero-filled.
+/// Size of a log segment as created: four 32-byte units, zero-filled (one partial unit
+/// with 512-byte or larger units).
 pub const SEGMENT_BYTES: usize = 128;
 /// Size of the manifest as created, zero-filled.
 pub const MANIFEST_BYTES: usize = 128;
@@ -98,10 +101,15 @@ pub struct TinySetup {
     pub flush_sync_fault: Option<u64>,
     /// The power fails at this instant; the run stops there.
     pub power_cut: Option<Nanos>,
+    /// The device's atomic unit: what a power cut during a sync can tear apart (each
+    /// unit lands whole or not at all). [`UNIT_BYTES`] (32) in every figure; 512 or
+    /// 4096 for real drives, where one unit covers a whole segment of the tiny store.
+    pub unit_bytes: usize,
 }
 
 impl TinySetup {
-    /// The tiny store's settings: every sync takes 1.0 ms, no readers, no faults.
+    /// The tiny store's settings: every sync takes 1.0 ms, 32-byte units, no readers, no
+    /// faults.
     pub fn new(policy: Policy) -> TinySetup {
         TinySetup {
             policy,
@@ -112,7 +120,13 @@ impl TinySetup {
             log_sync_fault: None,
             flush_sync_fault: None,
             power_cut: None,
+            unit_bytes: UNIT_BYTES,
         }
+    }
+
+    pub fn with_unit_bytes(mut self, unit_bytes: usize) -> TinySetup {
+        self.unit_bytes = unit_bytes;
+        self
     }
 
     pub fn with_power_cut(mut self, at: Nanos) -> TinySetup {
@@ -126,6 +140,8 @@ impl TinySetup {
 pub enum TinySetupError {
     Config(crate::group_commit::ConfigError),
     LatencyZero,
+    UnitZero,
+    UnitTooLarge,
 }
 
 impl core::fmt::Display for TinySetupError {
@@ -133,6 +149,8 @@ impl core::fmt::Display for TinySetupError {
         match self {
             TinySetupError::Config(error) => error.fmt(f),
             TinySetupError::LatencyZero => f.write_str("the sync latency must be longer than zero"),
+            TinySetupError::UnitZero => f.write_str("the atomic unit must be at least one byte"),
+            TinySetupError::UnitTooLarge => f.write_str("the atomic unit must fit in 32 bits"),
         }
     }
 }
@@ -446,9 +464,13 @@ pub fn run(setup: &TinySetup) -> Result<TinyRun, TinySetupError> {
     if [setup.log_sync_latency, setup.flush_sync_latency, setup.manifest_sync_latency].contains(&Nanos::ZERO) {
         return Err(TinySetupError::LatencyZero);
     }
+    if setup.unit_bytes == 0 {
+        return Err(TinySetupError::UnitZero);
+    }
+    let unit_bytes = u32::try_from(setup.unit_bytes).map_err(|_| TinySetupError::UnitTooLarge)?;
     let machine = GroupCommit::new(Config::file(setup.policy)).map_err(TinySetupError::Config)?;
-    let mut device = Device::new(UNIT_BYTES);
-    let mut trace = Trace::new("tiny-store", super::commit::policy_name(&setup.policy), UNIT_BYTES as u32);
+    let mut device = Device::new(setup.unit_bytes);
+    let mut trace = Trace::new("tiny-store", super::commit::policy_name(&setup.policy), unit_bytes);
     let segments: Vec<FileId> = (1..=SEGMENTS)
         .map(|segment| {
             let name = format!("wal-{segment}");
