@@ -135,6 +135,9 @@ pub struct PowerCutArgs {
     /// Seed choosing which in-flight units reached the media.
     #[arg(long, value_name = "S", default_value_t = 0)]
     seed: u64,
+    /// The device's atomic unit in bytes: what a cut can tear (the page's `unit=`).
+    #[arg(long, value_name = "BYTES", default_value_t = walab_core::tiny_store::UNIT_BYTES)]
+    unit_bytes: usize,
     /// Branch E1: this log batch's sync returns EIO (11 = B11).
     #[arg(long, value_name = "BATCH")]
     log_sync_fails: Option<u64>,
@@ -568,6 +571,7 @@ fn run_power_cut(args: PowerCutArgs) -> Result<ExitCode, CliError> {
             .into_iter()
             .collect(),
         power_cut: Some(at),
+        unit_bytes: args.unit_bytes,
         ..TinySetup::new(policy)
     };
     let mut run = tiny::run(&setup).map_err(|error| CliError::usage(format!("sim power-cut: {error}")))?;

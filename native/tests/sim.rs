@@ -95,6 +95,24 @@ fn sim_power_cut_all_states_lists_the_8_states_of_branch_p() {
 }
 
 #[test]
+fn sim_power_cut_with_512_byte_units_lists_2_states_and_tears_nothing() {
+    let run = json(&walab(&["sim", "power-cut", "--at-ms", "13.5", "--unit-bytes", "512", "--all-states", "--json"]));
+    let states = run["states"].as_array().unwrap();
+    assert_eq!(states.len(), 2, "B14's sync covers wal-6's one unit");
+    let mut stops: Vec<u64> = states
+        .iter()
+        .map(|state| {
+            assert_eq!(state["scan_stop"]["reason"], "zero");
+            state["scan_stop"]["offset"].as_u64().unwrap()
+        })
+        .collect();
+    stops.sort_unstable();
+    assert_eq!(stops, [55, 109], "all of B14 or none of it");
+    let refused = walab(&["sim", "power-cut", "--at-ms", "13.5", "--unit-bytes", "0"]);
+    assert!(!refused.status.success());
+}
+
+#[test]
 fn sim_power_cut_branch_e1_wrong_path_loses_three() {
     let run = json(&walab(&[
         "sim", "power-cut", "--at-ms", "12.5", "--log-sync-fails", "11", "--on-sync-error", "retry", "--json",

@@ -194,6 +194,8 @@ pub fn Player(props: &PlayerProps) -> Html {
         html! { <option value={index.to_string()} selected={index == state.speed_index}>{ format!("{speed} ms/s") }</option> }
     });
     let mark_name = props.mark_name.clone();
+    // Which of the run's marks the playhead has passed: "step 3 of 52" (0 before the first).
+    let passed = state.current_mark().map_or(0, |index| index + 1);
     let play_label = if state.playing { "⏸ pause" } else { "▶ play" };
     html! {
         <div class="player" role="group" aria-label="timeline player">
@@ -206,6 +208,7 @@ pub fn Player(props: &PlayerProps) -> Html {
                 min="0" max={(state.end.0 / 1_000).to_string()} step="10"
                 value={(state.now.0 / 1_000).to_string()} oninput={on_scrub} />
             <span class="now" data-now-ns={state.now.0.to_string()}>{ format!("t = {} ms", format_fixed_millis(state.now)) }</span>
+            <span class="mark-count" data-mark={passed.to_string()} title="the steps (events) the playhead has passed">{ format!("step {passed} of {}", state.marks.len()) }</span>
             <label class="speed">{ "speed " }<select onchange={on_speed}>{ for speeds }</select></label>
         </div>
     }

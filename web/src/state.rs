@@ -247,6 +247,21 @@ mod tests {
     }
 
     #[test]
+    fn choosing_the_unit_reruns_the_cut_and_goes_into_the_link() {
+        let state = LabState::from_query("?part=7&cut=13.5");
+        let state = reduce(state, LabAction::SetUnitBytes(512));
+        assert_eq!(state.params.cut, Some(Nanos(13_500_000)), "the cut is kept");
+        let query = crate::url_state::to_query(&state.params);
+        assert_eq!(query, "?part=7&unit=512&cut=13.5");
+        let crate::benches::Bench::Tiny(bench) = &*state.bench.0 else { panic!("Part 7 runs the tiny store") };
+        assert_eq!(bench.cut.as_ref().unwrap().as_ref().unwrap().run.device.unit_bytes(), 512);
+        // The shared link opens the same view.
+        let opened = LabState::from_query(&query);
+        assert_eq!(opened.params, state.params);
+        assert!(opened.url_problems.is_empty());
+    }
+
+    #[test]
     fn url_problems_are_kept_until_dismissed() {
         let state = LabState::from_query("?part=x");
         assert_eq!(state.url_problems.len(), 1);

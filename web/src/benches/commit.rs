@@ -261,7 +261,7 @@ mod tests {
         assert_eq!((batch_11.first_write, batch_11.writes), (18, 3));
         // Every write is acknowledged when its batch's sync ends.
         for write in &tiny.spans.writes {
-            let batch = tiny.spans.batches.iter().find(|batch| batch.contains(write.id)).unwrap();
+            let batch = tiny.spans.batches.iter().find(|batch| (batch.first_write..batch.first_write + batch.writes).contains(&write.id)).unwrap();
             assert_eq!(write.ack, batch.end);
         }
     }

@@ -49,7 +49,6 @@ pub struct ModeAtCut {
 #[derive(Debug)]
 pub struct TinyBench {
     pub part: u8,
-    pub policy: Policy,
     pub full: Result<(TinyRun, TraceSpans), String>,
     pub cut: Option<Result<CutOutcome, String>>,
     /// Part 6: every mode at the same cut.
@@ -64,6 +63,8 @@ pub fn setup_for(params: &LabParams, policy: Policy) -> TinySetup {
     // The sync-latency knob slows (or speeds) the log's syncs; the tiny store's own
     // figures are for its 1.0 ms.
     setup.log_sync_latency = params.sync_latency;
+    // The atomic unit decides what a cut tears (32 bytes in the tiny store's figures).
+    setup.unit_bytes = params.unit_bytes as usize;
     match params.fault {
         Fault::None => {}
         Fault::LogSync => {
@@ -83,8 +84,7 @@ pub fn setup_for(params: &LabParams, policy: Policy) -> TinySetup {
 
 impl TinyBench {
     pub fn build(params: &LabParams) -> TinyBench {
-        let policy = params.policy;
-        let setup = setup_for(params, policy);
+        let setup = setup_for(params, params.policy);
         let full = tiny::run(&setup).map_err(|error| error.to_string()).map(|run| {
             let spans = TraceSpans::from_trace(&run.trace);
             (run, spans)
@@ -103,7 +103,7 @@ impl TinyBench {
             (Some(Ok(outcome)), 3) => Some(outcome.run.recover_through_page_cache().recovered),
             _ => None,
         };
-        TinyBench { part: params.part, policy, full, cut, modes, through_page_cache }
+        TinyBench { part: params.part, full, cut, modes, through_page_cache }
     }
 
     pub fn timeline(&self) -> Timeline {
@@ -263,6 +263,19 @@ mod tests {
         assert_eq!(bench.checks_done(outcome.at), 0);
         let segments = &outcome.crash.recovery.segments;
         assert!(outcome.crash.recovery.scan.checks.iter().all(|check| !describe_check(check, segments).is_empty()));
+    }
+
+    #[test]
+    fn unit_512_in_the_url_reaches_the_device_and_stops_the_tear() {
+        let torn = |query: &str| {
+            let bench = TinyBench::build(&parse_query(query).0);
+            let outcome = bench.cut.unwrap().unwrap();
+            let states = outcome.all_states.unwrap();
+            (outcome.run.device.unit_bytes(), states.iter().any(|state| state.recovery.stop.reason == walab_core::scan::StopReason::Checksum))
+        };
+        assert_eq!(torn("part=7&cut=13.5"), (32, true));
+        assert_eq!(torn("part=7&cut=13.5&unit=512"), (512, false));
+        assert_eq!(torn("part=7&cut=13.5&unit=4096"), (4096, false));
     }
 
     #[test]

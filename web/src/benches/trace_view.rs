@@ -28,12 +28,6 @@ pub struct BatchSpan {
     pub ok: bool,
 }
 
-impl BatchSpan {
-    pub fn contains(&self, write: u64) -> bool {
-        write >= self.first_write && write < self.first_write + self.writes
-    }
-}
-
 /// What a write is doing at an instant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Phase {

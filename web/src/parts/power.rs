@@ -7,6 +7,7 @@ use std::rc::Rc;
 use walab_core::scan::ScanCheck;
 use walab_core::time::Nanos;
 use walab_core::tiny_store::{self, UNIT_BYTES};
+use walab_core::sim::tiny::SEGMENT_BYTES;
 use yew::prelude::*;
 
 use super::commit::TraceLanes;
@@ -17,7 +18,7 @@ use crate::benches::tiny::{cli_policy, describe_check, CutOutcome, TinyBench};
 use crate::benches::Bench;
 use crate::player::{format_fixed_millis, Player};
 use crate::state::LabAction;
-use crate::url_state::{format_millis, Fault, Handling};
+use crate::url_state::{format_millis, Fault, Handling, UNIT_BYTES_ALLOWED};
 
 fn ids(list: &[u64]) -> String {
     list.iter().map(u64::to_string).collect::<Vec<_>>().join(",")
@@ -45,10 +46,12 @@ fn id_ranges(list: &[u64]) -> String {
 struct CutControlsProps {
     cut: Option<Nanos>,
     seed: u64,
+    unit_bytes: u32,
     on_action: Callback<LabAction>,
 }
 
-/// The power button: at the playhead, at a typed millisecond, or cleared.
+/// The power button: at the playhead, at a typed millisecond, or cleared; the seed and
+/// the device's atomic unit decide what the cut tears.
 #[component]
 fn CutControls(props: &CutControlsProps) -> Html {
     let on_now = props.on_action.reform(|_: MouseEvent| LabAction::CutAtPlayhead);
@@ -71,6 +74,10 @@ fn CutControls(props: &CutControlsProps) -> Html {
             }
         })
     };
+    let on_unit = props.on_action.reform(|event: Event| {
+        let select: web_sys::HtmlSelectElement = event.target_unchecked_into();
+        LabAction::SetUnitBytes(select.value().parse::<u32>().ok().filter(|unit| UNIT_BYTES_ALLOWED.contains(unit)).unwrap_or(UNIT_BYTES as u32))
+    });
     html! {
         <div class="cut-controls">
             <button class="power-button" onclick={on_now}>{ "pull the power at the playhead (p)" }</button>
@@ -78,6 +85,12 @@ fn CutControls(props: &CutControlsProps) -> Html {
                 value={props.cut.map(format_millis).unwrap_or_default()} placeholder="13.5" onchange={on_typed} />{ " ms" }</label>
             <label title="chooses which units of the running syncs reached the media">{ "seed " }
                 <input class="seed" type="number" min="0" value={props.seed.to_string()} onchange={on_seed} /></label>
+            <label title="the device's atomic unit: each unit reaches the media whole or not at all">{ "atomic unit " }
+                <select class="unit" onchange={on_unit}>
+                    { for UNIT_BYTES_ALLOWED.iter().map(|unit| html! {
+                        <option value={unit.to_string()} selected={*unit == props.unit_bytes}>{ unit_label(*unit) }</option>
+                    }) }
+                </select></label>
             if props.cut.is_some() { <button class="restore" onclick={on_clear}>{ "restore power" }</button> }
         </div>
     }
@@ -88,6 +101,17 @@ struct ReportProps {
     bench: crate::benches::BenchRef,
     policy_cli: AttrValue,
     seed: u64,
+    unit_bytes: u32,
+}
+
+/// "32 bytes (the tiny store)", "512 bytes (a sector)", "4096 bytes (a 4 KiB page)".
+fn unit_label(unit: u32) -> String {
+    match unit {
+        32 => "32 bytes (the tiny store)".into(),
+        512 => "512 bytes (a sector)".into(),
+        4096 => "4096 bytes (4 KiB)".into(),
+        other => format!("{other} bytes"),
+    }
 }
 
 /// What was acknowledged, what survived: first a prediction, then the run's answer.
@@ -103,8 +127,9 @@ fn PowerCutReport(props: &ReportProps) -> Html {
     };
     let crash = &outcome.crash;
     let stop = &crash.recovery.stop;
+    let unit_flag = if props.unit_bytes as usize == UNIT_BYTES { String::new() } else { format!(" --unit-bytes {}", props.unit_bytes) };
     let cli = format!(
-        "walab sim power-cut --at-ms {} --policy {} --seed {} --json",
+        "walab sim power-cut --at-ms {} --policy {} --seed {}{unit_flag} --json",
         format_millis(outcome.at),
         props.policy_cli,
         props.seed
@@ -178,9 +203,9 @@ impl TinyBench {
 fn power_section(props: &ChapterProps) -> Html {
     html! {
         <>
-        <CutControls cut={props.params.cut} seed={props.params.seed} on_action={props.on_action.clone()} />
-        <PowerCutReport key={format!("{:?}-{}-{:?}", props.params.cut, props.params.seed, props.params.policy)}
-            bench={props.bench.clone()} policy_cli={cli_policy(props.params.policy)} seed={props.params.seed} />
+        <CutControls cut={props.params.cut} seed={props.params.seed} unit_bytes={props.params.unit_bytes} on_action={props.on_action.clone()} />
+        <PowerCutReport key={format!("{:?}-{}-{:?}-{}", props.params.cut, props.params.seed, props.params.policy, props.params.unit_bytes)}
+            bench={props.bench.clone()} policy_cli={cli_policy(props.params.policy)} seed={props.params.seed} unit_bytes={props.params.unit_bytes} />
         </>
     }
 }
@@ -292,18 +317,28 @@ pub fn TornChapter(props: &ChapterProps) -> Html {
             </>
         }
     });
+    let unit_bytes = props.params.unit_bytes as usize;
+    let unit_text = if unit_bytes < SEGMENT_BYTES {
+        format!("Cut the power while B14's sync is running (it runs from 13.0 to 14.0 ms) and change the seed to choose \
+            which of its {unit_bytes}-byte units reached the media. In one outcome record 23 is whole and record 24 has its \
+            header and a few payload bytes before zeros: its checksum fails and the scan stops there. In another the sync \
+            completed just before the power went, and writes 23 and 24 survive although nobody was told OK: a timeout is \
+            an unknown outcome.")
+    } else {
+        format!("With {unit_bytes}-byte units one unit covers all of wal-6's {SEGMENT_BYTES} bytes, so a cut during B14's \
+            sync (13.0 to 14.0 ms) keeps all of it or none of it: writes 23 and 24 both survive or are both gone, and no \
+            record is torn in half. The tiny store's records are a few dozen bytes, so only a unit smaller than a record's span \
+            can tear one; on a real drive the same happens to a record that crosses a 512-byte or 4 KiB boundary. Choose \
+            32 bytes to see the tear.")
+    };
     html! {
         <>
         <div class="prose">
             <p>{ "A device persists data in atomic units (sectors): each unit is written whole or not at all, but a write \
                   of several units is not atomic. If the power fails during a sync, some units hold the new bytes and some \
                   the old, in any combination: a torn write. The tiny store uses 32-byte units so the effect shows in a few \
-                  bytes; real devices use 512 bytes or 4 KiB." }</p>
-            <p>{ "Cut the power while B14's sync is running (it runs from 13.0 to 14.0 ms) and change the seed to choose \
-                  which of its units reached the media. In one outcome record 23 is whole and record 24 has its header and \
-                  a few payload bytes before zeros: its checksum fails and the scan stops there. In another the sync \
-                  completed just before the power went, and writes 23 and 24 survive although nobody was told OK: a \
-                  timeout is an unknown outcome." }</p>
+                  bytes; real devices use 512 bytes or 4 KiB (choose the unit next to the power button)." }</p>
+            <p class="unit-text" data-unit-bytes={unit_bytes.to_string()}>{ unit_text }</p>
         </div>
         <Player state={props.player.clone()} on_action={on_player} mark_name="event or check" />
         { lanes(bench, props) }
@@ -319,6 +354,8 @@ pub fn TornChapter(props: &ChapterProps) -> Html {
 struct UnitsData {
     bytes: Option<Vec<u8>>,
     kept_units: Vec<u32>,
+    /// The run's atomic unit.
+    unit_bytes: usize,
 }
 
 impl UnitsData {
@@ -326,6 +363,7 @@ impl UnitsData {
         UnitsData {
             bytes: outcome.segment_bytes("wal-6").map(<[u8]>::to_vec),
             kept_units: outcome.crash.kept_units.iter().filter(|(file, _)| file == "wal-6").map(|(_, unit)| *unit).collect(),
+            unit_bytes: outcome.run.device.unit_bytes(),
         }
     }
 }
@@ -340,20 +378,32 @@ fn UnitsView(props: &UnitsProps) -> Html {
     let Some(bytes) = &props.outcome.bytes else {
         return html! { <p class="note">{ "wal-6 did not exist at the cut." }</p> };
     };
-    let units = bytes.chunks(UNIT_BYTES).enumerate().map(|(unit, chunk)| {
+    let unit_bytes = props.outcome.unit_bytes.max(1);
+    let units = bytes.chunks(unit_bytes).enumerate().map(|(unit, chunk)| {
         let hex: Vec<String> = chunk.iter().map(|byte| format!("{byte:02x}")).collect();
         let zero = chunk.iter().all(|byte| *byte == 0);
         let landed = props.outcome.kept_units.contains(&(unit as u32));
         html! {
             <tr class={classes!("unit", zero.then_some("zero"), landed.then_some("landed"))} data-unit={unit.to_string()}>
                 <td class="num">{ format!("unit {unit}") }</td>
-                <td class="num">{ format!("{}-{}", unit * UNIT_BYTES, unit * UNIT_BYTES + UNIT_BYTES - 1) }</td>
+                <td class="num">{ unit_range(unit, unit_bytes, chunk.len()) }</td>
                 <td class="hex"><code>{ hex.join(" ") }</code></td>
                 <td>{ if landed { "reached the media during the cut sync" } else if zero { "zeros" } else { "on the media" } }</td>
             </tr>
         }
     });
-    html! { <table class="units">{ for units }</table> }
+    html! { <table class="units" data-unit-bytes={unit_bytes.to_string()}>{ for units }</table> }
+}
+
+/// A unit's byte range, and how much of it the file holds when the file ends inside it:
+/// "0-31", or "0-127 (of a 512-byte unit)".
+fn unit_range(unit: usize, unit_bytes: usize, held: usize) -> String {
+    let start = unit * unit_bytes;
+    if held < unit_bytes {
+        format!("{start}-{} (of a {unit_bytes}-byte unit)", start + held - 1)
+    } else {
+        format!("{start}-{}", start + unit_bytes - 1)
+    }
 }
 
 #[component]

@@ -32,11 +32,12 @@ fn journey(props: &ChapterProps) -> Html {
         };
         html! { <div class="stage-column" data-stage={format!("{stage:?}")}><h4>{ title }</h4>{ for chips }</div> }
     });
+    let unit_bytes = run.trace.unit_bytes as usize;
     let units = state.files.first().map(|file| {
         let ranges = record_ranges(*JOURNEY_WRITES.start(), *JOURNEY_WRITES.end());
         let cells = file.units.iter().enumerate().map(|(unit, unit_state)| {
-            let start = unit * walab_core::tiny_store::UNIT_BYTES;
-            let end = start + walab_core::tiny_store::UNIT_BYTES;
+            let start = unit * unit_bytes;
+            let end = start + unit_bytes;
             let holds: Vec<String> = ranges
                 .iter()
                 .filter(|(id, from, to)| *from < end && *to > start && write_stage(&state, *id).is_some_and(|stage| stage != Stage::AppBuffer))
@@ -61,6 +62,7 @@ fn journey(props: &ChapterProps) -> Html {
         html! { <div class="unit-row">{ for cells }</div> }
     });
     let on_player = props.on_action.reform(LabAction::Player);
+    let units_title = format!("wal-1's {unit_bytes}-byte units");
     html! {
         <>
         <h3>{ "Trace: the first writes" }</h3>
@@ -68,7 +70,7 @@ fn journey(props: &ChapterProps) -> Html {
         <Player state={props.player.clone()} on_action={on_player} />
         <p class="note">{ format!("t = {} ms: {} syncs finished, {} writes acknowledged", format_fixed_millis(props.player.now), state.syncs_done, state.acked) }</p>
         <div class="journey">{ for columns }</div>
-        <h4>{ "wal-1's 32-byte units" }</h4>
+        <h4>{ units_title }</h4>
         { units.unwrap_or_default() }
         </>
     }
