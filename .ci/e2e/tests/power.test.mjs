@@ -78,6 +78,40 @@ test('Part 7: a cut during B14 shows wal-6 unit by unit', async () => {
   await page.close();
 });
 
+test('Part 7: the atomic-unit control reruns the cut with 512-byte units, into the link and back', async () => {
+  const page = await lab.newPage('?part=7&cut=13.5&seed=0');
+  const view = async (p) => ({
+    unitBytes: await p.getAttribute('table.units', 'data-unit-bytes'),
+    units: await p.$$eval('table.units tr.unit', (rows) => rows.length),
+    stops: await p.$$eval('table.states tbody tr td:last-child', (cells) => cells.map((cell) => cell.textContent.split(' ')[0])),
+  });
+  const small = await view(page);
+  assert.equal(await page.inputValue('select.unit'), '32');
+  assert.equal(small.unitBytes, '32');
+  assert.equal(small.units, 4);
+  assert.equal(small.stops.length, 8);
+  assert.ok(small.stops.includes('checksum'), 'with 32-byte units some outcome tears a record');
+
+  await page.selectOption('select.unit', '512');
+  await page.waitForFunction(() => new URL(location.href).searchParams.get('unit') === '512');
+  await page.waitForSelector('table.units[data-unit-bytes="512"]');
+  const large = await view(page);
+  assert.deepEqual(large, { unitBytes: '512', units: 1, stops: ['zero', 'zero'] });
+  assert.equal(new URL(page.url()).searchParams.get('cut'), '13.5', 'the cut is kept');
+  const shown = await revealedReport(page);
+  assert.deepEqual(shown, cliReport(['--at-ms', '13.5', '--seed', '0', '--unit-bytes', '512']));
+  assert.match(await page.textContent('.power.report code.cli'), /--unit-bytes 512/);
+  await screenshot(page, 'part-07-unit-512');
+
+  // The shared link opens the same view.
+  const shared = await lab.newPage(new URL(page.url()).search);
+  assert.equal(await shared.inputValue('select.unit'), '512');
+  assert.deepEqual(await view(shared), large);
+  assert.deepEqual(await revealedReport(shared), shown);
+  await shared.close();
+  await page.close();
+});
+
 test('Part 3 E1 on the wrong path reports what the CLI reports', async () => {
   const page = await lab.newPage('?part=3&fault=e1&handling=wrong&cut=11.5&seed=0');
   const shown = await revealedReport(page);
