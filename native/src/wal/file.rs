@@ -59,7 +59,7 @@ use walab_core::group_commit::{Batch, SyncError};
 use walab_core::codec::leveldb::{scan_log, LogFormat, LogSegment};
 use walab_core::scan::{scan_tiny, ScanStop, StopReason};
 
-use super::fs::{create_zero_filled, WalFile, WalFs};
+use super::fs::{create_zero_filled, create_zero_filled_paced, WalFile, WalFs};
 use super::leveldb_segment;
 use super::{sync_error_of, Backend, Completion, Recovered, WalError};
 
@@ -229,7 +229,7 @@ impl FileBackend {
         let len = self.file_bytes();
         let spawned = std::thread::Builder::new()
             .name("wal-zero-fill".to_string())
-            .spawn(move || create_zero_filled(fs.as_ref(), &path, len));
+            .spawn(move || create_zero_filled_paced(fs.as_ref(), &path, len));
         // If no thread can be started, the switch zero-fills inline instead.
         if let Ok(handle) = spawned {
             self.spare = Some((segment, Spare::Preparing(handle)));

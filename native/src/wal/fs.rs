@@ -74,6 +74,18 @@ pub const ZERO_FILL_CHUNK_BYTES: usize = 1 << 20;
 /// unwritten extents: later overwrites then change no file-system metadata), syncs
 /// it, then syncs the directory so the name survives a power loss.
 pub fn create_zero_filled(fs: &dyn WalFs, path: &Path, len: u64) -> io::Result<Box<dyn WalFile>> {
+    zero_fill(fs, path, len, false)
+}
+
+/// [`create_zero_filled`] for a spare prepared beside a running log: it syncs after
+/// every chunk, so the device never holds more than one chunk of zeros ahead of the
+/// log's own syncs. One sync at the end would let 16 MiB of dirty pages reach the
+/// device at once, and every log sync issued meanwhile would wait behind them.
+pub fn create_zero_filled_paced(fs: &dyn WalFs, path: &Path, len: u64) -> io::Result<Box<dyn WalFile>> {
+    zero_fill(fs, path, len, true)
+}
+
+fn zero_fill(fs: &dyn WalFs, path: &Path, len: u64, sync_every_chunk: bool) -> io::Result<Box<dyn WalFile>> {
     let mut file = fs.create_new(path)?;
     let zeros = vec![0u8; ZERO_FILL_CHUNK_BYTES];
     let mut offset = 0u64;
@@ -81,6 +93,9 @@ pub fn create_zero_filled(fs: &dyn WalFs, path: &Path, len: u64) -> io::Result<B
         let chunk = (len - offset).min(zeros.len() as u64) as usize;
         file.write_at(offset, &zeros[..chunk])?;
         offset += chunk as u64;
+        if sync_every_chunk && offset < len {
+            file.sync_data()?;
+        }
     }
     file.sync_data()?;
     fs.sync_dir(parent_of(path))?;
