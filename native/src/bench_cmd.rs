@@ -27,7 +27,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -68,6 +68,12 @@ pub struct Args {
     /// Writers as tokio tasks (the default) or as OS threads, one per writer.
     #[arg(long, value_enum, default_value = "tasks")]
     writer_kind: WriterKind,
+    /// For file://: alternate turns of this many milliseconds between the WAL and raw
+    /// 4 KiB overwrite + fdatasync calls on a preallocated file in the same directory,
+    /// and report both with their ratios. A shared disk's speed drifts from second to
+    /// second; measured in turns, both see the same disk.
+    #[arg(long)]
+    against_raw_ms: Option<u64>,
 }
 
 /// A log-linear latency histogram in nanoseconds.
@@ -167,6 +173,9 @@ struct RunJson {
     /// Mean time from a persist's completion to the start of the next one when records
     /// were already waiting for it: the driver's cost between back-to-back syncs.
     handoff_us_mean: f64,
+    /// With `--against-raw-ms`: the raw syncs measured in the turns between the WAL's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    raw: Option<RawJson>,
     /// Resident set size one second into the run and at its end: flat memory means
     /// these two stay close however long the run.
     rss_kib_after_1s: Option<u64>,
@@ -198,6 +207,116 @@ pub fn rss_kib() -> Option<u64> {
     proc_status_kib("VmRSS:")
 }
 
+/// How often a paused writer looks again.
+const PAUSE_CHECK: Duration = Duration::from_micros(200);
+
+/// The raw side of `--against-raw-ms`, and the ratios issue 5 states its targets in.
+#[derive(Serialize)]
+struct RawJson {
+    turn_ms: u64,
+    ops_per_s: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+    /// The WAL's append p50 over the raw sync p50 (issue 5: within 1.1 for one writer).
+    wal_p50_over_raw_p50: f64,
+    /// The WAL's syncs/s over the raw syncs/s (issue 5: at least 0.9 with 64 writers).
+    wal_syncs_over_raw_syncs: f64,
+}
+
+/// The WAL's counters summed over its turns.
+#[derive(Default)]
+struct WalTurns {
+    seconds: f64,
+    acked: u64,
+    persists: u64,
+    persist_ns: u64,
+}
+
+impl WalTurns {
+    fn add(&mut self, took: Duration, before: &crate::wal::WalStats, after: &crate::wal::WalStats) {
+        self.seconds += took.as_secs_f64();
+        self.acked += after.acked - before.acked;
+        self.persists += after.persists_ok - before.persists_ok;
+        self.persist_ns += after.persist_ns_total - before.persist_ns_total;
+    }
+}
+
+/// Raw syncs in turns: 4 KiB overwrites of a preallocated 16 MiB file, each followed by
+/// fdatasync, as `walab fsync-test`'s overwrite-fdatasync method does.
+struct RawTurns {
+    path: PathBuf,
+    file: std::fs::File,
+    block: Vec<u8>,
+    offset: u64,
+    turn: Duration,
+    histogram: Histogram,
+    ops: u64,
+    seconds: f64,
+}
+
+const RAW_FILE_BYTES: u64 = 16 << 20;
+const RAW_BLOCK_BYTES: usize = 4096;
+
+impl RawTurns {
+    fn new(dir: &std::path::Path, turn: Duration) -> Result<RawTurns, CliError> {
+        use std::os::unix::fs::FileExt;
+        let fail = |what: &str, e: std::io::Error| CliError::failed(format!("bench --against-raw-ms: {}: {what}: {e}", dir.display()));
+        std::fs::create_dir_all(dir).map_err(|e| fail("cannot create the directory", e))?;
+        let path = dir.join(format!(".walab-raw-{}", std::process::id()));
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .map_err(|e| fail("cannot create the raw test file", e))?;
+        let zeros = vec![0u8; 1 << 20];
+        for chunk in 0..RAW_FILE_BYTES / zeros.len() as u64 {
+            file.write_all_at(&zeros, chunk * zeros.len() as u64).map_err(|e| fail("cannot preallocate", e))?;
+        }
+        file.sync_all().map_err(|e| fail("cannot sync the raw test file", e))?;
+        Ok(RawTurns {
+            path,
+            file,
+            block: vec![0x5a; RAW_BLOCK_BYTES],
+            offset: 0,
+            turn,
+            histogram: Histogram::new(),
+            ops: 0,
+            seconds: 0.0,
+        })
+    }
+
+    fn run_turn(&mut self) -> std::io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        let started = Instant::now();
+        while started.elapsed() < self.turn {
+            let begin = Instant::now();
+            self.file.write_all_at(&self.block, self.offset)?;
+            self.file.sync_data()?;
+            self.histogram.record(begin.elapsed().as_nanos() as u64);
+            self.ops += 1;
+            self.offset = (self.offset + RAW_BLOCK_BYTES as u64) % RAW_FILE_BYTES;
+        }
+        self.seconds += started.elapsed().as_secs_f64();
+        Ok(())
+    }
+
+    fn finish(self, wal_p50_ms: f64, wal_syncs_per_s: f64) -> RawJson {
+        let _ = std::fs::remove_file(&self.path);
+        let ops_per_s = if self.seconds > 0.0 { self.ops as f64 / self.seconds } else { 0.0 };
+        let p50_ms = self.histogram.quantile(500) as f64 / 1e6;
+        RawJson {
+            turn_ms: self.turn.as_millis() as u64,
+            ops_per_s,
+            p50_ms,
+            p99_ms: self.histogram.quantile(990) as f64 / 1e6,
+            wal_p50_over_raw_p50: if p50_ms > 0.0 { wal_p50_ms / p50_ms } else { 0.0 },
+            wal_syncs_over_raw_syncs: if ops_per_s > 0.0 { wal_syncs_per_s / ops_per_s } else { 0.0 },
+        }
+    }
+}
+
 /// How the bench's writers run.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -222,6 +341,10 @@ enum Handles {
 #[derive(Clone)]
 struct WriterShared {
     stop: Arc<AtomicBool>,
+    /// False while a raw turn runs (`--against-raw-ms`): writers hold off.
+    go: Arc<AtomicBool>,
+    /// Appends issued and not yet answered.
+    inflight: Arc<AtomicUsize>,
     newest_acked: Arc<AtomicU64>,
     failure: Arc<std::sync::Mutex<Option<String>>>,
 }
@@ -242,10 +365,20 @@ impl WriterLoop {
         WriterLoop { prefix, n: 0, key: String::new(), value, histogram: Histogram::new(), shared }
     }
 
+    /// True while writers should hold off (a raw turn); they check again in a moment.
+    fn paused(&self) -> bool {
+        !self.shared.go.load(Ordering::Acquire) && !self.shared.stop.load(Ordering::Relaxed)
+    }
+
     /// Makes `key` the next key to append; false once the run is over.
     fn next_key(&mut self) -> bool {
         if self.shared.stop.load(Ordering::Relaxed) {
             return false;
+        }
+        self.shared.inflight.fetch_add(1, Ordering::AcqRel);
+        if !self.shared.go.load(Ordering::Acquire) {
+            self.shared.inflight.fetch_sub(1, Ordering::AcqRel);
+            return !self.shared.stop.load(Ordering::Relaxed);
         }
         self.key.clear();
         self.key.push_str(&self.prefix);
@@ -255,6 +388,7 @@ impl WriterLoop {
     }
 
     fn finish(&mut self, begin: Instant, result: Result<u64, crate::wal::WalError>) {
+        self.shared.inflight.fetch_sub(1, Ordering::AcqRel);
         match result {
             Ok(seq) => {
                 self.histogram.record(begin.elapsed().as_nanos() as u64);
@@ -279,7 +413,26 @@ fn run_one(args: &Args, writers: usize, run_id: &str) -> Result<(RunJson, Option
     let value = vec![b'v'; args.record_bytes];
     let before = wal.stats();
     let started = Instant::now();
-    let shared = WriterShared { stop: Arc::clone(&stop), newest_acked: Arc::clone(&newest_acked), failure: Arc::clone(&failure) };
+    let go = Arc::new(AtomicBool::new(true));
+    let inflight = Arc::new(AtomicUsize::new(0));
+    let shared = WriterShared {
+        stop: Arc::clone(&stop),
+        go: Arc::clone(&go),
+        inflight: Arc::clone(&inflight),
+        newest_acked: Arc::clone(&newest_acked),
+        failure: Arc::clone(&failure),
+    };
+    let raw_dir = match crate::wal::url::parse_wal_url(&args.wal.wal) {
+        Ok(crate::wal::url::WalUrl::File(base)) => Some(base),
+        _ => None,
+    };
+    let mut raw = match (args.against_raw_ms, raw_dir) {
+        (Some(turn_ms), Some(dir)) => Some(RawTurns::new(&dir, Duration::from_millis(turn_ms))?),
+        _ => None,
+    };
+    if raw.is_some() {
+        go.store(false, Ordering::Release);
+    }
     let loops = (0..writers).map(|w| WriterLoop::new(format!("{run_id}-{writers}w-{w}-"), value.clone(), shared.clone()));
     let writer_kind = args.writer_kind;
     let handles = match writer_kind {
@@ -289,6 +442,10 @@ fn run_one(args: &Args, writers: usize, run_id: &str) -> Result<(RunJson, Option
                     let mut writer = wal.writer();
                     std::thread::spawn(move || {
                         while job.next_key() {
+                            if job.paused() {
+                                std::thread::sleep(PAUSE_CHECK);
+                                continue;
+                            }
                             let begin = Instant::now();
                             let result = writer.append(job.key.as_bytes(), &job.value);
                             job.finish(begin, result);
@@ -301,6 +458,7 @@ fn run_one(args: &Args, writers: usize, run_id: &str) -> Result<(RunJson, Option
         WriterKind::Tasks => {
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(TASK_RUNTIME_THREADS)
+                .enable_time()
                 .thread_name("bench-writer")
                 .build()
                 .map_err(|error| CliError::failed(format!("bench: cannot start the writers' runtime: {error}")))?;
@@ -309,6 +467,10 @@ fn run_one(args: &Args, writers: usize, run_id: &str) -> Result<(RunJson, Option
                     let mut writer = wal.async_writer();
                     runtime.spawn(async move {
                         while job.next_key() {
+                            if job.paused() {
+                                tokio::time::sleep(PAUSE_CHECK).await;
+                                continue;
+                            }
                             let begin = Instant::now();
                             let result = writer.append(job.key.as_bytes(), &job.value).await;
                             job.finish(begin, result);
@@ -323,9 +485,30 @@ fn run_one(args: &Args, writers: usize, run_id: &str) -> Result<(RunJson, Option
     // The consumer: confirm all but the last `trim_lag` records, every 10 ms.
     let run_for = Duration::from_secs_f64(args.seconds);
     let mut rss_kib_after_1s = None;
+    // With raw turns, the WAL's numbers are summed over its own turns only.
+    let mut wal_turns = WalTurns::default();
     while started.elapsed() < run_for && !stop.load(Ordering::Relaxed) {
         if rss_kib_after_1s.is_none() && started.elapsed() >= Duration::from_secs(1) {
             rss_kib_after_1s = rss_kib();
+        }
+        if let Some(raw) = raw.as_mut() {
+            // A WAL turn, the writers quiesced, then a raw turn on the same disk.
+            let (turn_start, stats_start) = (Instant::now(), wal.stats());
+            go.store(true, Ordering::Release);
+            while turn_start.elapsed() < raw.turn && !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(5));
+                let newest = newest_acked.load(Ordering::Relaxed);
+                if newest > args.trim_lag {
+                    wal.confirm_consumer(newest - args.trim_lag);
+                }
+            }
+            go.store(false, Ordering::Release);
+            while inflight.load(Ordering::Acquire) > 0 && !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_micros(100));
+            }
+            wal_turns.add(turn_start.elapsed(), &stats_start, &wal.stats());
+            raw.run_turn().map_err(|e| CliError::failed(format!("bench: raw turn: {e}")))?;
+            continue;
         }
         std::thread::sleep(Duration::from_millis(10).min(run_for.saturating_sub(started.elapsed())));
         let newest = newest_acked.load(Ordering::Relaxed);
@@ -359,11 +542,19 @@ fn run_one(args: &Args, writers: usize, run_id: &str) -> Result<(RunJson, Option
     if let Some(message) = failure.lock().unwrap_or_else(|p| p.into_inner()).take() {
         return Err(CliError::failed(format!("{}: {message}", args.wal.wal)));
     }
-    let acked = after.acked - before.acked;
-    let persists = after.persists_ok - before.persists_ok;
-    let persist_mean_s =
-        if persists == 0 { 0.0 } else { (after.persist_ns_total - before.persist_ns_total) as f64 / persists as f64 / 1e9 };
-    let acked_per_s = acked as f64 / elapsed;
+    let (elapsed, acked, persists, persist_ns) = match &raw {
+        Some(_) => (wal_turns.seconds, wal_turns.acked, wal_turns.persists, wal_turns.persist_ns),
+        None => (
+            elapsed,
+            after.acked - before.acked,
+            after.persists_ok - before.persists_ok,
+            after.persist_ns_total - before.persist_ns_total,
+        ),
+    };
+    let persist_mean_s = if persists == 0 { 0.0 } else { persist_ns as f64 / persists as f64 / 1e9 };
+    let acked_per_s = if elapsed > 0.0 { acked as f64 / elapsed } else { 0.0 };
+    let p50_ms = histogram.quantile(500) as f64 / 1e6;
+    let raw_json = raw.map(|raw| raw.finish(p50_ms, persists as f64 / elapsed.max(1e-9)));
     Ok((
         RunJson {
             writers,
@@ -371,7 +562,7 @@ fn run_one(args: &Args, writers: usize, run_id: &str) -> Result<(RunJson, Option
             seconds: elapsed,
             acked,
             acked_per_s,
-            syncs_per_s: persists as f64 / elapsed,
+            syncs_per_s: if elapsed > 0.0 { persists as f64 / elapsed } else { 0.0 },
             batch_mean: if persists == 0 { 0.0 } else { acked as f64 / persists as f64 },
             persist_mean_ms: persist_mean_s * 1e3,
             latency_ms: LatencyMs { p50: histogram.quantile(500) as f64 / 1e6, p99: histogram.quantile(990) as f64 / 1e6 },
@@ -383,6 +574,7 @@ fn run_one(args: &Args, writers: usize, run_id: &str) -> Result<(RunJson, Option
             },
             rss_kib_after_1s,
             rss_kib_at_end,
+            raw: raw_json,
         },
         trace,
     ))
@@ -398,6 +590,14 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     }
     // Refuse a bad URL before running anything.
     args.wal.backend(true).map_err(CliError::usage)?;
+    if let Some(turn_ms) = args.against_raw_ms {
+        if !args.wal.wal.starts_with("file://") {
+            return Err(CliError::usage("--against-raw-ms: only for a file:// WAL (raw syncs need a directory)"));
+        }
+        if !(1..=60_000).contains(&turn_ms) {
+            return Err(CliError::usage("--against-raw-ms: must be between 1 and 60000"));
+        }
+    }
     let run_id = default_run_id();
     let mut runs = Vec::new();
     let mut traces = Vec::new();
@@ -449,6 +649,16 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
                 _ => "-".to_string(),
             }
         );
+    }
+    for run in &report.runs {
+        if let Some(raw) = &run.raw {
+            let _ = writeln!(
+                out,
+                "{} writers, in {} ms turns with raw 4 KiB overwrite + fdatasync: raw {:.0} syncs/s, p50 {:.3} ms, p99 {:.3} ms; \
+                 WAL p50 / raw p50 {:.2}, WAL syncs/s / raw syncs/s {:.2}",
+                run.writers, raw.turn_ms, raw.ops_per_s, raw.p50_ms, raw.p99_ms, raw.wal_p50_over_raw_p50, raw.wal_syncs_over_raw_syncs
+            );
+        }
     }
     if let Some(rss) = report.peak_rss_kib {
         let _ = writeln!(out, "peak RSS {rss} KiB");

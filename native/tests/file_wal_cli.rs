@@ -218,3 +218,45 @@ fn crash_test_survives_kills_while_the_log_is_being_created() {
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(stdout(&output).contains(", lost 0,"), "{}", stdout(&output));
 }
+
+#[test]
+fn bench_against_raw_alternates_turns_and_reports_both_sides() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = walab(&[
+        "bench",
+        "--wal",
+        &url(&dir.path().join("log")),
+        "--writers",
+        "2",
+        "--seconds",
+        "0.6",
+        "--against-raw-ms",
+        "100",
+        "--writer-kind",
+        "threads",
+        "--json",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+    let run = &report["runs"][0];
+    assert_eq!(run["writer_kind"], "threads");
+    let raw = &run["raw"];
+    assert_eq!(raw["turn_ms"], 100);
+    let raw_rate = raw["ops_per_s"].as_f64().unwrap();
+    assert!(raw_rate > 0.0, "raw turns ran syncs");
+    assert!(run["acked_per_s"].as_f64().unwrap() > 0.0, "WAL turns acknowledged appends");
+    // The WAL's seconds are its own turns only: about half of the run, not all of it.
+    assert!(run["seconds"].as_f64().unwrap() < 0.6, "{}", run["seconds"]);
+    let ratio = raw["wal_syncs_over_raw_syncs"].as_f64().unwrap();
+    assert!((ratio - run["syncs_per_s"].as_f64().unwrap() / raw_rate).abs() < 1e-6 * ratio.max(1.0));
+    // The raw test file is gone afterwards.
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path().join("log"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".walab-raw"))
+        .collect();
+    assert!(leftovers.is_empty());
+    // Only a file WAL has a directory to sync raw writes in.
+    let refused = walab(&["bench", "--wal", "s3://bucket/p", "--against-raw-ms", "100", "--seconds", "0.1"]);
+    assert_one_line_error(&refused, 2, "--against-raw-ms");
+}
