@@ -382,19 +382,31 @@ fn a_slow_put_in_the_middle_holds_back_later_acks_until_it_is_stored() {
     assert!(failed.is_empty(), "{failed:?}");
     assert_eq!(acked.len(), 192);
     let trace = wal.close().expect("tracing was on");
-    // Fresh log: write ids are seqs. Find the slow bulk (the third formed) and its end.
-    let formed: Vec<(u64, u64)> = trace
+    // Fresh log: write ids are seqs. The slow bulk is the one whose upload took longest:
+    // the third PUT *sent*, which need not be the third bulk formed (each upload is a task
+    // on the backend's runtime, and two of them may call the store in either order).
+    let at_of = |wanted: &dyn Fn(&Event) -> bool| trace.events.iter().find(|e| wanted(&e.event)).map(|e| e.at);
+    let (slow_batch, slow_start, slow_end) = trace
         .events
         .iter()
         .filter_map(|e| match &e.event {
-            Event::BatchFormed { batch, first_write, .. } => Some((*batch, *first_write)),
+            Event::SyncStart { sync, .. } => Some((*sync, e.at)),
             _ => None,
         })
-        .collect();
-    let (slow_batch, slow_first_write) = formed[2];
-    let at_of = |wanted: &dyn Fn(&Event) -> bool| trace.events.iter().find(|e| wanted(&e.event)).map(|e| e.at);
-    let slow_start = at_of(&|e| matches!(e, Event::SyncStart { sync, .. } if *sync == slow_batch)).unwrap();
-    let slow_end = at_of(&|e| matches!(e, Event::SyncEnd { sync, ok: true, .. } if *sync == slow_batch)).unwrap();
+        .filter_map(|(batch, start)| {
+            let end = at_of(&|e| matches!(e, Event::SyncEnd { sync, ok: true, .. } if *sync == batch))?;
+            Some((batch, start, end))
+        })
+        .max_by_key(|(_, start, end)| end.0 - start.0)
+        .expect("bulks were uploaded");
+    let slow_first_write = trace
+        .events
+        .iter()
+        .find_map(|e| match &e.event {
+            Event::BatchFormed { batch, first_write, .. } if *batch == slow_batch => Some(*first_write),
+            _ => None,
+        })
+        .expect("the slow bulk was formed");
     // Later bulks were uploaded and stored while the slow one was still in flight...
     let overtaken = trace.events.iter().any(|e| {
         matches!(&e.event, Event::SyncEnd { sync, ok: true, .. } if *sync > slow_batch) && e.at > slow_start && e.at < slow_end
