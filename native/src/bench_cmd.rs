@@ -207,6 +207,13 @@ pub fn rss_kib() -> Option<u64> {
     proc_status_kib("VmRSS:")
 }
 
+/// A writer's next move (see `WriterLoop::next_step`).
+enum Step {
+    Stop,
+    Pause,
+    Append,
+}
+
 /// How often a paused writer looks again.
 const PAUSE_CHECK: Duration = Duration::from_micros(200);
 
@@ -382,26 +389,24 @@ impl WriterLoop {
         }
     }
 
-    /// True while writers should hold off (a raw turn); they check again in a moment.
-    fn paused(&self) -> bool {
-        !self.shared.go.load(Ordering::Acquire) && !self.shared.stop.load(Ordering::Relaxed)
-    }
-
-    /// Makes `key` the next key to append; false once the run is over.
-    fn next_key(&mut self) -> bool {
+    /// What to do next: stop, hold off (a raw turn runs; look again in a moment), or
+    /// append `key`, counted in `inflight` until [`WriterLoop::finish`]. The count goes up
+    /// before `go` is read, so the bench's wait for `inflight == 0` after clearing `go`
+    /// never misses an append that saw `go` set.
+    fn next_step(&mut self) -> Step {
         if self.shared.stop.load(Ordering::Relaxed) {
-            return false;
+            return Step::Stop;
         }
         self.shared.inflight.fetch_add(1, Ordering::AcqRel);
         if !self.shared.go.load(Ordering::Acquire) {
             self.shared.inflight.fetch_sub(1, Ordering::AcqRel);
-            return !self.shared.stop.load(Ordering::Relaxed);
+            return Step::Pause;
         }
         self.key.clear();
         self.key.push_str(&self.prefix);
         self.key.push_str(&self.n.to_string());
         self.n += 1;
-        true
+        Step::Append
     }
 
     fn finish(&mut self, begin: Instant, result: Result<u64, crate::wal::WalError>) {
@@ -473,10 +478,14 @@ fn run_one(args: &Args, writers: usize, run_id: &str) -> Result<(RunJson, Option
                 .map(|mut job| {
                     let mut writer = wal.writer();
                     std::thread::spawn(move || {
-                        while job.next_key() {
-                            if job.paused() {
-                                std::thread::sleep(PAUSE_CHECK);
-                                continue;
+                        loop {
+                            match job.next_step() {
+                                Step::Stop => break,
+                                Step::Pause => {
+                                    std::thread::sleep(PAUSE_CHECK);
+                                    continue;
+                                }
+                                Step::Append => {}
                             }
                             let begin = Instant::now();
                             let result = writer.append(job.key.as_bytes(), &job.value);
@@ -498,10 +507,14 @@ fn run_one(args: &Args, writers: usize, run_id: &str) -> Result<(RunJson, Option
                 .map(|mut job| {
                     let mut writer = wal.async_writer();
                     runtime.spawn(async move {
-                        while job.next_key() {
-                            if job.paused() {
-                                tokio::time::sleep(PAUSE_CHECK).await;
-                                continue;
+                        loop {
+                            match job.next_step() {
+                                Step::Stop => break,
+                                Step::Pause => {
+                                    tokio::time::sleep(PAUSE_CHECK).await;
+                                    continue;
+                                }
+                                Step::Append => {}
                             }
                             let begin = Instant::now();
                             let result = writer.append(job.key.as_bytes(), &job.value).await;
