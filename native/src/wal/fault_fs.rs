@@ -31,7 +31,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use walab_core::rng::Rng;
@@ -96,10 +96,15 @@ struct SyncGate {
     permits: Mutex<Option<u64>>,
     changed: Condvar,
     waiting: AtomicUsize,
+    /// The one file (inode) whose syncs the gate holds; others pass.
+    inode: AtomicU64,
 }
 
 impl SyncGate {
-    fn pass(&self) {
+    fn pass(&self, inode: u64) {
+        if self.inode.load(Ordering::SeqCst) != inode {
+            return;
+        }
         let mut permits = self.permits.lock().unwrap_or_else(|p| p.into_inner());
         self.waiting.fetch_add(1, Ordering::SeqCst);
         while *permits == Some(0) {
@@ -204,10 +209,14 @@ impl FaultFs {
         }
     }
 
-    /// Holds every later sync at a gate until [`FaultFs::allow_syncs`] lets it through.
-    pub fn close_sync_gate(&self) {
+    /// Holds every later sync of the file at `path` (others, like a spare segment being
+    /// zero-filled, pass) at a gate until [`FaultFs::allow_syncs`] lets it through.
+    pub fn close_sync_gate_of(&self, path: &Path) -> io::Result<()> {
+        let inode = *self.lock().names.get(path).ok_or_else(|| io::Error::from_raw_os_error(libc::ENOENT))?;
+        self.gate.inode.store(inode, Ordering::SeqCst);
         *self.gate.permits.lock().unwrap_or_else(|p| p.into_inner()) = Some(0);
         self.gate.changed.notify_all();
+        Ok(())
     }
 
     /// Lets `n` more syncs through a closed gate.
@@ -339,7 +348,7 @@ impl WalFile for FaultFile {
     }
 
     fn sync_data(&mut self) -> io::Result<()> {
-        self.gate.pass();
+        self.gate.pass(self.inode);
         let mut state = self.lock();
         state.mutating_call()?;
         state.syncs += 1;
