@@ -388,12 +388,6 @@ impl S3Backend {
         Arc::clone(&self.counts)
     }
 
-    /// The epoch this backend claimed (0 before recovery).
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub fn epoch(&self) -> u64 {
-        self.epoch
-    }
-
     fn runtime(&self) -> &tokio::runtime::Runtime {
         self.runtime.as_ref().expect("the runtime lives until drop")
     }
