@@ -7,6 +7,7 @@ use std::process::{Command, Output, Stdio};
 
 #[path = "../src/wal/postgres/cluster.rs"]
 mod cluster;
+mod common;
 
 const SERVER: &str = "postgres://postgres@127.0.0.1:5432/test";
 
@@ -33,15 +34,7 @@ fn acks(output: &Output) -> Vec<String> {
 }
 
 fn dump_keys(url: &str, cluster: &str) -> HashSet<String> {
-    let dump = walab(&["dump", "--wal", url, "--cluster", cluster, "--json"]);
-    assert!(dump.status.success(), "{}", stderr(&dump));
-    stdout(&dump)
-        .lines()
-        .map(|line| {
-            let value: serde_json::Value = serde_json::from_str(line).unwrap();
-            value["key"].as_str().unwrap().to_string()
-        })
-        .collect()
+    common::keys_of_json_dump(&walab(&["dump", "--wal", url, "--cluster", cluster, "--json"])).into_iter().collect()
 }
 
 #[test]

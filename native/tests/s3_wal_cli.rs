@@ -2,6 +2,7 @@
 //! by each test): load, dump, reset, bench, crash-test with kills, and a takeover race
 //! between two `walab load` processes.
 
+mod common;
 #[path = "../src/wal/s3/local_server.rs"]
 mod local_server;
 
@@ -38,15 +39,7 @@ fn acks(text: &str) -> Vec<String> {
 }
 
 fn dumped_keys(server: &LocalS3, wal: &str) -> Vec<String> {
-    let dump = walab(server, &["dump", "--wal", wal, "--json"]);
-    assert!(dump.status.success(), "{}", stderr(&dump));
-    stdout(&dump)
-        .lines()
-        .map(|line| {
-            let value: serde_json::Value = serde_json::from_str(line).unwrap();
-            value["key"].as_str().unwrap().to_string()
-        })
-        .collect()
+    common::keys_of_json_dump(&walab(server, &["dump", "--wal", wal, "--json"]))
 }
 
 #[test]
