@@ -142,7 +142,6 @@ pub fn power_loss(params: PowerLossParams) -> Result<CrashReport, String> {
     let mut rng = Rng::new(params.seed);
     let mut report = CrashReport::default();
     let mut acked_all: Vec<String> = Vec::new();
-    let options = WalOptions { machine: Some(Config::file(params.policy)), trace_events_max: None };
     let value = vec![b'v'; params.record_bytes];
     for round in 0..=params.cuts {
         let backend =
@@ -166,12 +165,18 @@ pub fn power_loss(params: PowerLossParams) -> Result<CrashReport, String> {
         if round == params.cuts {
             break;
         }
-        // A fresh WAL on the recovered disk, with the policy under test, syncing inline
-        // (the default) or on an I/O thread (`--io-thread`), a coin decides.
-        let file =
-            Box::new(FileBackend::with_format(Arc::new(fs.clone()), dir.clone(), params.segment_bytes, true, params.format));
-        let backend: Box<dyn Backend> =
-            if rng.coin() { Box::new(OnThread::new(file).map_err(|e| e.to_string())?) } else { file };
+        // A fresh WAL on the recovered disk, with the policy under test, syncing on two
+        // sync threads (the default), inline only (`--sync-threads 1`) or on an I/O
+        // thread (`--io-thread`): the round number picks, so every mode gets cut.
+        let file = FileBackend::with_format(Arc::new(fs.clone()), dir.clone(), params.segment_bytes, true, params.format);
+        let backend: Box<dyn Backend> = match round % 3 {
+            0 => Box::new(file.with_sync_threads(crate::wal::file::SYNC_THREADS_DEFAULT)),
+            1 => Box::new(file),
+            _ => Box::new(OnThread::new(Box::new(file)).map_err(|e| e.to_string())?),
+        };
+        // The backend's own settings (two batches in flight with sync threads), with the
+        // policy under test.
+        let options = WalOptions { machine: Some(Config { policy: params.policy, ..backend.machine_config() }), trace_events_max: None };
         let (wal, _) = Wal::open(backend, options).map_err(|e| format!("round {round}: reopen failed: {e}"))?;
         let mode = if rng.coin() { CutMode::Tear } else { CutMode::DropUnsynced };
         fs.schedule_cut(1 + rng.below(64), mode, rng.next_u64());
@@ -325,6 +330,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             inflight_max: 4,
             per_write: false,
             io_thread: false,
+            sync_threads: None,
         };
         wal_args.backend(true).map_err(CliError::usage)?;
         ("kills", kill_test(&args, &wal_args)?)

@@ -18,6 +18,9 @@
 //!   marks the dirty pages clean *without* writing them, so a later sync succeeds with
 //!   nothing to do, and the page cache still shows bytes the device never got
 //!   ([`FaultFs::read_page_cache`] shows them; [`WalFs::read_from_device`] does not).
+//!   Like Linux's per-file `errseq_t`, every handle opened *before* the failure is told
+//!   of it once, at its next sync, whichever handle met it: the file WAL's sync threads
+//!   each sync through their own open, and none may miss an error another one met.
 //! - A power cut ([`FaultFs::cut_power`], or scheduled with [`FaultFs::schedule_cut`]
 //!   to fall on the n-th mutating call) keeps, for every dirty unit, either nothing
 //!   ([`CutMode::DropUnsynced`]) or a seeded coin's choice of old or new bytes
@@ -55,6 +58,10 @@ struct Inode {
     durable: Vec<u8>,
     /// Units written since the last sync.
     dirty_units: BTreeSet<u64>,
+    /// Write-back errors so far (Linux's `errseq_t` on the file's mapping): a handle
+    /// opened before an error is told of it by its next sync, whichever handle's sync
+    /// met it first.
+    write_errors: u64,
 }
 
 #[derive(Debug)]
@@ -313,6 +320,9 @@ struct FaultFile {
     state: Arc<Mutex<State>>,
     gate: Arc<SyncGate>,
     inode: u64,
+    /// The inode's write-back errors this handle has been told of (or that happened
+    /// before it was opened).
+    errors_seen: u64,
 }
 
 impl FaultFile {
@@ -349,7 +359,8 @@ impl WalFile for FaultFile {
 
     fn sync_data(&mut self) -> io::Result<()> {
         self.gate.pass(self.inode);
-        let mut state = self.lock();
+        let shared = Arc::clone(&self.state);
+        let mut state = shared.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         state.mutating_call()?;
         state.syncs += 1;
         let sync_number = state.syncs;
@@ -362,8 +373,16 @@ impl WalFile for FaultFile {
         let unit = state.unit_bytes;
         let inode = state.inodes.get_mut(&self.inode).ok_or_else(|| io::Error::from_raw_os_error(libc::ESTALE))?;
         if failing {
-            // Linux after a write-back error: the pages are marked clean, not written.
+            // Linux after a write-back error: the pages are marked clean, not written,
+            // and every open of the file learns of the error at its next sync.
             inode.dirty_units.clear();
+            inode.write_errors += 1;
+            self.errors_seen = inode.write_errors;
+            return Err(io::Error::from_raw_os_error(libc::EIO));
+        }
+        if self.errors_seen < inode.write_errors {
+            // Another handle's sync met an error this handle has not been told of.
+            self.errors_seen = inode.write_errors;
             return Err(io::Error::from_raw_os_error(libc::EIO));
         }
         let dirty = std::mem::take(&mut inode.dirty_units);
@@ -417,7 +436,7 @@ impl WalFs for FaultFs {
         state.next_inode += 1;
         state.inodes.insert(id, Inode::default());
         state.names.insert(path.to_path_buf(), id);
-        Ok(Box::new(FaultFile { state: Arc::clone(&self.state), gate: Arc::clone(&self.gate), inode: id }))
+        Ok(Box::new(FaultFile { state: Arc::clone(&self.state), gate: Arc::clone(&self.gate), inode: id, errors_seen: 0 }))
     }
 
     fn open_write(&self, path: &Path) -> io::Result<Box<dyn WalFile>> {
@@ -426,7 +445,8 @@ impl WalFs for FaultFs {
             return Err(power_off_error());
         }
         let id = state.inode_of(path)?;
-        Ok(Box::new(FaultFile { state: Arc::clone(&self.state), gate: Arc::clone(&self.gate), inode: id }))
+        let errors_seen = state.inodes.get(&id).map_or(0, |inode| inode.write_errors);
+        Ok(Box::new(FaultFile { state: Arc::clone(&self.state), gate: Arc::clone(&self.gate), inode: id, errors_seen }))
     }
 
     fn read_from_device(&self, path: &Path) -> io::Result<Vec<u8>> {
@@ -575,6 +595,24 @@ mod tests {
         file.sync_data().unwrap();
         assert_eq!(fs.read_page_cache(&p("a")).unwrap(), b"lost");
         assert_eq!(fs.read_from_device(&p("a")).unwrap(), b"\0\0\0\0");
+    }
+
+    #[test]
+    fn a_write_back_error_reaches_every_handle_opened_before_it_once() {
+        let fs = setup();
+        let mut writer = fs.create_new(&p("a")).unwrap();
+        let mut first = fs.open_write(&p("a")).unwrap();
+        let mut second = fs.open_write(&p("a")).unwrap();
+        writer.write_at(0, b"lost").unwrap();
+        fs.fail_sync(1);
+        assert_eq!(first.sync_data().unwrap_err().raw_os_error(), Some(libc::EIO));
+        // Nothing is dirty any more, yet the other open learns of the error: a sync on
+        // it cannot vouch for "lost".
+        assert_eq!(second.sync_data().unwrap_err().raw_os_error(), Some(libc::EIO));
+        assert_eq!(writer.sync_data().unwrap_err().raw_os_error(), Some(libc::EIO));
+        // Once told, each handle's later syncs succeed; a handle opened after is never told.
+        second.sync_data().unwrap();
+        fs.open_write(&p("a")).unwrap().sync_data().unwrap();
     }
 
     #[test]

@@ -55,17 +55,28 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use walab_core::group_commit::{Batch, SyncError};
+use walab_core::group_commit::{self, Batch, Policy, SyncError};
 use walab_core::codec::leveldb::{scan_log, LogFormat, LogSegment};
 use walab_core::scan::{scan_tiny, ScanStop, StopReason};
 
 use super::fs::{create_zero_filled, create_zero_filled_paced, WalFile, WalFs};
 use super::leveldb_segment;
+use super::sync_pool::{SyncHandles, SyncPool};
 use super::{sync_error_of, Backend, Completion, Recovered, WalError};
 
 /// Default bytes per segment: big enough that switches are rare, small enough that the
 /// zero-fill of the next one finishes in the background.
 pub const SEGMENT_BYTES_DEFAULT: u64 = 16 << 20;
+
+/// Sync threads by default: two syncs in flight hide the driver's work between syncs
+/// (see [`super::sync_pool`]).
+pub const SYNC_THREADS_DEFAULT: usize = 2;
+
+/// The fewest records a batch needs to be synced beside another one (the machine's
+/// `pipeline_min_records`), and below which a batch with no pooled sync in flight is
+/// synced inline by the driver. A lone writer's record is then synced with no thread hop,
+/// and a second sync is started only for a batch worth a sync of its own.
+pub const PIPELINE_MIN_RECORDS: u64 = 2;
 
 /// The file name of a segment.
 pub fn segment_file_name(segment: u64) -> String {
@@ -136,6 +147,12 @@ pub struct FileBackend {
     /// Create the directory if missing (load, bench) or refuse (dump).
     create: bool,
     _lock: Option<Box<dyn Send>>,
+    /// The sync threads, if syncs may overlap ([`FileBackend::with_sync_threads`]).
+    pool: Option<SyncPool>,
+    /// The current segment's handles for the sync threads.
+    sync_handles: Option<Arc<SyncHandles>>,
+    /// Records in the batch persisted last.
+    last_batch_records: u64,
 }
 
 impl FileBackend {
@@ -162,7 +179,51 @@ impl FileBackend {
             spare: None,
             create,
             _lock: None,
+            pool: None,
+            sync_handles: None,
+            last_batch_records: 0,
         }
+    }
+
+    /// Lets up to `threads` syncs run at once, each on a thread of its own (0 or 1:
+    /// every sync inline on the driver thread). If the threads cannot be started, syncs
+    /// stay inline.
+    pub fn with_sync_threads(mut self, threads: usize) -> FileBackend {
+        self.pool = if threads >= 2 { SyncPool::new(threads).ok() } else { None };
+        self
+    }
+
+    /// Whether `batch` is synced on the driver thread: always without sync threads;
+    /// with them, only a small batch after a small batch, with no pooled sync in flight:
+    /// few writers, whom an extra thread hop would cost more than overlap could give.
+    /// (A small batch after a large one goes to the pool: the large batch's writers are
+    /// about to append again, and blocking the driver now would make them wait out this
+    /// sync before theirs can start.)
+    fn syncs_inline(&self, batch: &Batch) -> bool {
+        self.pool.as_ref().is_none_or(|pool| {
+            pool.in_flight() == 0
+                && batch.tickets.count < PIPELINE_MIN_RECORDS
+                && self.last_batch_records < PIPELINE_MIN_RECORDS
+        })
+    }
+
+    /// Makes `segment`'s file the one appended to, with its sync threads' handles.
+    fn set_current(&mut self, segment: u64, file: Box<dyn WalFile>) -> io::Result<()> {
+        self.sync_handles = None;
+        self.current = Some((segment, file));
+        self.physical_offset = 0;
+        if let Some(pool) = &self.pool {
+            // Opened before the first batch is written: every write-back error of this
+            // segment reaches every handle (see `sync_pool`).
+            match SyncHandles::open(self.fs.as_ref(), &self.path(segment), pool.threads()) {
+                Ok(handles) => self.sync_handles = Some(handles),
+                Err(error) => {
+                    self.current = None;
+                    return Err(error);
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Bytes of a segment file on disk.
@@ -253,8 +314,7 @@ impl FileBackend {
                 create_zero_filled(self.fs.as_ref(), &self.path(segment), self.file_bytes())?
             }
         };
-        self.current = Some((segment, file));
-        self.physical_offset = 0;
+        self.set_current(segment, file)?;
         self.prepare_spare(segment + 1);
         Ok(())
     }
@@ -298,12 +358,17 @@ impl FileBackend {
     }
 
     fn persist_now(&mut self, batch: &Batch) -> io::Result<()> {
+        self.write_now(batch)?;
+        let (_, file) = self.current.as_mut().expect("switched above");
+        file.sync_data()
+    }
+
+    /// Writes a batch, switching to its segment first if need be (no sync).
+    fn write_now(&mut self, batch: &Batch) -> io::Result<()> {
         if self.current.as_ref().is_none_or(|(segment, _)| *segment != batch.segment) {
             self.switch_to(batch.segment)?;
         }
-        self.write_batch(batch)?;
-        let (_, file) = self.current.as_mut().expect("switched above");
-        file.sync_data()
+        self.write_batch(batch)
     }
 
     /// Writes a batch into the current segment in the log's format (no sync).
@@ -470,8 +535,8 @@ impl Backend for FileBackend {
             }
             Err(error) => return Err(self.open_error(&format!("cannot open {}", segment_file_name(segment)), error)),
         };
-        self.current = Some((segment, file));
-        self.physical_offset = 0;
+        self.set_current(segment, file)
+            .map_err(|e| self.open_error(&format!("cannot open {} for the sync threads", segment_file_name(segment)), e))?;
         match kept_spare {
             Some(index) => {
                 let spare_file = self
@@ -504,24 +569,51 @@ impl Backend for FileBackend {
         self.segment_bytes_max
     }
 
-    fn blocks_in_persist(&self) -> bool {
-        true
+    fn machine_config(&self) -> group_commit::Config {
+        match &self.pool {
+            Some(pool) => group_commit::Config {
+                inflight_max: pool.threads(),
+                pipeline_min_records: PIPELINE_MIN_RECORDS,
+                ..group_commit::Config::file(Policy::Group)
+            },
+            None => group_commit::Config::file(Policy::Group),
+        }
+    }
+
+    fn blocks_in_persist(&self, batch: &Batch) -> bool {
+        self.syncs_inline(batch)
     }
 
     fn persist(&mut self, batch: Batch, done: Completion) {
-        let result = self.persist_now(&batch).map_err(|error| sync_error_of(&error));
-        if result.is_err() {
-            // After a failed sync the open file is not trusted again; a reopen starts over.
-            self.current = None;
+        let inline = self.syncs_inline(&batch);
+        self.last_batch_records = batch.tickets.count;
+        if inline {
+            let result = self.persist_now(&batch).map_err(|error| sync_error_of(&error));
+            if result.is_err() {
+                // After a failed sync the open file is not trusted again; a reopen starts over.
+                self.current = None;
+            }
+            done.complete(result, batch.bytes);
+            return;
         }
-        done.complete(result, batch.bytes);
+        // The write goes to the page cache in log order here; the sync runs on a sync
+        // thread, beside the one already running.
+        match self.write_now(&batch) {
+            Ok(()) => match (&self.pool, &self.sync_handles) {
+                (Some(pool), Some(handles)) => pool.submit(Arc::clone(handles), done, batch.bytes),
+                // Not reached: the pool is used only when it exists, and a segment
+                // becomes current only with its handles.
+                _ => done.complete(Err(SyncError::Unavailable), batch.bytes),
+            },
+            Err(error) => {
+                self.current = None;
+                done.complete(Err(sync_error_of(&error)), batch.bytes);
+            }
+        }
     }
 
     fn write_unsynced(&mut self, batch: &Batch) -> Result<(), SyncError> {
-        if self.current.as_ref().is_none_or(|(segment, _)| *segment != batch.segment) {
-            self.switch_to(batch.segment).map_err(|e| sync_error_of(&e))?;
-        }
-        self.write_batch(batch).map_err(|e| sync_error_of(&e))
+        self.write_now(batch).map_err(|e| sync_error_of(&e))
     }
 
     fn remove_segments(&mut self, segments: &[u64]) -> Result<(), WalError> {

@@ -101,6 +101,7 @@ pub mod io_thread;
 pub mod leveldb_segment;
 pub mod postgres;
 pub mod s3;
+pub mod sync_pool;
 pub mod trace;
 pub mod url;
 
@@ -274,10 +275,10 @@ pub trait Backend: Send + 'static {
     /// finer than whole segments (the Postgres WAL's trim offset) uses it, the others
     /// ignore it.
     fn confirmed(&mut self, _seq: u64) {}
-    /// Whether `persist` blocks until the storage has answered (and completes before it
-    /// returns). The driver then delivers earlier answers before it persists; a
+    /// Whether `persist(batch)` would block until the storage has answered (and complete
+    /// before it returns). The driver then delivers earlier answers before it persists; a
     /// backend that only starts the persist returns false (the default).
-    fn blocks_in_persist(&self) -> bool {
+    fn blocks_in_persist(&self, _batch: &Batch) -> bool {
         false
     }
 }
@@ -332,8 +333,8 @@ pub struct ReaderId(pub u64);
 /// An open WAL. Dropping it shuts the driver down after in-flight batches finish.
 pub struct Wal {
     events: Sender<Event>,
-    /// Thread writers waiting for an answer (see `Writer::poll_for_reply`).
-    waiting_threads: Arc<AtomicUsize>,
+    /// Writers (threads and tasks) waiting for an answer (see `Writer::poll_for_reply`).
+    waiting_writers: Arc<AtomicUsize>,
     /// Set by the driver as it goes away, normally or by a panic (see [`Writer::append`]).
     driver_gone: Arc<AtomicBool>,
     driver: Option<JoinHandle<DriverResult>>,
@@ -408,11 +409,13 @@ pub fn seal_record(record: &mut [u8], seq: u64) {
 pub struct Writer {
     events: Sender<Event>,
     driver_gone: Arc<AtomicBool>,
-    /// Thread writers waiting for an answer now (shared by every [`Writer`] of the log).
-    waiting_threads: Arc<AtomicUsize>,
+    /// Writers waiting for an answer now (shared by every writer of the log).
+    waiting_writers: Arc<AtomicUsize>,
     reply_tx: Sender<Reply>,
     reply_rx: Receiver<Reply>,
     buffer: Vec<u8>,
+    /// How long the last append took to be answered.
+    last_round_trip: Duration,
 }
 
 impl Writer {
@@ -424,24 +427,27 @@ impl Writer {
         self.events
             .send(Event::Append { record, key_bytes: key.len(), reply: ReplyTo::Thread(self.reply_tx.clone()) })
             .map_err(|_| WalError::Closed)?;
-        let alone = self.waiting_threads.fetch_add(1, Ordering::AcqRel) == 0;
-        let reply = self.poll_for_reply(alone);
+        let sent = Instant::now();
+        let alone = self.waiting_writers.fetch_add(1, Ordering::AcqRel) == 0;
+        let reply = self.poll_for_reply(alone && self.last_round_trip <= LONE_WRITER_POLL);
         let answer = match reply {
             Some(reply) => Ok(reply),
             None => self.wait_for_reply(),
         };
-        self.waiting_threads.fetch_sub(1, Ordering::AcqRel);
+        self.waiting_writers.fetch_sub(1, Ordering::AcqRel);
+        self.last_round_trip = sent.elapsed();
         let (result, buffer) = answer?;
         self.buffer = buffer;
         result
     }
 
-    /// A lone thread writer (no other thread writer waiting) polls for its answer for up
-    /// to [`LONE_WRITER_POLL`] before it sleeps. Its answer comes one sync after its
+    /// A lone thread writer (no other writer waiting) polls for its answer for up to
+    /// [`LONE_WRITER_POLL`] before it sleeps. Its answer comes one sync after its
     /// append; asleep, it would then pay a wake-up on top of the sync, which for a lone
     /// writer on a fast disk is a tenth of the sync again. The spin costs a core that has
     /// nothing else to do (the driver is blocked in the sync); with company, writers
-    /// sleep at once, since they would only take cores from each other.
+    /// sleep at once, since they would only take cores from each other. A writer whose
+    /// last answer took longer than the poll (a slow disk, an S3 PUT) does not poll.
     fn poll_for_reply(&mut self, alone: bool) -> Option<Reply> {
         if !alone || !*MULTI_CORE {
             return None;
@@ -453,7 +459,7 @@ impl Writer {
                 Err(mpsc::TryRecvError::Empty) => std::hint::spin_loop(),
                 Err(mpsc::TryRecvError::Disconnected) => return None,
             }
-            if self.waiting_threads.load(Ordering::Acquire) > 1 {
+            if self.waiting_writers.load(Ordering::Acquire) > 1 {
                 return None;
             }
         }
@@ -486,6 +492,31 @@ impl Writer {
 pub struct AsyncWriter {
     events: Sender<Event>,
     buffer: Vec<u8>,
+    /// Writers waiting for an answer now (shared by every writer of the log).
+    waiting_writers: Arc<AtomicUsize>,
+    /// How long the last append took to be answered.
+    last_round_trip: Duration,
+}
+
+/// Counts a writer as waiting until dropped (also when an async append is abandoned).
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl<'a> Waiting<'a> {
+    /// Counts one more waiting writer; says whether it is the only one.
+    fn start(count: &'a AtomicUsize) -> (Waiting<'a>, bool) {
+        let alone = count.fetch_add(1, Ordering::AcqRel) == 0;
+        (Waiting(count), alone)
+    }
+
+    fn alone(&self) -> bool {
+        self.0.load(Ordering::Acquire) <= 1
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl AsyncWriter {
@@ -495,13 +526,37 @@ impl AsyncWriter {
     pub async fn append(&mut self, key: &[u8], value: &[u8]) -> Result<u64, WalError> {
         let mut record = std::mem::take(&mut self.buffer);
         frame_unsequenced(&mut record, key, value)?;
-        let (reply, answer) = tokio::sync::oneshot::channel();
+        let (reply, mut answer) = tokio::sync::oneshot::channel();
         self.events
             .send(Event::Append { record, key_bytes: key.len(), reply: ReplyTo::Task(reply) })
             .map_err(|_| WalError::Closed)?;
+        let sent = Instant::now();
+        let (waiting, alone) = Waiting::start(&self.waiting_writers);
+        let mut polled = None;
+        if alone && *MULTI_CORE && self.last_round_trip <= LONE_WRITER_POLL {
+            // The lone writer's poll (see `Writer::poll_for_reply`), as a task: it yields
+            // between looks, so its worker stays awake and the driver's answer needs no
+            // wake-up, and other tasks still run.
+            while sent.elapsed() < LONE_WRITER_POLL && waiting.alone() {
+                match answer.try_recv() {
+                    Ok(reply) => {
+                        polled = Some(reply);
+                        break;
+                    }
+                    Err(tokio::sync::oneshot::error::TryRecvError::Empty) => tokio::task::yield_now().await,
+                    Err(tokio::sync::oneshot::error::TryRecvError::Closed) => break,
+                }
+            }
+        }
         // The driver answers every append it took, also on its way out (see its Drop);
         // a driver that died drops the sender, which ends this wait too.
-        let (result, buffer) = answer.await.map_err(|_| WalError::Closed)?;
+        let answered = match polled {
+            Some(reply) => Ok(reply),
+            None => answer.await.map_err(|_| WalError::Closed),
+        };
+        drop(waiting);
+        self.last_round_trip = sent.elapsed();
+        let (result, buffer) = answered?;
         self.buffer = buffer;
         result
     }
@@ -583,7 +638,7 @@ impl Wal {
             .spawn(move || driver.run())
             .map_err(|error| WalError::Open(format!("{name}: cannot start the driver thread: {error}")))?;
         Ok((
-            Wal { events: events_tx, waiting_threads: Arc::default(), driver_gone, driver: Some(handle), stats, name },
+            Wal { events: events_tx, waiting_writers: Arc::default(), driver_gone, driver: Some(handle), stats, name },
             recovered,
         ))
     }
@@ -598,16 +653,22 @@ impl Wal {
         Writer {
             events: self.events.clone(),
             driver_gone: Arc::clone(&self.driver_gone),
-            waiting_threads: Arc::clone(&self.waiting_threads),
+            waiting_writers: Arc::clone(&self.waiting_writers),
             reply_tx,
             reply_rx,
             buffer: Vec::new(),
+            last_round_trip: Duration::ZERO,
         }
     }
 
     /// A new async writer handle (one per writer task).
     pub fn async_writer(&self) -> AsyncWriter {
-        AsyncWriter { events: self.events.clone(), buffer: Vec::new() }
+        AsyncWriter {
+            events: self.events.clone(),
+            buffer: Vec::new(),
+            waiting_writers: Arc::clone(&self.waiting_writers),
+            last_round_trip: Duration::ZERO,
+        }
     }
 
     /// The consumer has applied everything through `seq`.
@@ -897,8 +958,9 @@ impl Driver {
                 others.push(action);
             }
         }
-        if self.backend.blocks_in_persist() {
-            let sync_follows = others.iter().any(|action| matches!(action, Action::Persist(_)));
+        let sync_follows =
+            others.iter().any(|action| matches!(action, Action::Persist(batch) if self.backend.blocks_in_persist(batch)));
+        if sync_follows {
             for action in answers {
                 self.perform(action);
             }

@@ -10,7 +10,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::file::{node_dir, FileBackend, SegmentFormat, SEGMENT_BYTES_DEFAULT};
+use super::file::{node_dir, FileBackend, SegmentFormat, SEGMENT_BYTES_DEFAULT, SYNC_THREADS_DEFAULT};
 use super::fs::RealFs;
 use super::io_thread::OnThread;
 use super::postgres::PgBackend;
@@ -52,6 +52,11 @@ pub struct WalArgs {
     /// driver syncs inline, which gives a lone writer the fewest thread hops).
     #[arg(long)]
     pub io_thread: bool,
+    /// For file://: how many syncs may run at once, each on a sync thread of its own,
+    /// while the driver writes the next batch (default 2). 1 syncs one batch at a time,
+    /// inline on the driver thread.
+    #[arg(long, value_name = "N")]
+    pub sync_threads: Option<usize>,
 }
 
 /// A parsed `--wal` URL.
@@ -127,20 +132,31 @@ impl WalArgs {
         if self.segment_bytes < 4096 || self.segment_bytes > (1 << 34) {
             return Err(format!("--segment-bytes {}: must be between 4096 and 17179869184", self.segment_bytes));
         }
+        if let Some(threads) = self.sync_threads {
+            if !(1..=16).contains(&threads) {
+                return Err(format!("--sync-threads {threads}: must be between 1 and 16"));
+            }
+            if self.io_thread && threads > 1 {
+                return Err(format!("--sync-threads {threads} and --io-thread: the I/O thread syncs one batch at a time; pass one of them"));
+            }
+        }
         match parse_wal_url(&self.wal)? {
             WalUrl::File(base) => {
+                let sync_threads = if self.io_thread { 1 } else { self.sync_threads.unwrap_or(SYNC_THREADS_DEFAULT) };
                 let file = FileBackend::with_format(
                     Arc::new(RealFs),
                     node_dir(&base, &self.cluster, &self.node),
                     self.segment_bytes,
                     create,
                     self.format,
-                );
+                )
+                .with_sync_threads(sync_threads);
                 if self.io_thread {
                     // pwrite + fdatasync on a thread of their own (see `io_thread`).
                     return Ok(Box::new(OnThread::new(Box::new(file)).map_err(|e| e.to_string())?));
                 }
-                // The driver syncs inline: fewest thread hops between an append and its OK.
+                // Small batches sync inline on the driver (fewest thread hops between an
+                // append and its OK); larger ones on the sync threads, overlapping.
                 Ok(Box::new(file))
             }
             WalUrl::Postgres(url) => {
