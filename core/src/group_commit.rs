@@ -84,10 +84,13 @@
 //!
 //! # Pipelining and ordered acknowledgements
 //!
-//! A local file has one persist in flight at a time (`inflight_max = 1`): its syncs
-//! serialize anyway. An object store or a database accepts several concurrent requests,
-//! so their WALs keep up to `inflight_max` (4 by default in the stream store) batches in
-//! flight. Batches can then *complete* out of order, but acknowledgements are released
+//! The teaching page's local file has one persist in flight at a time
+//! (`inflight_max = 1`, [`Config::file`]): the next batch gathers while a sync runs.
+//! The native file WAL keeps two (`walab --sync-threads`): while one batch's fdatasync
+//! runs, the next batch is written and synced beside it, so the disk does not idle
+//! while the driver acknowledges and writes between syncs. An object store or a database
+//! accepts several concurrent requests, so their WALs keep up to `inflight_max` (4 by
+//! default in the stream store) batches in flight. Batches can then *complete* out of order, but acknowledgements are released
 //! strictly in submission order: a batch is acknowledged only when it and every batch
 //! before it are durable, because a reader of the log must never see a hole.
 //!

@@ -29,18 +29,27 @@
 //! and a [`Completion`], and calls [`Completion::complete`] when the storage has said
 //! the bytes are durable (or that it failed). When it calls it does not matter:
 //!
-//! - the file backend's calls block (`pwrite` + `fdatasync`) and complete before
-//!   `persist` returns ([`Backend::blocks_in_persist`]). The driver then answers the
-//!   finished batch's writers *before* it syncs the next batch inline, and the appends
-//!   that arrive during a sync queue in the channel and form the next batch. Between an
-//!   append and its OK a lone writer crosses two thread hops (to the driver and back),
-//!   and an idle driver polls its channel for a few microseconds before it sleeps, so
-//!   the second of those usually costs no wake-up. A batch of many writers is answered
-//!   by a thread of its own (`wal-answer`) while the driver already syncs the next one:
-//!   waking dozens of threads one by one would otherwise leave the disk idle. With `--io-thread` the file backend
-//!   runs on an I/O thread of its own instead ([`io_thread::OnThread`]), and the driver
-//!   issues each persist *before* it delivers the previous batch's acknowledgements, so
-//!   waking thread writers overlaps the next sync (two more hops per batch).
+//! - the file backend writes each batch on the driver thread (`pwrite`, into the page
+//!   cache, in log order) and syncs it one of two ways, which
+//!   [`Backend::blocks_in_persist`] tells the driver before each persist:
+//!   - *inline*, for a lone writer (a one-record batch after a one-record batch, no other
+//!     sync in flight): `persist` blocks in `fdatasync` and completes before it returns.
+//!     The driver answers the finished batch's writers *before* it syncs the next batch,
+//!     and the appends that arrive during a sync queue in the channel. Between an append
+//!     and its OK a lone writer crosses two thread hops (to the driver and back); an
+//!     idle driver polls its channel for a few microseconds before it sleeps, and a lone
+//!     writer polls for its answer, so neither hop usually costs a wake-up. A batch of
+//!     many thread writers is answered by a thread of its own (`wal-answer`) while the
+//!     driver syncs the next one: waking dozens of threads one by one would otherwise
+//!     leave the disk idle.
+//!   - *on a sync thread* ([`sync_pool`]), for every other batch: `persist` hands the
+//!     `fdatasync` over and returns, and the machine (`inflight_max = 2`) lets the next
+//!     batch be written and synced beside it, so the disk does not wait for the driver's
+//!     work between two syncs.
+//!
+//!   With `--io-thread` the file backend runs on an I/O thread of its own instead
+//!   ([`io_thread::OnThread`]), one sync at a time, and the driver issues each persist
+//!   *before* it delivers the previous batch's acknowledgements.
 //! - an S3 or Postgres backend owns a small tokio runtime, spawns the PUT or INSERT on
 //!   it and completes from the task when the request returns, so several batches can be
 //!   in flight (`inflight_max = 4`) while the driver keeps feeding the machine. The
@@ -972,7 +981,7 @@ impl Driver {
             for action in others.into_iter().chain(answers) {
                 self.perform(action);
             }
-            self.deliver_answers(false);
+            self.deliver_answers(std::env::var_os("WALAB_HACK_ANS").is_some());
         }
     }
 

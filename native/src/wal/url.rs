@@ -136,6 +136,9 @@ impl WalArgs {
             if !(1..=16).contains(&threads) {
                 return Err(format!("--sync-threads {threads}: must be between 1 and 16"));
             }
+            if !matches!(parse_wal_url(&self.wal)?, WalUrl::File(_)) {
+                return Err(format!("--sync-threads {threads}: only for a file:// WAL"));
+            }
             if self.io_thread && threads > 1 {
                 return Err(format!("--sync-threads {threads} and --io-thread: the I/O thread syncs one batch at a time; pass one of them"));
             }
@@ -202,6 +205,31 @@ mod tests {
         assert!(parse_wal_url("s3://bucket/a/../b").unwrap_err().contains("path"));
         assert!(parse_wal_url("ftp://x").unwrap_err().contains("unknown scheme"));
         assert!(parse_wal_url("/data").unwrap_err().contains("not a URL"));
+    }
+
+    fn args(wal: &str, sync_threads: Option<usize>, io_thread: bool) -> WalArgs {
+        WalArgs {
+            wal: wal.to_string(),
+            cluster: "default".into(),
+            node: "0".into(),
+            segment_bytes: SEGMENT_BYTES_DEFAULT,
+            format: SegmentFormat::Tiny,
+            endpoint: None,
+            inflight_max: 4,
+            per_write: false,
+            io_thread,
+            sync_threads,
+        }
+    }
+
+    #[test]
+    fn sync_threads_are_checked_before_anything_is_opened() {
+        let refusal = |a: WalArgs| a.backend(true).err().expect("refused");
+        assert!(refusal(args("file:///tmp/x", Some(0), false)).contains("--sync-threads 0: must be between 1 and 16"));
+        assert!(refusal(args("file:///tmp/x", Some(17), false)).contains("between 1 and 16"));
+        assert!(refusal(args("file:///tmp/x", Some(2), true)).contains("--io-thread"));
+        assert!(refusal(args("s3://bucket/wal", Some(2), false)).contains("only for a file:// WAL"));
+        assert!(refusal(args("postgres://h/db", Some(1), false)).contains("only for a file:// WAL"));
     }
 
     #[test]
