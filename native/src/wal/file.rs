@@ -22,6 +22,14 @@
 //! record left in a reused file could pass its checksum after a crash (Part 7's "recycled
 //! segments"). A removed segment is gone; a new one is zero-filled.
 //!
+//! # Syncing
+//!
+//! Every batch is written on the driver thread, in log order. A lone writer's batch (one
+//! record after one record, nothing else syncing) is then synced inline; every other
+//! batch's `fdatasync` runs on one of the sync threads ([`super::sync_pool`],
+//! `--sync-threads`, 2 by default), so two syncs can overlap. Each sync thread syncs
+//! through its own open of the segment, made when the segment becomes current.
+//!
 //! # Formats
 //!
 //! `--format tiny` (the default) writes the tiny store's records, one per write, at the

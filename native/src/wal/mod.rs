@@ -981,7 +981,7 @@ impl Driver {
             for action in others.into_iter().chain(answers) {
                 self.perform(action);
             }
-            self.deliver_answers(std::env::var_os("WALAB_HACK_ANS").is_some());
+            self.deliver_answers(false);
         }
     }
 
