@@ -117,7 +117,7 @@ pub mod url;
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -344,6 +344,9 @@ pub struct Wal {
     events: Sender<Event>,
     /// Writers (threads and tasks) waiting for an answer (see `Writer::poll_for_reply`).
     waiting_writers: Arc<AtomicUsize>,
+    /// The last persist's duration in nanoseconds: lone writers poll only while it is
+    /// short (see `Writer::poll_for_reply`).
+    last_persist_ns: Arc<AtomicU64>,
     /// Set by the driver as it goes away, normally or by a panic (see [`Writer::append`]).
     driver_gone: Arc<AtomicBool>,
     driver: Option<JoinHandle<DriverResult>>,
@@ -423,8 +426,8 @@ pub struct Writer {
     reply_tx: Sender<Reply>,
     reply_rx: Receiver<Reply>,
     buffer: Vec<u8>,
-    /// How long the last append took to be answered.
-    last_round_trip: Duration,
+    /// The last persist's duration (ns), as the driver measured it.
+    last_persist_ns: Arc<AtomicU64>,
 }
 
 impl Writer {
@@ -436,15 +439,13 @@ impl Writer {
         self.events
             .send(Event::Append { record, key_bytes: key.len(), reply: ReplyTo::Thread(self.reply_tx.clone()) })
             .map_err(|_| WalError::Closed)?;
-        let sent = Instant::now();
         let alone = self.waiting_writers.fetch_add(1, Ordering::AcqRel) == 0;
-        let reply = self.poll_for_reply(alone && self.last_round_trip <= LONE_WRITER_POLL);
+        let reply = self.poll_for_reply(alone && storage_answers_within_the_poll(&self.last_persist_ns));
         let answer = match reply {
             Some(reply) => Ok(reply),
             None => self.wait_for_reply(),
         };
         self.waiting_writers.fetch_sub(1, Ordering::AcqRel);
-        self.last_round_trip = sent.elapsed();
         let (result, buffer) = answer?;
         self.buffer = buffer;
         result
@@ -455,8 +456,11 @@ impl Writer {
     /// append; asleep, it would then pay a wake-up on top of the sync, which for a lone
     /// writer on a fast disk is a tenth of the sync again. The spin costs a core that has
     /// nothing else to do (the driver is blocked in the sync); with company, writers
-    /// sleep at once, since they would only take cores from each other. A writer whose
-    /// last answer took longer than the poll (a slow disk, an S3 PUT) does not poll.
+    /// sleep at once, since they would only take cores from each other. While the
+    /// storage takes longer than the poll to persist (a stalled disk, an S3 PUT), no
+    /// writer polls. (The persist's own duration decides, not the writer's round trip:
+    /// a writer that stopped polling would pay a wake-up, its round trip would grow past
+    /// the poll, and it would never poll again.)
     fn poll_for_reply(&mut self, alone: bool) -> Option<Reply> {
         if !alone || !*MULTI_CORE {
             return None;
@@ -465,7 +469,9 @@ impl Writer {
         while started.elapsed() < LONE_WRITER_POLL {
             match self.reply_rx.try_recv() {
                 Ok(reply) => return Some(reply),
-                Err(mpsc::TryRecvError::Empty) => std::hint::spin_loop(),
+                // Yield, not spin: were the driver woken on this core it would wait for
+                // the end of this thread's time slice (see `yield_to_a_waking_thread`).
+                Err(mpsc::TryRecvError::Empty) => yield_to_a_waking_thread(),
                 Err(mpsc::TryRecvError::Disconnected) => return None,
             }
             if self.waiting_writers.load(Ordering::Acquire) > 1 {
@@ -503,8 +509,8 @@ pub struct AsyncWriter {
     buffer: Vec<u8>,
     /// Writers waiting for an answer now (shared by every writer of the log).
     waiting_writers: Arc<AtomicUsize>,
-    /// How long the last append took to be answered.
-    last_round_trip: Duration,
+    /// The last persist's duration (ns), as the driver measured it.
+    last_persist_ns: Arc<AtomicU64>,
 }
 
 /// Counts a writer as waiting until dropped (also when an async append is abandoned).
@@ -542,7 +548,7 @@ impl AsyncWriter {
         let sent = Instant::now();
         let (waiting, alone) = Waiting::start(&self.waiting_writers);
         let mut polled = None;
-        if alone && *MULTI_CORE && self.last_round_trip <= LONE_WRITER_POLL {
+        if alone && *MULTI_CORE && storage_answers_within_the_poll(&self.last_persist_ns) {
             // The lone writer's poll (see `Writer::poll_for_reply`), as a task: it yields
             // between looks, so its worker stays awake and the driver's answer needs no
             // wake-up, and other tasks still run.
@@ -552,7 +558,10 @@ impl AsyncWriter {
                         polled = Some(reply);
                         break;
                     }
-                    Err(tokio::sync::oneshot::error::TryRecvError::Empty) => tokio::task::yield_now().await,
+                    Err(tokio::sync::oneshot::error::TryRecvError::Empty) => {
+                        yield_to_a_waking_thread();
+                        tokio::task::yield_now().await
+                    }
                     Err(tokio::sync::oneshot::error::TryRecvError::Closed) => break,
                 }
             }
@@ -564,7 +573,6 @@ impl AsyncWriter {
             None => answer.await.map_err(|_| WalError::Closed),
         };
         drop(waiting);
-        self.last_round_trip = sent.elapsed();
         let (result, buffer) = answered?;
         self.buffer = buffer;
         result
@@ -579,7 +587,22 @@ const ANSWERER_BATCH_MIN: usize = 8;
 /// `Driver::spin_for_event`).
 const IDLE_SPIN: Duration = Duration::from_micros(50);
 
-/// How long a lone thread writer polls for its answer before it sleeps.
+/// One look of a poll loop: gives the core to any thread waiting for it. A poll that
+/// only spins keeps its core until its time slice ends, and Linux's scheduler (EEVDF)
+/// does not always preempt it for a thread it wakes there: a driver woken from its sync
+/// on the core where a lone writer polled waited out the whole 500 us poll (traced with
+/// `bench --trace`: 575 us between one sync's end and the next one's start, against 5 us).
+fn yield_to_a_waking_thread() {
+    std::thread::yield_now();
+}
+
+/// Whether the last persist took at most [`LONE_WRITER_POLL`], so that a lone writer's
+/// poll is likely to catch its answer.
+fn storage_answers_within_the_poll(last_persist_ns: &AtomicU64) -> bool {
+    last_persist_ns.load(Ordering::Relaxed) <= LONE_WRITER_POLL.as_nanos() as u64
+}
+
+/// How long a lone writer polls for its answer before it sleeps.
 const LONE_WRITER_POLL: Duration = Duration::from_micros(500);
 
 /// Whether this machine has more than one core (polling on one core only delays the
@@ -615,8 +638,10 @@ impl Wal {
         segment_last_seq.entry(recovered.segment).or_insert(None);
         let recovered_segment_bytes_max = backend.segment_bytes_max();
         let driver_gone = Arc::new(AtomicBool::new(false));
+        let last_persist_ns = Arc::new(AtomicU64::new(0));
         let driver = Driver {
             driver_gone: Arc::clone(&driver_gone),
+            last_persist_ns: Arc::clone(&last_persist_ns),
             machine,
             backend,
             events_tx: events_tx.clone(),
@@ -647,7 +672,7 @@ impl Wal {
             .spawn(move || driver.run())
             .map_err(|error| WalError::Open(format!("{name}: cannot start the driver thread: {error}")))?;
         Ok((
-            Wal { events: events_tx, waiting_writers: Arc::default(), driver_gone, driver: Some(handle), stats, name },
+            Wal { events: events_tx, waiting_writers: Arc::default(), last_persist_ns, driver_gone, driver: Some(handle), stats, name },
             recovered,
         ))
     }
@@ -666,7 +691,7 @@ impl Wal {
             reply_tx,
             reply_rx,
             buffer: Vec::new(),
-            last_round_trip: Duration::ZERO,
+            last_persist_ns: Arc::clone(&self.last_persist_ns),
         }
     }
 
@@ -676,7 +701,7 @@ impl Wal {
             events: self.events.clone(),
             buffer: Vec::new(),
             waiting_writers: Arc::clone(&self.waiting_writers),
-            last_round_trip: Duration::ZERO,
+            last_persist_ns: Arc::clone(&self.last_persist_ns),
         }
     }
 
@@ -747,6 +772,8 @@ impl Drop for Wal {
 }
 
 struct Driver {
+    /// Shared with the writers: see [`Wal::last_persist_ns`].
+    last_persist_ns: Arc<AtomicU64>,
     machine: GroupCommit,
     backend: Box<dyn Backend>,
     events_tx: Sender<Event>,
@@ -845,7 +872,9 @@ impl Driver {
             match self.events_rx.try_recv() {
                 Ok(event) => return Some(Ok(Some(event))),
                 Err(mpsc::TryRecvError::Disconnected) => return Some(Err(())),
-                Err(mpsc::TryRecvError::Empty) => std::hint::spin_loop(),
+                // Yield, not spin: were the driver woken on this core it would wait for
+                // the end of this thread's time slice (see `yield_to_a_waking_thread`).
+                Err(mpsc::TryRecvError::Empty) => yield_to_a_waking_thread(),
             }
         }
         None
@@ -874,6 +903,7 @@ impl Driver {
             Event::Persisted { batch, result, buffer } => {
                 let now = self.now();
                 let elapsed = self.persist_started.remove(&batch).map(|t| t.elapsed().as_nanos() as u64).unwrap_or(0);
+                self.last_persist_ns.store(elapsed, Ordering::Relaxed);
                 {
                     let mut stats = self.stats.lock().unwrap_or_else(|p| p.into_inner());
                     stats.persist_ns_total += elapsed;
