@@ -83,6 +83,8 @@ struct State {
     fail_inode_syncs: BTreeSet<(u64, u64)>,
     /// (write number, errno): that `write_at` call fails.
     fail_write: Option<(u64, i32)>,
+    /// (inode, errno): that file's next `write_at` fails.
+    fail_inode_write: Option<(u64, i32)>,
     writes: u64,
     scheduled_cut: Option<(u64, CutMode, u64)>,
     cuts: u64,
@@ -208,6 +210,7 @@ impl FaultFs {
                 inode_syncs: HashMap::new(),
                 fail_inode_syncs: BTreeSet::new(),
                 fail_write: None,
+                fail_inode_write: None,
                 writes: 0,
                 scheduled_cut: None,
                 cuts: 0,
@@ -275,6 +278,15 @@ impl FaultFs {
         state.fail_write = Some((at, errno));
     }
 
+    /// Makes the next `write_at` of the file at `path` fail with `errno`; writes to other
+    /// files (a spare segment being zero-filled on another thread) pass.
+    pub fn fail_next_write_of(&self, path: &Path, errno: i32) -> io::Result<()> {
+        let mut state = self.lock();
+        let inode = state.inode_of(path)?;
+        state.fail_inode_write = Some((inode, errno));
+        Ok(())
+    }
+
     /// Cuts the power during the `n`-th mutating call from now (1 = the next one).
     pub fn schedule_cut(&self, n: u64, mode: CutMode, seed: u64) {
         let mut state = self.lock();
@@ -300,6 +312,7 @@ impl FaultFs {
         state.fail_syncs.clear();
         state.fail_inode_syncs.clear();
         state.fail_write = None;
+        state.fail_inode_write = None;
     }
 
     /// True while the power is on.
@@ -339,6 +352,12 @@ impl WalFile for FaultFile {
         if let Some((at, errno)) = state.fail_write {
             if state.writes == at {
                 state.fail_write = None;
+                return Err(io::Error::from_raw_os_error(errno));
+            }
+        }
+        if let Some((inode, errno)) = state.fail_inode_write {
+            if inode == self.inode {
+                state.fail_inode_write = None;
                 return Err(io::Error::from_raw_os_error(errno));
             }
         }

@@ -148,7 +148,8 @@ fn a_full_disk_fails_the_append_with_no_space() {
     let (wal, _) = Wal::open(fault_backend(&fs, 1 << 16), WalOptions::default()).unwrap();
     let mut writer = wal.writer();
     writer.append(b"a", b"1").unwrap();
-    fs.fail_write(1, libc::ENOSPC);
+    // The log's own file: the spare segment may still be zero-filled on another thread.
+    fs.fail_next_write_of(&first_segment(), libc::ENOSPC).unwrap();
     assert_eq!(writer.append(b"b", b"2"), Err(WalError::Failed(SyncError::NoSpace)));
 }
 
