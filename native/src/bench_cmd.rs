@@ -173,6 +173,10 @@ struct RunJson {
     /// Mean time from a persist's completion to the start of the next one when records
     /// were already waiting for it: the driver's cost between back-to-back syncs.
     handoff_us_mean: f64,
+    /// The CPUs the driver and sync threads ran on (`--sync-cpus`), as a Linux CPU
+    /// list; absent when they were left to the scheduler.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sync_cpus: Option<String>,
     /// With `--against-raw-ms`: the raw syncs measured in the turns between the WAL's.
     #[serde(skip_serializing_if = "Option::is_none")]
     raw: Option<RawJson>,
@@ -488,6 +492,7 @@ fn run_one(args: &Args, writers: usize, run_id: &str) -> Result<(RunJson, Option
     let backend = args.wal.backend(true).map_err(CliError::usage)?;
     let options = WalOptions { trace_events_max: args.trace.is_some().then_some(TRACE_EVENTS_MAX), ..WalOptions::default() };
     let (wal, _) = Wal::open(backend, options).map_err(crate::load_cmd::open_failure)?;
+    let sync_cpus = wal.sync_cpus().map(crate::wal::affinity::format_cpu_list);
     let wal = Arc::new(wal);
     let stop = Arc::new(AtomicBool::new(false));
     let newest_acked = Arc::new(AtomicU64::new(0));
@@ -667,6 +672,7 @@ fn run_one(args: &Args, writers: usize, run_id: &str) -> Result<(RunJson, Option
             },
             rss_kib_after_1s,
             rss_kib_at_end,
+            sync_cpus,
             raw: raw_json,
         },
         trace,
@@ -741,6 +747,12 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
                 (None, Some(b)) => format!("-/{:.1}", b as f64 / 1024.0),
                 _ => "-".to_string(),
             }
+        );
+    }
+    if let Some(cpus) = report.runs.iter().find_map(|run| run.sync_cpus.as_ref()) {
+        let _ = writeln!(
+            out,
+            "the driver and sync threads ran on CPU {cpus}, where the log device's completion interrupts go (--sync-cpus off: anywhere)"
         );
     }
     for run in &report.runs {

@@ -331,6 +331,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             per_write: false,
             io_thread: false,
             sync_threads: None,
+            sync_cpus: None,
         };
         wal_args.backend(true).map_err(CliError::usage)?;
         ("kills", kill_test(&args, &wal_args)?)

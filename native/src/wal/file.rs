@@ -161,6 +161,8 @@ pub struct FileBackend {
     sync_handles: Option<Arc<SyncHandles>>,
     /// Records in the batch persisted last.
     last_batch_records: u64,
+    /// The CPUs the syncing threads run on ([`FileBackend::with_sync_cpus`]).
+    sync_cpus: Option<Vec<usize>>,
 }
 
 impl FileBackend {
@@ -190,6 +192,7 @@ impl FileBackend {
             pool: None,
             sync_handles: None,
             last_batch_records: 0,
+            sync_cpus: None,
         }
     }
 
@@ -197,7 +200,14 @@ impl FileBackend {
     /// every sync inline on the driver thread). If the threads cannot be started, syncs
     /// stay inline.
     pub fn with_sync_threads(mut self, threads: usize) -> FileBackend {
-        self.pool = if threads >= 2 { SyncPool::new(threads).ok() } else { None };
+        self.pool = if threads >= 2 { SyncPool::new(threads, self.sync_cpus.clone()).ok() } else { None };
+        self
+    }
+
+    /// Runs the threads that sync (the driver, the sync threads) on `cpus` (see
+    /// [`super::affinity`]). Call before [`FileBackend::with_sync_threads`].
+    pub fn with_sync_cpus(mut self, cpus: Option<Vec<usize>>) -> FileBackend {
+        self.sync_cpus = cpus;
         self
     }
 
@@ -586,6 +596,10 @@ impl Backend for FileBackend {
             },
             None => group_commit::Config::file(Policy::Group),
         }
+    }
+
+    fn sync_cpus(&self) -> Option<Vec<usize>> {
+        self.sync_cpus.clone()
     }
 
     fn blocks_in_persist(&self, batch: &Batch) -> bool {

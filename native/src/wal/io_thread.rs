@@ -32,6 +32,8 @@ pub struct OnThread {
     name: String,
     segment_bytes_max: u64,
     machine_config: walab_core::group_commit::Config,
+    /// Where the I/O thread runs (the inner backend's choice).
+    sync_cpus: Option<Vec<usize>>,
 }
 
 impl OnThread {
@@ -40,10 +42,15 @@ impl OnThread {
         let name = inner.describe();
         let segment_bytes_max = inner.segment_bytes_max();
         let machine_config = inner.machine_config();
+        let sync_cpus = inner.sync_cpus();
+        let pin_to = sync_cpus.clone();
         let (jobs, inbox) = mpsc::channel::<Job>();
         let thread = std::thread::Builder::new()
             .name("wal-io".to_string())
             .spawn(move || {
+                if let Some(cpus) = pin_to {
+                    super::affinity::pin_current_thread(&cpus);
+                }
                 for job in inbox {
                     match job {
                         Job::Recover(answer) => {
@@ -60,7 +67,7 @@ impl OnThread {
                 }
             })
             .map_err(|error| WalError::Open(format!("{name}: cannot start the i/o thread: {error}")))?;
-        Ok(OnThread { jobs: Some(jobs), thread: Some(thread), name, segment_bytes_max, machine_config })
+        Ok(OnThread { jobs: Some(jobs), thread: Some(thread), name, segment_bytes_max, machine_config, sync_cpus })
     }
 
     fn send(&self, job: Job) -> bool {
@@ -87,6 +94,10 @@ impl Backend for OnThread {
 
     fn machine_config(&self) -> walab_core::group_commit::Config {
         self.machine_config
+    }
+
+    fn sync_cpus(&self) -> Option<Vec<usize>> {
+        self.sync_cpus.clone()
     }
 
     fn persist(&mut self, batch: Batch, done: Completion) {

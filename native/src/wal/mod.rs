@@ -103,6 +103,7 @@
 //! reader's, and a newer segment holds records (so the next seq is never forgotten).
 //! `load` and `dump` never confirm anything, so they never trim.
 
+pub mod affinity;
 pub mod fault_fs;
 pub mod file;
 pub mod fs;
@@ -290,6 +291,11 @@ pub trait Backend: Send + 'static {
     fn blocks_in_persist(&self, _batch: &Batch) -> bool {
         false
     }
+    /// The CPUs the driver should run on, because it syncs (see [`affinity`]); `None`
+    /// (the default) leaves it wherever Linux puts it.
+    fn sync_cpus(&self) -> Option<Vec<usize>> {
+        None
+    }
 }
 
 /// How a WAL is opened.
@@ -352,6 +358,8 @@ pub struct Wal {
     driver: Option<JoinHandle<DriverResult>>,
     stats: Arc<Mutex<WalStats>>,
     name: String,
+    /// Where the driver runs, if it was pinned ([`Backend::sync_cpus`]).
+    sync_cpus: Option<Vec<usize>>,
 }
 
 struct DriverResult {
@@ -618,6 +626,7 @@ impl Wal {
     /// recovery found.
     pub fn open(mut backend: Box<dyn Backend>, options: WalOptions) -> Result<(Wal, Recovered), WalError> {
         let name = backend.describe();
+        let sync_cpus = backend.sync_cpus();
         let recovered = backend.recover()?;
         release_free_memory();
         let machine_config = options.machine.unwrap_or_else(|| backend.machine_config());
@@ -667,18 +676,33 @@ impl Wal {
             outbox: Vec::new(),
             answerer: None,
         };
+        let pin_to = sync_cpus.clone();
         let handle = std::thread::Builder::new()
             .name("wal-driver".to_string())
-            .spawn(move || driver.run())
+            .spawn(move || driver.run(pin_to))
             .map_err(|error| WalError::Open(format!("{name}: cannot start the driver thread: {error}")))?;
         Ok((
-            Wal { events: events_tx, waiting_writers: Arc::default(), last_persist_ns, driver_gone, driver: Some(handle), stats, name },
+            Wal {
+                events: events_tx,
+                waiting_writers: Arc::default(),
+                last_persist_ns,
+                driver_gone,
+                driver: Some(handle),
+                stats,
+                name,
+                sync_cpus,
+            },
             recovered,
         ))
     }
 
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The CPUs the driver (and the backend's sync threads) run on, if pinned.
+    pub fn sync_cpus(&self) -> Option<&[usize]> {
+        self.sync_cpus.as_deref()
     }
 
     /// A new writer handle (one per writer thread).
@@ -821,8 +845,13 @@ impl Driver {
         }
     }
 
-    fn run(mut self) -> DriverResult {
+    fn run(mut self, pin_to: Option<Vec<usize>>) -> DriverResult {
         precise_timers();
+        if let Some(cpus) = &pin_to {
+            // The driver syncs inline (a lone writer's batches): where the device's
+            // completions land, like the sync threads (see `affinity`).
+            affinity::pin_current_thread(cpus);
+        }
         loop {
             // Wait for the next input, or for the machine's deadline.
             let first = match self.spin_for_event() {

@@ -110,13 +110,20 @@ pub struct SyncPool {
 }
 
 impl SyncPool {
-    /// Starts `threads` sync threads (at least one).
-    pub fn new(threads: usize) -> io::Result<SyncPool> {
+    /// Starts `threads` sync threads (at least one), on `cpus` if given (see
+    /// [`super::affinity`]).
+    pub fn new(threads: usize, cpus: Option<Vec<usize>>) -> io::Result<SyncPool> {
         let shared = Arc::new(Shared::default());
         let mut pool = SyncPool { shared: Arc::clone(&shared), threads: Vec::with_capacity(threads) };
         for index in 0..threads.max(1) {
             let shared = Arc::clone(&shared);
-            let handle = std::thread::Builder::new().name(format!("wal-sync-{index}")).spawn(move || run(&shared))?;
+            let cpus = cpus.clone();
+            let handle = std::thread::Builder::new().name(format!("wal-sync-{index}")).spawn(move || {
+                if let Some(cpus) = cpus {
+                    super::affinity::pin_current_thread(&cpus);
+                }
+                run(&shared)
+            })?;
             pool.threads.push(handle);
         }
         Ok(pool)
@@ -232,7 +239,7 @@ mod tests {
     fn after_one_sync_of_a_segment_fails_every_later_one_does_even_through_the_handle_that_was_told() {
         let fs = FaultFs::new(512);
         let path = segment(&fs);
-        let pool = SyncPool::new(2).unwrap();
+        let pool = SyncPool::new(2, None).unwrap();
         let handles = SyncHandles::open(&fs, &path, 2).unwrap();
         let mut writer = fs.open_write(&path).unwrap();
         writer.write_at(0, b"batch one").unwrap();
@@ -255,7 +262,7 @@ mod tests {
     fn two_syncs_run_at_once_and_each_completes() {
         let fs = FaultFs::new(512);
         let path = segment(&fs);
-        let pool = SyncPool::new(2).unwrap();
+        let pool = SyncPool::new(2, None).unwrap();
         let handles = SyncHandles::open(&fs, &path, 2).unwrap();
         fs.close_sync_gate_of(&path).unwrap();
         let (events, outcomes) = mpsc::channel();

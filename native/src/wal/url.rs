@@ -10,6 +10,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use super::affinity::SyncCpus;
 use super::file::{node_dir, FileBackend, SegmentFormat, SEGMENT_BYTES_DEFAULT, SYNC_THREADS_DEFAULT};
 use super::fs::RealFs;
 use super::io_thread::OnThread;
@@ -57,6 +58,12 @@ pub struct WalArgs {
     /// inline on the driver thread.
     #[arg(long, value_name = "N")]
     pub sync_threads: Option<usize>,
+    /// For file://: the CPUs the syncing threads (the driver, the sync threads) run on.
+    /// `auto` (the default): the CPUs that take the log device's completion interrupts,
+    /// if those are fewer than this process may use (a single-queue disk, as in most
+    /// VMs); `off`: wherever Linux puts them; or a list such as `1` or `0,2-3`.
+    #[arg(long, value_name = "auto|off|CPUS")]
+    pub sync_cpus: Option<String>,
 }
 
 /// A parsed `--wal` URL.
@@ -143,8 +150,19 @@ impl WalArgs {
                 return Err(format!("--sync-threads {threads} and --io-thread: the I/O thread syncs one batch at a time; pass one of them"));
             }
         }
+        let sync_cpus = match &self.sync_cpus {
+            Some(text) => {
+                let parsed = SyncCpus::parse(text)?;
+                if !matches!(parse_wal_url(&self.wal)?, WalUrl::File(_)) {
+                    return Err(format!("--sync-cpus {text}: only for a file:// WAL"));
+                }
+                parsed
+            }
+            None => SyncCpus::Auto,
+        };
         match parse_wal_url(&self.wal)? {
             WalUrl::File(base) => {
+                let sync_cpus = sync_cpus.resolve(&base)?;
                 let sync_threads = if self.io_thread { 1 } else { self.sync_threads.unwrap_or(SYNC_THREADS_DEFAULT) };
                 let file = FileBackend::with_format(
                     Arc::new(RealFs),
@@ -153,6 +171,7 @@ impl WalArgs {
                     create,
                     self.format,
                 )
+                .with_sync_cpus(sync_cpus)
                 .with_sync_threads(sync_threads);
                 if self.io_thread {
                     // pwrite + fdatasync on a thread of their own (see `io_thread`).
@@ -219,6 +238,7 @@ mod tests {
             per_write: false,
             io_thread,
             sync_threads,
+            sync_cpus: None,
         }
     }
 
@@ -230,6 +250,17 @@ mod tests {
         assert!(refusal(args("file:///tmp/x", Some(2), true)).contains("--io-thread"));
         assert!(refusal(args("s3://bucket/wal", Some(2), false)).contains("only for a file:// WAL"));
         assert!(refusal(args("postgres://h/db", Some(1), false)).contains("only for a file:// WAL"));
+    }
+
+    #[test]
+    fn sync_cpus_are_checked_before_anything_is_opened() {
+        let with = |wal: &str, cpus: &str| WalArgs { sync_cpus: Some(cpus.to_string()), ..args(wal, None, false) };
+        let refusal = |a: WalArgs| a.backend(true).err().expect("refused");
+        assert!(refusal(with("file:///tmp/x", "fast")).starts_with("--sync-cpus fast: "));
+        assert!(refusal(with("file:///tmp/x", "2-1")).contains("empty range"));
+        assert!(refusal(with("file:///tmp/x", "99999")).contains("out of range"));
+        assert!(refusal(with("s3://bucket/wal", "auto")).contains("--sync-cpus auto: only for a file:// WAL"));
+        assert!(refusal(with("postgres://h/db", "1")).contains("only for a file:// WAL"));
     }
 
     #[test]
