@@ -487,6 +487,9 @@ struct ReportJson<'a> {
     device: Option<&'a str>,
     write_cache: Option<&'a str>,
     volatile_write_cache: Option<bool>,
+    /// The CPUs the device's completion interrupts go to (absent if not found).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    completion_cpus: Option<Vec<usize>>,
     methods: &'a [MethodResult],
 }
 
@@ -570,6 +573,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         fs::write(path, text + "\n").map_err(|e| CliError::usage(format!("{}: {e}", path.display())))?;
     }
 
+    let completion_cpus = crate::wal::affinity::completion_cpus(&args.dir);
     let mut out = std::io::stdout().lock();
     if args.json {
         let report = ReportJson {
@@ -578,6 +582,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             device: cache.device.as_deref(),
             write_cache: cache.write_cache.as_deref(),
             volatile_write_cache: cache.volatile(),
+            completion_cpus: completion_cpus.clone(),
             methods: &results,
         };
         let _ = writeln!(out, "{}", serde_json::to_string(&report).expect("plain data serializes"));
@@ -590,6 +595,19 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     };
     let _ = writeln!(out, "directory {}, {} B per write", args.dir.display(), args.block_bytes);
     let _ = writeln!(out, "{cache_line}");
+    if let (Some(cpus), Some(allowed)) = (&completion_cpus, crate::wal::affinity::allowed_cpus()) {
+        let _ = writeln!(
+            out,
+            "completion interrupts on CPU {} of {}{}",
+            crate::wal::affinity::format_cpu_list(cpus),
+            crate::wal::affinity::format_cpu_list(&allowed),
+            if cpus.len() < allowed.len() {
+                ": the file WAL syncs there (walab bench --sync-cpus)"
+            } else {
+                ""
+            }
+        );
+    }
     let _ = writeln!(out, "{:<28} {:>10} {:>9} {:>9} {:>9} {:>9}", "method", "ops/s", "p50 ms", "p99 ms", "p99.9 ms", "max ms");
     for result in &results {
         match (&result.latency, &result.unsupported) {

@@ -28,7 +28,10 @@
 //! record after one record, nothing else syncing) is then synced inline; every other
 //! batch's `fdatasync` runs on one of the sync threads ([`super::sync_pool`],
 //! `--sync-threads`, 2 by default), so two syncs can overlap. Each sync thread syncs
-//! through its own open of the segment, made when the segment becomes current.
+//! through its own open of the segment, made when the segment becomes current. The
+//! driver and the sync threads run on the CPUs that take the device's completion
+//! interrupts, where that is a strict subset of the CPUs ([`super::affinity`],
+//! `--sync-cpus`).
 //!
 //! # Formats
 //!
