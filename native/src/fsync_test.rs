@@ -57,7 +57,7 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{IsTerminal, Write};
-use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -218,16 +218,9 @@ impl WriteCache {
 /// `queue/write_cache`. File systems without a block device (tmpfs, overlay on some
 /// setups) give `None`s.
 pub fn probe_write_cache(dir: &Path) -> WriteCache {
-    let unknown = WriteCache { device: None, write_cache: None };
-    let Ok(meta) = fs::metadata(dir) else { return unknown };
-    let dev = meta.dev();
-    let (major, minor) = (libc::major(dev), libc::minor(dev));
-    let link = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
-    let Ok(mut device_dir) = fs::canonicalize(&link) else { return unknown };
-    // A partition's sysfs directory has a `partition` file; its queue lives on the disk.
-    if device_dir.join("partition").exists() {
-        device_dir.pop();
-    }
+    let Some(device_dir) = crate::wal::affinity::disk_sysfs_dir(dir) else {
+        return WriteCache { device: None, write_cache: None };
+    };
     let device = device_dir.file_name().map(|name| name.to_string_lossy().into_owned());
     let write_cache = fs::read_to_string(device_dir.join("queue/write_cache")).ok().map(|s| s.trim().to_string());
     WriteCache { device, write_cache }

@@ -182,19 +182,28 @@ pub fn completion_cpus(dir: &Path) -> Option<Vec<usize>> {
     (!cpus.is_empty()).then_some(cpus)
 }
 
-/// The interrupt numbers of the PCI function behind the block device holding `dir`.
-fn device_irqs(dir: &Path) -> Option<Vec<u32>> {
+/// The sysfs directory of the disk holding `path` (or its nearest existing ancestor):
+/// `/sys/dev/block/MAJOR:MINOR` resolved, and for a partition its disk. `None` for file
+/// systems on no block device (tmpfs, overlay and the like).
+pub fn disk_sysfs_dir(path: &Path) -> Option<PathBuf> {
     use std::os::unix::fs::MetadataExt;
-    let existing = dir.ancestors().find(|p| p.exists())?;
+    let existing = path.ancestors().find(|p| p.exists())?;
     let dev = std::fs::metadata(existing).ok()?.dev();
     let (major, minor) = (libc::major(dev), libc::minor(dev));
     if major == 0 {
-        return None; // tmpfs, overlay and the like: no device
+        return None;
     }
     let mut device = std::fs::canonicalize(format!("/sys/dev/block/{major}:{minor}")).ok()?;
+    // A partition's directory has a `partition` file; its queue and device are the disk's.
     if device.join("partition").exists() {
         device = device.parent()?.to_path_buf();
     }
+    Some(device)
+}
+
+/// The interrupt numbers of the PCI function behind the block device holding `dir`.
+fn device_irqs(dir: &Path) -> Option<Vec<u32>> {
+    let device = disk_sysfs_dir(dir)?;
     // Up from .../0000:00:02.0/virtio1/block/vda (or .../nvme/nvme0/nvme0n1) to the
     // PCI function, the first ancestor that lists its interrupts.
     let function: PathBuf = device.ancestors().find(|p| p.join("msi_irqs").is_dir() || p.join("irq").is_file())?.into();
