@@ -208,9 +208,15 @@ impl FileBackend {
     }
 
     /// Runs the threads that sync (the driver, the sync threads) on `cpus` (see
-    /// [`super::affinity`]). Call before [`FileBackend::with_sync_threads`].
+    /// [`super::affinity`]).
     pub fn with_sync_cpus(mut self, cpus: Option<Vec<usize>>) -> FileBackend {
         self.sync_cpus = cpus;
+        if let Some(pool) = self.pool.take() {
+            // Threads already started stay where they are: start them again.
+            let threads = pool.threads();
+            drop(pool);
+            return self.with_sync_threads(threads);
+        }
         self
     }
 
