@@ -9,6 +9,7 @@
 
 mod benches;
 mod charts;
+mod figures;
 mod parts;
 mod player;
 mod record_layout;

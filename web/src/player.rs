@@ -162,6 +162,24 @@ pub struct PlayerProps {
     /// What the marks are called in the step buttons' titles ("event", "batch", "check").
     #[prop_or(AttrValue::Static("event"))]
     pub mark_name: AttrValue,
+    /// What the step at the playhead did, in words: shown under the controls in an
+    /// `aria-live` region, so a screen reader says it as the student steps.
+    #[prop_or_default]
+    pub caption: Option<AttrValue>,
+    /// How the playhead is labelled: a simulated time, or (for runs whose marks are steps
+    /// of an algorithm rather than instants) the step number alone.
+    #[prop_or_default]
+    pub clock: Clock,
+}
+
+/// The label of the playhead.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Clock {
+    /// "t = 3.40 ms": the marks are instants of a simulated run.
+    #[default]
+    Millis,
+    /// "step 3 of 12": the marks are steps with no duration (a scan, REDO, an append).
+    Steps,
 }
 
 /// The player's controls: buttons, a scrubber over the run, the speed and the time.
@@ -207,9 +225,14 @@ pub fn Player(props: &PlayerProps) -> Html {
             <input class="scrub" type="range" aria-label="time"
                 min="0" max={(state.end.0 / 1_000).to_string()} step="10"
                 value={(state.now.0 / 1_000).to_string()} oninput={on_scrub} />
-            <span class="now" data-now-ns={state.now.0.to_string()}>{ format!("t = {} ms", format_fixed_millis(state.now)) }</span>
+            if props.clock == Clock::Millis {
+                <span class="now" data-now-ns={state.now.0.to_string()}>{ format!("t = {} ms", format_fixed_millis(state.now)) }</span>
+            }
             <span class="mark-count" data-mark={passed.to_string()} title="the steps (events) the playhead has passed">{ format!("step {passed} of {}", state.marks.len()) }</span>
             <label class="speed">{ "speed " }<select onchange={on_speed}>{ for speeds }</select></label>
+            if let Some(caption) = props.caption.clone() {
+                <p class="caption" aria-live="polite" data-mark={passed.to_string()}>{ caption }</p>
+            }
         </div>
     }
 }

@@ -1,0 +1,18 @@
+//! Figures: the lab's drawings of the machine itself.
+//!
+//! A lesson about the page cache draws the page cache; a lesson about group commit draws
+//! the queue and its leader. Each figure here is a component that takes one step's state
+//! (values computed in [`crate::benches`] from the core's runs at the player's instant)
+//! and draws it as SVG or HTML. Figures compute no outcome themselves.
+//!
+//! Conventions every figure follows, so the browser tests can read a figure back from
+//! the DOM and a student on any screen can read it:
+//! - the root element has `class="figure"`, a `data-figure` naming it, and an
+//!   `aria-label` saying what it shows at this step;
+//! - each drawn thing that has a state carries it as data: `data-write="7"
+//!   data-state="acked"`, `data-unit="2" data-state="dirty"`, `data-file="wal-5"`;
+//! - an SVG has a `viewBox` and no fixed width, so it scales with the column, and its
+//!   text is sized so it is at least 12 px at 1024 px wide;
+//! - a state change is a CSS transition on the element that changes (skipped under
+//!   `prefers-reduced-motion`), so a step moves things instead of swapping pictures;
+//! - colours come from the CSS variables in `assets/style.css`, so the dark theme works.
