@@ -2,9 +2,13 @@
 
 use yew::prelude::*;
 
+use super::power::{id_ranges, lanes, power_section, tiny_bench};
 use super::{ChapterProps, Source};
+use crate::player::Player;
+use crate::state::LabAction;
+use crate::url_state::{Fault, Handling};
 
-pub fn failed_sync_text() -> Html {
+fn failed_sync_text() -> Html {
     html! {
         <div class="prose">
             <p>{ "A sync can fail: EIO from a failing device or a lost network volume, ENOSPC from a full disk. The \
@@ -35,7 +39,58 @@ pub fn failed_sync_text() -> Html {
     }
 }
 
+
 #[component]
-pub fn FailedSyncChapter(_props: &ChapterProps) -> Html {
-    failed_sync_text()
+pub fn FailedSyncBenchChapter(props: &ChapterProps) -> Html {
+    let Some(bench) = tiny_bench(props) else { return Html::default() };
+    let on_player = props.on_action.reform(LabAction::Player);
+    let on_fault = props.on_action.reform(|event: Event| {
+        let select: web_sys::HtmlSelectElement = event.target_unchecked_into();
+        LabAction::SetFault(Fault::from_url_name(&select.value()).unwrap_or(Fault::None))
+    });
+    let on_handling = props.on_action.reform(|event: Event| {
+        let select: web_sys::HtmlSelectElement = event.target_unchecked_into();
+        LabAction::SetHandling(if select.value() == "wrong" { Handling::Wrong } else { Handling::Right })
+    });
+    let (acked, failed) = match &bench.full {
+        Ok((run, _)) => (run.acknowledged(), run.failed()),
+        Err(_) => (Vec::new(), Vec::new()),
+    };
+    let page_cache = bench.through_page_cache.as_ref().map(|recovered| html! {
+        <p class="note page-cache">{ format!("A process that restarts without a reboot and reads the log through the page cache \
+            would find {}.", id_ranges(recovered)) }</p>
+    });
+    html! {
+        <>
+        { failed_sync_text() }
+        <h3>{ "The branches, on the simulated device" }</h3>
+        <div class="controls">
+            <label>{ "fault " }<select class="fault" onchange={on_fault}>
+                { for Fault::ALL.iter().map(|fault| html! { <option value={fault.url_name()} selected={*fault == props.params.fault}>{ fault.label() }</option> }) }
+            </select></label>
+            if props.params.fault == Fault::LogSync {
+                <label>{ "failing batch B" }<input class="eio-batch" type="number" min="1" max="14" value={props.params.eio_batch.to_string()}
+                    onchange={props.on_action.reform(|event: Event| {
+                        let input: web_sys::HtmlInputElement = event.target_unchecked_into();
+                        LabAction::SetEioBatch(input.value().trim().parse::<u64>().unwrap_or(11).clamp(1, 24))
+                    })} /></label>
+            }
+            <label>{ "when the log's sync fails " }<select class="handling" onchange={on_handling}>
+                <option value="right" selected={props.params.handling == Handling::Right}>{ "fail the waiters and stop (right)" }</option>
+                <option value="wrong" selected={props.params.handling == Handling::Wrong}>{ "retry and carry on (wrong)" }</option>
+            </select></label>
+        </div>
+        <table class="summary" data-acked={acked.len().to_string()} data-failed={failed.len().to_string()}>
+            <tr><th>{ "acknowledged (whole run)" }</th><td>{ id_ranges(&acked) }</td></tr>
+            <tr><th>{ "told \"outcome unknown\"" }</th><td>{ id_ranges(&failed) }</td></tr>
+        </table>
+        <div class="prose"><p>{ "Then pull the power, before or after F11's flush completes, and compare the paths: on the wrong \
+            path the retried sync 'succeeded' without writing, so whether B11's acknowledged writes survive depends on timing." }</p></div>
+        <Player state={props.player.clone()} on_action={on_player} />
+        { lanes(bench, props) }
+        { power_section(props) }
+        { page_cache.unwrap_or_default() }
+        </>
+    }
 }
+

@@ -17,9 +17,14 @@ pub mod dropzone;
 pub mod failed_sync;
 pub mod intro;
 pub mod models;
+pub mod modes;
+pub mod pages;
 pub mod power;
 pub mod record;
+pub mod replication;
+pub mod segments;
 pub mod sync_calls;
+pub mod torn;
 pub mod wrapup;
 
 /// The Parts' titles, as the navigation lists them.
@@ -71,14 +76,14 @@ pub fn Chapter(props: &ChapterProps) -> Html {
         0 => html! { <intro::StartChapter ..props /> },
         1 => html! { <intro::AckChapter ..props /> },
         2 => html! { <sync_calls::SyncChapter ..props /> },
-        3 => html! { <power::FailedSyncBenchChapter ..props /> },
+        3 => html! { <failed_sync::FailedSyncBenchChapter ..props /> },
         4 => html! { <record::RecordChapter ..props /> },
         5 => html! { <commit::GroupCommitChapter ..props /> },
-        6 => html! { <power::ModesChapter ..props /> },
-        7 => html! { <power::TornChapter ..props /> },
-        8 => html! { <power::SegmentsChapter ..props /> },
-        9 => html! { <models::PagesChapter ..props /> },
-        10 => html! { <models::ReplicationChapter ..props /> },
+        6 => html! { <modes::ModesChapter ..props /> },
+        7 => html! { <torn::TornChapter ..props /> },
+        8 => html! { <segments::SegmentsChapter ..props /> },
+        9 => html! { <pages::PagesChapter ..props /> },
+        10 => html! { <replication::ReplicationChapter ..props /> },
         11 => html! { <><wrapup::AwsChapter ..props.clone() /><models::BudgetCalculator ..props /></> },
         12 => html! { <wrapup::LearnedChapter ..props /> },
         part => html! { <p class="error">{ format!("there is no Part {part}") }</p> },

@@ -1,0 +1,76 @@
+//! Part 6: durability modes, one power cut under each.
+
+use walab_core::tiny_store;
+use yew::prelude::*;
+
+use super::controls::{Controls, Shown};
+use super::power::{id_ranges, lanes, power_section, tiny_bench};
+use super::{ChapterProps, Source};
+use crate::player::Player;
+use crate::state::LabAction;
+use crate::url_state::format_millis;
+
+#[component]
+pub fn ModesChapter(props: &ChapterProps) -> Html {
+    let Some(bench) = tiny_bench(props) else { return Html::default() };
+    let on_player = props.on_action.reform(LabAction::Player);
+    let shown = Shown { policy: true, sync: true, ..Shown::default() };
+    let modes = bench.modes.iter().map(|(policy, mode)| match mode {
+        Ok(mode) => html! {
+            <tr data-policy={policy.url_name()} data-acknowledged={mode.acknowledged.len().to_string()} data-lost={mode.lost_acknowledged.len().to_string()}>
+                <td>{ policy.label() }</td>
+                <td class="num">{ mode.acknowledged.len() }</td>
+                <td class={classes!("num", (!mode.lost_acknowledged.is_empty()).then_some("danger"))}>{ mode.lost_acknowledged.len() }</td>
+                <td>{ id_ranges(&mode.lost_acknowledged) }</td>
+            </tr>
+        },
+        Err(error) => html! { <tr><td>{ policy.label() }</td><td colspan="3" class="error">{ error.clone() }</td></tr> },
+    });
+    let at = props.params.cut.unwrap_or(tiny_store::POWER_CUT);
+    html! {
+        <>
+        <div class="prose">
+            <p>{ "Not every write deserves a sync before its OK: a second of metrics can be lost, a payment cannot. Every \
+                  engine lets you choose, and the classic mistake is to choose without saying what the choice can lose." }</p>
+        </div>
+        <h3>{ "The ladder, and what engines call each rung" }</h3>
+        <table class="ladder">
+            <thead><tr><th>{ "OK is sent when" }</th><th>{ "a power loss can lose" }</th><th>{ "engines' settings" }</th></tr></thead>
+            <tbody>
+                <tr><td>{ "the record is in the page cache (no sync)" }</td><td>{ "everything the kernel has not yet written back" }</td>
+                    <td>{ "RocksDB WriteOptions.sync = false (its default); Redis appendfsync no " }
+                        <Source name="RocksDB options.h" href="https://github.com/facebook/rocksdb/blob/main/include/rocksdb/options.h" />
+                        <Source name="Redis persistence" href="https://redis.io/docs/latest/operate/oss_and_stack/management/persistence/" /></td></tr>
+                <tr><td>{ "the record is written; a background sync runs about every second" }</td><td>{ "about the last second" }</td>
+                    <td>{ "InnoDB innodb_flush_log_at_trx_commit = 2 (or 0); PostgreSQL synchronous_commit = off (up to three wal_writer_delay); Redis appendfsync everysec; Cassandra commitlog_sync periodic " }
+                        <Source name="MySQL: innodb_flush_log_at_trx_commit" href="https://dev.mysql.com/doc/refman/8.4/en/innodb-parameters.html#sysvar_innodb_flush_log_at_trx_commit" />
+                        <Source name="PostgreSQL: synchronous_commit" href="https://www.postgresql.org/docs/current/runtime-config-wal.html#GUC-SYNCHRONOUS-COMMIT" />
+                        <Source name="Cassandra: commitlog_sync" href="https://cassandra.apache.org/doc/latest/cassandra/managing/configuration/cass_yaml_file.html" /></td></tr>
+                <tr><td>{ "the record's sync returned (per write or group commit)" }</td><td>{ "no acknowledged write" }</td>
+                    <td>{ "InnoDB innodb_flush_log_at_trx_commit = 1 (default); PostgreSQL synchronous_commit = on (default); RocksDB sync = true; SQLite synchronous = FULL (in WAL mode NORMAL can lose the last commits on power loss) " }
+                        <Source name="SQLite: PRAGMA synchronous" href="https://www.sqlite.org/pragma.html#pragma_synchronous" /></td></tr>
+                <tr><td>{ "a quorum of replicas has the record" }</td><td>{ "no acknowledged write even if a machine is lost (Part 10)" }</td>
+                    <td>{ "PostgreSQL synchronous_standby_names with synchronous_commit = on or remote_apply; Kafka acks = all with min.insync.replicas " }
+                        <Source name="Kafka: producer acks" href="https://kafka.apache.org/documentation/#producerconfigs_acks" /></td></tr>
+            </tbody>
+        </table>
+        <div class="prose"><p>{ "Losing writes is not the same as corrupting data. PostgreSQL's synchronous_commit = off can lose \
+            the last few commits after a crash but always comes back consistent; fsync = off can leave pages and log out of step, \
+            and its documentation warns of unrecoverable corruption. " }
+            <Source name="PostgreSQL: fsync" href="https://www.postgresql.org/docs/current/runtime-config-wal.html#GUC-FSYNC" /></p></div>
+        <h3>{ format!("One power cut, four modes: at {} ms", format_millis(at)) }</h3>
+        <div class="prose"><p>{ "The same 24 arrivals under each mode, cut at the same instant. Flushed files are synced in every mode. \
+            Each row is the core's run; for the modes with syncs in flight, the row shows the worst legal outcome of the units in flight." }</p></div>
+        <table class="modes">
+            <thead><tr><th>{ "mode" }</th><th class="num">{ "acknowledged" }</th><th class="num">{ "acknowledged and lost" }</th><th>{ "lost writes" }</th></tr></thead>
+            <tbody>{ for modes }</tbody>
+        </table>
+        <h3>{ "Your own cut" }</h3>
+        <Controls params={props.params.clone()} shown={shown} on_action={props.on_action.clone()} />
+        <Player state={props.player.clone()} on_action={on_player} />
+        { lanes(bench, props) }
+        { power_section(props) }
+        </>
+    }
+}
+

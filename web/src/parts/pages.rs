@@ -1,0 +1,108 @@
+//! Part 9: the WAL in B-tree engines: pages, checkpoints, torn write-backs and REDO.
+
+use std::collections::BTreeMap;
+
+use walab_core::pages::page::{Page, PageNo, PageReadError};
+use yew::prelude::*;
+
+use super::{ChapterProps, Source};
+use crate::benches::models::describe_page_event;
+use crate::benches::Bench;
+use crate::player::Player;
+use crate::state::LabAction;
+use crate::url_state::PageProtection;
+
+fn page_cell(page: Option<&Result<Page, PageReadError>>) -> Html {
+    match page {
+        Some(Ok(page)) => html! { <td>{ format!("pageLSN {}: {}", page.page_lsn, page.describe_entries()) }</td> },
+        Some(Err(PageReadError::Checksum)) => html! { <td class="danger">{ "torn: checksum fails" }</td> },
+        Some(Err(PageReadError::Malformed)) => html! { <td class="danger">{ "malformed" }</td> },
+        None => html! { <td>{ "-" }</td> },
+    }
+}
+
+fn pages_table(at_cut: &BTreeMap<PageNo, Result<Page, PageReadError>>, after: &BTreeMap<PageNo, Result<Page, PageReadError>>, expected: &BTreeMap<PageNo, Page>) -> Html {
+    let rows = expected.keys().map(|page_no| {
+        let want = expected.get(page_no).map(|page| format!("pageLSN {}: {}", page.page_lsn, page.describe_entries())).unwrap_or_default();
+        let good = after.get(page_no).and_then(|page| page.as_ref().ok()) == expected.get(page_no);
+        html! {
+            <tr data-page={page_no.0.to_string()} data-recovered={good.to_string()}>
+                <td>{ format!("P{}", page_no.0) }</td>
+                { page_cell(at_cut.get(page_no)) }
+                { page_cell(after.get(page_no)) }
+                <td>{ want }</td>
+                <td class={classes!(if good { "ok" } else { "danger" })}>{ if good { "yes" } else { "NO" } }</td>
+            </tr>
+        }
+    });
+    html! {
+        <table class="pages">
+            <thead><tr><th>{ "page" }</th><th>{ "on disk at the power cut" }</th><th>{ "after recovery" }</th><th>{ "before the cut, in memory" }</th><th>{ "recovered?" }</th></tr></thead>
+            <tbody>{ for rows }</tbody>
+        </table>
+    }
+}
+
+#[component]
+pub fn PagesChapter(props: &ChapterProps) -> Html {
+    let Bench::Redo(bench) = &*props.bench.0 else { return Html::default() };
+    let on_player = props.on_action.reform(LabAction::Player);
+    let on_protection = props.on_action.reform(|event: Event| {
+        let select: web_sys::HtmlSelectElement = event.target_unchecked_into();
+        LabAction::SetProtection(PageProtection::from_url_name(&select.value()).unwrap_or(PageProtection::FullPageImages))
+    });
+    let done = bench.events_done(props.player.now);
+    let events = bench.events.iter().enumerate().map(|(index, event)| {
+        let class = classes!("page-event", if index < done { "done" } else { "todo" }, (index == bench.recovery_from).then_some("recovery-start"));
+        html! { <li {class}>{ describe_page_event(event) }</li> }
+    });
+    let result = match &bench.branch {
+        Ok(branch) => {
+            let all = branch.recovered_everything();
+            html! {
+                <>
+                { pages_table(&branch.pages_at_cut, &branch.pages_after, &branch.crash.expected) }
+                <p class={classes!("verdict-line", if all { "ok" } else { "danger" })} data-recovered-everything={all.to_string()}>
+                    { if all { "Recovery rebuilt both pages exactly as they were before the power cut." }
+                      else { "Recovery could not rebuild the torn page: the log since the redo point does not hold all of it." } }
+                </p>
+                </>
+            }
+        }
+        Err(error) => html! { <p class="error">{ format!("the page engine refused the run: {error}") }</p> },
+    };
+    html! {
+        <>
+        <div class="prose">
+            <p>{ "PostgreSQL, InnoDB and SQLite keep data in fixed-size pages (8 KB in PostgreSQL, 16 KB in InnoDB) and \
+                  change them in place. They log first too, and add one rule: a dirty page may be written back only \
+                  once the log is durable up to that page's last change. A commit waits for its log record, never for its \
+                  pages (no-force), and a page may be written before its transaction commits (steal): ARIES-style \
+                  recovery. " }<Source name="PostgreSQL: WAL introduction" href="https://www.postgresql.org/docs/current/wal-intro.html" /></p>
+            <p>{ "Each page stores the LSN of the last record applied to it, its pageLSN. REDO applies a record only when \
+                  the record's LSN is above the page's, so replaying twice changes nothing. A checkpoint writes dirty pages \
+                  back and records a redo point, where the next recovery starts." }</p>
+            <p>{ "A page spans many sectors, so a power cut during its write-back can tear it, and a small log record \
+                  cannot repair half a page. PostgreSQL logs a full-page image with the first change to each page after a \
+                  checkpoint; InnoDB writes every page first to a doublewrite buffer and syncs it before writing the page \
+                  in place. " }
+               <Source name="PostgreSQL: full_page_writes" href="https://www.postgresql.org/docs/current/runtime-config-wal.html#GUC-FULL-PAGE-WRITES" />
+               <Source name="MySQL: doublewrite buffer" href="https://dev.mysql.com/doc/refman/8.4/en/innodb-doublewrite-buffer.html" /></p>
+            <p>{ "Below: writes 1 to 8 on two pages (P1 holds the order: keys, P2 the user: keys), a checkpoint after write 4, \
+                  P2 written back after write 6, and P1's write-back after write 8 torn by a power cut. Step through the run \
+                  and then recovery." }</p>
+        </div>
+        <div class="controls">
+            <label>{ "torn-page protection " }<select class="protection" onchange={on_protection}>
+                { for PageProtection::ALL.iter().map(|protection| html! {
+                    <option value={protection.url_name()} selected={*protection == props.params.protection}>{ protection.label() }</option>
+                }) }
+            </select></label>
+        </div>
+        <Player state={props.player.clone()} on_action={on_player} mark_name="step" />
+        <ol class="page-events" data-done={done.to_string()}>{ for events }</ol>
+        { result }
+        </>
+    }
+}
+

@@ -1,0 +1,81 @@
+//! Part 10: replication: the leader's sync and the followers' legs.
+
+use std::rc::Rc;
+
+use yew::prelude::*;
+
+use super::commit::TraceLanes;
+use super::{ChapterProps, Source};
+use crate::benches::Bench;
+use crate::player::Player;
+use crate::state::LabAction;
+use crate::url_state::format_millis;
+
+#[component]
+pub fn ReplicationChapter(props: &ChapterProps) -> Html {
+    let Bench::Quorum(bench) = &*props.bench.0 else { return Html::default() };
+    let on_player = props.on_action.reform(LabAction::Player);
+    let on_w = props.on_action.reform(|event: Event| {
+        let select: web_sys::HtmlSelectElement = event.target_unchecked_into();
+        LabAction::SetQuorum(select.value().parse::<u8>().unwrap_or(2))
+    });
+    let legs: Vec<String> = bench.setup.legs.iter().map(|leg| format!("{} ms", format_millis(*leg))).collect();
+    let lanes = match &bench.spans {
+        Some(spans) => html! { <TraceLanes spans={Rc::new(spans.clone())} now={props.player.now} /> },
+        None => match &bench.branch {
+            Err(error) => html! { <p class="error">{ format!("the quorum model refused the run: {error}") }</p> },
+            Ok(_) => Html::default(),
+        },
+    };
+    let budget = bench.write_23.as_ref().map(|budget| html! {
+        <table class="summary write-23" data-total-ns={budget.total.0.to_string()} data-naive-ns={budget.naive_sum.0.to_string()}>
+            <tr><th>{ "write 23 arrives" }</th><td class="num">{ format!("{} ms", format_millis(budget.arrival)) }</td></tr>
+            <tr><th>{ "waits for the batch in flight" }</th><td class="num">{ format!("{} ms", format_millis(budget.waited_for_batch_in_flight)) }</td></tr>
+            <tr><th>{ "its own batch (the quorum's slowest needed leg)" }</th><td class="num">{ format!("{} ms", format_millis(budget.own_batch)) }</td></tr>
+            <tr><th>{ "its real wait" }</th><td class="num"><strong>{ format!("{} ms", format_millis(budget.total)) }</strong></td></tr>
+            <tr><th>{ "the naive sum of every leg" }</th><td class="num">{ format!("{} ms", format_millis(budget.naive_sum)) }</td></tr>
+        </table>
+    });
+    let survival = bench.survival.iter().map(|row| html! {
+        <tr>
+            <td>{ row.policy }</td>
+            <td class="num">{ format!("{} ms", format_millis(row.commit_latency)) }</td>
+            { for row.survives.iter().map(|(_, survives)| html! { <td class={classes!(if *survives { "ok" } else { "danger" })}>{ if *survives { "survives" } else { "can lose it" } }</td> }) }
+        </tr>
+    });
+    let failure_heads = walab_core::quorum::Failure::ALL.iter().map(|failure| html! { <th>{ failure.label() }</th> });
+    html! {
+        <>
+        <div class="prose">
+            <p>{ "Everything so far survives a power loss on one machine. A dead volume, a lost instance or a zone outage \
+                  still takes the only copy; the next rung is copies on other machines. The leader appends the record to its \
+                  own log and sends it to the followers at the same time; it commits once W of the N replicas, itself \
+                  included, have it." }</p>
+            <p>{ "Because the legs run in parallel, a commit costs the slowest leg it must wait for, not the sum: the larger \
+                  of the local sync and the (W−1)-th fastest follower. Raft-style logs work this way. PostgreSQL's \
+                  synchronous replication ships WAL only after flushing it locally, so a synchronous commit costs the local \
+                  flush plus the standby's round trip. " }
+               <Source name="Ongaro and Ousterhout, Raft (ATC '14)" href="https://raft.github.io/raft.pdf" />
+               <Source name="PostgreSQL: synchronous replication" href="https://www.postgresql.org/docs/current/warm-standby.html#SYNCHRONOUS-REPLICATION" /></p>
+            <p>{ format!("Branch R: the tiny store forks after write 20 onto three replicas, A leading in zone a with legs {}. \
+                One batch is in flight at a time.", legs.join(", ")) }</p>
+        </div>
+        <div class="controls">
+            <label>{ "commit at W = " }<select class="quorum-w" onchange={on_w}>
+                { for (1..=3u8).map(|w| html! { <option value={w.to_string()} selected={w == props.params.quorum_w}>{ format!("{w} of 3") }</option> }) }
+            </select></label>
+        </div>
+        <Player state={props.player.clone()} on_action={on_player} />
+        { lanes }
+        { budget.unwrap_or_default() }
+        <h3>{ "What an acknowledged write survives" }</h3>
+        <table class="survival">
+            <thead><tr><th>{ "policy" }</th><th>{ "commit latency" }</th>{ for failure_heads }</tr></thead>
+            <tbody>{ for survival }</tbody>
+        </table>
+        <p class="note">{ "Neither column alone covers everything: replicas cover the lost disk and the lost zone, local syncs \
+            cover a power event that hits every replica at once. Systems that promise both do both." }</p>
+        </>
+    }
+}
+

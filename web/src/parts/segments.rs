@@ -1,0 +1,65 @@
+//! Part 8: segments and their two deletion gates.
+
+use yew::prelude::*;
+
+use super::power::{lanes, tiny_bench};
+use super::{ChapterProps, Source};
+use crate::player::{format_fixed_millis, Player};
+use crate::state::LabAction;
+
+#[component]
+pub fn SegmentsChapter(props: &ChapterProps) -> Html {
+    let Some(bench) = tiny_bench(props) else { return Html::default() };
+    let on_player = props.on_action.reform(LabAction::Player);
+    let gates = bench.gates_at(props.player.now);
+    let rows = gates.iter().map(|gate| {
+        let deletable = gate.flushed && gate.readers_done;
+        let status = if !gate.exists && deletable { "deleted" } else if !gate.exists { "not created yet" } else if deletable { "may be deleted" } else { "kept" };
+        html! {
+            <tr class={classes!("segment", status.replace(' ', "-"))} data-segment={gate.segment.to_string()} data-status={status}>
+                <td>{ format!("wal-{}", gate.segment) }</td>
+                <td>{ format!("{}-{}", gate.segment * 4 - 3, gate.segment * 4) }</td>
+                <td class={classes!(if gate.flushed { "ok" } else { "danger" })}>{ if gate.flushed { "passed" } else { "not yet" } }</td>
+                <td class={classes!(if gate.readers_done { "ok" } else { "danger" })}>{ if gate.readers_done { "passed" } else { "pinned by the reader" } }</td>
+                <td>{ status }</td>
+            </tr>
+        }
+    });
+    let kept = gates.iter().filter(|gate| gate.exists && !(gate.flushed && gate.readers_done)).count();
+    let on_reader = props.on_action.reform(|event: Event| {
+        let select: web_sys::HtmlSelectElement = event.target_unchecked_into();
+        LabAction::SetCdc(select.value().parse::<u64>().ok())
+    });
+    let reader = props.params.cdc_confirmed_seq;
+    html! {
+        <>
+        <div class="prose">
+            <p>{ "A log grows forever unless something deletes it, so it is cut into segments, separate files that are \
+                  deleted, recycled or archived whole. RocksDB and the tiny store start a segment at each MemTable switch; \
+                  PostgreSQL at a fixed size (16 MB by default); Kafka at a size or an age. " }
+               <Source name="PostgreSQL: WAL configuration" href="https://www.postgresql.org/docs/current/wal-configuration.html" /></p>
+            <p>{ "A segment may go only when two gates are open: every record in it is durable somewhere else (a flushed \
+                  file the durable manifest lists, or pages a checkpoint wrote), and every reader of the log (replicas, \
+                  backup shippers, change-data-capture) has confirmed a position past its last record. PostgreSQL's \
+                  replication slots keep WAL for their consumer for exactly this reason. " }
+               <Source name="PostgreSQL: replication slots" href="https://www.postgresql.org/docs/current/warm-standby.html#STREAMING-REPLICATION-SLOTS" /></p>
+        </div>
+        <div class="controls">
+            <label>{ "change-data-capture reader " }
+                <select class="cdc" onchange={on_reader}>
+                    <option value="none" selected={reader.is_none()}>{ "none" }</option>
+                    { for [4u64, 10, 16, 20].iter().map(|seq| html! { <option value={seq.to_string()} selected={reader == Some(*seq)}>{ format!("stuck at seq {seq}") }</option> }) }
+                </select>
+            </label>
+        </div>
+        <Player state={props.player.clone()} on_action={on_player} />
+        <table class="gates" data-kept={kept.to_string()}>
+            <thead><tr><th>{ "segment" }</th><th>{ "writes" }</th><th>{ "gate 1: flushed" }</th><th>{ "gate 2: readers" }</th><th>{ format!("at t = {} ms", format_fixed_millis(props.player.now)) }</th></tr></thead>
+            <tbody>{ for rows }</tbody>
+        </table>
+        <p class="verdict-line">{ format!("{kept} segment(s) must be kept at this instant.") }</p>
+        { lanes(bench, props) }
+        </>
+    }
+}
+

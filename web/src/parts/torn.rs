@@ -1,0 +1,144 @@
+//! Part 7: power loss, torn writes and the recovery scan.
+
+use walab_core::scan::ScanCheck;
+use walab_core::sim::tiny::SEGMENT_BYTES;
+use yew::prelude::*;
+
+use super::power::{id_ranges, lanes, power_section, tiny_bench};
+use super::ChapterProps;
+use crate::benches::tiny::{describe_check, CutOutcome};
+use crate::player::Player;
+use crate::state::LabAction;
+
+#[component]
+pub fn TornChapter(props: &ChapterProps) -> Html {
+    let Some(bench) = tiny_bench(props) else { return Html::default() };
+    let on_player = props.on_action.reform(LabAction::Player);
+    let outcome = bench.cut.as_ref().and_then(|cut| cut.as_ref().ok());
+    let checks_done = bench.checks_done(props.player.now);
+    let recovery_view = outcome.map(|outcome| {
+        let segments = &outcome.crash.recovery.segments;
+        let checks = &outcome.crash.recovery.scan.checks;
+        let items = checks.iter().enumerate().map(|(index, check)| {
+            let class = if index < checks_done { "done" } else { "todo" };
+            let failed = matches!(check,
+                ScanCheck::Checksum { ok: false, .. } | ScanCheck::PayloadPresent { ok: false, .. } | ScanCheck::LengthBound { ok: false, .. } | ScanCheck::Stop { .. });
+            html! { <li class={classes!("check", class, (failed && index < checks_done).then_some("danger"))}>{ describe_check(check, segments) }</li> }
+        });
+        html! {
+            <>
+            <h3>{ "wal-6 on the media after the cut" }</h3>
+            <UnitsView outcome={UnitsData::from(outcome)} />
+            <h3>{ format!("Recovery: {} of {} checks", checks_done.min(checks.len()), checks.len()) }</h3>
+            <div class="prose"><p>{ "Play on past the cut: the scan reads the segments that remain, oldest first, checking each \
+                record's header, length and checksum, and stops at the first one that fails." }</p></div>
+            <ol class="scan-checks" data-checks-done={checks_done.min(checks.len()).to_string()}>{ for items }</ol>
+            </>
+        }
+    });
+    let states = outcome.and_then(|outcome| outcome.all_states.as_ref()).map(|states| {
+        let rows = states.iter().map(|state| html! {
+            <tr>
+                <td>{ if state.kept_units.is_empty() { "none".to_string() } else { state.kept_units.iter().map(|(file, unit)| format!("{file}:{unit}")).collect::<Vec<_>>().join(" ") } }</td>
+                <td>{ id_ranges(&state.recovery.recovered) }</td>
+                <td class={classes!((!state.lost_acknowledged.is_empty()).then_some("danger"))}>{ id_ranges(&state.lost_acknowledged) }</td>
+                <td>{ format!("{} at {}:{}", state.recovery.stop.reason.name(), state.recovery.stop.segment.clone().unwrap_or_default(), state.recovery.stop.offset) }</td>
+            </tr>
+        });
+        html! {
+            <>
+            <h3>{ "Every legal outcome of this cut" }</h3>
+            <table class="states"><thead><tr><th>{ "in-flight units that landed" }</th><th>{ "recovered" }</th><th>{ "acknowledged and lost" }</th><th>{ "scan stop" }</th></tr></thead>
+            <tbody>{ for rows }</tbody></table>
+            </>
+        }
+    });
+    let unit_bytes = props.params.unit_bytes as usize;
+    let unit_text = if unit_bytes < SEGMENT_BYTES {
+        format!("Cut the power while B14's sync is running (it runs from 13.0 to 14.0 ms) and change the seed to choose \
+            which of its {unit_bytes}-byte units reached the media. In one outcome record 23 is whole and record 24 has its \
+            header and a few payload bytes before zeros: its checksum fails and the scan stops there. In another the sync \
+            completed just before the power went, and writes 23 and 24 survive although nobody was told OK: a timeout is \
+            an unknown outcome.")
+    } else {
+        format!("With {unit_bytes}-byte units one unit covers all of wal-6's {SEGMENT_BYTES} bytes, so a cut during B14's \
+            sync (13.0 to 14.0 ms) keeps all of it or none of it: writes 23 and 24 both survive or are both gone, and no \
+            record is torn in half. The tiny store's records are a few dozen bytes, so only a unit smaller than a record's span \
+            can tear one; on a real drive the same happens to a record that crosses a 512-byte or 4 KiB boundary. Choose \
+            32 bytes to see the tear.")
+    };
+    html! {
+        <>
+        <div class="prose">
+            <p>{ "A device persists data in atomic units (sectors): each unit is written whole or not at all, but a write \
+                  of several units is not atomic. If the power fails during a sync, some units hold the new bytes and some \
+                  the old, in any combination: a torn write. The tiny store uses 32-byte units so the effect shows in a few \
+                  bytes; real devices use 512 bytes or 4 KiB (choose the unit next to the power button)." }</p>
+            <p class="unit-text" data-unit-bytes={unit_bytes.to_string()}>{ unit_text }</p>
+        </div>
+        <Player state={props.player.clone()} on_action={on_player} mark_name="event or check" />
+        { lanes(bench, props) }
+        { power_section(props) }
+        { recovery_view.unwrap_or_default() }
+        { states.unwrap_or_default() }
+        </>
+    }
+}
+
+/// The bytes of wal-6 on the media, unit by unit.
+#[derive(Clone, Debug, PartialEq)]
+struct UnitsData {
+    bytes: Option<Vec<u8>>,
+    kept_units: Vec<u32>,
+    /// The run's atomic unit.
+    unit_bytes: usize,
+}
+
+impl UnitsData {
+    fn from(outcome: &CutOutcome) -> UnitsData {
+        UnitsData {
+            bytes: outcome.segment_bytes("wal-6").map(<[u8]>::to_vec),
+            kept_units: outcome.crash.kept_units.iter().filter(|(file, _)| file == "wal-6").map(|(_, unit)| *unit).collect(),
+            unit_bytes: outcome.run.device.unit_bytes(),
+        }
+    }
+}
+
+#[derive(Properties, PartialEq)]
+struct UnitsProps {
+    outcome: UnitsData,
+}
+
+#[component]
+fn UnitsView(props: &UnitsProps) -> Html {
+    let Some(bytes) = &props.outcome.bytes else {
+        return html! { <p class="note">{ "wal-6 did not exist at the cut." }</p> };
+    };
+    let unit_bytes = props.outcome.unit_bytes.max(1);
+    let units = bytes.chunks(unit_bytes).enumerate().map(|(unit, chunk)| {
+        let hex: Vec<String> = chunk.iter().map(|byte| format!("{byte:02x}")).collect();
+        let zero = chunk.iter().all(|byte| *byte == 0);
+        let landed = props.outcome.kept_units.contains(&(unit as u32));
+        html! {
+            <tr class={classes!("unit", zero.then_some("zero"), landed.then_some("landed"))} data-unit={unit.to_string()}>
+                <td class="num">{ format!("unit {unit}") }</td>
+                <td class="num">{ unit_range(unit, unit_bytes, chunk.len()) }</td>
+                <td class="hex"><code>{ hex.join(" ") }</code></td>
+                <td>{ if landed { "reached the media during the cut sync" } else if zero { "zeros" } else { "on the media" } }</td>
+            </tr>
+        }
+    });
+    html! { <table class="units" data-unit-bytes={unit_bytes.to_string()}>{ for units }</table> }
+}
+
+/// A unit's byte range, and how much of it the file holds when the file ends inside it:
+/// "0-31", or "0-127 (of a 512-byte unit)".
+fn unit_range(unit: usize, unit_bytes: usize, held: usize) -> String {
+    let start = unit * unit_bytes;
+    if held < unit_bytes {
+        format!("{start}-{} (of a {unit_bytes}-byte unit)", start + held - 1)
+    } else {
+        format!("{start}-{}", start + unit_bytes - 1)
+    }
+}
+
