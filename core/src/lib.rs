@@ -24,6 +24,8 @@
 //! - [`sim`]: the deterministic simulator (group commit alone; the tiny store end to end).
 //! - [`ring`]: the Postgres WAL's ring of slot tables: offsets to generations to slots, the
 //!   row frame, the recovery chain, the URL settings, start-up and timeline checks.
+//! - [`remote`]: the stream store's WAL with no local disk: the object-store layout, the
+//!   registration that fences a takeover, and the recovery plan over a LIST.
 //! - [`pages`]: Part 9, a page-based engine with pageLSN redo, full-page images and a
 //!   doublewrite buffer, torn page by page at a power cut.
 //! - [`budget`]: Parts 11 and 12, syncs, IOPS and MB/s against an EBS volume's limits.
@@ -39,6 +41,7 @@ pub mod device;
 pub mod group_commit;
 pub mod pages;
 pub mod quorum;
+pub mod remote;
 pub mod ring;
 pub mod rng;
 pub mod sim;

@@ -92,6 +92,11 @@ impl Arrivals {
         }
     }
 
+    /// The arrival instants, one at a time, in order (the same ones a run uses).
+    pub fn instants(&self) -> impl Iterator<Item = Nanos> + '_ {
+        self.stream()
+    }
+
     fn stream(&self) -> ArrivalStream<'_> {
         ArrivalStream { arrivals: self, index: 0, clock: Nanos::ZERO, rng: Rng::new(self.seed()), ln: LnTable::new() }
     }

@@ -14,11 +14,16 @@
 //!   syncs, manifest edits, the two deletion gates and CDC readers, power cuts with
 //!   every legal post-crash state, and failed syncs handled the wrong and the right way.
 //!
+//! - [`remote`]: the stream store's WAL with no local disk: a simulated object store and
+//!   a simulated Postgres under the group-commit machine, with latency profiles, faults at
+//!   chosen requests and a takeover by a second node.
+//!
 //! Randomness (Poisson arrivals, sync latencies drawn from a distribution, the units a
 //! power cut keeps) comes from [`crate::rng::Rng`] and the portable logarithm below, so
 //! a scenario plus a seed gives the same run on every target.
 
 pub mod commit;
+pub mod remote;
 pub mod tiny;
 
 use crate::rng::Rng;

@@ -143,7 +143,7 @@ use walab_core::codec::tiny::{self, TinyRecord};
 use walab_core::group_commit::{Batch, Config, Policy, SyncError};
 use walab_core::scan::{scan_tiny, StopReason};
 
-use self::layout::{parse_key, plan_chain, prune_sessions, registration_key, ChainStop, KeyKind, Registration, Session, WalObject};
+use self::layout::{parse_key, plan_chain, registration_key, ChainStop, KeyKind, Registration, RegistrationJson, WalObject};
 use super::{Backend, Completion, Recovered, WalError};
 
 /// Attempts at claiming the registration before giving up (each lost one re-reads).
@@ -152,10 +152,9 @@ pub const CLAIM_ATTEMPTS_MAX: usize = 8;
 pub const RECOVERY_READS_INFLIGHT_MAX: usize = 16;
 /// Worker threads of the backend's tokio runtime.
 pub const RUNTIME_WORKER_THREADS: usize = 2;
-/// Records a bulk must hold before it is uploaded *beside* another upload (with none in
-/// flight a bulk goes at once, whatever it holds): the group-commit machine's
-/// `pipeline_min_records`. See "What one append costs" in the module docs.
-pub const PIPELINE_MIN_RECORDS: u64 = 32;
+/// Records a bulk must hold before it is uploaded *beside* another upload (the core's
+/// decision). See "What one append costs" in the module docs.
+pub use walab_core::remote::layout::PIPELINE_MIN_RECORDS;
 
 /// Requests this backend sent, by kind (shared with whoever asked for them).
 #[derive(Debug, Default)]
@@ -423,9 +422,8 @@ impl S3Backend {
                 None if self.create => (Registration::unclaimed(), PutMode::Create),
                 None => return Err(WalError::Open(format!("{}: no log here", self.location.describe()))),
             };
-            let mut claimed = current.clone();
-            claimed.epoch = current.epoch.checked_add(1).ok_or_else(|| WalError::Corrupt(format!("{key}: epoch overflow")))?;
-            claimed.owner = self.owner.clone();
+            let claimed =
+                current.claimed_by(&self.owner).ok_or_else(|| WalError::Corrupt(format!("{key}: epoch overflow")))?;
             self.counts.other.fetch_add(1, Ordering::Relaxed);
             let put = store.put_opts(&key, PutPayload::from(claimed.to_bytes()), PutOptions::from(mode)).await;
             match put {
@@ -573,9 +571,7 @@ impl S3Backend {
         first_seq: u64,
     ) -> Result<Option<String>, WalError> {
         let key = Self::path(&registration_key(&self.location.node_prefix));
-        let mut registration = claim.registration.clone();
-        registration.sessions = prune_sessions(&registration.sessions, lowest_start);
-        registration.sessions.push(Session { epoch: registration.epoch, start_offset, first_seq });
+        let registration = claim.registration.with_session(lowest_start, start_offset, first_seq);
         self.counts.other.fetch_add(1, Ordering::Relaxed);
         let mode = PutMode::Update(claim.version.clone());
         match self.store.put_opts(&key, PutPayload::from(registration.to_bytes()), PutOptions::from(mode)).await {

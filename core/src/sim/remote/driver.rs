@@ -1,0 +1,760 @@
+//! The event loop: a simulated object store or Postgres under the group-commit machine.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+
+use super::{
+    BulkOutcome, BulkRow, Load, RecordRow, RemoteBackend, RemoteError, RemoteRun, RemoteSetup,
+    RingWait, TakeoverReport, TrimRow, OWNER_EPOCH, RECORD_KEY_BYTES,
+};
+use crate::codec::stream::encode_frame_slices;
+use crate::codec::tiny;
+use crate::codec::Op;
+use crate::group_commit::{Action, AppendError, GroupCommit, SyncError, Ticket};
+use crate::remote::layout::{plan_chain, Registration, WalObject};
+use crate::ring::{self, SlotRow};
+use crate::rng::Rng;
+use crate::time::Nanos;
+
+/// Instants one run visits at most (every loop has a named bound).
+pub const INSTANTS_MAX: u64 = 20_000_000;
+
+/// Runs the setup to its end: every record appended, every request answered.
+pub fn run(setup: &RemoteSetup) -> Result<RemoteRun, RemoteError> {
+    setup.validate()?;
+    let mut driver = Driver::new(setup);
+    driver.run();
+    Ok(driver.finish())
+}
+
+/// A request to the store, in flight.
+struct Request {
+    bulk: usize,
+    done_at: Nanos,
+    failed: bool,
+    /// Postgres: the row commits at `done_at` but the answer is lost; a retry follows.
+    answer_lost: bool,
+    /// Postgres: this is the retry, which finds the row and compares it.
+    compare: bool,
+}
+
+struct Driver<'a> {
+    setup: &'a RemoteSetup,
+    machine: GroupCommit,
+    latency_rng: Rng,
+    now: Nanos,
+    records: Vec<RecordRow>,
+    /// Ticket t's record is `ticket_record[t - 1]`.
+    ticket_record: Vec<u64>,
+    record_writer: Vec<u64>,
+    bulks: Vec<BulkRow>,
+    bulk_of_batch: BTreeMap<u64, usize>,
+    bulk_tickets: Vec<(u64, u64)>,
+    /// Postgres: each batch's bytes (the row body and the retry's comparison need them).
+    bulk_bytes: Vec<Vec<u8>>,
+    requests: Vec<Request>,
+    pending: VecDeque<usize>,
+    next_put: u64,
+    puts: u64,
+    fence_checks: u64,
+    records_acked: u64,
+    next_acked_bulk: usize,
+    // Who appends.
+    arrivals: Vec<Nanos>,
+    next_arrival: usize,
+    writers_ready: BinaryHeap<Reverse<(Nanos, u64)>>,
+    paused: VecDeque<u64>,
+    retry_paused: bool,
+    value: Vec<u8>,
+    record_len: usize,
+    fenced_bulks: Vec<u64>,
+    // The object store.
+    registration: Registration,
+    objects: Vec<(WalObject, usize)>,
+    next_offset: u64,
+    // Postgres.
+    segment: u64,
+    segment_bytes: u64,
+    trim_offset: u64,
+    acked_end: u64,
+    rows: Vec<(SlotRow, usize)>,
+    trims: Vec<TrimRow>,
+    last_trim_tick: Nanos,
+    // The takeover.
+    takeover: Option<TakeoverReport>,
+    claim_requested: bool,
+}
+
+impl<'a> Driver<'a> {
+    fn new(setup: &'a RemoteSetup) -> Driver<'a> {
+        let config = setup.machine_config();
+        let machine = match setup.backend {
+            RemoteBackend::S3 => GroupCommit::new(config),
+            // Segments are the ring's generations, from 0, as the native driver resumes them.
+            RemoteBackend::Postgres => GroupCommit::resume(config, Ticket(1), 0, 0, 0),
+        }
+        .expect("the setup was validated");
+        let arrivals = setup
+            .arrivals()
+            .map(|arrivals| arrivals.instants().collect())
+            .unwrap_or_default();
+        let mut writers_ready = BinaryHeap::new();
+        if let Load::Writers { writers } = setup.load {
+            for writer in 0..writers.min(setup.count) {
+                writers_ready.push(Reverse((Nanos::ZERO, writer)));
+            }
+        }
+        // Node A has taken the node over at epoch 5 and recorded its session from 0.
+        let mut registration = Registration::unclaimed();
+        registration.epoch = OWNER_EPOCH - 1;
+        let registration = registration
+            .claimed_by("node-a")
+            .expect("epoch fits")
+            .with_session(None, 0, 1);
+        Driver {
+            setup,
+            machine,
+            latency_rng: Rng::new(setup.seed ^ 0x5eed_1a7e_0000_0000),
+            now: Nanos::ZERO,
+            records: Vec::with_capacity(setup.count as usize),
+            ticket_record: Vec::with_capacity(setup.count as usize),
+            record_writer: Vec::new(),
+            bulks: Vec::new(),
+            bulk_of_batch: BTreeMap::new(),
+            bulk_tickets: Vec::new(),
+            bulk_bytes: Vec::new(),
+            requests: Vec::new(),
+            pending: VecDeque::new(),
+            next_put: 1,
+            puts: 0,
+            fence_checks: 0,
+            records_acked: 0,
+            next_acked_bulk: 0,
+            arrivals,
+            next_arrival: 0,
+            writers_ready,
+            paused: VecDeque::new(),
+            retry_paused: false,
+            value: vec![0x5a; value_bytes(setup.record_bytes)],
+            record_len: tiny::record_len(RECORD_KEY_BYTES, value_bytes(setup.record_bytes)),
+            fenced_bulks: Vec::new(),
+            registration,
+            objects: Vec::new(),
+            next_offset: 0,
+            segment: 0,
+            segment_bytes: 0,
+            trim_offset: 0,
+            acked_end: 0,
+            rows: Vec::new(),
+            trims: Vec::new(),
+            last_trim_tick: Nanos::ZERO,
+            takeover: None,
+            claim_requested: false,
+        }
+    }
+
+    fn run(&mut self) {
+        for _ in 0..INSTANTS_MAX {
+            let Some(now) = self.next_instant() else {
+                break;
+            };
+            assert!(now >= self.now, "simulated time never goes back");
+            self.now = now;
+            self.step(now);
+        }
+    }
+
+    fn next_instant(&self) -> Option<Nanos> {
+        let mut next: Option<Nanos> = None;
+        let mut consider = |t: Option<Nanos>| {
+            if let Some(t) = t {
+                next = Some(next.map_or(t, |n: Nanos| n.min(t)));
+            }
+        };
+        consider(self.requests.iter().map(|r| r.done_at).min());
+        if self.takeover.is_none() && !self.claim_requested {
+            consider(self.setup.takeover_at.filter(|&t| t >= self.now));
+        }
+        consider(self.arrivals.get(self.next_arrival).copied());
+        consider(self.writers_ready.peek().map(|Reverse((t, _))| *t));
+        consider(self.machine.poll_timeout());
+        if self.retry_paused && !self.paused.is_empty() {
+            consider(Some(self.now));
+        }
+        consider(self.next_trim());
+        next
+    }
+
+    /// Postgres: the next instant the upload confirms something new, if it will.
+    fn next_trim(&self) -> Option<Nanos> {
+        // After a claim, A's trim (guarded by its epoch) changes nothing.
+        if self.setup.backend != RemoteBackend::Postgres
+            || self.acked_end <= self.trim_offset
+            || self.claim_requested
+        {
+            return None;
+        }
+        let every = self.setup.trim_every.0;
+        let mut tick = Nanos((self.last_trim_tick.0 / every + 1) * every).max(self.now);
+        if let Some((from, until)) = self.setup.upload_stall {
+            if tick >= from && tick < until {
+                if until == Nanos::MAX {
+                    return None;
+                }
+                tick = until;
+            }
+        }
+        Some(tick)
+    }
+
+    fn step(&mut self, now: Nanos) {
+        // 1. Requests that finish now: objects land, rows commit.
+        let mut finished = Vec::new();
+        let mut index = 0;
+        while index < self.requests.len() {
+            if self.requests[index].done_at == now {
+                finished.push(self.requests.swap_remove(index));
+            } else {
+                index += 1;
+            }
+        }
+        finished.sort_by_key(|request| request.bulk);
+        let mut results = Vec::new();
+        for request in finished {
+            if let Some(result) = self.land(request, now) {
+                results.push(result);
+            }
+        }
+        // 2. The takeover.
+        self.take_over(now);
+        // 3. The machine hears the results (after the S3 fence check).
+        for (bulk, result) in results {
+            let result = match (self.setup.backend, result) {
+                (RemoteBackend::S3, Ok(())) => {
+                    self.fence_checks += 1;
+                    if self.registration.epoch == OWNER_EPOCH {
+                        Ok(())
+                    } else {
+                        self.fenced_bulks.push(self.bulks[bulk].bulk);
+                        Err(SyncError::Fenced)
+                    }
+                }
+                (_, result) => result,
+            };
+            let id = crate::group_commit::BatchId(self.bulks[bulk].bulk);
+            self.machine
+                .handle_persisted(now, id, result)
+                .expect("the bulk is in flight");
+        }
+        // 4. The upload confirms what was acknowledged; released slots are truncated.
+        if self.next_trim() == Some(now) {
+            self.trim(now);
+        }
+        self.start_pending(now);
+        // 5. Appends.
+        if self.retry_paused {
+            self.retry_paused = false;
+            let paused: Vec<u64> = self.paused.drain(..).collect();
+            for record in paused {
+                self.append(now, record);
+            }
+        }
+        while self.arrivals.get(self.next_arrival) == Some(&now) {
+            self.next_arrival += 1;
+            let record = self.new_record(now, None);
+            self.append(now, record);
+        }
+        while let Some(&Reverse((t, writer))) = self.writers_ready.peek() {
+            if t != now {
+                break;
+            }
+            self.writers_ready.pop();
+            if (self.records.len() as u64) < self.setup.count {
+                let record = self.new_record(now, Some(writer));
+                self.append(now, record);
+            }
+        }
+        // 6. A batch window that closes now.
+        if self
+            .machine
+            .poll_timeout()
+            .is_some_and(|deadline| deadline <= now)
+        {
+            self.machine.handle_timeout(now);
+        }
+        // 7. What the machine decided.
+        self.drain(now);
+        self.start_pending(now);
+    }
+
+    fn new_record(&mut self, now: Nanos, writer: Option<u64>) -> u64 {
+        let record = self.records.len() as u64 + 1;
+        self.records.push(RecordRow {
+            record,
+            arrived: Some(now),
+            acked: None,
+            bulk: None,
+        });
+        if let Some(writer) = writer {
+            self.record_writer.resize(record as usize, u64::MAX);
+            self.record_writer[record as usize - 1] = writer;
+        }
+        record
+    }
+
+    fn append(&mut self, now: Nanos, record: u64) {
+        let seq = self.machine.next_ticket().0;
+        let key = format!("{:0w$}", record % 100_000_000, w = RECORD_KEY_BYTES);
+        let bytes = tiny::encode(seq, Op::Put, key.as_bytes(), &self.value);
+        let segment = match self.setup.backend {
+            RemoteBackend::S3 => 1,
+            RemoteBackend::Postgres => {
+                // As the native driver: a record that would pass the segment's end starts the next.
+                if self.segment_bytes + bytes.len() as u64 > self.setup.ring.segment_bytes {
+                    self.segment + 1
+                } else {
+                    self.segment
+                }
+            }
+        };
+        match self.machine.handle_append(now, segment, &bytes) {
+            Ok(ticket) => {
+                assert_eq!(ticket.0, seq, "a record's seq is its ticket");
+                self.ticket_record.push(record);
+                if segment != self.segment {
+                    self.segment = segment;
+                    self.segment_bytes = 0;
+                }
+                self.segment_bytes += bytes.len() as u64;
+            }
+            Err(AppendError::Backpressure { .. } | AppendError::TooManyWaiters) => {
+                self.paused.push_back(record)
+            }
+            // The log failed (a failed PUT, a fence): this record is never acknowledged.
+            Err(_) => {}
+        }
+    }
+
+    fn drain(&mut self, now: Nanos) {
+        while let Some(action) = self.machine.poll_action() {
+            match action {
+                Action::Persist(batch) => self.persist(now, batch),
+                Action::Ack(tickets) => {
+                    for ticket in tickets.iter() {
+                        let record = self.ticket_record[ticket.0 as usize - 1];
+                        self.records[record as usize - 1].acked = Some(now);
+                        self.records_acked += 1;
+                        if let Some(&writer) = self.record_writer.get(record as usize - 1) {
+                            self.writers_ready.push(Reverse((now, writer)));
+                        }
+                    }
+                    while let Some(&(_, end)) = self.bulk_tickets.get(self.next_acked_bulk) {
+                        if end > tickets.end().0 {
+                            break;
+                        }
+                        let bulk = &mut self.bulks[self.next_acked_bulk];
+                        bulk.acked = Some(now);
+                        self.acked_end = bulk.end_offset;
+                        self.next_acked_bulk += 1;
+                    }
+                    self.retry_paused = true;
+                }
+                // Their writers learn the outcome is unknown; closed-loop writers stop.
+                Action::Fail { .. } => self.paused.clear(),
+                Action::Write(_) | Action::Sync { .. } => {
+                    unreachable!("the remote WALs acknowledge only after a persist")
+                }
+            }
+        }
+    }
+
+    fn persist(&mut self, now: Nanos, batch: crate::group_commit::Batch) {
+        let index = self.bulks.len();
+        let first_record = self.ticket_record[batch.tickets.first.0 as usize - 1];
+        for ticket in batch.tickets.iter() {
+            let record = self.ticket_record[ticket.0 as usize - 1];
+            self.records[record as usize - 1].bulk = Some(batch.id.0);
+        }
+        let (first_offset, end_offset, generation) = match self.setup.backend {
+            RemoteBackend::S3 => {
+                let records: Vec<&[u8]> = batch.bytes.chunks(self.record_len).collect();
+                let frame_bytes = encode_frame_slices(self.next_offset, &records).len() as u64;
+                let start = self.next_offset;
+                self.next_offset += frame_bytes;
+                (start, self.next_offset, None)
+            }
+            RemoteBackend::Postgres => {
+                let start = self.setup.ring.address(batch.segment, batch.offset);
+                (start, start + batch.bytes.len() as u64, Some(batch.segment))
+            }
+        };
+        self.bulks.push(BulkRow {
+            bulk: batch.id.0,
+            epoch: OWNER_EPOCH,
+            records: batch.tickets.count,
+            first_record,
+            first_offset,
+            end_offset,
+            generation,
+            slot: generation.map(|g| self.setup.ring.slot(g)),
+            formed: now,
+            sent: None,
+            stored: None,
+            acked: None,
+            outcome: None,
+            request: None,
+            waited: None,
+            retried: false,
+        });
+        self.bulk_of_batch.insert(batch.id.0, index);
+        self.bulk_tickets
+            .push((batch.tickets.first.0, batch.tickets.end().0));
+        match self.setup.backend {
+            RemoteBackend::S3 => {
+                self.bulk_bytes.push(Vec::new());
+                self.machine.recycle_buffer(batch.bytes);
+                self.send(now, index);
+            }
+            RemoteBackend::Postgres => {
+                self.bulk_bytes.push(batch.bytes);
+                self.pending.push_back(index);
+            }
+        }
+    }
+
+    /// Sends bulk `index`'s PUT or INSERT now.
+    fn send(&mut self, now: Nanos, index: usize) {
+        let put = self.next_put;
+        self.next_put += 1;
+        self.puts += 1;
+        let latency = self.latency_of(put);
+        let fails = self.setup.fail_put == Some(put);
+        let bulk = &mut self.bulks[index];
+        bulk.sent = Some(now);
+        bulk.request = Some(put);
+        let (failed, answer_lost) = match self.setup.backend {
+            RemoteBackend::S3 => (fails, false),
+            RemoteBackend::Postgres => (false, fails),
+        };
+        self.requests.push(Request {
+            bulk: index,
+            done_at: now + latency,
+            failed,
+            answer_lost,
+            compare: false,
+        });
+    }
+
+    fn latency_of(&mut self, put: u64) -> Nanos {
+        let drawn = self.setup.latency.draw(&mut self.latency_rng);
+        self.setup
+            .slow_puts
+            .iter()
+            .find(|(k, _)| *k == put)
+            .map_or(drawn, |&(_, slow)| slow)
+    }
+
+    /// Postgres: starts every waiting batch whose slot is free and, if it opens its
+    /// generation, whose predecessors have all committed (the native backend's rule).
+    fn start_pending(&mut self, now: Nanos) {
+        if self.setup.backend != RemoteBackend::Postgres {
+            return;
+        }
+        let geometry = self.setup.ring;
+        let mut still = VecDeque::new();
+        while let Some(index) = self.pending.pop_front() {
+            let (generation, start) = (
+                self.bulks[index].generation.expect("a ring batch"),
+                self.bulks[index].first_offset,
+            );
+            let slot_free = geometry.may_write(generation, self.trim_offset);
+            let opens = start == geometry.generation_start(generation);
+            let earlier_open = still
+                .iter()
+                .chain(self.requests.iter().map(|r| &r.bulk))
+                .any(|&other: &usize| self.bulks[other].first_offset < start);
+            if slot_free && (!opens || !earlier_open) {
+                self.send(now, index);
+            } else {
+                let wait = if slot_free {
+                    RingWait::Drain
+                } else {
+                    RingWait::Slot
+                };
+                let bulk = &mut self.bulks[index];
+                if bulk.waited != Some(RingWait::Slot) {
+                    bulk.waited = Some(wait);
+                }
+                still.push_back(index);
+            }
+        }
+        self.pending = still;
+    }
+
+    /// A request finishes: what it stored, and the result the machine will hear.
+    fn land(&mut self, request: Request, now: Nanos) -> Option<(usize, Result<(), SyncError>)> {
+        let index = request.bulk;
+        let bulk = self.bulks[index].clone();
+        match self.setup.backend {
+            RemoteBackend::S3 => {
+                if request.failed {
+                    return Some((index, Err(SyncError::Unavailable)));
+                }
+                let object = WalObject {
+                    epoch: bulk.epoch,
+                    start: bulk.first_offset,
+                    end: bulk.end_offset,
+                };
+                self.objects.push((object, index));
+                self.bulks[index].stored = Some(now);
+                Some((index, Ok(())))
+            }
+            RemoteBackend::Postgres => {
+                let fenced = self
+                    .setup
+                    .takeover_at
+                    .is_some_and(|t| bulk.sent.is_some_and(|sent| sent >= t));
+                if fenced {
+                    // INSERT ... SELECT ... WHERE epoch = 5 FOR SHARE found no row: nothing written.
+                    self.bulks[index].outcome = Some(BulkOutcome::Fenced);
+                    self.fenced_bulks.push(bulk.bulk);
+                    return Some((index, Err(SyncError::Fenced)));
+                }
+                let body =
+                    ring::encode_row_body(bulk.first_offset, bulk.epoch, &self.bulk_bytes[index])
+                        .expect("the batch holds whole tiny records");
+                if request.compare {
+                    // The retry finds a row at its offset and compares it with the batch.
+                    let stored = self
+                        .rows
+                        .iter()
+                        .find(|(row, _)| row.start_offset == bulk.first_offset);
+                    let matches = stored.is_some_and(|(row, _)| row.body == body);
+                    return Some((
+                        index,
+                        if matches {
+                            Ok(())
+                        } else {
+                            Err(SyncError::Mismatch)
+                        },
+                    ));
+                }
+                let slot = bulk.slot.expect("a ring batch");
+                let row = SlotRow {
+                    slot,
+                    start_offset: bulk.first_offset,
+                    end_offset: bulk.end_offset,
+                    epoch: bulk.epoch,
+                    body,
+                };
+                self.rows.push((row, index));
+                self.bulks[index].stored = Some(now);
+                if request.answer_lost {
+                    // The commit happened, its answer did not arrive: retry against the same table.
+                    self.bulks[index].retried = true;
+                    self.puts += 1;
+                    let latency = self.setup.latency.draw(&mut self.latency_rng);
+                    self.requests.push(Request {
+                        bulk: index,
+                        done_at: now + latency,
+                        failed: false,
+                        answer_lost: false,
+                        compare: true,
+                    });
+                    return None;
+                }
+                Some((index, Ok(())))
+            }
+        }
+    }
+
+    fn take_over(&mut self, now: Nanos) {
+        let Some(at) = self.setup.takeover_at else {
+            return;
+        };
+        if self.takeover.is_some() || now < at {
+            return;
+        }
+        match self.setup.backend {
+            RemoteBackend::S3 => {
+                // B claims the registration, LISTs the prefix and records its session.
+                let claimed = self.registration.claimed_by("node-b").expect("epoch fits");
+                let listed: Vec<WalObject> =
+                    self.objects.iter().map(|(object, _)| *object).collect();
+                let plan = plan_chain(&listed, &claimed.sessions);
+                let start = plan.chain.last().map_or(0, |object| object.end);
+                let recovered =
+                    self.records_in(plan.chain.iter().filter_map(|o| self.bulk_of_object(o)));
+                let next_seq = recovered.len() as u64 + 1;
+                let lowest = listed.iter().map(|object| object.start).min();
+                self.registration = claimed.with_session(lowest, start, next_seq);
+                self.takeover = Some(self.report(at, now, start));
+            }
+            RemoteBackend::Postgres => {
+                self.claim_requested = true;
+                // The claim's UPDATE waits for the inserts holding the node row FOR SHARE.
+                let holding = self
+                    .requests
+                    .iter()
+                    .any(|r| self.bulks[r.bulk].sent.is_some_and(|sent| sent < at));
+                if holding {
+                    return;
+                }
+                let geometry = self.setup.ring;
+                let rows: Vec<SlotRow> = self.rows.iter().map(|(row, _)| row.clone()).collect();
+                let recovery =
+                    ring::recover_chain(&geometry, self.trim_offset, OWNER_EPOCH + 1, &rows)
+                        .expect("rows the simulator wrote pass every check");
+                self.takeover = Some(self.report(at, now, recovery.head));
+            }
+        }
+    }
+
+    fn report(&self, at: Nanos, claimed_at: Nanos, start: u64) -> TakeoverReport {
+        TakeoverReport {
+            at,
+            claimed_at,
+            old_epoch: OWNER_EPOCH,
+            new_epoch: OWNER_EPOCH + 1,
+            acked_by_old: 0,
+            recovered_by_new: 0,
+            stragglers_ignored: 0,
+            new_session_start: start,
+            fenced_bulks: Vec::new(),
+            ignored: Vec::new(),
+            recovered_records: Vec::new(),
+            already_uploaded: 0,
+        }
+    }
+
+    fn bulk_of_object(&self, object: &WalObject) -> Option<usize> {
+        self.objects
+            .iter()
+            .find(|(o, _)| o == object)
+            .map(|(_, index)| *index)
+    }
+
+    fn records_in(&self, bulks: impl Iterator<Item = usize>) -> Vec<u64> {
+        bulks
+            .flat_map(|index| {
+                let bulk = &self.bulks[index];
+                bulk.first_record..bulk.first_record + bulk.records
+            })
+            .collect()
+    }
+
+    fn trim(&mut self, now: Nanos) {
+        self.last_trim_tick = now;
+        let geometry = self.setup.ring;
+        let target = self.acked_end;
+        if target <= self.trim_offset {
+            return;
+        }
+        let released = geometry.released(self.trim_offset, target);
+        let truncated_slots: Vec<u64> = released
+            .clone()
+            .map(|generation| geometry.slot(generation))
+            .collect();
+        // Bounded by the rows kept: each is checked once.
+        self.rows
+            .retain(|(row, _)| !released.contains(&geometry.generation(row.start_offset)));
+        self.trim_offset = target;
+        self.trims.push(TrimRow {
+            at: now,
+            trim_offset: target,
+            truncated_slots,
+        });
+    }
+
+    fn finish(mut self) -> RemoteRun {
+        // Postgres: a claim still waiting at the end takes effect once the inserts drained.
+        if self.claim_requested && self.takeover.is_none() {
+            self.claim_requested = false;
+            let now = self.now;
+            self.take_over(now);
+        }
+        let mut bulks = std::mem::take(&mut self.bulks);
+        for bulk in &mut bulks {
+            if bulk.outcome.is_none() {
+                bulk.outcome = Some(if bulk.acked.is_some() {
+                    BulkOutcome::Acked
+                } else if bulk.stored.is_some() {
+                    BulkOutcome::StoredNotAcked
+                } else {
+                    BulkOutcome::Failed
+                });
+            }
+        }
+        self.bulks = bulks;
+        let acked_by_old = self.records_acked;
+        let mut takeover = self.takeover.take();
+        if let Some(report) = takeover.as_mut() {
+            report.acked_by_old = acked_by_old;
+            report.fenced_bulks = std::mem::take(&mut self.fenced_bulks);
+            match self.setup.backend {
+                RemoteBackend::S3 => {
+                    // Recovery once every straggler has landed: the whole listing.
+                    let listed: Vec<WalObject> =
+                        self.objects.iter().map(|(object, _)| *object).collect();
+                    let plan = plan_chain(&listed, &self.registration.sessions);
+                    report.recovered_records =
+                        self.records_in(plan.chain.iter().filter_map(|o| self.bulk_of_object(o)));
+                    report.stragglers_ignored = plan
+                        .ignored
+                        .iter()
+                        .filter(|(object, _)| object.epoch == OWNER_EPOCH)
+                        .count() as u64;
+                    report.ignored = plan.ignored;
+                }
+                RemoteBackend::Postgres => {
+                    let rows: Vec<SlotRow> = self.rows.iter().map(|(row, _)| row.clone()).collect();
+                    let recovery = ring::recover_chain(
+                        &self.setup.ring,
+                        self.trim_offset,
+                        OWNER_EPOCH + 1,
+                        &rows,
+                    )
+                    .expect("rows the simulator wrote pass every check");
+                    // Records below the trim offset are in data objects already; the rest are replayed.
+                    let uploaded = self.records_in(
+                        self.bulks
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, b)| b.end_offset <= self.trim_offset)
+                            .map(|(i, _)| i),
+                    );
+                    report.already_uploaded = uploaded.len() as u64;
+                    report.recovered_records = uploaded;
+                    report.recovered_records.extend(
+                        recovery
+                            .records
+                            .iter()
+                            .map(|record| self.ticket_record[record.seq as usize - 1]),
+                    );
+                }
+            }
+            report.recovered_by_new = report.recovered_records.len() as u64;
+        }
+        RemoteRun {
+            backend: self.setup.backend,
+            bulks: self.bulks,
+            records: self.records,
+            puts: self.puts,
+            fence_checks: self.fence_checks,
+            records_acked: self.records_acked,
+            takeover,
+            trims: self.trims,
+            ring: self.setup.ring,
+            end: self.now,
+        }
+    }
+}
+
+/// The value length that makes a tiny record with an 8-byte key `record_bytes` long.
+fn value_bytes(record_bytes: u32) -> usize {
+    let target = record_bytes as usize;
+    (0..target)
+        .rev()
+        .find(|&value| tiny::record_len(RECORD_KEY_BYTES, value) <= target)
+        .unwrap_or(0)
+}

@@ -1,0 +1,556 @@
+//! A WAL with no local disk, simulated: the stream store's log in an object store (one
+//! PUT per bulk) or in Postgres (one committed INSERT per batch, in a ring of slot
+//! tables), driven by the same decisions the native backends make.
+//!
+//! # What is real and what is simulated
+//!
+//! Every decision comes from the code the native `walab` runs:
+//!
+//! - which records form a bulk, how many bulks are in flight (`inflight_max`) and when a
+//!   writer is acknowledged (in submission order): the [`crate::group_commit`] machine,
+//!   configured as the native S3 backend configures it (group commit, a bulk beside
+//!   another upload only once it holds [`layout::PIPELINE_MIN_RECORDS`]) or as the
+//!   Postgres backend does (a batch interval, 1 ms by default);
+//! - where a bulk's object goes and which objects recovery keeps after a takeover: the
+//!   keys, the registration and [`layout::plan_chain`] from [`crate::remote::layout`];
+//! - which slot table a batch goes to, when it must wait for its slot, what the trim
+//!   releases, what recovery reads back, the timeline verdict: [`crate::ring`].
+//!
+//! What is simulated is only what the network and the servers do: how long a request
+//! takes (a fixed latency, a named [`LatencyProfile`], or a measured distribution), and
+//! the faults a student or a test injects at chosen requests: a slow PUT, a failed PUT
+//! (on Postgres: an INSERT whose answer is lost, retried and compared), a takeover by a
+//! second node at a chosen instant, and a stalled upload that stops the trim so the
+//! Postgres ring fills.
+//!
+//! # The model's simplifications
+//!
+//! - The object store is strongly consistent (S3, R2, GCS and MinIO are): an object is
+//!   listed from the instant its PUT returns.
+//! - The fence check after each upload (the native backend's HEAD of the registration)
+//!   is counted but takes no simulated time: the request latency stands for the PUT and
+//!   its check together.
+//! - A takeover is instantaneous on the object store: at `takeover_at` node B claims the
+//!   registration (epoch + 1), LISTs and records its session. On Postgres the claim's
+//!   `UPDATE` of the node row waits for the inserts that hold the row `FOR SHARE`, so B's
+//!   claim completes once the inserts running at `takeover_at` have committed; every
+//!   insert A starts after `takeover_at` finds no row with its epoch and writes nothing.
+//!   Node B appends nothing in the run; what matters is what it recovers.
+//! - The background upload of sealed blocks to data objects is drawn in the lab but
+//!   simulated only where it bounds the write path: on Postgres it confirms the records
+//!   acknowledged so far every `trim_every`, which moves the trim offset and truncates
+//!   released slots; a stall stops it.
+//!
+//! # Determinism
+//!
+//! Latency draws and Poisson arrivals come from one seeded [`crate::rng::Rng`] each, and
+//! inputs of one instant are applied in a fixed order (completions, the takeover, the
+//! trim, arrivals, the window's timeout), so a setup and a seed give the same run on
+//! every target.
+
+mod driver;
+mod outcomes;
+
+pub use driver::run;
+pub use outcomes::{
+    event_loss, restart_after, EventLoss, RestartOutcome, Standby, TimelineCase, WalEvent,
+};
+
+use crate::group_commit::{Config, Policy};
+use crate::remote::layout::{self, Ignored, WalObject};
+use crate::ring::{self, RingGeometry};
+use crate::sim::commit::Arrivals;
+use crate::sim::SyncLatency;
+use crate::time::Nanos;
+
+/// Where the WAL lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
+pub enum RemoteBackend {
+    /// One object per bulk, its key carrying the writer's epoch.
+    S3,
+    /// One row per batch in the ring of slot tables, fenced per insert.
+    Postgres,
+}
+
+impl RemoteBackend {
+    pub fn name(&self) -> &'static str {
+        match self {
+            RemoteBackend::S3 => "s3",
+            RemoteBackend::Postgres => "postgres",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<RemoteBackend> {
+        match text {
+            "s3" => Some(RemoteBackend::S3),
+            "postgres" => Some(RemoteBackend::Postgres),
+            _ => None,
+        }
+    }
+}
+
+/// Request latencies to choose from, by name. The numbers are ranges a draw is uniform
+/// in, from these sources: S3 Standard "tens of milliseconds" per round trip (the stream
+/// store's documentation); S3 Express One Zone "consistent single-digit millisecond"
+/// request latency, "up to 10x faster than S3 Standard" (AWS, "Optimizing S3 Express One
+/// Zone performance", docs.aws.amazon.com/AmazonS3/latest/userguide/s3-express-performance.html);
+/// a Postgres commit "a millisecond or two" (the stream store's documentation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LatencyProfile {
+    /// 20 to 40 ms.
+    S3Standard,
+    /// 2 to 8 ms.
+    S3Express,
+    /// 1 to 2 ms.
+    Postgres,
+}
+
+impl LatencyProfile {
+    pub const ALL: [LatencyProfile; 3] = [
+        LatencyProfile::S3Standard,
+        LatencyProfile::S3Express,
+        LatencyProfile::Postgres,
+    ];
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            LatencyProfile::S3Standard => "s3-standard",
+            LatencyProfile::S3Express => "s3-express",
+            LatencyProfile::Postgres => "postgres",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<LatencyProfile> {
+        LatencyProfile::ALL
+            .into_iter()
+            .find(|profile| profile.name() == text)
+    }
+
+    pub fn latency(&self) -> SyncLatency {
+        let (min, max) = match self {
+            LatencyProfile::S3Standard => (20, 40),
+            LatencyProfile::S3Express => (2, 8),
+            LatencyProfile::Postgres => (1, 2),
+        };
+        SyncLatency::Uniform {
+            min: Nanos::from_millis(min),
+            max: Nanos::from_millis(max),
+        }
+    }
+
+    /// The profile a backend runs with when none is chosen.
+    pub fn default_for(backend: RemoteBackend) -> LatencyProfile {
+        match backend {
+            RemoteBackend::S3 => LatencyProfile::S3Standard,
+            RemoteBackend::Postgres => LatencyProfile::Postgres,
+        }
+    }
+}
+
+/// S3 Standard's published price per 1,000 PUT, COPY, POST or LIST requests in
+/// us-east-1, in millionths of a dollar: $0.005 (aws.amazon.com/s3/pricing/).
+pub const S3_STANDARD_PUT_MICRODOLLARS_PER_1000: u64 = 5_000;
+
+/// Dollars the PUTs of a million appends cost at `puts_per_record`.
+pub fn put_bill_per_million_appends(puts_per_record: f64) -> f64 {
+    puts_per_record * 1_000_000.0 / 1000.0 * S3_STANDARD_PUT_MICRODOLLARS_PER_1000 as f64
+        / 1_000_000.0
+}
+
+/// Who appends, and when.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Load {
+    /// Closed loop: each writer appends its next record once its last is acknowledged.
+    Writers { writers: u64 },
+    /// Open loop: records arrive at `rate_per_s`, evenly spaced or as a Poisson process.
+    Rate { rate_per_s: u64, poisson: bool },
+}
+
+/// The first epoch of the run's owner (node A). A takeover claims the next one.
+pub const OWNER_EPOCH: u64 = 5;
+/// Bytes of a record's key (the rest of `record_bytes` is value and framing).
+pub const RECORD_KEY_BYTES: usize = 8;
+/// Records one run simulates at most.
+pub const RECORDS_MAX: u64 = 1_000_000;
+/// Closed-loop writers at most.
+pub const WRITERS_MAX: u64 = 100_000;
+/// The smallest and largest record.
+pub const RECORD_BYTES_MIN: u32 = 32;
+pub const RECORD_BYTES_MAX: u32 = 60_000;
+
+/// One run's parameters. [`RemoteSetup::new`] gives the defaults.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RemoteSetup {
+    pub backend: RemoteBackend,
+    pub load: Load,
+    /// Records to append.
+    pub count: u64,
+    /// Seeds the latency draws and Poisson arrivals.
+    pub seed: u64,
+    /// Bulks in flight at once (`maxInflight`).
+    pub inflight_max: usize,
+    /// `None` on S3: group commit, as the native backend runs it. On Postgres the batch
+    /// interval (`batchInterval`, 1 ms by default).
+    pub batch_interval: Option<Nanos>,
+    pub latency: SyncLatency,
+    /// Every record's size in bytes (a tiny-store record with an 8-byte key).
+    pub record_bytes: u32,
+    /// PUT (or INSERT) number k, from 1, takes this long instead of a draw.
+    pub slow_puts: Vec<(u64, Nanos)>,
+    /// PUT number k fails (on Postgres: its answer is lost; it is retried and compared).
+    pub fail_put: Option<u64>,
+    /// Node B claims the node at this instant.
+    pub takeover_at: Option<Nanos>,
+    /// The Postgres ring.
+    pub ring: RingGeometry,
+    /// The Postgres WAL's background upload confirms what was acknowledged this often.
+    pub trim_every: Nanos,
+    /// The upload stalls from `.0` until `.1` (no trims in between).
+    pub upload_stall: Option<(Nanos, Nanos)>,
+}
+
+impl RemoteSetup {
+    pub fn new(backend: RemoteBackend, load: Load, count: u64) -> RemoteSetup {
+        RemoteSetup {
+            backend,
+            load,
+            count,
+            seed: 1,
+            inflight_max: ring::INFLIGHT_MAX_DEFAULT,
+            batch_interval: match backend {
+                RemoteBackend::S3 => None,
+                RemoteBackend::Postgres => Some(ring::BATCH_INTERVAL_DEFAULT),
+            },
+            latency: LatencyProfile::default_for(backend).latency(),
+            record_bytes: 110,
+            slow_puts: Vec::new(),
+            fail_put: None,
+            takeover_at: None,
+            ring: RingGeometry::default(),
+            trim_every: Nanos::from_millis(50),
+            upload_stall: None,
+        }
+    }
+
+    /// The group-commit machine's settings, as the native backend sets them.
+    pub fn machine_config(&self) -> Config {
+        let policy = match self.batch_interval {
+            Some(window) => Policy::Window { window },
+            None => Policy::Group,
+        };
+        let base = Config {
+            inflight_max: self.inflight_max,
+            ..Config::remote(policy)
+        };
+        match self.backend {
+            RemoteBackend::S3 => Config {
+                pipeline_min_records: layout::PIPELINE_MIN_RECORDS,
+                ..base
+            },
+            RemoteBackend::Postgres => {
+                // A batch never exceeds half a segment (the seed's 1 MiB in a 64 MiB one),
+                // and the bytes in flight must fit the ring (its capacity exceeds
+                // maxUnflushedBytes): a small ring gets small batches.
+                let batch_bytes_max = base
+                    .batch_bytes_max
+                    .min((self.ring.segment_bytes / 2).max(1) as usize);
+                let capacity = self.ring.capacity_bytes() as usize;
+                let unflushed_bytes_max = base
+                    .unflushed_bytes_max
+                    .min(capacity.saturating_sub(1))
+                    .max(batch_bytes_max);
+                Config {
+                    batch_bytes_max,
+                    unflushed_bytes_max,
+                    ..base
+                }
+            }
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), RemoteError> {
+        if self.count == 0 {
+            return Err(RemoteError::CountZero);
+        }
+        if self.count > RECORDS_MAX {
+            return Err(RemoteError::CountTooLarge { count: self.count });
+        }
+        match self.load {
+            Load::Writers { writers } if writers == 0 || writers > WRITERS_MAX => {
+                return Err(RemoteError::Writers { writers })
+            }
+            Load::Rate { rate_per_s: 0, .. } => return Err(RemoteError::RateZero),
+            _ => {}
+        }
+        if self.inflight_max == 0 || self.inflight_max > ring::INFLIGHT_MAX_LIMIT {
+            return Err(RemoteError::Inflight {
+                inflight_max: self.inflight_max,
+            });
+        }
+        if matches!(self.batch_interval, Some(interval) if interval == Nanos::ZERO || interval > ring::BATCH_INTERVAL_MAX)
+        {
+            return Err(RemoteError::BatchInterval);
+        }
+        if !self.latency.is_positive() {
+            return Err(RemoteError::LatencyZero);
+        }
+        if !(RECORD_BYTES_MIN..=RECORD_BYTES_MAX).contains(&self.record_bytes) {
+            return Err(RemoteError::RecordBytes {
+                record_bytes: self.record_bytes,
+            });
+        }
+        if self
+            .slow_puts
+            .iter()
+            .any(|&(put, latency)| put == 0 || latency == Nanos::ZERO)
+            || self.fail_put == Some(0)
+        {
+            return Err(RemoteError::PutNumberZero);
+        }
+        if self.backend == RemoteBackend::Postgres {
+            let config = self.machine_config();
+            self.ring
+                .validate(
+                    config.batch_bytes_max as u64,
+                    config.unflushed_bytes_max as u64,
+                )
+                .map_err(|error| RemoteError::Ring(error.to_string()))?;
+            if u64::from(self.record_bytes) > self.ring.segment_bytes {
+                return Err(RemoteError::Ring(format!(
+                    "a record of {} bytes does not fit a segment of {} bytes",
+                    self.record_bytes, self.ring.segment_bytes
+                )));
+            }
+            if self.trim_every == Nanos::ZERO {
+                return Err(RemoteError::TrimEveryZero);
+            }
+        }
+        self.machine_config()
+            .validate()
+            .map_err(|error| RemoteError::Ring(error.to_string()))?;
+        Ok(())
+    }
+
+    fn arrivals(&self) -> Option<Arrivals> {
+        match self.load {
+            Load::Writers { .. } => None,
+            Load::Rate {
+                rate_per_s,
+                poisson: false,
+            } => Some(Arrivals::Even {
+                rate_per_s,
+                count: self.count,
+            }),
+            Load::Rate {
+                rate_per_s,
+                poisson: true,
+            } => Some(Arrivals::Poisson {
+                rate_per_s,
+                count: self.count,
+                seed: self.seed,
+            }),
+        }
+    }
+}
+
+/// Why a setup cannot run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RemoteError {
+    CountZero,
+    CountTooLarge { count: u64 },
+    Writers { writers: u64 },
+    RateZero,
+    Inflight { inflight_max: usize },
+    BatchInterval,
+    LatencyZero,
+    RecordBytes { record_bytes: u32 },
+    PutNumberZero,
+    TrimEveryZero,
+    Ring(String),
+}
+
+impl core::fmt::Display for RemoteError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            RemoteError::CountZero => {
+                f.write_str("no records to append (the count must be at least 1)")
+            }
+            RemoteError::CountTooLarge { count } => write!(
+                f,
+                "{count} records is more than a run takes ({RECORDS_MAX})"
+            ),
+            RemoteError::Writers { writers } => {
+                write!(f, "{writers} writers: give 1 to {WRITERS_MAX}")
+            }
+            RemoteError::RateZero => f.write_str("the rate must be at least 1 record per second"),
+            RemoteError::Inflight { inflight_max } => {
+                write!(
+                    f,
+                    "{inflight_max} bulks in flight: give 1 to {}",
+                    ring::INFLIGHT_MAX_LIMIT
+                )
+            }
+            RemoteError::BatchInterval => {
+                f.write_str("the batch interval must be above 0 and at most 10 s")
+            }
+            RemoteError::LatencyZero => f.write_str("a request latency of zero"),
+            RemoteError::RecordBytes { record_bytes } => {
+                write!(f, "records of {record_bytes} bytes: give {RECORD_BYTES_MIN} to {RECORD_BYTES_MAX}")
+            }
+            RemoteError::PutNumberZero => {
+                f.write_str("PUTs are numbered from 1, and a slow PUT takes more than 0 ms")
+            }
+            RemoteError::TrimEveryZero => f.write_str("the upload interval must be above 0"),
+            RemoteError::Ring(text) => write!(f, "ring: {text}"),
+        }
+    }
+}
+
+impl std::error::Error for RemoteError {}
+
+/// What became of a bulk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
+pub enum BulkOutcome {
+    /// Stored, and its records acknowledged.
+    Acked,
+    /// Stored, but its records were never acknowledged (a bulk before it failed, or the
+    /// check after it found the node taken over): a straggler.
+    StoredNotAcked,
+    /// The request failed: nothing stored.
+    Failed,
+    /// Postgres: the insert found no node row with its epoch and wrote nothing.
+    Fenced,
+}
+
+/// Why a Postgres batch waited before its INSERT.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
+pub enum RingWait {
+    /// Its slot still held an untrimmed generation.
+    Slot,
+    /// It opens a generation, and earlier batches were still in flight.
+    Drain,
+}
+
+/// One bulk: one PUT (or one INSERT, two when retried).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct BulkRow {
+    /// 1, 2, 3 ... in submission order.
+    pub bulk: u64,
+    pub epoch: u64,
+    pub records: u64,
+    /// The first record's number (records are numbered from 1 in append order).
+    pub first_record: u64,
+    /// WAL addresses: the object's (S3) or the row's (Postgres) first byte, and just past it.
+    pub first_offset: u64,
+    pub end_offset: u64,
+    /// Postgres: the generation and its slot table.
+    pub generation: Option<u64>,
+    pub slot: Option<u64>,
+    /// The group-commit machine handed the bulk out.
+    pub formed: Nanos,
+    /// The request went out (later than `formed` when a Postgres batch waited).
+    pub sent: Option<Nanos>,
+    /// The object was stored or the row committed.
+    pub stored: Option<Nanos>,
+    pub acked: Option<Nanos>,
+    pub outcome: Option<BulkOutcome>,
+    /// The request's number (PUT k, INSERT k).
+    pub request: Option<u64>,
+    pub waited: Option<RingWait>,
+    /// Postgres: the first answer was lost and the retry found the row and compared it.
+    pub retried: bool,
+}
+
+/// One record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct RecordRow {
+    pub record: u64,
+    pub arrived: Option<Nanos>,
+    pub acked: Option<Nanos>,
+    pub bulk: Option<u64>,
+}
+
+/// A trim of the Postgres ring.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct TrimRow {
+    pub at: Nanos,
+    pub trim_offset: u64,
+    /// Slots truncated by this trim.
+    pub truncated_slots: Vec<u64>,
+}
+
+/// What the takeover did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct TakeoverReport {
+    pub at: Nanos,
+    /// When B's claim took effect (Postgres: after the inserts holding the row).
+    pub claimed_at: Nanos,
+    pub old_epoch: u64,
+    pub new_epoch: u64,
+    /// Records node A acknowledged.
+    pub acked_by_old: u64,
+    /// Records node B's recovery replays, once every straggler has landed.
+    pub recovered_by_new: u64,
+    /// A's objects that recovery ignores (S3); 0 on Postgres, whose fence is inside the insert.
+    pub stragglers_ignored: u64,
+    /// Where B's own session starts (the end of what it recovered).
+    pub new_session_start: u64,
+    /// The bulks of A whose check or insert found the new epoch: A is fenced at the first.
+    pub fenced_bulks: Vec<u64>,
+    /// S3: every object recovery left out, and why.
+    pub ignored: Vec<(WalObject, Ignored)>,
+    /// Records B recovered, by number (on Postgres with those already uploaded below the
+    /// trim offset: in data objects, nothing to replay, nothing lost).
+    pub recovered_records: Vec<u64>,
+    pub already_uploaded: u64,
+}
+
+/// A whole run.
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct RemoteRun {
+    pub backend: RemoteBackend,
+    pub bulks: Vec<BulkRow>,
+    pub records: Vec<RecordRow>,
+    /// Requests that wrote to the log: PUTs, or INSERTs with their retries.
+    pub puts: u64,
+    /// S3: the registration checks after uploads.
+    pub fence_checks: u64,
+    pub records_acked: u64,
+    pub takeover: Option<TakeoverReport>,
+    pub trims: Vec<TrimRow>,
+    pub ring: RingGeometry,
+    /// The instant of the last event.
+    pub end: Nanos,
+}
+
+impl RemoteRun {
+    /// PUTs (or INSERTs) per acknowledged record; `None` when nothing was acknowledged.
+    pub fn puts_per_record(&self) -> Option<f64> {
+        (self.records_acked > 0).then(|| self.puts as f64 / self.records_acked as f64)
+    }
+
+    /// The bulks stored at `t`, acknowledged or not.
+    pub fn stored_by(&self, t: Nanos) -> impl Iterator<Item = &BulkRow> {
+        self.bulks
+            .iter()
+            .filter(move |bulk| bulk.stored.is_some_and(|stored| stored <= t))
+    }
+
+    /// The records acknowledged by `t`.
+    pub fn acked_by(&self, t: Nanos) -> impl Iterator<Item = &RecordRow> {
+        self.records
+            .iter()
+            .filter(move |record| record.acked.is_some_and(|acked| acked <= t))
+    }
+}

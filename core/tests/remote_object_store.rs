@@ -1,0 +1,167 @@
+//! The object-store WAL's figures, computed from simulated runs: bulks pipelining, a slow
+//! PUT holding back acknowledgements, PUTs per record falling as writers rise, and a
+//! takeover that fences the old node without losing anything it acknowledged.
+
+use walab_core::remote::layout::Ignored;
+use walab_core::sim::remote::{run, BulkOutcome, Load, RemoteBackend, RemoteRun, RemoteSetup};
+use walab_core::sim::SyncLatency;
+use walab_core::time::Nanos;
+
+fn ms(millis: u64) -> Nanos {
+    Nanos::from_millis(millis)
+}
+
+fn s3(load: Load, count: u64) -> RemoteSetup {
+    RemoteSetup {
+        latency: SyncLatency::fixed(ms(25)),
+        ..RemoteSetup::new(RemoteBackend::S3, load, count)
+    }
+}
+
+fn bulk(run: &RemoteRun, n: u64) -> &walab_core::sim::remote::BulkRow {
+    run.bulks.iter().find(|b| b.bulk == n).unwrap()
+}
+
+#[test]
+fn a_slow_third_put_holds_back_the_acknowledgements_of_the_bulks_behind_it() {
+    let setup = RemoteSetup {
+        slow_puts: vec![(3, ms(200))],
+        ..s3(
+            Load::Rate {
+                rate_per_s: 20_000,
+                poisson: false,
+            },
+            2_000,
+        )
+    };
+    assert_eq!(setup.inflight_max, 4);
+    let run = run(&setup).unwrap();
+    let ms_of =
+        |t: Option<Nanos>| t.map_or("-".to_string(), |t| format!("{:.3}", t.as_millis_f64()));
+    let table: Vec<String> = run
+        .bulks
+        .iter()
+        .take(8)
+        .map(|b| {
+            format!(
+                "bulk {} records {:>3} sent {:>7} stored {:>7} acked {:>7}",
+                b.bulk,
+                b.records,
+                ms_of(b.sent),
+                ms_of(b.stored),
+                ms_of(b.acked)
+            )
+        })
+        .collect();
+    expect_test::expect![[r#"
+        bulk 1 records   1 sent   0.025 stored  25.025 acked  25.025
+        bulk 2 records  32 sent   1.625 stored  26.625 acked  26.625
+        bulk 3 records  32 sent   3.225 stored 203.225 acked 203.225
+        bulk 4 records  32 sent   4.825 stored  29.825 acked 203.225
+        bulk 5 records 404 sent  25.025 stored  50.025 acked 203.225
+        bulk 6 records  32 sent  26.625 stored  51.625 acked 203.225
+        bulk 7 records  64 sent  29.825 stored  54.825 acked 203.225
+        bulk 8 records 404 sent  50.025 stored  75.025 acked 203.225"#]]
+    .assert_eq(&table.join("\n"));
+    let third = bulk(&run, 3);
+    for n in [4, 5] {
+        let later = bulk(&run, n);
+        assert!(
+            later.stored.unwrap() < third.stored.unwrap(),
+            "bulk {n} is stored before bulk 3"
+        );
+        assert_eq!(
+            later.acked, third.acked,
+            "bulk {n} is acknowledged only with bulk 3"
+        );
+        assert!(
+            later.acked.unwrap() > later.stored.unwrap(),
+            "bulk {n} waited, stored but not acknowledged"
+        );
+    }
+    assert_eq!(third.stored, third.acked);
+    assert_eq!(
+        bulk(&run, 1).acked,
+        bulk(&run, 1).stored,
+        "nothing holds bulk 1 back"
+    );
+    assert_eq!(run.records_acked, 2_000);
+}
+
+#[test]
+fn puts_per_record_fall_as_writers_rise() {
+    let mut previous = f64::INFINITY;
+    let mut rows = Vec::new();
+    // Closed-loop writers all wait on the one bulk in flight and come back together.
+    for writers in [1, 4, 16, 64, 256] {
+        let run = run(&s3(Load::Writers { writers }, 2_048)).unwrap();
+        let per_record = run.puts_per_record().unwrap();
+        rows.push(format!("{writers}: {} puts, {per_record:.4}", run.puts));
+        assert!(
+            per_record < previous,
+            "{writers} writers: {per_record} not below {previous}"
+        );
+        previous = per_record;
+    }
+    expect_test::expect![[r#"
+        1: 2048 puts, 1.0000
+        4: 512 puts, 0.2500
+        16: 128 puts, 0.0625
+        64: 32 puts, 0.0156
+        256: 8 puts, 0.0039"#]]
+    .assert_eq(&rows.join("\n"));
+}
+
+#[test]
+fn after_a_takeover_the_new_owner_recovers_every_acknowledged_record_and_no_straggler() {
+    let setup = RemoteSetup {
+        takeover_at: Some(ms(60)),
+        ..s3(
+            Load::Rate {
+                rate_per_s: 20_000,
+                poisson: true,
+            },
+            4_000,
+        )
+    };
+    let run = run(&setup).unwrap();
+    let takeover = run.takeover.clone().unwrap();
+    assert_eq!((takeover.old_epoch, takeover.new_epoch), (5, 6));
+    let acked: Vec<u64> = run
+        .records
+        .iter()
+        .filter(|r| r.acked.is_some())
+        .map(|r| r.record)
+        .collect();
+    assert!(!acked.is_empty());
+    assert!(acked.iter().all(|r| takeover.recovered_records.contains(r)));
+    assert!(
+        run.records
+            .iter()
+            .filter(|r| r.acked.is_some())
+            .all(|r| r.acked.unwrap() <= ms(60)),
+        "nothing acknowledged after the claim"
+    );
+    assert!(takeover.stragglers_ignored >= 1);
+    for (object, why) in &takeover.ignored {
+        assert_eq!(object.epoch, 5);
+        assert!(
+            matches!(why, Ignored::FencedBeyondTakeover { .. }),
+            "{why:?}"
+        );
+        let straggler = run
+            .bulks
+            .iter()
+            .find(|b| b.first_offset == object.start)
+            .unwrap();
+        assert_eq!(straggler.outcome, Some(BulkOutcome::StoredNotAcked));
+        assert!(
+            (straggler.first_record..straggler.first_record + straggler.records)
+                .all(|r| !takeover.recovered_records.contains(&r))
+        );
+    }
+    assert!(
+        !takeover.fenced_bulks.is_empty(),
+        "A's next check fences it"
+    );
+}
