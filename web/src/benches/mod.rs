@@ -16,6 +16,7 @@ pub mod append;
 pub mod chain;
 pub mod commit;
 pub mod dropped;
+pub mod journey;
 pub mod models;
 pub mod tiny;
 pub mod trace_view;
@@ -42,6 +43,8 @@ pub enum Bench {
     Append,
     /// Part 5: group commit over the tiny store or a steady load.
     Commit(commit::CommitBench),
+    /// Part 2: wal-1's first writes, event by event.
+    Journey(Result<journey::JourneyBench, String>),
     /// Parts 3, 6, 7, 8: the tiny store on the simulated device.
     Tiny(tiny::TinyBench),
     Redo(models::RedoBench),
@@ -57,6 +60,8 @@ impl Bench {
             Bench::Still => Timeline::empty(),
             Bench::Append => append::timeline(),
             Bench::Commit(bench) => bench.timeline(),
+            Bench::Journey(Ok(bench)) => bench.timeline(),
+            Bench::Journey(Err(_)) => Timeline::empty(),
             Bench::Tiny(bench) => bench.timeline(),
             Bench::Redo(bench) => bench.timeline(),
             Bench::Quorum(bench) => bench.timeline(),
@@ -96,7 +101,8 @@ pub fn build(
     let bench = match params.part {
         4 => Bench::Append,
         0 | 5 => Bench::Commit(commit::CommitBench::build(params, latency.cloned())),
-        2 | 3 | 6 | 7 | 8 => Bench::Tiny(tiny::TinyBench::build(params)),
+        2 => Bench::Journey(journey::JourneyBench::build(params)),
+        3 | 6 | 7 | 8 => Bench::Tiny(tiny::TinyBench::build(params)),
         9 => Bench::Redo(models::RedoBench::build(params)),
         10 => Bench::Quorum(models::QuorumBench::build(params)),
         11 | 12 => Bench::Budget(models::BudgetBench::build(params)),

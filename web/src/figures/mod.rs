@@ -16,3 +16,5 @@
 //! - a state change is a CSS transition on the element that changes (skipped under
 //!   `prefers-reduced-motion`), so a step moves things instead of swapping pictures;
 //! - colours come from the CSS variables in `assets/style.css`, so the dark theme works.
+
+pub mod sync_journey;

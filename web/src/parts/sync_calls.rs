@@ -1,79 +1,63 @@
 //! Part 2: what fsync and its relatives guarantee, and what a sync costs.
 
+use std::rc::Rc;
+
 use yew::prelude::*;
 
 use super::{ChapterProps, Source};
-use crate::benches::chain::Stage;
-use crate::benches::tiny::journey::{record_ranges, write_stage};
+use crate::benches::chain::{survives, Failure, Stage};
+use crate::benches::journey::{power_loss_after, CallAt, JourneyBench};
 use crate::benches::Bench;
-use crate::player::{format_fixed_millis, Player};
+use crate::figures::sync_journey::SyncJourney;
+use crate::player::{Clock, Player};
 use crate::state::LabAction;
 use crate::url_state::format_millis;
-use walab_core::trace::UnitState;
 
-/// The writes whose journey Part 2 follows: wal-1's four.
-const JOURNEY_WRITES: std::ops::RangeInclusive<u64> = 1..=4;
-
-/// Writes 1 to 4 on their way from the process to the media, and wal-1's units, drawn
-/// from the tiny store's run at the playhead.
+/// wal-1's four writes on their way from the process to the media, one event per step,
+/// drawn from the tiny store's run.
 fn journey(props: &ChapterProps) -> Html {
-    let Bench::Tiny(bench) = &*props.bench.0 else { return Html::default() };
-    let Ok((run, _)) = &bench.full else { return html! { <p class="error">{ "the simulator refused the run" }</p> } };
-    let state = run.trace.state_at(props.player.now);
-    let stages = [Stage::AppBuffer, Stage::PageCache, Stage::DeviceCache, Stage::Media];
-    let columns = stages.iter().map(|stage| {
-        let chips = JOURNEY_WRITES.filter(|id| write_stage(&state, *id) == Some(*stage)).map(|id| {
-            html! { <span class="chip" data-write={id.to_string()}>{ format!("write {id}") }</span> }
-        });
-        let title = match stage {
-            Stage::DeviceCache => "on its way: the sync is running",
-            Stage::Media => "on the media: acknowledged",
-            other => other.label(),
-        };
-        html! { <div class="stage-column" data-stage={format!("{stage:?}")}><h4>{ title }</h4>{ for chips }</div> }
-    });
-    let unit_bytes = run.trace.unit_bytes as usize;
-    let units = state.files.first().map(|file| {
-        let ranges = record_ranges(*JOURNEY_WRITES.start(), *JOURNEY_WRITES.end());
-        let cells = file.units.iter().enumerate().map(|(unit, unit_state)| {
-            let start = unit * unit_bytes;
-            let end = start + unit_bytes;
-            let holds: Vec<String> = ranges
-                .iter()
-                .filter(|(id, from, to)| *from < end && *to > start && write_stage(&state, *id).is_some_and(|stage| stage != Stage::AppBuffer))
-                .map(|(id, _, _)| id.to_string())
-                .collect();
-            let (class, label) = match unit_state {
-                UnitState::Dirty => ("dirty", "dirty in the page cache"),
-                UnitState::Syncing => ("syncing", "being synced"),
-                UnitState::Dropped => ("dropped", "dropped by a failed sync"),
-                UnitState::Clean if holds.is_empty() => ("zeros", "zeros on the media"),
-                UnitState::Clean => ("media", "on the media"),
-            };
-            html! {
-                <div class={classes!("unit-cell", class)} data-unit={unit.to_string()} data-state={class}>
-                    <strong>{ format!("unit {unit}") }</strong>
-                    <span>{ format!("bytes {start}-{}", end - 1) }</span>
-                    <span>{ label }</span>
-                    <span class="holds">{ if holds.is_empty() { String::new() } else { format!("records {}", holds.join(", ")) } }</span>
-                </div>
-            }
-        });
-        html! { <div class="unit-row">{ for cells }</div> }
-    });
+    let Bench::Journey(bench) = &*props.bench.0 else { return Html::default() };
+    let bench = match bench {
+        Ok(bench) => bench,
+        Err(error) => return html! { <p class="error">{ format!("the simulator refused the run: {error}") }</p> },
+    };
+    let step = bench.step_at(props.player.now);
     let on_player = props.on_action.reform(LabAction::Player);
-    let units_title = format!("wal-1's {unit_bytes}-byte units");
     html! {
         <>
-        <h3>{ "Trace: the first writes" }</h3>
-        <div class="prose"><p>{ "When the tiny store opens, it creates wal-1 filled with zeros and syncs it and its directory.             Then the writes arrive. Step through: each record is built in the process, written into the page cache (its units             turn dirty), carried to the device by fdatasync (1.0 ms here, which includes the drive's cache flush), and only             then acknowledged." }</p></div>
-        <Player state={props.player.clone()} on_action={on_player} />
-        <p class="note">{ format!("t = {} ms: {} syncs finished, {} writes acknowledged", format_fixed_millis(props.player.now), state.syncs_done, state.acked) }</p>
-        <div class="journey">{ for columns }</div>
-        <h4>{ units_title }</h4>
-        { units.unwrap_or_default() }
+        <h3>{ "Trace: the first writes, one event at a time" }</h3>
+        <div class="prose"><p>{ "When the tiny store opens, it creates wal-1 filled with zeros and syncs it and its directory. \
+            Then the writes arrive. Step through: each record is built in the process, copied into the page cache by write() \
+            (its units turn dirty), sent to the drive by fdatasync(), put on the media by the drive's cache flush, and only \
+            then acknowledged. Each step is one event of the run (the sync takes 1.0 ms; write() takes no time here)." }</p></div>
+        <Player state={props.player.clone()} on_action={on_player} mark_name="event" clock={Clock::Steps}
+            caption={Some(AttrValue::from(step.caption.clone()))} />
+        <SyncJourney step={Rc::new(step.clone())} unit_bytes={bench.unit_bytes} segment_bytes={bench.segment_bytes}
+            records={Rc::new(bench.records.clone())} />
         </>
     }
+}
+
+/// The journey's evidence for a call's power-loss cell: what the run looked like right
+/// after write() and right after fdatasync() returned.
+fn journey_evidence(bench: Option<&JourneyBench>, call: &str) -> Option<String> {
+    let bench = bench?;
+    let (index, step) = match call {
+        "write()" => bench.find(|step| step.call == CallAt::Write)?,
+        "fdatasync(fd)" => bench.find(|step| step.call == CallAt::SyncReturned)?,
+        _ => return None,
+    };
+    let on_media: Vec<String> = step
+        .units
+        .iter()
+        .filter(|unit| !unit.media_records.is_empty())
+        .map(|unit| unit.unit.to_string())
+        .collect();
+    Some(if on_media.is_empty() {
+        format!(" (step {index} above: every unit of wal-1 is still zeros on the media)")
+    } else {
+        format!(" (step {index} above: unit {} holds records on the media)", on_media.join(", "))
+    })
 }
 
 const FSYNC: &str = "https://man7.org/linux/man-pages/man2/fsync.2.html";
@@ -87,7 +71,8 @@ struct Call {
     waits_for: &'static str,
     drive_cache: &'static str,
     metadata: &'static str,
-    survives_power_loss: bool,
+    /// Where the bytes it was given are when it returns.
+    leaves_bytes_in: Stage,
     source: (&'static str, &'static str),
 }
 
@@ -97,7 +82,7 @@ const CALLS: [Call; 8] = [
         waits_for: "the bytes are copied into the page cache",
         drive_cache: "no",
         metadata: "no",
-        survives_power_loss: false,
+        leaves_bytes_in: Stage::PageCache,
         source: ("write(2)", WRITE),
     },
     Call {
@@ -105,7 +90,7 @@ const CALLS: [Call; 8] = [
         waits_for: "the file's changed data and metadata are on the device",
         drive_cache: "flushed (written through or flushed if the drive has one)",
         metadata: "all of the file's (size, times), not its directory entry",
-        survives_power_loss: true,
+        leaves_bytes_in: Stage::Media,
         source: ("fsync(2)", FSYNC),
     },
     Call {
@@ -113,7 +98,7 @@ const CALLS: [Call; 8] = [
         waits_for: "the data, plus only the metadata needed to read it back (a new size)",
         drive_cache: "flushed",
         metadata: "only what retrieval needs; times are skipped",
-        survives_power_loss: true,
+        leaves_bytes_in: Stage::Media,
         source: ("fsync(2)", FSYNC),
     },
     Call {
@@ -121,7 +106,7 @@ const CALLS: [Call; 8] = [
         waits_for: "each write() returns as if fsync() had followed it",
         drive_cache: "flushed",
         metadata: "all",
-        survives_power_loss: true,
+        leaves_bytes_in: Stage::Media,
         source: ("open(2)", OPEN),
     },
     Call {
@@ -129,7 +114,7 @@ const CALLS: [Call; 8] = [
         waits_for: "each write() returns as if fdatasync() had followed it",
         drive_cache: "flushed",
         metadata: "only what retrieval needs",
-        survives_power_loss: true,
+        leaves_bytes_in: Stage::Media,
         source: ("open(2)", OPEN),
     },
     Call {
@@ -137,7 +122,7 @@ const CALLS: [Call; 8] = [
         waits_for: "the transfer from the process's buffer, bypassing the page cache where it can",
         drive_cache: "no: the bytes may sit in the drive's cache",
         metadata: "no",
-        survives_power_loss: false,
+        leaves_bytes_in: Stage::DeviceCache,
         source: ("open(2) NOTES", OPEN),
     },
     Call {
@@ -145,7 +130,7 @@ const CALLS: [Call; 8] = [
         waits_for: "write-back of a byte range to start or finish",
         drive_cache: "no",
         metadata: "no (not even a new size)",
-        survives_power_loss: false,
+        leaves_bytes_in: Stage::DeviceCache,
         source: ("sync_file_range(2)", SYNC_FILE_RANGE),
     },
     Call {
@@ -153,21 +138,28 @@ const CALLS: [Call; 8] = [
         waits_for: "the directory's entries: a new file's name, a rename",
         drive_cache: "flushed",
         metadata: "the directory's",
-        survives_power_loss: true,
+        leaves_bytes_in: Stage::Media,
         source: ("fsync(2) NOTES", FSYNC),
     },
 ];
 
 #[component]
 pub fn SyncChapter(props: &ChapterProps) -> Html {
+    let bench = match &*props.bench.0 {
+        Bench::Journey(Ok(bench)) => Some(bench),
+        _ => None,
+    };
     let rows = CALLS.iter().map(|call| {
+        let survives_power_loss = survives(call.leaves_bytes_in, Failure::PowerLoss);
+        let after = format!("{}{}", power_loss_after(call.leaves_bytes_in), journey_evidence(bench, call.call).unwrap_or_default());
         html! {
-            <tr data-survives={call.survives_power_loss.to_string()}>
+            <tr data-survives={survives_power_loss.to_string()}>
                 <td><code>{ call.call }</code></td>
                 <td>{ call.waits_for }</td>
                 <td>{ call.drive_cache }</td>
                 <td>{ call.metadata }</td>
-                <td class={classes!(if call.survives_power_loss { "ok" } else { "danger" })}>{ if call.survives_power_loss { "yes" } else { "no" } }</td>
+                <td class={classes!(if survives_power_loss { "ok" } else { "danger" })}>{ if survives_power_loss { "yes" } else { "no" } }</td>
+                <td class="power-loss-after">{ after }</td>
                 <td><Source name={call.source.0} href={call.source.1} /></td>
             </tr>
         }
@@ -184,7 +176,7 @@ pub fn SyncChapter(props: &ChapterProps) -> Html {
         { journey(props) }
         <h3>{ "The calls" }</h3>
         <table class="sync-calls">
-            <thead><tr><th>{ "call" }</th><th>{ "returns when" }</th><th>{ "drive's volatile cache" }</th><th>{ "metadata" }</th><th>{ "survives power loss" }</th><th>{ "source" }</th></tr></thead>
+            <thead><tr><th>{ "call" }</th><th>{ "returns when" }</th><th>{ "drive's volatile cache" }</th><th>{ "metadata" }</th><th>{ "survives power loss" }</th><th>{ "a power loss right after it returns" }</th><th>{ "source" }</th></tr></thead>
             <tbody>{ for rows }</tbody>
         </table>
         <div class="prose">

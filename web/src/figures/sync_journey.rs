@@ -1,0 +1,175 @@
+//! Part 2's figure: wal-1's units on their way from the process to the media.
+//!
+//! Four rows are the four places a byte can be (the process's memory, the kernel's page
+//! cache, the drive's volatile cache, the stable media); a fifth is the directory. Each
+//! of wal-1's units is drawn once in the media row as what the media holds, and once as
+//! a moving copy that sits in the row of its state: it slides down a row per step (a
+//! CSS transform, so it moves) and fades into the media row when the drive's flush puts
+//! it there. The records being built in the process are drawn at their byte offsets
+//! above the units, so their boundaries line up with the units they fill.
+
+use std::rc::Rc;
+
+use yew::prelude::*;
+
+use crate::benches::journey::{CallAt, JourneyStep, UnitPlace, WritePlace};
+
+#[derive(Properties, PartialEq)]
+pub struct SyncJourneyProps {
+    pub step: Rc<JourneyStep>,
+    pub unit_bytes: u64,
+    pub segment_bytes: u64,
+    /// (write, first byte, end byte) in the segment.
+    pub records: Rc<Vec<(u64, u64, u64)>>,
+}
+
+const WIDTH: f64 = 760.0;
+const LABEL_RIGHT: f64 = 150.0;
+const UNITS_LEFT: f64 = 160.0;
+const UNITS_WIDTH: f64 = 590.0;
+const ROW: f64 = 56.0;
+const TOP: f64 = 34.0;
+const CELL_HEIGHT: f64 = 44.0;
+
+/// Rows, top to bottom.
+const ROWS: [(&str, &str); 5] = [
+    ("client", "client (OK)"),
+    ("process", "process memory"),
+    ("page-cache", "page cache (kernel)"),
+    ("device-cache", "drive's volatile cache"),
+    ("media", "stable media"),
+];
+
+fn row_y(row: usize) -> f64 {
+    TOP + ROW * row as f64
+}
+
+fn row_of(place: UnitPlace) -> usize {
+    match place {
+        UnitPlace::Dirty => 2,
+        UnitPlace::DeviceCache => 3,
+        UnitPlace::Absent | UnitPlace::Zero | UnitPlace::Media => 4,
+    }
+}
+
+fn active_row(call: CallAt) -> Option<usize> {
+    match call {
+        CallAt::Write => Some(2),
+        CallAt::SyncRunning => Some(3),
+        CallAt::Flush | CallAt::Create => Some(4),
+        CallAt::SyncReturned | CallAt::Ack => Some(0),
+        CallAt::Idle => Some(1),
+    }
+}
+
+fn records_text(records: &[u64]) -> String {
+    match records {
+        [] => "zeros".to_string(),
+        [one] => format!("rec {one}"),
+        many => format!("rec {}", many.iter().map(u64::to_string).collect::<Vec<_>>().join("+")),
+    }
+}
+
+#[component]
+pub fn SyncJourney(props: &SyncJourneyProps) -> Html {
+    let step = &props.step;
+    let segment = props.segment_bytes.max(1) as f64;
+    let bx = |byte: u64| UNITS_LEFT + byte as f64 / segment * UNITS_WIDTH;
+    let unit_width = props.unit_bytes as f64 / segment * UNITS_WIDTH;
+    let height = row_y(ROWS.len()) + 40.0;
+    let active = active_row(step.call);
+    let rows = ROWS.iter().enumerate().map(|(index, (name, label))| {
+        let y = row_y(index);
+        html! {
+            <g class={classes!("row", (active == Some(index)).then_some("active"))} data-row={*name}>
+                <rect class="row-band" x="0" y={(y - 6.0).to_string()} width={WIDTH.to_string()} height={(ROW - 2.0).to_string()} rx="6" />
+                <text class="row-label" x={(LABEL_RIGHT - 8.0).to_string()} y={(y + CELL_HEIGHT / 2.0 + 4.0).to_string()} text-anchor="end">{ *label }</text>
+            </g>
+        }
+    });
+    // What the media holds, unit by unit (always drawn).
+    let media_y = row_y(4);
+    let media = step.units.iter().map(|unit| {
+        let x = bx(u64::from(unit.unit) * props.unit_bytes);
+        let holds = if unit.place == UnitPlace::Absent { "no file".to_string() } else { records_text(&unit.media_records) };
+        html! {
+            <g class={classes!("media-cell", unit.media_records.is_empty().then_some("zeros"), (unit.place == UnitPlace::Absent).then_some("absent"))}
+                data-media-unit={unit.unit.to_string()} data-media-records={unit.media_records.iter().map(u64::to_string).collect::<Vec<_>>().join(",")}>
+                <rect x={(x + 2.0).to_string()} y={media_y.to_string()} width={(unit_width - 4.0).to_string()} height={CELL_HEIGHT.to_string()} rx="4" />
+                <text x={(x + 8.0).to_string()} y={(media_y + 17.0).to_string()}>{ format!("unit {}", unit.unit) }</text>
+                <text class="holds" x={(x + 8.0).to_string()} y={(media_y + 35.0).to_string()}>{ holds }</text>
+            </g>
+        }
+    });
+    // The moving copy of each unit, in the row of its state.
+    let moving = step.units.iter().map(|unit| {
+        let x = bx(u64::from(unit.unit) * props.unit_bytes);
+        let y = row_y(row_of(unit.place));
+        let on_media = matches!(unit.place, UnitPlace::Absent | UnitPlace::Zero | UnitPlace::Media);
+        let style = format!("transform: translate({x:.1}px, {y:.1}px); opacity: {};", if on_media { 0 } else { 1 });
+        html! {
+            <g class={classes!("unit", unit.place.name())} data-unit={unit.unit.to_string()} data-state={unit.place.name()}
+                data-cache-records={unit.cache_records.iter().map(u64::to_string).collect::<Vec<_>>().join(",")} style={style}>
+                <title>{ format!("unit {}: {}", unit.unit, unit.place.label()) }</title>
+                <rect x="2" y="0" width={(unit_width - 4.0).to_string()} height={CELL_HEIGHT.to_string()} rx="4" />
+                <text x="8" y="17">{ format!("unit {}", unit.unit) }</text>
+                <text class="holds" x="8" y="35">{ format!("{} · {}", records_text(&unit.cache_records), if unit.place == UnitPlace::Dirty { "dirty" } else { "sent" }) }</text>
+            </g>
+        }
+    });
+    // Records: drawn at their bytes, in the process row while they are built there.
+    let process_y = row_y(1);
+    let client_y = row_y(0);
+    let records = props.records.iter().map(|(id, from, to)| {
+        let write = step.writes.iter().find(|write| write.id == *id);
+        let place = write.map_or(WritePlace::NotYet, |write| write.place);
+        let acked = write.is_some_and(|write| write.acked);
+        let (x, width) = (bx(*from), bx(*to) - bx(*from));
+        html! {
+            <g class={classes!("record", place.name(), acked.then_some("acked"))} data-write={id.to_string()} data-state={place.name()} data-acked={acked.to_string()}>
+                <g class="in-process" style={format!("opacity: {}", if place == WritePlace::Process { 1 } else { 0 })}>
+                    <rect x={(x + 1.0).to_string()} y={process_y.to_string()} width={(width - 2.0).to_string()} height={CELL_HEIGHT.to_string()} rx="4" />
+                    <text x={(x + 6.0).to_string()} y={(process_y + 17.0).to_string()}>{ format!("record {id}") }</text>
+                    <text class="holds" x={(x + 6.0).to_string()} y={(process_y + 35.0).to_string()}>{ format!("bytes {from}-{}", to - 1) }</text>
+                </g>
+                <g class="ok" style={format!("opacity: {}", if acked { 1 } else { 0 })}>
+                    <rect x={(x + 1.0).to_string()} y={(client_y + 6.0).to_string()} width={(width - 2.0).to_string()} height={(CELL_HEIGHT - 12.0).to_string()} rx="4" />
+                    <text x={(x + 6.0).to_string()} y={(client_y + 27.0).to_string()}>{ format!("OK {id}") }</text>
+                </g>
+            </g>
+        }
+    });
+    // Unit boundaries, as a ruler of bytes under the media row.
+    let ruler_y = media_y + CELL_HEIGHT + 14.0;
+    let ruler = (0..=step.units.len()).map(|unit| {
+        let byte = unit as u64 * props.unit_bytes;
+        html! { <text class="ruler" x={bx(byte).to_string()} y={ruler_y.to_string()} text-anchor="middle">{ byte }</text> }
+    });
+    let directory = if step.directory.is_empty() { "directory: (no segment yet)".to_string() } else { format!("directory (synced): {}", step.directory.join(", ")) };
+    let call = match step.call {
+        CallAt::Idle => "",
+        CallAt::Create => "create + fsync(dir)",
+        CallAt::Write => "write()",
+        CallAt::SyncRunning => "fdatasync() running",
+        CallAt::Flush => "drive: cache flush",
+        CallAt::SyncReturned => "fdatasync() returned",
+        CallAt::Ack => "OK sent",
+    };
+    let dirty = step.units.iter().filter(|unit| unit.place == UnitPlace::Dirty).count();
+    let on_media = step.units.iter().filter(|unit| !unit.media_records.is_empty()).count();
+    let label = format!("wal-1's units: {dirty} dirty in the page cache, {on_media} holding records on the media. {}", step.caption);
+    html! {
+        <div class="figure sync-journey" data-figure="sync-journey" data-call={step.call.name()} aria-label={label}>
+            <svg viewBox={format!("0 0 {WIDTH} {height}")} role="img" aria-label="wal-1's units between the process and the media">
+                <text class="call" x={UNITS_LEFT.to_string()} y="20" data-call={step.call.name()}>{ call }</text>
+                <text class="directory" x={(WIDTH - 6.0).to_string()} y="20" text-anchor="end" data-directory={step.directory.join(",")}>{ directory }</text>
+                <g class="rows">{ for rows }</g>
+                <g class="media">{ for media }</g>
+                <g class="units">{ for moving }</g>
+                <g class="records">{ for records }</g>
+                <g class="rulers">{ for ruler }</g>
+                <text class="ruler" x={(LABEL_RIGHT - 8.0).to_string()} y={ruler_y.to_string()} text-anchor="end">{ "byte" }</text>
+            </svg>
+        </div>
+    }
+}
