@@ -47,10 +47,20 @@ pub fn LineChart(props: &LineChartProps) -> Html {
             }
         });
     }
+    let legend = props.series.iter().map(|line| {
+        let (r, g, b) = line.color;
+        html! { <li><span class="swatch" style={format!("background: rgb({r}, {g}, {b})")}></span>{ line.label.clone() }</li> }
+    });
     html! {
         <figure class="chart">
             <canvas ref={canvas} width={props.width.to_string()} height={props.height.to_string()}
                 aria-label={props.title.clone()} role="img" data-series={props.series.len().to_string()} />
+            <ul class="chart-legend">
+                { for legend }
+                if let Some((_, label)) = &props.reference {
+                    <li><span class="swatch" style="background: rgb(150, 60, 40)"></span>{ label.clone() }</li>
+                }
+            </ul>
         </figure>
     }
 }
@@ -83,7 +93,7 @@ fn draw_lines(
     }
     let y_max = if y_max <= 0.0 { 1.0 } else { y_max * 1.1 };
     let mut builder = ChartBuilder::on(&root);
-    builder.caption(title, ("sans-serif", 15)).margin(8).x_label_area_size(34).y_label_area_size(56);
+    builder.caption(title, ("sans-serif", 15)).margin(8).x_label_area_size(40).y_label_area_size(64);
     if log_x {
         let mut chart = builder.build_cartesian_2d((x_min..x_max).log_scale(), 0f64..y_max)?;
         chart.configure_mesh().x_desc(x_label).y_desc(y_label).x_label_formatter(&|x| compact(*x)).draw()?;
@@ -109,25 +119,14 @@ where
 {
     for line in series {
         let color = RGBColor(line.color.0, line.color.1, line.color.2);
-        chart
-            .draw_series(LineSeries::new(line.points.iter().copied(), color.stroke_width(2)))?
-            .label(line.label.clone())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2)));
+        // The legend is HTML under the canvas, so it never covers a line.
+        chart.draw_series(LineSeries::new(line.points.iter().copied(), color.stroke_width(2)))?;
         chart.draw_series(line.points.iter().map(|(x, y)| Circle::new((*x, *y), 3, color.filled())))?;
     }
-    if let Some((y, label)) = reference {
+    if let Some((y, _)) = reference {
         let grey = RGBColor(150, 60, 40);
-        chart
-            .draw_series(LineSeries::new(vec![(x_min, *y), (x_max, *y)], grey.stroke_width(1)))?
-            .label(label.to_string())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], grey));
+        chart.draw_series(LineSeries::new(vec![(x_min, *y), (x_max, *y)], grey.stroke_width(1)))?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.3))
-        .draw()?;
     Ok(())
 }
 
@@ -206,9 +205,18 @@ fn draw_bars(
         .caption(title, ("sans-serif", 15))
         .margin(8)
         .x_label_area_size(34)
-        .y_label_area_size(56)
+        .y_label_area_size(84)
         .build_cartesian_2d(0f64..count as f64, 0f64..y_max)?;
-    chart.configure_mesh().disable_x_mesh().disable_x_axis().y_desc(y_label).draw()?;
+    // The axis title sits left of the widest tick label, with room between them.
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .disable_x_axis()
+        .y_desc(y_label)
+        .y_label_style(("sans-serif", 13))
+        .axis_desc_style(("sans-serif", 13))
+        .y_label_formatter(&|y| compact(*y))
+        .draw()?;
     let every = (count / 24).max(1);
     chart.draw_series(bars.iter().enumerate().filter(|(index, _)| index % every == 0).map(|(index, bar)| {
         Text::new(

@@ -1,7 +1,66 @@
 //! Part 4: the append procedure, in the right order and in the order that loses
 //! acknowledged writes. The bench plays one step per (display) millisecond.
 use super::Timeline;
+use crate::record_layout::{tiny_record_fields, Field};
 use walab_core::time::Nanos;
+use walab_core::tiny_store;
+
+/// One record laid out: its write, where it starts, and its fields as byte spans.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecordLayout {
+    pub write: u64,
+    pub offset: usize,
+    pub bytes: Vec<u8>,
+    pub fields: Vec<(Field, usize, usize)>,
+    pub description: String,
+}
+
+/// The records of the tiny store's first segment, encoded by the core's codec, at
+/// their offsets (a record whose fields cannot be laid out is drawn without them).
+pub fn wal_1_records() -> Vec<RecordLayout> {
+    let mut offset = 0;
+    tiny_store::WRITES[..tiny_store::MEMTABLE_WRITES]
+        .iter()
+        .map(|write| {
+            let bytes = write.record();
+            let fields = tiny_record_fields(&bytes)
+                .map(|spans| spans.iter().map(|span| (span.field, span.start, span.end)).collect())
+                .unwrap_or_default();
+            let description = match write.op {
+                walab_core::codec::Op::Put => format!("put {} {}", write.key, write.value),
+                walab_core::codec::Op::Del => format!("del {}", write.key),
+            };
+            let layout = RecordLayout { write: write.id, offset, fields, description, bytes };
+            offset += layout.bytes.len();
+            layout
+        })
+        .collect()
+}
+
+/// The caption of append step `done` (1-based; 0 is before the first), both orders.
+pub fn caption(done: usize) -> String {
+    if done == 0 {
+        return "Before the first step: one write waits to be appended, in both columns.".to_string();
+    }
+    let describe = |order: &[Step]| -> String {
+        match order.get(done - 1) {
+            Some(step) => step.text().to_string(),
+            None => "done".to_string(),
+        }
+    };
+    let right = outcome(&RIGHT_ORDER, done);
+    let wrong = outcome(&WRONG_ORDER, done);
+    let risk = if wrong.acknowledged_but_lost() {
+        " Now the wrong order has told the client OK for a write that is not durable: a power loss here breaks the promise."
+    } else if right.acknowledged && wrong.durable {
+        " Both are durable and acknowledged now."
+    } else if right.durable && !wrong.durable {
+        " The right order's record is durable; the wrong one's is only in the page cache."
+    } else {
+        ""
+    };
+    format!("Step {done}. Right order: {}. Wrong order: {}.{risk}", describe(&RIGHT_ORDER), describe(&WRONG_ORDER))
+}
 
 /// One step of APPEND.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,6 +162,21 @@ mod tests {
         let lost: Vec<usize> =
             (0..=WRONG_ORDER.len()).filter(|done| outcome(&WRONG_ORDER, *done).acknowledged_but_lost()).collect();
         assert_eq!(lost, [6], "only a cut after the OK and before the late sync");
+    }
+
+    #[test]
+    fn captions_differ_step_to_step_and_wal_1_ends_at_114() {
+        let captions: Vec<String> = (0..=WRONG_ORDER.len()).map(caption).collect();
+        for pair in captions.windows(2) {
+            assert_ne!(pair[0], pair[1]);
+        }
+        assert!(captions[6].contains("breaks the promise"), "{}", captions[6]);
+        let records = wal_1_records();
+        let starts: Vec<usize> = records.iter().map(|record| record.offset).collect();
+        assert_eq!(starts, [0, 29, 56, 85]);
+        let last = records.last().unwrap();
+        assert_eq!(last.offset + last.bytes.len(), 114);
+        assert!(records.iter().all(|record| record.fields.last().map(|field| field.2) == Some(record.bytes.len())));
     }
 
     #[test]

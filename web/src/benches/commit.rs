@@ -44,6 +44,8 @@ pub fn core_policy(policy: Policy, window: Nanos) -> CorePolicy {
 pub struct TinyCommit {
     pub spans: TraceSpans,
     pub summary: Summary,
+    /// The run's trace, for the figure's state and the captions.
+    pub trace: walab_core::trace::Trace,
 }
 
 /// A steady-load run.
@@ -53,7 +55,64 @@ pub struct SteadyCommit {
     pub writes: Vec<WriteRecord>,
     pub batches: Vec<BatchRecord>,
     pub summary: Summary,
+    /// The run without its first sync (the warm-up) and its last (the drain).
+    pub steady_state: Option<SteadyWindow>,
     pub end: Nanos,
+}
+
+/// A steady run's numbers over its middle syncs: the first sync carries the lone first
+/// write (nothing queued yet) and the last only what was left when arrivals stopped, so
+/// both are left out, and what remains is the load's steady state.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SteadyWindow {
+    /// Batch ids of the first and last sync counted.
+    pub first_batch: u64,
+    pub last_batch: u64,
+    pub syncs: u64,
+    pub syncs_per_s: f64,
+    pub writes_per_sync: f64,
+    pub bytes_per_sync: f64,
+    /// Little's law over the window: the counted writes' total wait / the window's span.
+    pub in_flight_mean: f64,
+    pub wait_mean: Nanos,
+    pub wait_max: Nanos,
+}
+
+/// The steady state of a run: its batches but the first and the last (which must have
+/// ended), and the writes those batches carried.
+pub fn steady_window(writes: &[WriteRecord], batches: &[BatchRecord]) -> Option<SteadyWindow> {
+    if batches.len() < 3 {
+        return None;
+    }
+    let counted = &batches[1..batches.len() - 1];
+    let from = counted.first()?.start;
+    let to = counted.last()?.end?;
+    let span = (to - from).0;
+    if span == 0 {
+        return None;
+    }
+    let (first_batch, last_batch) = (counted.first()?.id, counted.last()?.id);
+    let carried = writes.iter().filter(|write| write.batch.is_some_and(|batch| batch >= first_batch && batch <= last_batch));
+    let (mut count, mut wait_total, mut wait_max) = (0u64, 0u64, Nanos::ZERO);
+    for write in carried {
+        if let Some(wait) = write.wait() {
+            count += 1;
+            wait_total += wait.0;
+            wait_max = wait_max.max(wait);
+        }
+    }
+    let syncs = counted.len() as u64;
+    Some(SteadyWindow {
+        first_batch,
+        last_batch,
+        syncs,
+        syncs_per_s: syncs as f64 * 1e9 / span as f64,
+        writes_per_sync: counted.iter().map(|batch| batch.writes).sum::<u64>() as f64 / syncs as f64,
+        bytes_per_sync: counted.iter().map(|batch| batch.bytes).sum::<u64>() as f64 / syncs as f64,
+        in_flight_mean: wait_total as f64 / span as f64,
+        wait_mean: Nanos(wait_total / count.max(1)),
+        wait_max,
+    })
 }
 
 /// Where the steady run stands at an instant.
@@ -105,6 +164,24 @@ impl SteadyCommit {
     }
 }
 
+/// The caption of a steady run's step (a sync starting at `t`), from its records.
+pub fn steady_caption(steady: &SteadyCommit, t: Nanos) -> String {
+    let at = steady.at(t);
+    let started: Vec<&BatchRecord> = steady.batches.iter().filter(|batch| batch.start == t).collect();
+    let ms = crate::url_state::format_millis(t);
+    match started.as_slice() {
+        [] => format!("{ms} ms: {} writes arrived, {} acknowledged, {} waiting.", at.arrived, at.acked, at.in_flight),
+        [batch, ..] if batch.writes == 1 => format!(
+            "{ms} ms: B{} starts: write {} finds nothing queued and syncs alone; {} writes are in flight.",
+            batch.id, batch.first_write, at.in_flight
+        ),
+        [batch, ..] => format!(
+            "{ms} ms: B{} starts: its leader takes the {} writes that queued during the previous sync ({} bytes) and syncs them once; {} writes are in flight.",
+            batch.id, batch.writes, batch.bytes, at.in_flight
+        ),
+    }
+}
+
 /// One point of the load sweep.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SweepPoint {
@@ -128,6 +205,32 @@ pub struct CommitBench {
     pub steady_by_policy: Vec<(Policy, Result<Summary, String>)>,
     /// The measured latency the steady runs and the sweep used, if one was loaded.
     pub latency: Option<Rc<MeasuredLatency>>,
+    /// Part 0: sync per write's queue (writes waiting for their OK) at every sync
+    /// latency of the steady run: (instant, writes in flight).
+    pub per_write_queue: Vec<(Nanos, u64)>,
+    /// Part 5: the tie rule on a run of its own.
+    pub tie_example: Option<walab_core::trace::Trace>,
+    /// Part 0: write 1's stations.
+    pub write_path: Vec<super::write_path::PathStep>,
+    pub part: u8,
+}
+
+/// Does a policy keep up with the load, judged from the same run's numbers that its row
+/// shows: its worst wait stays within what the policy itself adds (one sync in flight
+/// and one of its own, 2 L, plus the window if any). A queue that grows shows up as a
+/// worst wait that grows with the run instead.
+pub fn keeps_up(summary: &Summary, sync_latency: Nanos, window: Nanos) -> bool {
+    summary.failed == 0 && summary.acked == summary.writes && summary.wait_max.0 <= 2 * sync_latency.0 + window.0
+}
+
+/// Writes in flight (arrived, not yet told OK) at each instant of `at`.
+pub fn in_flight_at(writes: &[WriteRecord], at: &[Nanos]) -> Vec<(Nanos, u64)> {
+    at.iter()
+        .map(|t| {
+            let count = writes.iter().filter(|write| write.arrival <= *t && write.ack.is_none_or(|ack| ack > *t)).count();
+            (*t, count as u64)
+        })
+        .collect()
 }
 
 impl CommitBench {
@@ -144,6 +247,20 @@ impl CommitBench {
             })
             .collect();
         let sweep = if params.part == 5 { sweep(params, measured) } else { Vec::new() };
+        let per_write_queue = if params.part == 0 {
+            let keep = Keep { writes: true, batches: false, trace: false };
+            let setup = steady_setup(params, CorePolicy::PerWrite, keep, measured);
+            let arrivals = steady_arrivals(params, params.load_per_second, STEADY_WRITES_MAX);
+            match commit::run(&setup, &arrivals) {
+                Ok(run) => {
+                    let samples: Vec<Nanos> = (0..=STEADY_SYNCS).map(|k| Nanos(params.sync_latency.0 * k)).collect();
+                    in_flight_at(&run.writes, &samples)
+                }
+                Err(_) => Vec::new(),
+            }
+        } else {
+            Vec::new()
+        };
         CommitBench {
             scenario: params.scenario,
             policy: params.policy,
@@ -153,10 +270,17 @@ impl CommitBench {
             sweep,
             steady_by_policy,
             latency,
+            per_write_queue,
+            tie_example: if params.part == 5 { super::group_steps::tie_example().ok() } else { None },
+            write_path: if params.part == 0 { super::write_path::path(params) } else { Vec::new() },
+            part: params.part,
         }
     }
 
     pub fn timeline(&self) -> Timeline {
+        if self.part == 0 {
+            return super::write_path::timeline();
+        }
         match (self.scenario, &self.tiny, &self.steady) {
             (Scenario::Tiny, Ok(tiny), _) => Timeline { marks: tiny.spans.marks(), end: tiny.spans.end },
             (Scenario::Steady | Scenario::Random, _, Ok(steady)) => {
@@ -171,7 +295,7 @@ fn run_tiny(policy: CorePolicy) -> Result<TinyCommit, String> {
     let (setup, arrivals) = commit::tiny_store_setup(Config::file(policy));
     let run = commit::run(&setup, &arrivals).map_err(|error| error.to_string())?;
     let trace = run.trace.as_ref().ok_or("the simulator kept no trace")?;
-    Ok(TinyCommit { spans: TraceSpans::from_trace(trace), summary: run.summary })
+    Ok(TinyCommit { spans: TraceSpans::from_trace(trace), summary: run.summary, trace: trace.clone() })
 }
 
 fn steady_arrivals(params: &LabParams, rate_per_s: u64, writes_max: u64) -> Arrivals {
@@ -209,7 +333,8 @@ fn run_steady(params: &LabParams, policy: CorePolicy, measured: Option<&Measured
         .chain(run.batches.iter().filter_map(|batch| batch.end))
         .max()
         .unwrap_or(Nanos::ZERO);
-    Ok(SteadyCommit { rate_per_s: params.load_per_second, writes: run.writes, batches: run.batches, summary: run.summary, end })
+    let steady_state = steady_window(&run.writes, &run.batches);
+    Ok(SteadyCommit { rate_per_s: params.load_per_second, writes: run.writes, batches: run.batches, summary: run.summary, steady_state, end })
 }
 
 fn run_steady_summary(params: &LabParams, policy: CorePolicy, measured: Option<&MeasuredLatency>) -> Result<Summary, String> {
@@ -289,6 +414,38 @@ mod tests {
         assert!(half.in_flight > 0);
         assert!(half.acked > 0);
         assert!(!steady.batch_size_counts().is_empty());
+    }
+
+    #[test]
+    fn the_steady_state_at_100k_writes_a_second_is_the_pages_figure() {
+        let bench = CommitBench::build(&parse_query("part=5&scenario=steady&load=100000").0, None);
+        let steady = bench.steady.as_ref().unwrap();
+        let window = steady.steady_state.unwrap();
+        assert_eq!(format!("{:.0}", window.syncs_per_s), "1000");
+        assert_eq!(format!("{:.1}", window.writes_per_sync), "100.0");
+        assert_eq!(format!("{:.0}", window.bytes_per_sync), "10000");
+        assert_eq!(format!("{:.0}", window.in_flight_mean), "150");
+        assert_eq!(format!("{:.2}", window.wait_mean.as_millis_f64()), "1.50");
+        assert_eq!(format!("{:.1}", window.wait_max.as_millis_f64()), "2.0");
+        // The whole run, warm-up included, is what the page showed before.
+        assert!(steady.summary.batch_mean() < 99.0);
+    }
+
+    #[test]
+    fn part_0_verdicts_agree_with_their_rows() {
+        let at = |load: u64| {
+            let bench = CommitBench::build(&parse_query(&format!("part=0&load={load}")).0, None);
+            let (_, summary) = bench.steady_by_policy.iter().find(|(policy, _)| *policy == Policy::SyncPerWrite).unwrap();
+            let summary = *summary.as_ref().unwrap();
+            (keeps_up(&summary, bench.sync_latency, Nanos::ZERO), summary.wait_mean(), bench.per_write_queue)
+        };
+        let (ok, wait, queue) = at(1_000);
+        assert!(ok, "1,000 writes/s at L = 1 ms: each waits {wait:?}");
+        assert_eq!(wait, Nanos::from_millis(1));
+        assert!(queue.iter().all(|(_, waiting)| *waiting <= 1), "{queue:?}");
+        let (ok, _, queue) = at(5_000);
+        assert!(!ok);
+        assert!(queue.last().unwrap().1 > queue[queue.len() / 2].1, "the queue grows: {queue:?}");
     }
 
     #[test]

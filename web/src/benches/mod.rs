@@ -16,10 +16,12 @@ pub mod append;
 pub mod chain;
 pub mod commit;
 pub mod dropped;
+pub mod group_steps;
 pub mod journey;
 pub mod models;
 pub mod tiny;
 pub mod trace_view;
+pub mod write_path;
 
 /// The instants at which a bench's picture changes, and where its run ends.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -18,3 +18,7 @@
 //! - colours come from the CSS variables in `assets/style.css`, so the dark theme works.
 
 pub mod sync_journey;
+pub mod group_commit;
+pub mod write_path;
+pub mod chain;
+pub mod record_bytes;

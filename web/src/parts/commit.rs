@@ -10,7 +10,9 @@ use super::controls::{group_thousands, Controls, Shown};
 use super::dropzone::DropZone;
 use crate::benches::dropped::DroppedTrace;
 use super::{ChapterProps, Source};
-use crate::benches::commit::{CommitBench, SteadyCommit, SweepPoint};
+use crate::benches::commit::{steady_caption, CommitBench, SteadyCommit, SweepPoint};
+use crate::benches::group_steps::{caption_at, group_at};
+use crate::figures::group_commit::GroupCommitFigure;
 use crate::benches::trace_view::{Phase, TraceSpans};
 use crate::benches::{Bench, BenchRef};
 use crate::charts::{Bar, BarChart, LineChart, Series};
@@ -61,7 +63,7 @@ pub fn GroupCommitChapter(props: &ChapterProps) -> Html {
                 <button onclick={props.on_action.reform(|_: MouseEvent| LabAction::ClearLatency)}>{ "use a fixed L again" }</button>
             </p>
         }
-        <Player state={props.player.clone()} on_action={on_player} mark_name="event" />
+        <Player state={props.player.clone()} on_action={on_player} mark_name="event" caption={caption_for(bench, &props.player)} />
         if props.params.scenario == Scenario::Tiny {
             { tiny_view(bench, &props.player, props.params.cut) }
         } else {
@@ -77,6 +79,15 @@ pub fn GroupCommitChapter(props: &ChapterProps) -> Html {
         <h3>{ "Your own run" }</h3>
         <DropZone dropped={props.dropped.clone()} on_action={props.on_action.clone()} />
         </>
+    }
+}
+
+/// The caption of the step at the playhead, from the run's events at that instant.
+fn caption_for(bench: &CommitBench, player: &PlayerState) -> Option<AttrValue> {
+    let mark = player.marks.get(player.current_mark()?).copied()?;
+    match bench.scenario {
+        Scenario::Tiny => bench.tiny.as_ref().ok().map(|tiny| AttrValue::from(caption_at(&tiny.trace, mark))),
+        _ => bench.steady.as_ref().ok().map(|steady| AttrValue::from(steady_caption(steady, mark))),
     }
 }
 
@@ -118,7 +129,8 @@ struct SweepChartsProps {
 fn SweepCharts(props: &SweepChartsProps) -> Html {
     let series_of = |value: fn(&SweepPoint) -> f64| -> Rc<Vec<Series>> {
         let mut series = Vec::new();
-        for policy in [Policy::SyncPerWrite, Policy::GroupCommit, Policy::Window] {
+        // Sync per write last, so its line is drawn over group commit's where they meet.
+        for policy in [Policy::GroupCommit, Policy::Window, Policy::SyncPerWrite] {
             let points: Vec<(f64, f64)> = props
                 .sweep
                 .iter()
@@ -150,9 +162,14 @@ fn tiny_view(bench: &CommitBench, player: &PlayerState, cut: Option<Nanos>) -> H
     let summary = tiny.summary;
     let now = player.now;
     let acked_now = (0..tiny.spans.writes.len()).filter(|index| tiny.spans.phase_at(*index, now) == Phase::Acked).count();
+    let figure = group_at(&tiny.trace, now);
     html! {
         <>
+        <GroupCommitFigure state={Rc::new(figure)} sync_latency_ns={bench.sync_latency.0} />
         <TraceLanes spans={Rc::new(tiny.spans.clone())} now={now} cut={cut} />
+        if let Some(trace) = &bench.tie_example {
+            { tie_view(trace, bench.sync_latency) }
+        }
         <table class="summary" data-syncs={summary.syncs.to_string()}>
             <tr><th>{ "policy" }</th><td>{ bench.policy.label() }</td></tr>
             <tr><th>{ "syncs for 24 writes" }</th><td class="num syncs">{ summary.syncs }</td></tr>
@@ -161,6 +178,19 @@ fn tiny_view(bench: &CommitBench, player: &PlayerState, cut: Option<Nanos>) -> H
             <tr><th>{ "acknowledged at the playhead" }</th><td class="num acked-now">{ acked_now }</td></tr>
         </table>
         </>
+    }
+}
+
+/// The tie rule at the instant it applies, on the core's run of three writes.
+fn tie_view(trace: &walab_core::trace::Trace, sync_latency: Nanos) -> Html {
+    let Some(tie_at) = trace.instants().into_iter().find(|t| group_at(trace, *t).tie.is_some()) else { return Html::default() };
+    let state = group_at(trace, tie_at);
+    html! {
+        <div class="tie-example" data-tie-at-ns={tie_at.0.to_string()}>
+            <h4>{ "The tie rule, at the instant it applies" }</h4>
+            <p class="note">{ format!("A run of its own: writes at 0, 0.5 and 1.0 ms, L = {} ms. {}", format_millis(sync_latency), caption_at(trace, tie_at)) }</p>
+            <GroupCommitFigure state={Rc::new(state)} sync_latency_ns={sync_latency.0} />
+        </div>
     }
 }
 
@@ -265,8 +295,21 @@ fn steady_view(bench: &CommitBench, bench_ref: &BenchRef, player: &PlayerState) 
                 <tr><th>{ "batch in the running sync" }</th><td class="num">{ at.running_batch.map(|(writes, bytes)| format!("{writes} writes, {bytes} bytes")).unwrap_or_else(|| "none".into()) }</td></tr>
                 <tr><th>{ "mean wait so far" }</th><td class="num">{ format!("{:.2} ms", at.wait_mean_ms) }</td></tr>
             </table>
+            if let Some(window) = steady.steady_state {
+                <table class="summary steady-state" data-syncs-per-s={format!("{:.0}", window.syncs_per_s)}
+                    data-writes-per-sync={format!("{:.1}", window.writes_per_sync)} data-bytes-per-sync={format!("{:.0}", window.bytes_per_sync)}
+                    data-in-flight={format!("{:.0}", window.in_flight_mean)} data-wait-mean-ms={format!("{:.2}", window.wait_mean.as_millis_f64())}
+                    data-wait-max-ms={format!("{:.1}", window.wait_max.as_millis_f64())}>
+                    <tr><th>{ format!("steady state: syncs B{} to B{} ({} syncs; the first, a lone write, and the last, the drain, left out)", window.first_batch, window.last_batch, window.syncs) }</th><td></td></tr>
+                    <tr><th>{ "syncs per second" }</th><td class="num">{ group_thousands(window.syncs_per_s.round() as u64) }</td></tr>
+                    <tr><th>{ "writes per sync" }</th><td class="num">{ format!("{:.1}", window.writes_per_sync) }</td></tr>
+                    <tr><th>{ "bytes per sync" }</th><td class="num">{ group_thousands(window.bytes_per_sync.round() as u64) }</td></tr>
+                    <tr><th>{ "writes in flight, on average" }</th><td class="num">{ format!("{:.0}", window.in_flight_mean) }</td></tr>
+                    <tr><th>{ "mean / worst wait" }</th><td class="num">{ format!("{:.2} ms / {:.1} ms", window.wait_mean.as_millis_f64(), window.wait_max.as_millis_f64()) }</td></tr>
+                </table>
+            }
             <table class="summary whole" data-batch-mean={format!("{:.1}", summary.batch_mean())}>
-                <tr><th>{ format!("whole run: {} writes at {}/s", summary.writes, group_thousands(steady.rate_per_s)) }</th><td></td></tr>
+                <tr><th>{ format!("whole run, warm-up included: {} writes at {}/s", summary.writes, group_thousands(steady.rate_per_s)) }</th><td></td></tr>
                 <tr><th>{ "syncs per second" }</th><td class="num syncs-per-s">{ format!("{:.0}", summary.syncs_per_s()) }</td></tr>
                 <tr><th>{ "writes per batch" }</th><td class="num batch-mean">{ format!("{:.1}", summary.batch_mean()) }</td></tr>
                 <tr><th>{ "bytes per sync" }</th><td class="num">{ format!("{:.0}", summary.bytes_per_sync_mean()) }</td></tr>

@@ -1,11 +1,20 @@
 //! Parts 0 and 1: the problem, and what an OK promises.
 
+use std::rc::Rc;
+
+use walab_core::time::Nanos;
 use yew::prelude::*;
 
 use super::controls::{group_thousands, Controls, Shown};
 use super::{ChapterProps, Source};
 use crate::benches::chain::{needed_before_ok, survives, Failure, Stage};
+use crate::benches::commit::keeps_up;
+use crate::benches::write_path::reached;
 use crate::benches::Bench;
+use crate::figures::chain::ChainFigure;
+use crate::figures::write_path::{LogQueue, WritePath};
+use crate::player::{Clock, Player};
+use crate::state::LabAction;
 use crate::url_state::{format_millis, Policy};
 
 #[component]
@@ -19,20 +28,28 @@ pub fn StartChapter(props: &ChapterProps) -> Html {
             .iter()
             .map(|(policy, summary)| match summary {
                 Ok(summary) => {
-                    let keeps_up = *policy != Policy::SyncPerWrite || (params.load_per_second as f64) < ceiling;
+                    // The verdict is read from the same run as the row's numbers.
+                    let window = if *policy == Policy::Window { params.window } else { Nanos::ZERO };
+                    let keeps_up = keeps_up(summary, params.sync_latency, window);
+                    let bound = Nanos(2 * params.sync_latency.0 + window.0);
                     html! {
                         <tr data-policy={policy.url_name()}>
                             <td>{ policy.label() }</td>
                             <td class="num">{ format!("{:.0}", summary.syncs_per_s()) }</td>
                             <td class="num">{ format!("{:.1}", summary.batch_mean()) }</td>
                             <td class="num">{ format!("{:.2} ms", summary.wait_mean().as_millis_f64()) }</td>
-                            <td class={classes!(if keeps_up { "ok" } else { "danger" })}>
-                                { if keeps_up { "keeps up".to_string() } else { format!("falls behind: the queue grows (ceiling {:.0}/s)", ceiling) } }
+                            <td class="num worst">{ format!("{:.2} ms", summary.wait_max.as_millis_f64()) }</td>
+                            <td class={classes!("verdict", if keeps_up { "ok" } else { "danger" })} data-keeps-up={keeps_up.to_string()}>
+                                { if keeps_up {
+                                    format!("keeps up: no write waits more than {} ms", format_millis(bound))
+                                } else {
+                                    format!("falls behind: the worst wait grows past {} ms as the queue grows", format_millis(bound))
+                                } }
                             </td>
                         </tr>
                     }
                 }
-                Err(error) => html! { <tr><td>{ policy.label() }</td><td colspan="4" class="error">{ error.clone() }</td></tr> },
+                Err(error) => html! { <tr><td>{ policy.label() }</td><td colspan="5" class="error">{ error.clone() }</td></tr> },
             })
             .collect::<Html>(),
         _ => Html::default(),
@@ -50,15 +67,19 @@ pub fn StartChapter(props: &ChapterProps) -> Html {
                   anywhere else. This lab takes its write path apart, one Part at a time, on one small running example, \
                   the tiny store: 24 writes, few enough to show every byte and every sync." }</p>
         </div>
+        { write_path_view(props) }
         <h3>{ "The arithmetic, run on the simulator" }</h3>
         <div class="prose"><p>{ format!("One sync takes L = {} ms, so one log that syncs once per write can acknowledge at \
             most {} writes a second. Change the load and L; each row below is a run of the core's group-commit \
             simulator at that load.", format_millis(params.sync_latency), group_thousands(ceiling as u64)) }</p></div>
         <Controls params={params.clone()} shown={shown} on_action={props.on_action.clone()} />
         <table class="problem">
-            <thead><tr><th>{ "policy" }</th><th class="num">{ "syncs/s" }</th><th class="num">{ "writes per sync" }</th><th class="num">{ "mean wait" }</th><th>{ format!("at {} writes/s", group_thousands(params.load_per_second)) }</th></tr></thead>
+            <thead><tr><th>{ "policy" }</th><th class="num">{ "syncs/s" }</th><th class="num">{ "writes per sync" }</th><th class="num">{ "mean wait" }</th><th class="num">{ "worst wait" }</th><th>{ format!("at {} writes/s", group_thousands(params.load_per_second)) }</th></tr></thead>
             <tbody>{ rows }</tbody>
         </table>
+        if let Bench::Commit(bench) = &*props.bench.0 {
+            <LogQueue queue={Rc::new(bench.per_write_queue.clone())} load_per_second={params.load_per_second} ceiling_per_second={ceiling as u64} />
+        }
         <h3>{ "What you will be able to do" }</h3>
         <ol class="goals">
             <li>{ "State what an OK promises, and against which failure (Part 1)." }</li>
@@ -73,6 +94,24 @@ pub fn StartChapter(props: &ChapterProps) -> Html {
             <li>{ "Say what replication adds, and what a quorum's latency is (Part 10)." }</li>
             <li>{ "Fit it all into an AWS budget (Part 11)." }</li>
         </ol>
+        </>
+    }
+}
+
+/// Write 1's path, one station per step.
+fn write_path_view(props: &ChapterProps) -> Html {
+    let Bench::Commit(bench) = &*props.bench.0 else { return Html::default() };
+    let reached = reached(props.player.now);
+    let caption = match reached.checked_sub(1).and_then(|index| bench.write_path.get(index)) {
+        Some(step) => step.caption.clone(),
+        None => "Before the first step: write 1 is still in the client. Step forward to follow it.".to_string(),
+    };
+    html! {
+        <>
+        <h3>{ "One write's path" }</h3>
+        <Player state={props.player.clone()} on_action={props.on_action.reform(LabAction::Player)} mark_name="station"
+            clock={Clock::Steps} caption={Some(AttrValue::from(caption))} />
+        <WritePath steps={Rc::new(bench.write_path.clone())} reached={reached} />
         </>
     }
 }
@@ -137,6 +176,7 @@ pub fn AckChapter(_props: &ChapterProps) -> Html {
         </p>
         <h3>{ "The durability chain" }</h3>
         <div class="failure-buttons">{ for buttons }</div>
+        <ChainFigure failure={failure} />
         <ol class="chain" data-failure={failure.url_name()}>{ for chain }</ol>
         <p class="verdict-line">{ format!("If {}, an OK is safe only once the record has reached {}.", failure.label(), needed.label()) }</p>
         </>

@@ -1,11 +1,14 @@
 //! Part 4: the log record and the append.
 
+use std::rc::Rc;
+
 use walab_core::tiny_store;
 use yew::prelude::*;
 
 use super::{ChapterProps, Source};
 use crate::benches::append::{self, Step};
-use crate::player::{Player, PlayerAction};
+use crate::figures::record_bytes::RecordBytes;
+use crate::player::{Clock, Player, PlayerAction};
 use crate::record_layout::{tiny_record_fields, Field};
 use crate::state::LabAction;
 
@@ -28,6 +31,9 @@ pub fn RecordChapter(props: &ChapterProps) -> Html {
                <Source name="LevelDB log_format.md" href="https://github.com/google/leveldb/blob/main/doc/log_format.md" /></p>
         </div>
         <h3>{ "wal-1 after write 4" }</h3>
+        <div class="prose"><p>{ "Each square is one byte of wal-1, in rows of one 32-byte unit; a thick bar marks where a record starts. \
+            Records do not line up with units: record 2 starts inside unit 0 and ends in unit 1." }</p></div>
+        <RecordBytes records={Rc::new(append::wal_1_records())} segment_bytes={walab_core::sim::tiny::SEGMENT_BYTES} unit_bytes={tiny_store::UNIT_BYTES} />
         <WalBytes />
         <h3>{ "The append, in order and out of order" }</h3>
         <div class="prose">
@@ -35,7 +41,8 @@ pub fn RecordChapter(props: &ChapterProps) -> Html {
                   right the OK goes out first and the sync follows later. Step through, then pull the power: \
                   only one of them can tell a client OK and then lose the write." }</p>
         </div>
-        <Player state={props.player.clone()} on_action={on_player} mark_name="step" />
+        <Player state={props.player.clone()} on_action={on_player} mark_name="step" clock={Clock::Steps}
+            caption={Some(AttrValue::from(append::caption(done_wrong)))} />
         <div class="append-columns">
             <AppendColumn title="right: durable, then OK" order={append::RIGHT_ORDER.to_vec()} done={done_right} />
             <AppendColumn title="wrong: OK, then durable" order={append::WRONG_ORDER.to_vec()} done={done_wrong} />

@@ -1,0 +1,114 @@
+//! Part 4's figure: wal-1's bytes, one cell per byte, with the records' boundaries.
+//!
+//! The segment is drawn in rows of one atomic unit (32 bytes), so a record that
+//! crosses a unit boundary is seen to cross it. Each byte is coloured by its field
+//! (checksum, length, type, sequence number, op, key, value), a thick bar marks where
+//! each record starts, and a bracket under each row names the record its bytes belong
+//! to. The bytes after the last record are the segment's zero fill. The player's step
+//! highlights what the append is doing to write 4's record (framing it, writing it).
+
+use std::rc::Rc;
+
+use yew::prelude::*;
+
+use crate::benches::append::RecordLayout;
+use crate::record_layout::Field;
+
+#[derive(Properties, PartialEq)]
+pub struct RecordBytesProps {
+    pub records: Rc<Vec<RecordLayout>>,
+    pub segment_bytes: usize,
+    pub unit_bytes: usize,
+    /// A write whose record to highlight (the one the append steps are about).
+    #[prop_or_default]
+    pub highlight: Option<u64>,
+}
+
+const CELL: f64 = 22.0;
+const LEFT: f64 = 56.0;
+const ROW_H: f64 = 52.0;
+const TOP: f64 = 8.0;
+
+#[component]
+pub fn RecordBytes(props: &RecordBytesProps) -> Html {
+    let per_row = props.unit_bytes.max(1);
+    let rows = props.segment_bytes.div_ceil(per_row);
+    let width = LEFT + per_row as f64 * CELL + 8.0;
+    let height = TOP + rows as f64 * ROW_H + 8.0;
+    let xy = |byte: usize| (LEFT + (byte % per_row) as f64 * CELL, TOP + (byte / per_row) as f64 * ROW_H);
+    // Which record and field each byte belongs to.
+    let mut owner: Vec<Option<(u64, Field, u8)>> = vec![None; props.segment_bytes];
+    for record in props.records.iter() {
+        for (field, from, to) in &record.fields {
+            for at in *from..*to {
+                if let Some(slot) = owner.get_mut(record.offset + at) {
+                    *slot = Some((record.write, *field, record.bytes[at]));
+                }
+            }
+        }
+    }
+    let cells = owner.iter().enumerate().map(|(byte, owned)| {
+        let (x, y) = xy(byte);
+        let (class, text, write) = match owned {
+            Some((write, field, value)) => (field.class(), format!("{value:02x}"), write.to_string()),
+            None => ("zero-fill", "00".to_string(), String::new()),
+        };
+        let lit = owned.is_some_and(|(write, _, _)| Some(write) == props.highlight);
+        html! {
+            <g class={classes!("byte", class, lit.then_some("lit"))} data-byte={byte.to_string()} data-write={write}>
+                <rect x={x.to_string()} y={y.to_string()} width={CELL.to_string()} height="24" />
+                <text x={(x + CELL / 2.0).to_string()} y={(y + 16.5).to_string()} text-anchor="middle">{ text }</text>
+            </g>
+        }
+    });
+    let row_labels = (0..rows).map(|row| {
+        let y = TOP + row as f64 * ROW_H;
+        html! { <text class="row-label" x={(LEFT - 6.0).to_string()} y={(y + 16.5).to_string()} text-anchor="end">{ row * per_row }</text> }
+    });
+    // A bar where each record starts, and a bracket per record per row.
+    let boundaries = props.records.iter().map(|record| {
+        let (x, y) = xy(record.offset);
+        let end = record.offset + record.bytes.len();
+        let mut brackets = Vec::new();
+        let mut start = record.offset;
+        while start < end {
+            let row_end = ((start / per_row) + 1) * per_row;
+            let stop = end.min(row_end);
+            let (bx, by) = xy(start);
+            let span = (stop - start) as f64 * CELL;
+            let label = if start == record.offset { format!("record {}", record.write) } else { format!("{} cont.", record.write) };
+            brackets.push(html! {
+                <g class="bracket">
+                    <line x1={(bx + 2.0).to_string()} x2={(bx + span - 2.0).to_string()} y1={(by + 30.0).to_string()} y2={(by + 30.0).to_string()} />
+                    if span > 60.0 {
+                        <text x={(bx + 4.0).to_string()} y={(by + 44.0).to_string()}>{ label }</text>
+                    }
+                </g>
+            });
+            start = stop;
+        }
+        html! {
+            <g class={classes!("record", (Some(record.write) == props.highlight).then_some("lit"))} data-write={record.write.to_string()}
+                data-offset={record.offset.to_string()} data-end={end.to_string()}>
+                <title>{ format!("record {} at bytes {}-{}: {}", record.write, record.offset, end - 1, record.description) }</title>
+                <line class="boundary" x1={x.to_string()} x2={x.to_string()} y1={(y - 3.0).to_string()} y2={(y + 27.0).to_string()} />
+                { for brackets }
+            </g>
+        }
+    });
+    let end = props.records.last().map(|record| record.offset + record.bytes.len()).unwrap_or(0);
+    let (ex, ey) = xy(end.min(props.segment_bytes.saturating_sub(1)));
+    html! {
+        <div class="figure record-bytes" data-figure="record-bytes" data-records={props.records.len().to_string()} data-end={end.to_string()}
+            aria-label={format!("wal-1's {} bytes: {} records ending at byte {end}, then zeros", props.segment_bytes, props.records.len())}>
+            <svg viewBox={format!("0 0 {width} {height}")} role="img" aria-label="wal-1 byte by byte">
+                <g class="row-labels">{ for row_labels }</g>
+                <g class="bytes">{ for cells }</g>
+                <g class="records">{ for boundaries }</g>
+                if end < props.segment_bytes {
+                    <line class="boundary end" x1={ex.to_string()} x2={ex.to_string()} y1={(ey - 3.0).to_string()} y2={(ey + 27.0).to_string()} />
+                }
+            </svg>
+        </div>
+    }
+}

@@ -1,0 +1,147 @@
+//! Part 0's figure: the write path as one picture, and sync per write's queue.
+//!
+//! Eight stations in two rows (client, log record, page cache, device cache; media,
+//! MemTable, visible, OK). A token for the write slides from station to station as the
+//! player steps (a CSS transform); the stations from the media on are marked as
+//! surviving a power loss. Under it, sync per write's queue at the chosen load: one bar
+//! per sync latency, the writes still waiting for their OK, so a load past 1 / L is seen
+//! as a queue that only grows.
+
+use std::rc::Rc;
+
+use walab_core::time::Nanos;
+use yew::prelude::*;
+
+use crate::benches::write_path::{PathStep, Station};
+
+#[derive(Properties, PartialEq)]
+pub struct WritePathProps {
+    pub steps: Rc<Vec<PathStep>>,
+    /// Stations reached (0 before the first).
+    pub reached: usize,
+}
+
+const WIDTH: f64 = 760.0;
+const BOX_W: f64 = 170.0;
+const BOX_H: f64 = 54.0;
+const PER_ROW: usize = 4;
+
+fn station_xy(index: usize) -> (f64, f64) {
+    let row = index / PER_ROW;
+    let column = index % PER_ROW;
+    // The second row runs right to left, so the path is one continuous snake.
+    let column = if row == 1 { PER_ROW - 1 - column } else { column };
+    (10.0 + column as f64 * (BOX_W + 20.0), 30.0 + row as f64 * (BOX_H + 46.0))
+}
+
+#[component]
+pub fn WritePath(props: &WritePathProps) -> Html {
+    let height = 30.0 + 2.0 * (BOX_H + 46.0);
+    let current = props.reached.checked_sub(1).and_then(|index| props.steps.get(index));
+    let stations = Station::ALL.iter().enumerate().map(|(index, station)| {
+        let (x, y) = station_xy(index);
+        let state = if index + 1 < props.reached {
+            "passed"
+        } else if index + 1 == props.reached {
+            "here"
+        } else {
+            "ahead"
+        };
+        let at = props.steps.iter().find(|step| step.station == *station).map(|step| format!("{} ms", crate::url_state::format_millis(step.at)));
+        html! {
+            <g class={classes!("station", state, station.durable().then_some("durable"))} data-station={station.name()} data-state={state}>
+                <rect x={x.to_string()} y={y.to_string()} width={BOX_W.to_string()} height={BOX_H.to_string()} rx="8" />
+                <text class="station-label" x={(x + 10.0).to_string()} y={(y + 22.0).to_string()}>{ station.label() }</text>
+                <text class="station-at" x={(x + 10.0).to_string()} y={(y + 42.0).to_string()}>
+                    { if index < props.reached { at.unwrap_or_default() } else { String::new() } }
+                </text>
+            </g>
+        }
+    });
+    let arrows = (0..Station::ALL.len() - 1).map(|index| {
+        let (x1, y1) = station_xy(index);
+        let (x2, y2) = station_xy(index + 1);
+        let (ax, ay, bx, by) = if y1 == y2 {
+            if x2 > x1 {
+                (x1 + BOX_W, y1 + BOX_H / 2.0, x2, y2 + BOX_H / 2.0)
+            } else {
+                (x1, y1 + BOX_H / 2.0, x2 + BOX_W, y2 + BOX_H / 2.0)
+            }
+        } else {
+            (x1 + BOX_W / 2.0, y1 + BOX_H, x2 + BOX_W / 2.0, y2)
+        };
+        html! { <line class={classes!("path-arrow", (index + 1 < props.reached).then_some("passed"))} x1={ax.to_string()} y1={ay.to_string()} x2={bx.to_string()} y2={by.to_string()} /> }
+    });
+    let (token_x, token_y) = match props.reached.checked_sub(1) {
+        Some(index) => {
+            let (x, y) = station_xy(index);
+            (x + BOX_W - 34.0, y + 8.0)
+        }
+        None => (station_xy(0).0 + BOX_W - 34.0, station_xy(0).1 - 26.0),
+    };
+    let station_name = current.map(|step| step.station.name()).unwrap_or("none");
+    let label = current.map(|step| step.caption.clone()).unwrap_or_else(|| "the write has not left the client yet".to_string());
+    let (_, durable_y) = station_xy(4);
+    html! {
+        <div class="figure write-path" data-figure="write-path" data-station={station_name} aria-label={label}>
+            <svg viewBox={format!("0 0 {WIDTH} {height}")} role="img" aria-label="one write's path from the client to its OK">
+                <text class="durable-note" x="10" y={(durable_y - 10.0).to_string()}>{ "from the media on, the write survives a power loss" }</text>
+                <g class="arrows">{ for arrows }</g>
+                <g class="stations">{ for stations }</g>
+                <g class="token" data-write="1" data-state={station_name}
+                    style={format!("transform: translate({token_x:.1}px, {token_y:.1}px); opacity: {};", if props.reached == 0 { 0.4 } else { 1.0 })}>
+                    <rect width="28" height="22" rx="6" />
+                    <text x="14" y="16" text-anchor="middle">{ "w1" }</text>
+                </g>
+            </svg>
+        </div>
+    }
+}
+
+#[derive(Properties, PartialEq)]
+pub struct LogQueueProps {
+    /// (instant, writes waiting) at each sync latency of the run.
+    pub queue: Rc<Vec<(Nanos, u64)>>,
+    pub load_per_second: u64,
+    pub ceiling_per_second: u64,
+}
+
+/// Sync per write's queue over the run, one bar per sync latency.
+#[component]
+pub fn LogQueue(props: &LogQueueProps) -> Html {
+    let height = 150.0;
+    let (left, bottom, top) = (40.0, 24.0, 26.0);
+    let count = props.queue.len().max(1);
+    let peak = props.queue.iter().map(|(_, waiting)| *waiting).max().unwrap_or(0).max(1);
+    let bar_w = (WIDTH - left - 10.0) / count as f64;
+    let y_of = |waiting: u64| height - bottom - waiting as f64 / peak as f64 * (height - bottom - top);
+    let bars = props.queue.iter().enumerate().map(|(index, (at, waiting))| {
+        let x = left + index as f64 * bar_w;
+        let y = y_of(*waiting);
+        html! {
+            <g class="queue-bar" data-at-ms={crate::url_state::format_millis(*at)} data-waiting={waiting.to_string()}>
+                <rect x={(x + 2.0).to_string()} y={y.to_string()} width={(bar_w - 4.0).max(1.0).to_string()} height={(height - bottom - y).max(0.0).to_string()} />
+                if index % 5 == 0 {
+                    <text class="tick" x={(x + bar_w / 2.0).to_string()} y={(height - 8.0).to_string()} text-anchor="middle">{ format!("{} ms", crate::url_state::format_millis(*at)) }</text>
+                }
+            </g>
+        }
+    });
+    let last = props.queue.last().map(|(_, waiting)| *waiting).unwrap_or(0);
+    let middle = props.queue.get(count / 2).map(|(_, waiting)| *waiting).unwrap_or(0);
+    let grows = last > middle;
+    let title = format!(
+        "sync per write at {} writes/s (ceiling 1 / L = {}/s): {} waiting at the end",
+        props.load_per_second, props.ceiling_per_second, last
+    );
+    html! {
+        <div class="figure log-queue" data-figure="log-queue" data-queue-last={last.to_string()} data-queue-peak={peak.to_string()} aria-label={title.clone()}>
+            <svg viewBox={format!("0 0 {WIDTH} {height}")} role="img" aria-label="sync per write's queue over the run">
+                <text class="queue-title" x={left.to_string()} y="16">{ title }</text>
+                <text class="tick" x={(left - 6.0).to_string()} y={(y_of(peak) + 4.0).to_string()} text-anchor="end">{ peak }</text>
+                <text class="tick" x={(left - 6.0).to_string()} y={(height - bottom).to_string()} text-anchor="end">{ "0" }</text>
+                <g class={classes!("bars", grows.then_some("growing"))}>{ for bars }</g>
+            </svg>
+        </div>
+    }
+}
