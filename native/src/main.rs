@@ -20,6 +20,7 @@ mod redo_cmd;
 mod wal;
 mod scenario_cmd;
 mod sim_cmd;
+mod sim_remote_cmd;
 
 use std::process::ExitCode;
 

@@ -8,6 +8,7 @@
 //!   where recovery's scan stopped; `--all-states` lists every legal post-crash state.
 //! - `walab sim redo` (`redo_cmd.rs`): Part 9's page engine, torn and recovered.
 //! - `walab sim quorum` (`quorum_cmd.rs`): Part 10's branch R and the survival table.
+//! - `walab sim remote` (`sim_remote_cmd.rs`): the stream store's WAL on S3 or Postgres.
 //!
 //! Every variant takes `--trace FILE` and writes the run's trace as JSON, the format the
 //! browser lab opens (`walab_core::trace`). `sim` is a group of subcommands so that more
@@ -48,6 +49,8 @@ enum SimCommand {
     Redo(crate::redo_cmd::Args),
     /// The tiny store forked after a write and committed by a quorum of replicas (Part 10).
     Quorum(crate::quorum_cmd::Args),
+    /// The stream store's WAL on S3 or in Postgres: bulks, PUTs, a takeover, the ring.
+    Remote(crate::sim_remote_cmd::Args),
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
@@ -56,6 +59,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         SimCommand::PowerCut(args) => run_power_cut(args),
         SimCommand::Redo(args) => crate::redo_cmd::run(args),
         SimCommand::Quorum(args) => crate::quorum_cmd::run(args),
+        SimCommand::Remote(args) => crate::sim_remote_cmd::run(args),
     }
 }
 
@@ -161,7 +165,7 @@ pub struct PowerCutArgs {
 /// The longest time any flag takes: about 11.6 days, so sums of times never overflow.
 const MILLIS_MAX: u64 = 1_000_000_000;
 
-fn millis(flag: &str, text: &str) -> Result<Nanos, CliError> {
+pub(crate) fn millis(flag: &str, text: &str) -> Result<Nanos, CliError> {
     let value = Nanos::parse_millis(text).ok_or_else(|| {
         CliError::usage(format!("--{flag}: '{text}' is not a non-negative number of milliseconds"))
     })?;
@@ -171,7 +175,7 @@ fn millis(flag: &str, text: &str) -> Result<Nanos, CliError> {
     Ok(value)
 }
 
-fn positive_millis(flag: &str, text: &str) -> Result<Nanos, CliError> {
+pub(crate) fn positive_millis(flag: &str, text: &str) -> Result<Nanos, CliError> {
     let value = millis(flag, text)?;
     if value == Nanos::ZERO {
         return Err(CliError::usage(format!("--{flag}: must be above zero")));
@@ -205,7 +209,7 @@ fn ms(nanos: Nanos) -> f64 {
     nanos.as_millis_f64()
 }
 
-fn write_trace(path: &Path, trace: &Trace) -> Result<(), CliError> {
+pub(crate) fn write_trace(path: &Path, trace: &Trace) -> Result<(), CliError> {
     let name = path.display();
     let file = File::create(path).map_err(|error| CliError::usage(format!("{name}: cannot create: {error}")))?;
     let mut out = BufWriter::new(file);
@@ -214,7 +218,7 @@ fn write_trace(path: &Path, trace: &Trace) -> Result<(), CliError> {
     Ok(())
 }
 
-fn print_json(value: &impl Serialize) -> Result<(), CliError> {
+pub(crate) fn print_json(value: &impl Serialize) -> Result<(), CliError> {
     let mut out = std::io::stdout().lock();
     serde_json::to_writer(&mut out, value).map_err(|error| CliError::failed(format!("stdout: {error}")))?;
     writeln!(out).map_err(|error| CliError::failed(format!("stdout: {error}")))?;
@@ -328,7 +332,7 @@ fn arrivals(args: &CommitArgs) -> Result<(Arrivals, PerWrite), CliError> {
 }
 
 /// Reads a `walab-latency/1` document (see `fsync_test`'s module docs).
-fn latency_file(path: &Path) -> Result<(SyncLatency, Nanos), CliError> {
+pub(crate) fn latency_file(path: &Path) -> Result<(SyncLatency, Nanos), CliError> {
     let name = path.display();
     let text = std::fs::read_to_string(path).map_err(|error| CliError::usage(format!("{name}: cannot read: {error}")))?;
     let export: crate::fsync_test::LatencyExport =

@@ -27,6 +27,14 @@ pub fn run(setup: &RemoteSetup) -> Result<RemoteRun, RemoteError> {
     Ok(driver.finish())
 }
 
+enum Appended {
+    Yes,
+    /// Refused for now (backpressure): offered again after the next acknowledgement.
+    Later,
+    /// Refused for good: the log has failed.
+    Never,
+}
+
 /// A request to the store, in flight.
 struct Request {
     bulk: usize,
@@ -251,18 +259,17 @@ impl<'a> Driver<'a> {
             self.trim(now);
         }
         self.start_pending(now);
-        // 5. Appends.
+        // 5. Appends. Refused records wait in arrival order, so record numbers and
+        // tickets keep the same order.
         if self.retry_paused {
             self.retry_paused = false;
-            let paused: Vec<u64> = self.paused.drain(..).collect();
-            for record in paused {
-                self.append(now, record);
-            }
+            self.offer_paused(now);
         }
         while self.arrivals.get(self.next_arrival) == Some(&now) {
             self.next_arrival += 1;
             let record = self.new_record(now, None);
-            self.append(now, record);
+            self.paused.push_back(record);
+            self.offer_paused(now);
         }
         while let Some(&Reverse((t, writer))) = self.writers_ready.peek() {
             if t != now {
@@ -271,7 +278,8 @@ impl<'a> Driver<'a> {
             self.writers_ready.pop();
             if (self.records.len() as u64) < self.setup.count {
                 let record = self.new_record(now, Some(writer));
-                self.append(now, record);
+                self.paused.push_back(record);
+                self.offer_paused(now);
             }
         }
         // 6. A batch window that closes now.
@@ -302,7 +310,20 @@ impl<'a> Driver<'a> {
         record
     }
 
-    fn append(&mut self, now: Nanos, record: u64) {
+    /// Offers the waiting records to the machine, oldest first, until one is refused.
+    fn offer_paused(&mut self, now: Nanos) {
+        // Bounded by the queue: each pass accepts or stops.
+        while let Some(&record) = self.paused.front() {
+            match self.append(now, record) {
+                Appended::Yes | Appended::Never => {
+                    self.paused.pop_front();
+                }
+                Appended::Later => break,
+            }
+        }
+    }
+
+    fn append(&mut self, now: Nanos, record: u64) -> Appended {
         let seq = self.machine.next_ticket().0;
         let key = format!("{:0w$}", record % 100_000_000, w = RECORD_KEY_BYTES);
         let bytes = tiny::encode(seq, Op::Put, key.as_bytes(), &self.value);
@@ -326,12 +347,11 @@ impl<'a> Driver<'a> {
                     self.segment_bytes = 0;
                 }
                 self.segment_bytes += bytes.len() as u64;
+                Appended::Yes
             }
-            Err(AppendError::Backpressure { .. } | AppendError::TooManyWaiters) => {
-                self.paused.push_back(record)
-            }
+            Err(AppendError::Backpressure { .. } | AppendError::TooManyWaiters) => Appended::Later,
             // The log failed (a failed PUT, a fence): this record is never acknowledged.
-            Err(_) => {}
+            Err(_) => Appended::Never,
         }
     }
 
@@ -360,7 +380,7 @@ impl<'a> Driver<'a> {
                     self.retry_paused = true;
                 }
                 // Their writers learn the outcome is unknown; closed-loop writers stop.
-                Action::Fail { .. } => self.paused.clear(),
+                Action::Fail { .. } => {}
                 Action::Write(_) | Action::Sync { .. } => {
                     unreachable!("the remote WALs acknowledge only after a persist")
                 }

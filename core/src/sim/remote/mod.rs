@@ -50,8 +50,10 @@
 
 mod driver;
 mod outcomes;
+mod trace;
 
 pub use driver::run;
+pub use trace::to_trace;
 pub use outcomes::{
     event_loss, restart_after, EventLoss, RestartOutcome, Standby, TimelineCase, WalEvent,
 };

@@ -1,0 +1,366 @@
+//! `walab sim remote`: the stream store's WAL with no local disk, simulated. The log is
+//! an object store (one PUT per bulk) or Postgres (one committed INSERT per batch, in the
+//! ring of slot tables); writers are closed-loop (`--writers N`: each appends its next
+//! record once its last is acknowledged) or open-loop (`--rate R`, evenly spaced or
+//! `--poisson`). Faults at chosen requests: `--slow-put K:MS`, `--fail-put K`,
+//! `--takeover-at-ms T` (node B claims epoch + 1), `--stall-upload-ms FROM:UNTIL` (the
+//! Postgres ring fills). The run is `walab_core::sim::remote`'s; this file only parses,
+//! and prints the run as a table or as JSON (the shape the browser lab reads back).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use serde::Serialize;
+use walab_core::ring::RingGeometry;
+use walab_core::sim::remote::{
+    self, put_bill_per_million_appends, BulkOutcome, LatencyProfile, Load, RemoteBackend, RemoteRun, RemoteSetup, RingWait,
+};
+use walab_core::sim::SyncLatency;
+use walab_core::time::Nanos;
+
+use crate::cli_error::CliError;
+use crate::sim_cmd::{latency_file, millis, positive_millis, print_json, write_trace};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// s3 or postgres.
+    #[arg(long)]
+    backend: String,
+    /// Closed-loop writers: each appends its next record once its last is acknowledged.
+    #[arg(long, value_name = "N")]
+    writers: Option<u64>,
+    /// Open-loop arrivals, records a second (evenly spaced unless --poisson).
+    #[arg(long, value_name = "R")]
+    rate: Option<u64>,
+    /// With --rate: exponentially distributed gaps, seeded by --seed.
+    #[arg(long)]
+    poisson: bool,
+    /// Records to append.
+    #[arg(long, value_name = "C")]
+    count: u64,
+    #[arg(long, value_name = "S", default_value_t = 1)]
+    seed: u64,
+    /// Bulks in flight at once (maxInflight).
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    inflight: usize,
+    /// Gather records this long before a bulk goes (Postgres: batchInterval, default 1;
+    /// S3 default: none, group commit as the native backend runs it).
+    #[arg(long, value_name = "I", allow_hyphen_values = true)]
+    batch_interval_ms: Option<String>,
+    /// Every request takes exactly L ms.
+    #[arg(long, value_name = "L", allow_hyphen_values = true)]
+    put_ms: Option<String>,
+    /// Draw each request's latency from a measured distribution (walab-latency/1).
+    #[arg(long, value_name = "F")]
+    latency_file: Option<PathBuf>,
+    /// A named latency: s3-standard (20-40 ms), s3-express (2-8 ms), postgres (1-2 ms).
+    /// The default is the backend's own.
+    #[arg(long, value_name = "NAME")]
+    profile: Option<String>,
+    /// PUT (or INSERT) number K takes MS milliseconds; repeatable.
+    #[arg(long, value_name = "K:MS")]
+    slow_put: Vec<String>,
+    /// PUT number K fails (Postgres: its answer is lost; it is retried and compared).
+    #[arg(long, value_name = "K")]
+    fail_put: Option<u64>,
+    /// Node B claims the node (epoch + 1) at T ms.
+    #[arg(long, value_name = "T", allow_hyphen_values = true)]
+    takeover_at_ms: Option<String>,
+    /// Each record's size in bytes.
+    #[arg(long, value_name = "B", default_value_t = 110)]
+    record_bytes: u32,
+    /// Postgres: slot tables in the ring.
+    #[arg(long, value_name = "N", default_value_t = walab_core::ring::SEGMENTS_DEFAULT)]
+    segments: u64,
+    /// Postgres: bytes per generation (segmentBytes).
+    #[arg(long, value_name = "B", default_value_t = walab_core::ring::SEGMENT_BYTES_DEFAULT)]
+    segment_bytes: u64,
+    /// Postgres: the background upload confirms what was acknowledged this often.
+    #[arg(long, value_name = "MS", default_value = "50")]
+    upload_every_ms: String,
+    /// Postgres: the upload stalls from FROM ms until UNTIL ms (UNTIL empty: for good).
+    #[arg(long, value_name = "FROM:UNTIL")]
+    stall_upload_ms: Option<String>,
+    /// Print the run as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Write the run's trace (the lab's format) to FILE.
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
+}
+
+fn parse(args: &Args) -> Result<RemoteSetup, CliError> {
+    let backend = RemoteBackend::parse(&args.backend)
+        .ok_or_else(|| CliError::usage(format!("--backend: unknown backend '{}' (expected s3 or postgres)", args.backend)))?;
+    let load = match (args.writers, args.rate) {
+        (Some(writers), None) => {
+            if args.poisson {
+                return Err(CliError::usage("--poisson: applies only to --rate"));
+            }
+            Load::Writers { writers }
+        }
+        (None, Some(rate_per_s)) => Load::Rate { rate_per_s, poisson: args.poisson },
+        _ => return Err(CliError::usage("--writers: give exactly one of --writers and --rate")),
+    };
+    let mut setup = RemoteSetup::new(backend, load, args.count);
+    setup.seed = args.seed;
+    setup.inflight_max = args.inflight;
+    setup.record_bytes = args.record_bytes;
+    if let Some(text) = &args.batch_interval_ms {
+        setup.batch_interval = Some(positive_millis("batch-interval-ms", text)?);
+    }
+    setup.latency = match (&args.put_ms, &args.latency_file, &args.profile) {
+        (Some(text), None, None) => SyncLatency::fixed(positive_millis("put-ms", text)?),
+        (None, Some(path), None) => latency_file(path)?.0,
+        (None, None, Some(name)) => LatencyProfile::parse(name)
+            .ok_or_else(|| {
+                CliError::usage(format!("--profile: unknown profile '{name}' (expected s3-standard, s3-express or postgres)"))
+            })?
+            .latency(),
+        (None, None, None) => LatencyProfile::default_for(backend).latency(),
+        _ => return Err(CliError::usage("--put-ms: give at most one of --put-ms, --latency-file and --profile")),
+    };
+    for text in &args.slow_put {
+        let (put, slow) = text
+            .split_once(':')
+            .ok_or_else(|| CliError::usage(format!("--slow-put: '{text}' is not K:MS (for example 3:200)")))?;
+        let put: u64 = put.parse().map_err(|_| CliError::usage(format!("--slow-put: '{put}' is not a PUT number")))?;
+        setup.slow_puts.push((put, positive_millis("slow-put", slow)?));
+    }
+    setup.fail_put = args.fail_put;
+    if let Some(text) = &args.takeover_at_ms {
+        setup.takeover_at = Some(millis("takeover-at-ms", text)?);
+    }
+    let ring_flags_given = args.segments != walab_core::ring::SEGMENTS_DEFAULT
+        || args.segment_bytes != walab_core::ring::SEGMENT_BYTES_DEFAULT
+        || args.stall_upload_ms.is_some();
+    if backend == RemoteBackend::S3 && ring_flags_given {
+        return Err(CliError::usage("--segments: the ring flags apply only to --backend postgres"));
+    }
+    setup.ring = RingGeometry { segments: args.segments, segment_bytes: args.segment_bytes };
+    setup.trim_every = positive_millis("upload-every-ms", &args.upload_every_ms)?;
+    if let Some(text) = &args.stall_upload_ms {
+        let (from, until) = text
+            .split_once(':')
+            .ok_or_else(|| CliError::usage(format!("--stall-upload-ms: '{text}' is not FROM:UNTIL (for example 0:500, or 0: for good)")))?;
+        let from = millis("stall-upload-ms", from)?;
+        let until = if until.is_empty() { Nanos::MAX } else { millis("stall-upload-ms", until)? };
+        if until <= from {
+            return Err(CliError::usage("--stall-upload-ms: UNTIL must come after FROM"));
+        }
+        setup.upload_stall = Some((from, until));
+    }
+    setup.validate().map_err(|error| CliError::usage(format!("sim remote: {error}")))?;
+    Ok(setup)
+}
+
+pub fn run(args: Args) -> Result<ExitCode, CliError> {
+    let setup = parse(&args)?;
+    let run = remote::run(&setup).map_err(|error| CliError::usage(format!("sim remote: {error}")))?;
+    if let Some(path) = &args.trace {
+        let policy = if setup.batch_interval.is_some() { "window" } else { "group" };
+        write_trace(path, &remote::to_trace(&run, policy))?;
+    }
+    let json = to_json(&run);
+    if args.json {
+        print_json(&json)?;
+    } else {
+        let mut out = std::io::stdout().lock();
+        match print_table(&mut out, &json) {
+            Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => {
+                return Err(CliError::failed(format!("stdout: {error}")))
+            }
+            _ => {}
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The run as JSON: times in milliseconds, `null` for what never happened.
+#[derive(Serialize)]
+pub struct RemoteJson {
+    backend: &'static str,
+    bulks: Vec<BulkJson>,
+    records: Vec<RecordJson>,
+    puts: u64,
+    fence_checks: u64,
+    records_acked: u64,
+    puts_per_record: Option<f64>,
+    /// The PUTs' bill per million appends at S3 Standard's request price.
+    put_bill_per_million_usd: Option<f64>,
+    takeover: Option<TakeoverJson>,
+    trims: Vec<TrimJson>,
+    end_ms: f64,
+}
+
+#[derive(Serialize)]
+struct BulkJson {
+    bulk: u64,
+    records: u64,
+    first_record: u64,
+    first_offset: u64,
+    end_offset: u64,
+    epoch: u64,
+    put: Option<u64>,
+    sent_ms: Option<f64>,
+    stored_ms: Option<f64>,
+    acked_ms: Option<f64>,
+    outcome: &'static str,
+    generation: Option<u64>,
+    slot: Option<u64>,
+    waited: Option<&'static str>,
+    retried: bool,
+}
+
+#[derive(Serialize)]
+struct RecordJson {
+    record: u64,
+    arrived_ms: Option<f64>,
+    acked_ms: Option<f64>,
+}
+
+#[derive(Serialize)]
+struct TakeoverJson {
+    at_ms: f64,
+    claimed_ms: f64,
+    old_epoch: u64,
+    new_epoch: u64,
+    acked_by_old: u64,
+    recovered_by_new: u64,
+    stragglers_ignored: u64,
+    new_session_start: u64,
+    fenced_bulks: Vec<u64>,
+}
+
+#[derive(Serialize)]
+struct TrimJson {
+    at_ms: f64,
+    trim_offset: u64,
+    truncated_slots: Vec<u64>,
+}
+
+fn ms(t: Nanos) -> f64 {
+    t.as_millis_f64()
+}
+
+fn outcome_name(outcome: Option<BulkOutcome>) -> &'static str {
+    match outcome {
+        Some(BulkOutcome::Acked) => "acked",
+        Some(BulkOutcome::StoredNotAcked) => "stored-not-acked",
+        Some(BulkOutcome::Failed) | None => "failed",
+        Some(BulkOutcome::Fenced) => "fenced",
+    }
+}
+
+pub fn to_json(run: &RemoteRun) -> RemoteJson {
+    let puts_per_record = run.puts_per_record();
+    RemoteJson {
+        backend: run.backend.name(),
+        bulks: run
+            .bulks
+            .iter()
+            .map(|bulk| BulkJson {
+                bulk: bulk.bulk,
+                records: bulk.records,
+                first_record: bulk.first_record,
+                first_offset: bulk.first_offset,
+                end_offset: bulk.end_offset,
+                epoch: bulk.epoch,
+                put: bulk.request,
+                sent_ms: bulk.sent.map(ms),
+                stored_ms: bulk.stored.map(ms),
+                acked_ms: bulk.acked.map(ms),
+                outcome: outcome_name(bulk.outcome),
+                generation: bulk.generation,
+                slot: bulk.slot,
+                waited: bulk.waited.map(|wait| match wait {
+                    RingWait::Slot => "slot",
+                    RingWait::Drain => "drain",
+                }),
+                retried: bulk.retried,
+            })
+            .collect(),
+        records: run
+            .records
+            .iter()
+            .map(|record| RecordJson { record: record.record, arrived_ms: record.arrived.map(ms), acked_ms: record.acked.map(ms) })
+            .collect(),
+        puts: run.puts,
+        fence_checks: run.fence_checks,
+        records_acked: run.records_acked,
+        puts_per_record,
+        put_bill_per_million_usd: match run.backend {
+            RemoteBackend::S3 => puts_per_record.map(put_bill_per_million_appends),
+            RemoteBackend::Postgres => None,
+        },
+        takeover: run.takeover.as_ref().map(|takeover| TakeoverJson {
+            at_ms: ms(takeover.at),
+            claimed_ms: ms(takeover.claimed_at),
+            old_epoch: takeover.old_epoch,
+            new_epoch: takeover.new_epoch,
+            acked_by_old: takeover.acked_by_old,
+            recovered_by_new: takeover.recovered_by_new,
+            stragglers_ignored: takeover.stragglers_ignored,
+            new_session_start: takeover.new_session_start,
+            fenced_bulks: takeover.fenced_bulks.clone(),
+        }),
+        trims: run
+            .trims
+            .iter()
+            .map(|trim| TrimJson { at_ms: ms(trim.at), trim_offset: trim.trim_offset, truncated_slots: trim.truncated_slots.clone() })
+            .collect(),
+        end_ms: ms(run.end),
+    }
+}
+
+/// Bulks the table shows before it summarises.
+const TABLE_ROWS_MAX: usize = 40;
+
+fn cell(value: Option<f64>) -> String {
+    value.map_or("-".to_string(), |v| format!("{v:.3}"))
+}
+
+fn print_table(out: &mut impl Write, json: &RemoteJson) -> std::io::Result<()> {
+    writeln!(out, "{:>5} {:>7} {:>12} {:>12} {:>5} {:>10} {:>10} {:>10}  outcome", "bulk", "records", "first", "end", "put", "sent ms", "stored ms", "acked ms")?;
+    for bulk in json.bulks.iter().take(TABLE_ROWS_MAX) {
+        writeln!(out, 
+            "{:>5} {:>7} {:>12} {:>12} {:>5} {:>10} {:>10} {:>10}  {}{}",
+            bulk.bulk,
+            bulk.records,
+            bulk.first_offset,
+            bulk.end_offset,
+            bulk.put.map_or("-".to_string(), |p| p.to_string()),
+            cell(bulk.sent_ms),
+            cell(bulk.stored_ms),
+            cell(bulk.acked_ms),
+            bulk.outcome,
+            match (bulk.waited, bulk.retried) {
+                (Some(wait), _) => format!(" (waited: {wait})"),
+                (None, true) => " (retried, compared: match)".to_string(),
+                _ => String::new(),
+            }
+        )?;
+    }
+    if json.bulks.len() > TABLE_ROWS_MAX {
+        writeln!(out, "... {} more bulks", json.bulks.len() - TABLE_ROWS_MAX)?;
+    }
+    let per_record = json.puts_per_record.map_or("-".to_string(), |p| format!("{p:.4}"));
+    writeln!(out, "{} {}: {} requests for {} acknowledged records ({per_record} per record)", json.backend, if json.backend == "s3" { "PUTs" } else { "INSERTs" }, json.puts, json.records_acked)?;
+    if let Some(bill) = json.put_bill_per_million_usd {
+        writeln!(out, "PUT bill per million appends at $0.005 per 1,000 PUTs: ${bill:.3} (one PUT per record: $5.000)")?;
+    }
+    if let Some(takeover) = &json.takeover {
+        writeln!(out, 
+            "takeover at {:.3} ms: node B claims epoch {} over {}; A acknowledged {}, B recovers {}, {} straggler objects ignored, A fenced at bulk {}",
+            takeover.at_ms,
+            takeover.new_epoch,
+            takeover.old_epoch,
+            takeover.acked_by_old,
+            takeover.recovered_by_new,
+            takeover.stragglers_ignored,
+            takeover.fenced_bulks.first().map_or("-".to_string(), |b| b.to_string())
+        )?;
+    }
+    Ok(())
+}

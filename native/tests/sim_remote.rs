@@ -1,0 +1,91 @@
+//! `walab sim remote`: the built binary's JSON against the figures the core's goldens
+//! check, and one-line errors for bad flags.
+
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn walab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_walab")).args(args).output().expect("the walab binary runs")
+}
+
+fn json(args: &[&str]) -> Value {
+    let output = walab(args);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    serde_json::from_slice(&output.stdout).expect("stdout is JSON")
+}
+
+fn bulk(run: &Value, n: u64) -> &Value {
+    run["bulks"].as_array().unwrap().iter().find(|b| b["bulk"] == n).unwrap()
+}
+
+#[test]
+fn a_slow_third_put_holds_back_bulks_four_and_five() {
+    let run = json(&["sim", "remote", "--backend", "s3", "--rate", "20000", "--count", "2000", "--put-ms", "25", "--slow-put", "3:200", "--json"]);
+    assert_eq!(run["backend"], "s3");
+    let third = bulk(&run, 3);
+    assert_eq!(third["stored_ms"], 203.225);
+    for n in [4, 5] {
+        let later = bulk(&run, n);
+        assert!(later["stored_ms"].as_f64().unwrap() < 203.225);
+        assert_eq!(later["acked_ms"], 203.225);
+    }
+    assert_eq!(run["records_acked"], 2000);
+    assert_eq!(run["records"].as_array().unwrap().len(), 2000);
+    assert_eq!(run["takeover"], Value::Null);
+    let per_record = run["puts_per_record"].as_f64().unwrap();
+    assert_eq!(per_record, run["puts"].as_f64().unwrap() / 2000.0);
+    assert!((run["put_bill_per_million_usd"].as_f64().unwrap() - per_record * 5.0).abs() < 1e-9);
+}
+
+#[test]
+fn a_takeover_reports_the_stragglers_it_ignored() {
+    let run = json(&["sim", "remote", "--backend", "s3", "--rate", "20000", "--poisson", "--count", "4000", "--put-ms", "25", "--takeover-at-ms", "60", "--json"]);
+    let takeover = &run["takeover"];
+    assert_eq!((takeover["old_epoch"].as_u64(), takeover["new_epoch"].as_u64()), (Some(5), Some(6)));
+    assert_eq!(takeover["acked_by_old"], run["records_acked"]);
+    assert_eq!(takeover["recovered_by_new"], takeover["acked_by_old"]);
+    assert!(takeover["stragglers_ignored"].as_u64().unwrap() >= 1);
+    let never = run["records"].as_array().unwrap().iter().filter(|r| r["acked_ms"].is_null()).count();
+    assert!(never > 0, "records after the fence are never acknowledged (null)");
+}
+
+#[test]
+fn the_ring_waits_for_its_slot_while_the_upload_stalls() {
+    let args = ["sim", "remote", "--backend", "postgres", "--writers", "8", "--count", "200", "--put-ms", "1", "--segments", "2", "--segment-bytes", "4096", "--stall-upload-ms", "0:500", "--json"];
+    let run = json(&args);
+    let first = run["bulks"].as_array().unwrap().iter().find(|b| b["waited"] == "slot").unwrap();
+    assert_eq!((first["generation"].as_u64(), first["slot"].as_u64(), first["first_offset"].as_u64()), (Some(2), Some(0), Some(8192)));
+    assert_eq!(first["sent_ms"], 500.0);
+    let dir = std::env::temp_dir().join(format!("walab-sim-remote-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("trace.json");
+    let mut with_trace = args.to_vec();
+    with_trace.extend(["--trace", trace.to_str().unwrap()]);
+    json(&with_trace);
+    let trace: Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
+    assert_eq!(trace["scenario"], "remote-postgres");
+    assert!(trace["events"].as_array().unwrap().iter().any(|e| e["event"] == "sync_start"));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn bad_flags_get_one_line() {
+    for (args, needle) in [
+        (vec!["--backend", "gcs", "--rate", "10", "--count", "5"], "unknown backend"),
+        (vec!["--backend", "s3", "--count", "5"], "exactly one of --writers and --rate"),
+        (vec!["--backend", "s3", "--rate", "10", "--count", "5", "--slow-put", "x"], "--slow-put"),
+        (vec!["--backend", "s3", "--rate", "10", "--count", "5", "--fail-put", "0"], "numbered from 1"),
+        (vec!["--backend", "s3", "--rate", "10", "--count", "5", "--segments", "3"], "only to --backend postgres"),
+        (vec!["--backend", "postgres", "--rate", "10", "--count", "5", "--segments", "1"], "at least 2"),
+        (vec!["--backend", "s3", "--rate", "10", "--count", "5", "--profile", "tape"], "unknown profile"),
+    ] {
+        let mut full = vec!["sim", "remote"];
+        full.extend(args);
+        let output = walab(&full);
+        assert_eq!(output.status.code(), Some(2), "{full:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(needle), "{stderr}");
+    }
+}
