@@ -102,8 +102,8 @@ fn App() -> Html {
         });
     }
 
-    let nav = PART_TITLES.iter().enumerate().map(|(index, title)| {
-        let part = index as u8;
+    let nav = parts::NAV_ORDER.iter().map(|&part| {
+        let title = &PART_TITLES[part as usize];
         let onclick = dispatch.reform(move |_: MouseEvent| LabAction::GoToPart(part));
         let current = lab.params.part == part;
         html! {

@@ -83,6 +83,8 @@ pub enum LabAction {
     LoadLatency(Rc<MeasuredLatency>),
     ClearLatency,
     DismissUrlProblems,
+    /// Parts 13 and 14: new parameters for the remote WAL's run.
+    SetRemote(crate::benches::remote::RemoteParams),
 }
 
 impl Reducible for LabState {
@@ -193,6 +195,10 @@ impl Reducible for LabState {
                 playhead_kept = false;
             }
             LabAction::DismissUrlProblems => next.url_problems.clear(),
+            LabAction::SetRemote(remote) => {
+                next.params.remote = remote;
+                timeline_changed = true;
+            }
         }
         if timeline_changed {
             let now = if playhead_kept { next.player.now } else { Nanos::ZERO };

@@ -171,8 +171,9 @@ impl PageProtection {
     }
 }
 
-/// The number of Parts in the lab: 0 to 12.
-pub const PART_COUNT: u8 = 13;
+/// The number of Parts in the lab: 0 to 14 (13 and 14, the WAL with no local disk, are
+/// listed before 12).
+pub const PART_COUNT: u8 = 15;
 
 /// Everything a URL can say about the view.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -195,6 +196,8 @@ pub struct LabParams {
     pub protection: PageProtection,
     /// Branch E1: the log batch whose sync returns EIO (B11 on the page).
     pub eio_batch: u64,
+    /// Parts 13 and 14 (the `r...` parameters).
+    pub remote: crate::benches::remote::RemoteParams,
 }
 
 impl Default for LabParams {
@@ -215,6 +218,7 @@ impl Default for LabParams {
             cdc_confirmed_seq: None,
             protection: PageProtection::FullPageImages,
             eio_batch: 11,
+            remote: Default::default(),
         }
     }
 }
@@ -258,7 +262,7 @@ pub fn parse_query(query: &str) -> (LabParams, Vec<UrlProblem>) {
                     params.part = part;
                     Ok(())
                 }
-                _ => Err(problem("not a Part; the lab has Parts 0 to 12")),
+                _ => Err(problem("not a Part; the lab has Parts 0 to 14")),
             },
             "scenario" => match Scenario::from_url_name(&value) {
                 Some(scenario) => {
@@ -350,6 +354,9 @@ pub fn parse_query(query: &str) -> (LabParams, Vec<UrlProblem>) {
             "cut" => parse_millis_in(&value, Nanos::ZERO, CUT_MAX)
                 .map(|nanos| params.cut = Some(nanos))
                 .map_err(|reason| problem(&reason)),
+            remote if crate::benches::remote::RemoteParams::takes(remote) => {
+                params.remote.parse(remote, &value).map_err(|reason| problem(&reason))
+            }
             _ => Err(problem("unknown parameter; the lab reads part, scenario, sync, load, policy, window, w, unit, seed, cut, fault, handling, cdc, protection and eio")),
         };
         if let Err(problem) = outcome {
@@ -414,6 +421,7 @@ pub fn to_query(params: &LabParams) -> String {
     if params.protection != defaults.protection {
         pairs.push(format!("protection={}", params.protection.url_name()));
     }
+    pairs.extend(params.remote.to_pairs());
     format!("?{}", pairs.join("&"))
 }
 
@@ -483,6 +491,7 @@ mod tests {
             cdc_confirmed_seq: Some(10),
             protection: PageProtection::Doublewrite,
             eio_batch: 9,
+            remote: Default::default(),
         };
         let query = to_query(&params);
         assert_eq!(query, "?part=6&scenario=random&sync=1.5&load=2000&policy=window&window=0.5&w=3&unit=4096&seed=42&cut=13.5&fault=e1&handling=wrong&cdc=10&eio=9&protection=doublewrite");

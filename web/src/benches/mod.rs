@@ -19,6 +19,7 @@ pub mod dropped;
 pub mod group_steps;
 pub mod journey;
 pub mod models;
+pub mod remote;
 pub mod tiny;
 pub mod trace_view;
 pub mod write_path;
@@ -52,6 +53,8 @@ pub enum Bench {
     Redo(models::RedoBench),
     Quorum(models::QuorumBench),
     Budget(models::BudgetBench),
+    /// Parts 13 and 14: the stream store's WAL on S3 and in Postgres.
+    Remote(remote::RemoteBench),
     /// A trace file dropped onto the page.
     Dropped(Rc<dropped::DroppedTrace>),
 }
@@ -68,6 +71,7 @@ impl Bench {
             Bench::Redo(bench) => bench.timeline(),
             Bench::Quorum(bench) => bench.timeline(),
             Bench::Budget(_) => Timeline::empty(),
+            Bench::Remote(bench) => bench.timeline(),
             Bench::Dropped(trace) => trace.timeline(),
         }
     }
@@ -108,6 +112,9 @@ pub fn build(
         9 => Bench::Redo(models::RedoBench::build(params)),
         10 => Bench::Quorum(models::QuorumBench::build(params)),
         11 | 12 => Bench::Budget(models::BudgetBench::build(params)),
+        remote::OBJECT_STORE_PART | remote::POSTGRES_PART => {
+            Bench::Remote(remote::RemoteBench::build(params.part, &params.remote, params.seed))
+        }
         _ => Bench::Still,
     };
     BenchRef(Rc::new(bench))

@@ -21,6 +21,7 @@ pub mod modes;
 pub mod pages;
 pub mod power;
 pub mod record;
+pub mod remote;
 pub mod replication;
 pub mod segments;
 pub mod sync_calls;
@@ -28,7 +29,7 @@ pub mod torn;
 pub mod wrapup;
 
 /// The Parts' titles, as the navigation lists them.
-pub const PART_TITLES: [&str; 13] = [
+pub const PART_TITLES: [&str; 15] = [
     "Start here",
     "What acknowledged means",
     "What fsync guarantees",
@@ -42,7 +43,14 @@ pub const PART_TITLES: [&str; 13] = [
     "Replication",
     "On AWS",
     "What you've learned",
+    "A WAL with no local disk",
+    "The WAL in Postgres",
 ];
+
+/// The order the navigation lists the Parts in: the two on the WAL with no local disk come
+/// after Part 11 and before the wrap-up, keeping their numbers (13 and 14), so links to
+/// Part 12 keep opening it.
+pub const NAV_ORDER: [u8; 15] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 12];
 
 /// What every chapter receives.
 #[derive(Properties, PartialEq, Clone)]
@@ -86,6 +94,8 @@ pub fn Chapter(props: &ChapterProps) -> Html {
         10 => html! { <replication::ReplicationChapter ..props /> },
         11 => html! { <><wrapup::AwsChapter ..props.clone() /><models::BudgetCalculator ..props /></> },
         12 => html! { <wrapup::LearnedChapter ..props /> },
+        13 => html! { <remote::ObjectStoreChapter ..props /> },
+        14 => html! { <remote::PostgresChapter ..props /> },
         part => html! { <p class="error">{ format!("there is no Part {part}") }</p> },
     }
 }

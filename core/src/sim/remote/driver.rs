@@ -422,6 +422,7 @@ impl<'a> Driver<'a> {
             stored: None,
             acked: None,
             outcome: None,
+            answered: None,
             request: None,
             waited: None,
             retried: false,
@@ -514,6 +515,7 @@ impl<'a> Driver<'a> {
     /// A request finishes: what it stored, and the result the machine will hear.
     fn land(&mut self, request: Request, now: Nanos) -> Option<(usize, Result<(), SyncError>)> {
         let index = request.bulk;
+        self.bulks[index].answered = Some(now);
         let bulk = self.bulks[index].clone();
         match self.setup.backend {
             RemoteBackend::S3 => {

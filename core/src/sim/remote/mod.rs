@@ -463,6 +463,8 @@ pub struct BulkRow {
     pub stored: Option<Nanos>,
     pub acked: Option<Nanos>,
     pub outcome: Option<BulkOutcome>,
+    /// The request's answer came back (stored, failed or fenced).
+    pub answered: Option<Nanos>,
     /// The request's number (PUT k, INSERT k).
     pub request: Option<u64>,
     pub waited: Option<RingWait>,

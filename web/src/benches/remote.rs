@@ -1,0 +1,623 @@
+//! Parts 13 and 14: the stream store's WAL on S3 and in Postgres, run by the core's
+//! remote simulator (`walab_core::sim::remote`, the same run `walab sim remote` prints).
+//!
+//! [`RemoteParams`] are the chapters' URL parameters (all named `r...`, so every view is
+//! a link); [`RemoteBench::build`] runs the core for them, and the functions below turn
+//! the run into what the figures draw at the playhead. Nothing here decides an outcome.
+
+use walab_core::ring::RingGeometry;
+use walab_core::sim::remote::{
+    self, event_loss, put_bill_per_million_appends, restart_after, BulkOutcome, EventLoss, LatencyProfile, Load,
+    RemoteBackend, RemoteRun, RemoteSetup, RestartOutcome, Standby, TimelineCase, WalEvent,
+};
+use walab_core::sim::SyncLatency;
+use walab_core::time::Nanos;
+
+use super::Timeline;
+use crate::url_state::format_millis;
+
+/// The first Part of the two: the object store.
+pub const OBJECT_STORE_PART: u8 = 13;
+/// The second: Postgres.
+pub const POSTGRES_PART: u8 = 14;
+
+/// How long a request takes in the lab's runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RemoteLatency {
+    Profile(LatencyProfile),
+    Fixed(Nanos),
+}
+
+/// The chapters' parameters, as the URL carries them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RemoteParams {
+    /// `rwriters=N` (closed loop) or `rrate=R` (open loop, `rpoisson=1`).
+    pub load: Load,
+    pub count: u64,
+    pub inflight: usize,
+    /// `rlat=s3-standard|s3-express|postgres|MS`; `None`: the backend's own profile.
+    pub latency: Option<RemoteLatency>,
+    /// `rslow=K:MS`.
+    pub slow_put: Option<(u64, Nanos)>,
+    /// `rfail=K`.
+    pub fail_put: Option<u64>,
+    /// `rtake=MS`.
+    pub takeover_at: Option<Nanos>,
+    /// `rstall=FROM:UNTIL` (UNTIL empty: for good).
+    pub stall: Option<(Nanos, Nanos)>,
+    /// `rseg=N`: slot tables in the lab's small ring.
+    pub segments: u64,
+    /// `rev=node|pg|host|zone`, `rstandby=none|async|sync`, `rzone=1` (a one-zone bucket).
+    pub event: WalEvent,
+    pub standby: Standby,
+    pub one_zone_bucket: bool,
+    /// `rtl=equal|lower|higher-sync|higher-async`.
+    pub timeline: TimelineCase,
+}
+
+/// The lab's ring: small, so a run fills it (the seed's default holds 448 MiB).
+pub const LAB_SEGMENT_BYTES: u64 = 4096;
+/// The lag of an asynchronous standby, and the backup point of a restore, in the lab.
+pub const STANDBY_LAG: Nanos = Nanos::from_millis(10);
+pub const BACKUP_AT: Nanos = Nanos::from_millis(20);
+
+impl Default for RemoteParams {
+    fn default() -> RemoteParams {
+        RemoteParams {
+            load: Load::Rate { rate_per_s: 20_000, poisson: false },
+            count: 600,
+            inflight: 4,
+            latency: None,
+            slow_put: None,
+            fail_put: None,
+            takeover_at: None,
+            stall: None,
+            segments: 4,
+            event: WalEvent::NodeCrash,
+            standby: Standby::None,
+            one_zone_bucket: false,
+            timeline: TimelineCase::Equal,
+        }
+    }
+}
+
+/// The URL parameters the chapters read.
+pub const REMOTE_PARAMS: [&str; 15] = [
+    "rwriters", "rrate", "rpoisson", "rcount", "rinflight", "rlat", "rslow", "rfail", "rtake", "rstall", "rseg", "rev",
+    "rstandby", "rzone", "rtl",
+];
+
+fn millis(text: &str, max_ms: u64) -> Result<Nanos, String> {
+    let nanos = Nanos::parse_millis(text).ok_or("not a number of milliseconds (like 25 or 1.5)")?;
+    if nanos > Nanos::from_millis(max_ms) {
+        return Err(format!("out of range; give 0 to {max_ms} ms"));
+    }
+    Ok(nanos)
+}
+
+fn number(text: &str, min: u64, max: u64, what: &str) -> Result<u64, String> {
+    match text.parse::<u64>() {
+        Ok(value) if (min..=max).contains(&value) => Ok(value),
+        _ => Err(format!("not {what}; give {min} to {max}")),
+    }
+}
+
+impl RemoteParams {
+    /// True for the parameters this struct reads.
+    pub fn takes(name: &str) -> bool {
+        REMOTE_PARAMS.contains(&name)
+    }
+
+    /// Reads one parameter.
+    pub fn parse(&mut self, name: &str, value: &str) -> Result<(), String> {
+        match name {
+            "rwriters" => self.load = Load::Writers { writers: number(value, 1, 4096, "a number of writers")? },
+            "rrate" => {
+                let poisson = matches!(self.load, Load::Rate { poisson: true, .. });
+                self.load = Load::Rate { rate_per_s: number(value, 1, 1_000_000, "records a second")?, poisson };
+            }
+            "rpoisson" => match (&mut self.load, value) {
+                (Load::Rate { poisson, .. }, "1") => *poisson = true,
+                (Load::Rate { poisson, .. }, "0") => *poisson = false,
+                _ => return Err("give 1 or 0, with rrate".into()),
+            },
+            "rcount" => self.count = number(value, 1, 5_000, "a number of records")?,
+            "rinflight" => self.inflight = number(value, 1, 16, "uploads in flight")? as usize,
+            "rlat" => {
+                self.latency = Some(match LatencyProfile::parse(value) {
+                    Some(profile) => RemoteLatency::Profile(profile),
+                    None => {
+                        let fixed = millis(value, 1_000)?;
+                        if fixed == Nanos::ZERO {
+                            return Err("a request takes more than 0 ms".into());
+                        }
+                        RemoteLatency::Fixed(fixed)
+                    }
+                })
+            }
+            "rslow" => {
+                let (put, slow) = value.split_once(':').ok_or("not K:MS (like 3:200)")?;
+                let slow = millis(slow, 10_000)?;
+                if slow == Nanos::ZERO {
+                    return Err("a slow PUT takes more than 0 ms".into());
+                }
+                self.slow_put = Some((number(put, 1, 10_000, "a PUT number")?, slow));
+            }
+            "rfail" => self.fail_put = Some(number(value, 1, 10_000, "a PUT number")?),
+            "rtake" => self.takeover_at = Some(millis(value, 10_000)?),
+            "rstall" => {
+                let (from, until) = value.split_once(':').ok_or("not FROM:UNTIL (like 0:300, or 0: for good)")?;
+                let from = millis(from, 10_000)?;
+                let until = if until.is_empty() { Nanos::MAX } else { millis(until, 10_000)? };
+                if until <= from {
+                    return Err("UNTIL must come after FROM".into());
+                }
+                self.stall = Some((from, until));
+            }
+            "rseg" => self.segments = number(value, 2, 16, "a number of slots")?,
+            "rev" => {
+                self.event = match value {
+                    "node" => WalEvent::NodeCrash,
+                    "pg" => WalEvent::PostgresCrash,
+                    "host" => WalEvent::PrimaryHostLost,
+                    "zone" => WalEvent::ZoneLost,
+                    _ => return Err("not an event; use node, pg, host or zone".into()),
+                }
+            }
+            "rstandby" => {
+                self.standby = match value {
+                    "none" => Standby::None,
+                    "async" => Standby::Asynchronous { lag: STANDBY_LAG },
+                    "sync" => Standby::Synchronous,
+                    _ => return Err("not a standby; use none, async or sync".into()),
+                }
+            }
+            "rzone" => self.one_zone_bucket = value == "1",
+            "rtl" => {
+                self.timeline = match value {
+                    "equal" => TimelineCase::Equal,
+                    "lower" => TimelineCase::Lower { backup_at: BACKUP_AT },
+                    "higher-sync" => TimelineCase::HigherSynchronous,
+                    "higher-async" => TimelineCase::HigherAsynchronous { lag: STANDBY_LAG },
+                    _ => return Err("not a timeline case; use equal, lower, higher-sync or higher-async".into()),
+                }
+            }
+            _ => return Err("not a remote parameter".into()),
+        }
+        Ok(())
+    }
+
+    /// The parameters that differ from the defaults, for the link.
+    pub fn to_pairs(&self) -> Vec<String> {
+        let defaults = RemoteParams::default();
+        let mut pairs = Vec::new();
+        if self.load != defaults.load {
+            match self.load {
+                Load::Writers { writers } => pairs.push(format!("rwriters={writers}")),
+                Load::Rate { rate_per_s, poisson } => {
+                    pairs.push(format!("rrate={rate_per_s}"));
+                    if poisson {
+                        pairs.push("rpoisson=1".into());
+                    }
+                }
+            }
+        }
+        if self.count != defaults.count {
+            pairs.push(format!("rcount={}", self.count));
+        }
+        if self.inflight != defaults.inflight {
+            pairs.push(format!("rinflight={}", self.inflight));
+        }
+        match self.latency {
+            Some(RemoteLatency::Profile(profile)) => pairs.push(format!("rlat={}", profile.name())),
+            Some(RemoteLatency::Fixed(fixed)) => pairs.push(format!("rlat={}", format_millis(fixed))),
+            None => {}
+        }
+        if let Some((put, slow)) = self.slow_put {
+            pairs.push(format!("rslow={put}:{}", format_millis(slow)));
+        }
+        if let Some(put) = self.fail_put {
+            pairs.push(format!("rfail={put}"));
+        }
+        if let Some(at) = self.takeover_at {
+            pairs.push(format!("rtake={}", format_millis(at)));
+        }
+        if let Some((from, until)) = self.stall {
+            let until = if until == Nanos::MAX { String::new() } else { format_millis(until) };
+            pairs.push(format!("rstall={}:{until}", format_millis(from)));
+        }
+        if self.segments != defaults.segments {
+            pairs.push(format!("rseg={}", self.segments));
+        }
+        if self.event != defaults.event {
+            pairs.push(format!("rev={}", event_name(self.event)));
+        }
+        if self.standby != defaults.standby {
+            pairs.push(format!("rstandby={}", standby_name(self.standby)));
+        }
+        if self.one_zone_bucket {
+            pairs.push("rzone=1".into());
+        }
+        if self.timeline != defaults.timeline {
+            pairs.push(format!("rtl={}", timeline_name(self.timeline)));
+        }
+        pairs
+    }
+
+    /// The core's setup for a backend, and the same run as a `walab` command line.
+    pub fn setup(&self, backend: RemoteBackend, seed: u64) -> (RemoteSetup, String) {
+        let mut setup = RemoteSetup::new(backend, self.load, self.count);
+        let mut cli = format!("walab sim remote --backend {}", backend.name());
+        match self.load {
+            Load::Writers { writers } => cli.push_str(&format!(" --writers {writers}")),
+            Load::Rate { rate_per_s, poisson } => {
+                cli.push_str(&format!(" --rate {rate_per_s}"));
+                if poisson {
+                    cli.push_str(" --poisson");
+                }
+            }
+        }
+        cli.push_str(&format!(" --count {} --seed {seed} --inflight {}", self.count, self.inflight));
+        setup.seed = seed;
+        setup.inflight_max = self.inflight;
+        let latency = self.latency.unwrap_or(RemoteLatency::Profile(LatencyProfile::default_for(backend)));
+        match latency {
+            RemoteLatency::Profile(profile) => {
+                setup.latency = profile.latency();
+                cli.push_str(&format!(" --profile {}", profile.name()));
+            }
+            RemoteLatency::Fixed(fixed) => {
+                setup.latency = SyncLatency::fixed(fixed);
+                cli.push_str(&format!(" --put-ms {}", format_millis(fixed)));
+            }
+        }
+        if let Some((put, slow)) = self.slow_put {
+            setup.slow_puts.push((put, slow));
+            cli.push_str(&format!(" --slow-put {put}:{}", format_millis(slow)));
+        }
+        if let Some(put) = self.fail_put {
+            setup.fail_put = Some(put);
+            cli.push_str(&format!(" --fail-put {put}"));
+        }
+        if let Some(at) = self.takeover_at {
+            setup.takeover_at = Some(at);
+            cli.push_str(&format!(" --takeover-at-ms {}", format_millis(at)));
+        }
+        if backend == RemoteBackend::Postgres {
+            setup.ring = RingGeometry { segments: self.segments, segment_bytes: LAB_SEGMENT_BYTES };
+            cli.push_str(&format!(" --segments {} --segment-bytes {LAB_SEGMENT_BYTES}", self.segments));
+            if let Some((from, until)) = self.stall {
+                setup.upload_stall = Some((from, until));
+                let until = if until == Nanos::MAX { String::new() } else { format_millis(until) };
+                cli.push_str(&format!(" --stall-upload-ms {}:{until}", format_millis(from)));
+            }
+        }
+        cli.push_str(" --json");
+        (setup, cli)
+    }
+}
+
+pub fn event_name(event: WalEvent) -> &'static str {
+    match event {
+        WalEvent::NodeCrash => "node",
+        WalEvent::PostgresCrash => "pg",
+        WalEvent::PrimaryHostLost => "host",
+        WalEvent::ZoneLost => "zone",
+    }
+}
+
+pub fn standby_name(standby: Standby) -> &'static str {
+    match standby {
+        Standby::None => "none",
+        Standby::Asynchronous { .. } => "async",
+        Standby::Synchronous => "sync",
+    }
+}
+
+pub fn timeline_name(case: TimelineCase) -> &'static str {
+    match case {
+        TimelineCase::Equal => "equal",
+        TimelineCase::Lower { .. } => "lower",
+        TimelineCase::HigherSynchronous => "higher-sync",
+        TimelineCase::HigherAsynchronous { .. } => "higher-async",
+    }
+}
+
+/// One row of the cost table: closed-loop writers against PUTs per record.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CostRow {
+    pub writers: u64,
+    pub puts: u64,
+    pub records: u64,
+    pub puts_per_record: f64,
+    pub bill_per_million: f64,
+}
+
+/// Writers in the cost table.
+pub const COST_WRITERS: [u64; 5] = [1, 4, 16, 64, 256];
+/// Records each cost run appends.
+pub const COST_RECORDS: u64 = 1_024;
+
+/// A chapter's computed runs.
+#[derive(Debug)]
+pub struct RemoteBench {
+    pub run: Result<RemoteRun, String>,
+    /// The same run on the command line.
+    pub command: String,
+    /// S3: PUTs per record against writers, at the run's latency.
+    pub costs: Vec<CostRow>,
+}
+
+impl RemoteBench {
+    pub fn build(part: u8, params: &RemoteParams, seed: u64) -> RemoteBench {
+        let backend = if part == POSTGRES_PART { RemoteBackend::Postgres } else { RemoteBackend::S3 };
+        let (setup, command) = params.setup(backend, seed);
+        let run = remote::run(&setup).map_err(|error| error.to_string());
+        let costs = if backend == RemoteBackend::S3 {
+            COST_WRITERS
+                .iter()
+                .filter_map(|&writers| {
+                    let cost_setup = RemoteSetup {
+                        load: Load::Writers { writers },
+                        count: COST_RECORDS,
+                        slow_puts: Vec::new(),
+                        fail_put: None,
+                        takeover_at: None,
+                        ..setup.clone()
+                    };
+                    let run = remote::run(&cost_setup).ok()?;
+                    let puts_per_record = run.puts_per_record()?;
+                    Some(CostRow {
+                        writers,
+                        puts: run.puts,
+                        records: run.records_acked,
+                        puts_per_record,
+                        bill_per_million: put_bill_per_million_appends(puts_per_record),
+                    })
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        RemoteBench { run, command, costs }
+    }
+
+    /// Every instant a bulk changes, and the run's end.
+    pub fn timeline(&self) -> Timeline {
+        let Ok(run) = &self.run else { return Timeline::empty() };
+        let mut marks: Vec<Nanos> = bulks_drawn(run)
+            .iter()
+            .flat_map(|bulk| [Some(bulk.formed), bulk.sent, bulk.stored, bulk.acked])
+            .flatten()
+            .collect();
+        if let Some(takeover) = &run.takeover {
+            marks.push(takeover.at);
+            marks.push(takeover.claimed_at);
+        }
+        marks.extend(run.trims.iter().map(|trim| trim.at));
+        marks.sort_unstable();
+        marks.dedup();
+        let end = marks.last().copied().unwrap_or(Nanos::ZERO);
+        Timeline { marks, end }
+    }
+}
+
+/// Bulks the lanes draw at most.
+pub const BULKS_DRAWN_MAX: usize = 24;
+
+pub fn bulks_drawn(run: &RemoteRun) -> &[remote::BulkRow] {
+    &run.bulks[..run.bulks.len().min(BULKS_DRAWN_MAX)]
+}
+
+/// A bulk at the playhead.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BulkState {
+    /// Formed, waiting to be sent (Postgres: for its slot, or for earlier batches).
+    Waiting,
+    InFlight,
+    /// Stored, but a bulk before it is not: its records wait.
+    StoredWaiting,
+    Acked,
+    Failed,
+    /// Stored after the takeover under the old epoch: recovery ignores it.
+    Ignored,
+    Fenced,
+    NotYet,
+}
+
+impl BulkState {
+    pub fn name(&self) -> &'static str {
+        match self {
+            BulkState::Waiting => "waiting",
+            BulkState::InFlight => "in-flight",
+            BulkState::StoredWaiting => "stored-not-acked",
+            BulkState::Acked => "acked",
+            BulkState::Failed => "failed",
+            BulkState::Ignored => "ignored",
+            BulkState::Fenced => "fenced",
+            BulkState::NotYet => "not-yet",
+        }
+    }
+}
+
+/// What a bulk is at `t`.
+pub fn bulk_state(run: &RemoteRun, bulk: &remote::BulkRow, t: Nanos) -> BulkState {
+    if bulk.formed > t {
+        return BulkState::NotYet;
+    }
+    if bulk.acked.is_some_and(|acked| acked <= t) {
+        return BulkState::Acked;
+    }
+    let straggler = run.takeover.as_ref().is_some_and(|takeover| {
+        takeover.ignored.iter().any(|(object, _)| object.start == bulk.first_offset && object.epoch == bulk.epoch)
+    });
+    match bulk.stored {
+        Some(stored) if stored <= t => {
+            if straggler && run.takeover.as_ref().is_some_and(|takeover| takeover.at <= t) {
+                BulkState::Ignored
+            } else {
+                BulkState::StoredWaiting
+            }
+        }
+        _ => match bulk.sent {
+            Some(sent) if sent <= t => {
+                let finished = bulk.answered.is_some_and(|end| end <= t);
+                match (finished, bulk.outcome) {
+                    (true, Some(BulkOutcome::Fenced)) => BulkState::Fenced,
+                    (true, _) => BulkState::Failed,
+                    (false, _) => BulkState::InFlight,
+                }
+            }
+            _ => BulkState::Waiting,
+        },
+    }
+}
+
+/// Counts at the playhead, for the figure's label and the caption.
+pub fn counts_at(run: &RemoteRun, t: Nanos) -> (usize, usize, u64) {
+    let drawn = bulks_drawn(run);
+    let in_flight = drawn.iter().filter(|b| bulk_state(run, b, t) == BulkState::InFlight).count();
+    let held = drawn.iter().filter(|b| bulk_state(run, b, t) == BulkState::StoredWaiting).count();
+    let acked = run.acked_by(t).count() as u64;
+    (in_flight, held, acked)
+}
+
+/// The caption of the step at `t`: what happened at that instant.
+pub fn caption_at(run: &RemoteRun, t: Nanos) -> String {
+    let put = if run.backend == RemoteBackend::S3 { "PUT" } else { "INSERT" };
+    let mut parts = Vec::new();
+    for bulk in bulks_drawn(run) {
+        if bulk.formed == t && bulk.sent != Some(t) {
+            parts.push(format!("bulk {} closes with {} records and waits", bulk.bulk, bulk.records));
+        }
+        if bulk.sent == Some(t) {
+            parts.push(format!("{put} {} sends bulk {} ({} records)", bulk.request.unwrap_or(0), bulk.bulk, bulk.records));
+        }
+        if bulk.stored == Some(t) {
+            let held = bulk.acked.is_none_or(|acked| acked > t);
+            parts.push(if held {
+                format!("bulk {} is stored but not acknowledged: a bulk before it is still in flight", bulk.bulk)
+            } else {
+                format!("bulk {} is stored", bulk.bulk)
+            });
+        }
+    }
+    let acked: Vec<u64> = bulks_drawn(run).iter().filter(|b| b.acked == Some(t)).map(|b| b.bulk).collect();
+    if let (Some(first), Some(last)) = (acked.first(), acked.last()) {
+        let records: u64 = bulks_drawn(run).iter().filter(|b| b.acked == Some(t)).map(|b| b.records).sum();
+        parts.push(if first == last {
+            format!("bulk {first}'s {records} records are acknowledged")
+        } else {
+            format!("bulks {first} to {last} are acknowledged together, {records} records, in submission order")
+        });
+    }
+    if let Some(takeover) = &run.takeover {
+        if takeover.at == t {
+            parts.push(format!("node B claims epoch {} over node A's {}", takeover.new_epoch, takeover.old_epoch));
+        }
+        if takeover.claimed_at == t && takeover.claimed_at != takeover.at {
+            parts.push("the claim takes effect once A's inserts holding the node row have committed".into());
+        }
+    }
+    for trim in run.trims.iter().filter(|trim| trim.at == t) {
+        if trim.truncated_slots.is_empty() {
+            parts.push(format!("the upload confirms up to offset {}", trim.trim_offset));
+        } else {
+            let slots: Vec<String> = trim.truncated_slots.iter().map(u64::to_string).collect();
+            parts.push(format!("the trim passes offset {}: slot {} truncated", trim.trim_offset, slots.join(", ")));
+        }
+    }
+    if parts.is_empty() {
+        return format!("t = {} ms", format_millis(t));
+    }
+    let mut text = parts.join("; ");
+    if let Some(first) = text.get(..1) {
+        text = first.to_uppercase() + &text[1..];
+    }
+    text + "."
+}
+
+/// The durability table's cell for the chosen event at `t`.
+pub fn loss_at(run: &RemoteRun, params: &RemoteParams, t: Nanos) -> EventLoss {
+    event_loss(run, params.event, t, params.standby, params.one_zone_bucket)
+}
+
+/// The timeline table's case at `t`.
+pub fn restart_at(run: &RemoteRun, params: &RemoteParams, t: Nanos) -> RestartOutcome {
+    restart_after(run, params.timeline, t)
+}
+
+/// The ring at `t`: the trim offset, the head (the end of the last bulk formed) and a
+/// batch waiting for its slot.
+pub fn ring_at(run: &RemoteRun, t: Nanos) -> (u64, u64, Option<(u64, u64)>) {
+    let trim_offset = run.trims.iter().filter(|trim| trim.at <= t).map(|trim| trim.trim_offset).max().unwrap_or(0);
+    let head = run.bulks.iter().filter(|b| b.formed <= t).map(|b| b.end_offset).max().unwrap_or(0);
+    let waiting = run
+        .bulks
+        .iter()
+        .find(|b| b.formed <= t && b.sent.is_none_or(|sent| sent > t) && b.waited == Some(remote::RingWait::Slot))
+        .and_then(|b| Some((b.generation?, b.slot?)));
+    (trim_offset, head, waiting)
+}
+
+/// The start-up checks, each condition with the core's verdict (`ring::startup_checks`).
+pub fn startup_rows() -> Vec<(&'static str, String)> {
+    use walab_core::ring::{startup_checks, ServerState};
+    let state = |in_recovery: bool, fsync: bool, standby: &str| ServerState {
+        in_recovery,
+        fsync,
+        synchronous_standby_names: standby.to_string(),
+    };
+    let verdict = |state: ServerState, allow_unsafe: bool| match startup_checks(&state, allow_unsafe) {
+        Err(refusal) => format!("refuses to start: {refusal}"),
+        Ok(warnings) if warnings.is_empty() => "starts".to_string(),
+        Ok(warnings) => {
+            let warnings: Vec<String> = warnings.iter().map(|w| w.to_string()).collect();
+            format!("starts, warning: {}", warnings.join("; "))
+        }
+    };
+    vec![
+        ("a primary with fsync = on and a synchronous standby", verdict(state(false, true, "standby1"), false)),
+        ("pg_is_in_recovery() is true (a standby)", verdict(state(true, true, "standby1"), false)),
+        ("fsync = off", verdict(state(false, false, "standby1"), false)),
+        ("fsync = off with allowUnsafe=true in the URL", verdict(state(false, false, "standby1"), true)),
+        ("synchronous_standby_names is empty", verdict(state(false, true, ""), false)),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn params_round_trip_through_the_link() {
+        let mut params = RemoteParams::default();
+        for (name, value) in [("rrate", "5000"), ("rpoisson", "1"), ("rslow", "3:200"), ("rtake", "60"), ("rlat", "25"), ("rstall", "0:"), ("rev", "host"), ("rstandby", "async"), ("rtl", "higher-async")] {
+            params.parse(name, value).unwrap();
+        }
+        let mut again = RemoteParams::default();
+        for pair in params.to_pairs() {
+            let (name, value) = pair.split_once('=').unwrap();
+            again.parse(name, value).unwrap();
+        }
+        assert_eq!(again, params);
+        assert!(RemoteParams::default().parse("rslow", "3").unwrap_err().contains("K:MS"));
+        assert!(RemoteParams::default().parse("rseg", "1").is_err());
+    }
+
+    #[test]
+    fn the_slow_put_holds_back_the_bulks_behind_it_at_the_playhead() {
+        let mut params = RemoteParams::default();
+        params.parse("rlat", "25").unwrap();
+        params.parse("rslow", "3:200").unwrap();
+        let bench = RemoteBench::build(OBJECT_STORE_PART, &params, 1);
+        let run = bench.run.as_ref().unwrap();
+        let at = Nanos::from_millis(100);
+        let states: Vec<BulkState> = bulks_drawn(run).iter().take(5).map(|b| bulk_state(run, b, at)).collect();
+        assert_eq!(states[0], BulkState::Acked);
+        assert_eq!(states[2], BulkState::InFlight, "the slow third PUT");
+        assert_eq!(states[3], BulkState::StoredWaiting, "stored, held back");
+        assert!(bench.command.contains("--slow-put 3:200"));
+        assert!(bench.costs.windows(2).all(|pair| pair[1].puts_per_record < pair[0].puts_per_record));
+    }
+}

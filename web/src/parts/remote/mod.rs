@@ -1,0 +1,377 @@
+//! Parts 13 and 14: the stream store's WAL with no local disk, on S3 and in Postgres.
+//!
+//! Both chapters draw one run of the core's remote simulator (`benches::remote`): the
+//! bulks in flight at the playhead, the request bill, the takeover, the Postgres ring,
+//! and what each event or timeline case loses at the playhead. Every control changes a
+//! URL parameter (`r...`), so every view is a link.
+
+mod figures;
+
+use std::rc::Rc;
+
+use walab_core::sim::remote::{LatencyProfile, Load, RemoteBackend, RemoteRun, Standby, WalEvent};
+use walab_core::time::Nanos;
+use yew::prelude::*;
+
+use self::figures::{BulkLanes, RingFigure, WritePathFigure};
+use super::{ChapterProps, Source};
+use crate::benches::remote::{
+    caption_at, event_name, loss_at, restart_at, ring_at, startup_rows, timeline_name, RemoteBench, RemoteLatency, RemoteParams,
+    BACKUP_AT, COST_RECORDS, LAB_SEGMENT_BYTES, STANDBY_LAG,
+};
+use crate::benches::Bench;
+use crate::player::{Player, PlayerState};
+use crate::state::LabAction;
+use crate::url_state::format_millis;
+
+const PRICE_PAGE: &str = "https://aws.amazon.com/s3/pricing/";
+const EXPRESS_PAGE: &str = "https://docs.aws.amazon.com/AmazonS3/latest/userguide/s3-express-performance.html";
+
+fn bench_of(props: &ChapterProps) -> Option<&RemoteBench> {
+    match &*props.bench.0 {
+        Bench::Remote(bench) => Some(bench),
+        _ => None,
+    }
+}
+
+/// A select that rewrites one remote parameter.
+fn choice(
+    label: &'static str,
+    class: &'static str,
+    options: Vec<(String, String)>,
+    current: String,
+    params: &RemoteParams,
+    on_action: &Callback<LabAction>,
+    apply: fn(&mut RemoteParams, &str),
+) -> Html {
+    let params = params.clone();
+    let onchange = on_action.reform(move |event: Event| {
+        let select: web_sys::HtmlSelectElement = event.target_unchecked_into();
+        let mut next = params.clone();
+        apply(&mut next, &select.value());
+        LabAction::SetRemote(next)
+    });
+    let options = options.into_iter().map(|(value, text)| {
+        let selected = value == current;
+        html! { <option value={value} selected={selected}>{ text }</option> }
+    });
+    html! { <label class={classes!("remote-control", class)}>{ label }{ " " }<select {onchange}>{ for options }</select></label> }
+}
+
+fn opt(value: &str, text: &str) -> (String, String) {
+    (value.to_string(), text.to_string())
+}
+
+fn latency_value(params: &RemoteParams, backend: RemoteBackend) -> String {
+    match params.latency.unwrap_or(RemoteLatency::Profile(LatencyProfile::default_for(backend))) {
+        RemoteLatency::Profile(profile) => profile.name().to_string(),
+        RemoteLatency::Fixed(fixed) => format_millis(fixed),
+    }
+}
+
+fn load_value(params: &RemoteParams) -> String {
+    match params.load {
+        Load::Writers { writers } => format!("w{writers}"),
+        Load::Rate { rate_per_s, poisson } => format!("r{rate_per_s}{}", if poisson { "p" } else { "" }),
+    }
+}
+
+fn common_controls(props: &ChapterProps, backend: RemoteBackend) -> Html {
+    let params = &props.params.remote;
+    let on = &props.on_action;
+    let mut latency_options = vec![
+        opt("s3-standard", "S3 Standard, 20-40 ms"),
+        opt("s3-express", "S3 Express One Zone, 2-8 ms"),
+        opt("postgres", "a Postgres commit, 1-2 ms"),
+        opt("25", "exactly 25 ms"),
+        opt("1", "exactly 1 ms"),
+    ];
+    let current_latency = latency_value(params, backend);
+    if !latency_options.iter().any(|(value, _)| *value == current_latency) {
+        latency_options.push((current_latency.clone(), format!("exactly {current_latency} ms")));
+    }
+    let mut load_options = vec![
+        opt("r20000", "20,000 records/s, evenly"),
+        opt("r20000p", "20,000 records/s, Poisson"),
+        opt("r2000", "2,000 records/s, evenly"),
+        opt("w1", "1 writer (closed loop)"),
+        opt("w16", "16 writers"),
+        opt("w64", "64 writers"),
+    ];
+    let current_load = load_value(params);
+    if !load_options.iter().any(|(value, _)| *value == current_load) {
+        load_options.push((current_load.clone(), current_load.clone()));
+    }
+    html! {
+        <div class="controls remote-controls">
+            { choice("latency", "latency", latency_options, current_latency, params, on, |p, v| {
+                let _ = p.parse("rlat", v);
+            }) }
+            { choice("load", "load", load_options, current_load, params, on, |p, v| {
+                if let Some(writers) = v.strip_prefix('w') {
+                    let _ = p.parse("rwriters", writers);
+                } else if let Some(rate) = v.strip_prefix('r') {
+                    let (rate, poisson) = rate.strip_suffix('p').map_or((rate, false), |r| (r, true));
+                    p.load = Load::Rate { rate_per_s: rate.parse().unwrap_or(20_000), poisson };
+                }
+            }) }
+            { choice("in flight", "inflight", (1..=8).map(|n| (n.to_string(), n.to_string())).collect(), params.inflight.to_string(), params, on, |p, v| {
+                let _ = p.parse("rinflight", v);
+            }) }
+            { choice("slow request", "slow-put", vec![opt("", "none"), opt("3:200", "the 3rd takes 200 ms"), opt("2:100", "the 2nd takes 100 ms"), opt("5:400", "the 5th takes 400 ms")],
+                params.slow_put.map_or(String::new(), |(k, ms)| format!("{k}:{}", format_millis(ms))), params, on, |p, v| {
+                if v.is_empty() { p.slow_put = None } else { let _ = p.parse("rslow", v); }
+            }) }
+            { choice(if backend == RemoteBackend::S3 { "failed PUT" } else { "lost INSERT answer" }, "fail-put", vec![opt("", "none"), opt("3", "request 3"), opt("6", "request 6")],
+                params.fail_put.map_or(String::new(), |k| k.to_string()), params, on, |p, v| {
+                if v.is_empty() { p.fail_put = None } else { let _ = p.parse("rfail", v); }
+            }) }
+            { choice("takeover by node B", "takeover", vec![opt("", "none"), opt("10", "at 10 ms"), opt("30", "at 30 ms"), opt("60", "at 60 ms"), opt("100", "at 100 ms")],
+                params.takeover_at.map_or(String::new(), format_millis), params, on, |p, v| {
+                if v.is_empty() { p.takeover_at = None } else { let _ = p.parse("rtake", v); }
+            }) }
+        </div>
+    }
+}
+
+fn caption(run: &RemoteRun, player: &PlayerState) -> Option<AttrValue> {
+    let mark = player.marks.get(player.current_mark()?).copied()?;
+    Some(AttrValue::from(caption_at(run, mark)))
+}
+
+/// The run's totals, with the numbers as data for the browser test.
+fn totals(run: &RemoteRun, command: &str) -> Html {
+    let per_record = run.puts_per_record();
+    let request = if run.backend == RemoteBackend::S3 { "PUTs" } else { "INSERTs" };
+    html! {
+        <>
+        <p class="remote-totals" data-puts={run.puts.to_string()} data-records-acked={run.records_acked.to_string()}
+            data-puts-per-record={per_record.map(|p| format!("{p:.6}"))} data-bulks={run.bulks.len().to_string()}>
+            { format!("The whole run: {} records, {} bulks, {} {request}, {} records acknowledged, {} {request} per record.",
+                run.records.len(), run.bulks.len(), run.puts, run.records_acked, per_record.map_or("-".to_string(), |p| format!("{p:.4}"))) }
+        </p>
+        <p class="cli-line">{ "The same run on the command line: " }<code class="cli">{ command.to_string() }</code></p>
+        </>
+    }
+}
+
+fn takeover_panel(run: &RemoteRun, now: Nanos) -> Html {
+    let Some(takeover) = &run.takeover else {
+        return html! { <p class="note">{ "Choose a takeover above to watch node B fence node A." }</p> };
+    };
+    if now < takeover.at {
+        return html! { <p class="note" data-takeover="pending">{ format!("Node B will claim the node at {} ms; play on.", format_millis(takeover.at)) }</p> };
+    }
+    let fenced = takeover.fenced_bulks.first().map_or("none yet".to_string(), |b| format!("bulk {b}"));
+    html! {
+        <div class="takeover-panel" data-takeover="done" data-old-epoch={takeover.old_epoch.to_string()} data-new-epoch={takeover.new_epoch.to_string()}
+            data-acked-by-old={takeover.acked_by_old.to_string()} data-recovered-by-new={takeover.recovered_by_new.to_string()}
+            data-stragglers-ignored={takeover.stragglers_ignored.to_string()}>
+            <ul>
+                <li>{ format!("Node A wrote under epoch {}; at {} ms node B claimed epoch {}.", takeover.old_epoch, format_millis(takeover.at), takeover.new_epoch) }</li>
+                <li>{ format!("B's own objects start at offset {} (the end of what it recovered).", takeover.new_session_start) }</li>
+                <li>{ format!("A's first request to find the new epoch: {fenced}. From there A fails every waiting writer and stops.") }</li>
+                <li>{ format!("A acknowledged {} records before the claim; B's recovery replays {} of A's records{}.",
+                    takeover.acked_by_old, takeover.recovered_by_new,
+                    if takeover.recovered_by_new >= takeover.acked_by_old { ": nothing acknowledged is lost" } else { "" }) }</li>
+                if run.backend == RemoteBackend::S3 {
+                    <li class="stragglers">{ format!("{} of A's objects landed under epoch {} at or past B's start: stragglers, ignored by every recovery.",
+                        takeover.stragglers_ignored, takeover.old_epoch) }</li>
+                } else {
+                    <li class="stragglers">{ "No straggler can land: the epoch is checked inside each insert's transaction, and B's claim waited for the inserts holding the node row." }</li>
+                }
+            </ul>
+        </div>
+    }
+}
+
+fn losses(props: &ChapterProps, run: &RemoteRun, backend: RemoteBackend) -> Html {
+    let params = &props.params.remote;
+    let now = props.player.now;
+    let events: Vec<(WalEvent, &str)> = match backend {
+        RemoteBackend::S3 => vec![(WalEvent::NodeCrash, "the node crashes"), (WalEvent::ZoneLost, "a zone is lost")],
+        RemoteBackend::Postgres => vec![
+            (WalEvent::NodeCrash, "the node crashes"),
+            (WalEvent::PostgresCrash, "Postgres crashes (same disk, fsync = on)"),
+            (WalEvent::PrimaryHostLost, "the primary's host is lost"),
+            (WalEvent::ZoneLost, "a zone is lost"),
+        ],
+    };
+    let buttons = events.iter().map(|&(event, text)| {
+        let mut next = params.clone();
+        next.event = event;
+        let onclick = props.on_action.reform(move |_: MouseEvent| LabAction::SetRemote(next.clone()));
+        let pressed = params.event == event;
+        html! { <button class="event" data-event={event_name(event)} aria-pressed={pressed.to_string()} {onclick}>{ text }</button> }
+    });
+    let loss = loss_at(run, params, now);
+    let option = match backend {
+        RemoteBackend::S3 => choice("bucket", "bucket", vec![opt("0", "regional (S3 Standard)"), opt("1", "one zone (S3 Express One Zone)")],
+            if params.one_zone_bucket { "1" } else { "0" }.to_string(), params, &props.on_action, |p, v| p.one_zone_bucket = v == "1"),
+        RemoteBackend::Postgres => choice("standby", "standby", vec![opt("none", "none"), opt("async", "asynchronous, 10 ms behind"), opt("sync", "synchronous")],
+            match params.standby { Standby::None => "none", Standby::Asynchronous { .. } => "async", Standby::Synchronous => "sync" }.to_string(),
+            params, &props.on_action, |p, v| { let _ = p.parse("rstandby", v); }),
+    };
+    let verdict = if !loss.applicable {
+        "This event does not apply to this backend.".to_string()
+    } else if loss.lost.is_empty() {
+        format!("At {} ms, {} records were acknowledged; recovery brings back every one.", format_millis(now), loss.acked)
+    } else {
+        format!("At {} ms, {} records were acknowledged; {} of them are lost (records {}..{}).", format_millis(now), loss.acked, loss.lost.len(),
+            loss.lost.first().copied().unwrap_or(0), loss.lost.last().copied().unwrap_or(0))
+    };
+    html! {
+        <div class="remote-losses">
+            <div class="controls">{ for buttons }{ option }</div>
+            <p class="loss" data-acked={loss.acked.to_string()} data-lost={loss.lost.len().to_string()} data-applicable={loss.applicable.to_string()}>{ verdict }</p>
+        </div>
+    }
+}
+
+#[component]
+pub fn ObjectStoreChapter(props: &ChapterProps) -> Html {
+    let Some(bench) = bench_of(props) else { return html! { <p class="error">{ "this Part's bench did not run" }</p> } };
+    let run = match &bench.run {
+        Ok(run) => Rc::new(run.clone()),
+        Err(error) => return html! { <p class="error">{ format!("the run could not start: {error}") }</p> },
+    };
+    let on_player = props.on_action.reform(LabAction::Player);
+    let costs = bench.costs.iter().map(|row| html! {
+        <tr data-writers={row.writers.to_string()} data-puts-per-record={format!("{:.6}", row.puts_per_record)}>
+            <td>{ row.writers }</td><td>{ row.puts }</td><td>{ format!("{:.4}", row.puts_per_record) }</td><td>{ format!("${:.3}", row.bill_per_million) }</td>
+        </tr>
+    });
+    html! {
+        <>
+        <div class="prose">
+            <p>{ "So far the log lived in a file on a local disk, and an OK meant an fsync had returned. A stream store can keep \
+                  its write-ahead log somewhere else entirely: in an object store such as Amazon S3 (a service that keeps files, \
+                  called objects, behind an HTTP interface) or in a Postgres database. Then no disk of the node is in the write \
+                  path: a node that dies loses nothing it acknowledged, because every acknowledged record is already in the \
+                  remote log. The price is a network round trip per write to that log, so the write path is built to pay it once \
+                  for many records." }</p>
+        </div>
+        <h3>{ "The write path" }</h3>
+        <WritePathFigure />
+        <h3>{ "Bulks in flight, acknowledgements in order" }</h3>
+        <div class="prose">
+            <p>{ "Each bulk is one PUT. Up to \"in flight\" PUTs run at once (4 by default), and a bulk starts beside another \
+                  upload only once it holds 32 records, so a request is worth its price. PUTs may finish in any order, but a \
+                  record is acknowledged only when its bulk and every bulk before it are stored: a reader must never find a \
+                  hole. Slow one PUT down and watch the bulks behind it: stored (striped) but not acknowledged, until it lands." }</p>
+        </div>
+        { common_controls(props, RemoteBackend::S3) }
+        <Player state={props.player.clone()} on_action={on_player} mark_name="event" caption={caption(&run, &props.player)} />
+        <BulkLanes run={run.clone()} now={props.player.now} />
+        { totals(&run, &bench.command) }
+        <h3>{ "What a PUT costs" }</h3>
+        <div class="prose">
+            <p>{ "S3 bills every request. S3 Standard charges $0.005 per 1,000 PUT requests in us-east-1 " }
+               <Source name="AWS S3 pricing" href={PRICE_PAGE} />
+               { format!(", so one PUT per record costs $5 per million appends. Group commit shares a PUT among every record \
+                  that arrived while the previous upload was in flight: with closed-loop writers (each appends again once \
+                  acknowledged) the bulk holds about one record per writer. Each row is a run of {COST_RECORDS} records at the \
+                  latency chosen above.") }</p>
+        </div>
+        <table class="remote-costs">
+            <thead><tr><th>{ "writers" }</th><th>{ "PUTs" }</th><th>{ "PUTs per record" }</th><th>{ "PUT bill per million appends" }</th></tr></thead>
+            <tbody>{ for costs }<tr class="per-record"><td>{ "one PUT per record" }</td><td>{ "-" }</td><td>{ "1.0000" }</td><td>{ "$5.000" }</td></tr></tbody>
+        </table>
+        <p class="note">{ "Latencies: S3 Standard takes tens of milliseconds per request; S3 Express One Zone promises single-digit \
+            milliseconds " }<Source name="AWS S3 Express performance" href={EXPRESS_PAGE} />{ "; a Postgres commit a millisecond or two." }</p>
+        <h3>{ "Fencing: two nodes, one log" }</h3>
+        <div class="prose">
+            <p>{ "Every object's key carries the writer's epoch: {prefix}{epoch}/wal/{start}-{end}. When node B takes the node \
+                  over it raises the epoch in a registration object (5 becomes 6), lists what is there, and records where its own \
+                  objects begin. Node A may still have uploads in flight: they land under epoch 5 at or past B's start, and every \
+                  recovery ignores them. After each upload A reads the registration back; the first read that shows epoch 6 fences \
+                  it, and it stops. Pick the moment of the takeover above." }</p>
+        </div>
+        { takeover_panel(&run, props.player.now) }
+        <h3>{ "Recovery" }</h3>
+        <div class="prose">
+            <p>{ "After a crash the next owner lists the objects under the previous session's prefix, walks them from the lowest \
+                  start, each beginning where the last ended, stops at the first gap, and checks a CRC over every record. \
+                  Acknowledged records are all there, because an OK waited for the PUT. Records that were in flight may be \
+                  missing: they were never promised." }</p>
+        </div>
+        <h3>{ "What each event loses" }</h3>
+        { losses(props, &run, RemoteBackend::S3) }
+        </>
+    }
+}
+
+#[component]
+pub fn PostgresChapter(props: &ChapterProps) -> Html {
+    let Some(bench) = bench_of(props) else { return html! { <p class="error">{ "this Part's bench did not run" }</p> } };
+    let run = match &bench.run {
+        Ok(run) => Rc::new(run.clone()),
+        Err(error) => return html! { <p class="error">{ format!("the run could not start: {error}") }</p> },
+    };
+    let params = &props.params.remote;
+    let on_player = props.on_action.reform(LabAction::Player);
+    let (trim_offset, head, waiting) = ring_at(&run, props.player.now);
+    let restart = restart_at(&run, params, props.player.now);
+    let startup = startup_rows().into_iter().map(|(condition, verdict)| html! { <tr><td>{ condition }</td><td>{ verdict }</td></tr> });
+    let ring_controls = html! {
+        <div class="controls remote-controls">
+            { choice("slot tables", "segments", (2..=8).map(|n| (n.to_string(), n.to_string())).collect(), params.segments.to_string(), params, &props.on_action, |p, v| {
+                let _ = p.parse("rseg", v);
+            }) }
+            { choice("upload", "stall", vec![opt("", "runs every 50 ms"), opt("0:300", "stalls until 300 ms"), opt("0:", "stalls for good")],
+                params.stall.map_or(String::new(), |(from, until)| format!("{}:{}", format_millis(from), if until == Nanos::MAX { String::new() } else { format_millis(until) })),
+                params, &props.on_action, |p, v| { if v.is_empty() { p.stall = None } else { let _ = p.parse("rstall", v); } }) }
+        </div>
+    };
+    html! {
+        <>
+        <div class="prose">
+            <p>{ "The same log can live in Postgres: each batch of records is one row, written by one INSERT whose COMMIT is the \
+                  batch's sync (a millisecond or two). Rows must go away again once their records are uploaded to data objects, \
+                  and deleting rows one by one is what makes tables bloat, so the WAL spreads its rows over a few slot tables \
+                  and empties a whole table at once with TRUNCATE." }</p>
+            <p>{ format!("Offsets are cut into generations of segmentBytes; generation g lives in slot table g % segments. \
+                  When the trim offset passes the end of a generation, its slot is truncated. If the head reaches a slot whose \
+                  generation is not trimmed yet, appends wait. So the ring can run at most (segments − 1) × segmentBytes ahead \
+                  of the upload: 7 × 64 MiB = 448 MiB at the defaults. The lab's ring is tiny ({LAB_SEGMENT_BYTES} bytes a \
+                  generation) so that you can watch it fill: stall the upload.") }</p>
+        </div>
+        { ring_controls }
+        { common_controls(props, RemoteBackend::Postgres) }
+        <Player state={props.player.clone()} on_action={on_player} mark_name="event" caption={caption(&run, &props.player)} />
+        <RingFigure geometry={run.ring} trim_offset={trim_offset} head={head} waiting={waiting} />
+        <BulkLanes run={run.clone()} now={props.player.now} />
+        { totals(&run, &bench.command) }
+        <h3>{ "The fenced insert" }</h3>
+        <div class="prose">
+            <p>{ "Every batch goes in as INSERT … SELECT … FROM pico_wal_node WHERE epoch = $epoch FOR SHARE. If a newer process \
+                  has claimed the node row with a higher epoch, the SELECT finds no row, the INSERT writes nothing, and the writer \
+                  knows it is fenced. The claim itself is an upsert that succeeds only when the new epoch is at least the stored \
+                  one, and it waits for the inserts holding the row." }</p>
+            <p>{ "A failed insert is retried against the same table. If a row already exists at that offset (the first attempt \
+                  committed but its answer was lost), it is compared with the batch: the same bytes mean success, different bytes \
+                  mean corruption. Choose a lost INSERT answer above and look for the longer bar." }</p>
+        </div>
+        <h3>{ "Fencing" }</h3>
+        { takeover_panel(&run, props.player.now) }
+        <h3>{ "Recovery and the start-up checks" }</h3>
+        <div class="prose">
+            <p>{ "Recovery scans from the trim offset across the slot tables, each row starting where the last ended, and stops \
+                  at the first gap; every record's CRC is checked and each row's epoch must match the epoch framed inside it. \
+                  The database's timeline is compared with the one recorded at the last start:" }</p>
+        </div>
+        { choice("timeline at restart", "timeline", vec![opt("equal", "equal: a normal restart"), opt("lower", "lower: restored from a backup (20 ms)"),
+            opt("higher-sync", "higher, synchronous standby promoted"), opt("higher-async", "higher, asynchronous standby promoted (10 ms behind)")],
+            timeline_name(params.timeline).to_string(), params, &props.on_action, |p, v| { let _ = p.parse("rtl", v); }) }
+        <p class="timeline-verdict" data-case={timeline_name(params.timeline)} data-severity={format!("{:?}", restart.severity).to_lowercase()}
+            data-lost={restart.lost.len().to_string()}>
+            { format!("Restart at {} ms: {}. Logged as {}. Of {} acknowledged records, {} are lost.", format_millis(props.player.now), restart.verdict,
+                format!("{:?}", restart.severity).to_lowercase(), restart.acked, restart.lost.len()) }
+        </p>
+        <p class="note">{ format!("(The backup point is {} ms and the asynchronous standby replays {} ms behind.)", format_millis(BACKUP_AT), format_millis(STANDBY_LAG)) }</p>
+        <table class="startup-checks"><thead><tr><th>{ "at start" }</th><th>{ "the WAL" }</th></tr></thead><tbody>{ for startup }</tbody></table>
+        <h3>{ "What each event loses" }</h3>
+        { losses(props, &run, RemoteBackend::Postgres) }
+        </>
+    }
+}
