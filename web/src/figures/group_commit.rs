@@ -33,7 +33,7 @@ fn region_left(region: usize) -> f64 {
 fn slot_xy(region: usize, index: usize) -> (f64, f64) {
     let column = index % PER_ROW;
     let row = index / PER_ROW;
-    (region_left(region) + 8.0 + column as f64 * (BOX_W + GAP), REGIONS_TOP + 30.0 + row as f64 * (BOX_H + GAP))
+    (region_left(region) + 8.0 + column as f64 * (BOX_W + GAP), REGIONS_TOP + 44.0 + row as f64 * (BOX_H + GAP))
 }
 
 #[component]
@@ -41,8 +41,8 @@ pub fn GroupCommitFigure(props: &GroupCommitFigureProps) -> Html {
     let state = &props.state;
     let total = state.slots.len();
     let rows_needed = total.div_ceil(PER_ROW).max(1);
-    let region_h = 30.0 + rows_needed as f64 * (BOX_H + GAP) + 8.0;
-    let height = REGIONS_TOP + region_h + 30.0;
+    let region_h = 44.0 + rows_needed as f64 * (BOX_H + GAP) + 8.0;
+    let height = REGIONS_TOP + region_h + if state.tie.is_some() { 50.0 } else { 30.0 };
     let running_ids: Vec<u64> = state.running.iter().flat_map(|batch| batch.writes.iter().copied()).collect();
     let acked_ids: Vec<u64> =
         (1..=total as u64).filter(|id| state.slots[*id as usize - 1] == Slot::Acked).collect();
@@ -77,14 +77,14 @@ pub fn GroupCommitFigure(props: &GroupCommitFigureProps) -> Html {
                 <rect width={BOX_W.to_string()} height={BOX_H.to_string()} rx="5" />
                 <text x={(BOX_W / 2.0).to_string()} y="18" text-anchor="middle">{ id }</text>
                 if matches!(slot, Slot::Syncing { leader: true, .. }) {
-                    <text class="leader-mark" x={(BOX_W / 2.0).to_string()} y="-3" text-anchor="middle">{ "leader" }</text>
+                    <text class="leader-mark" x={(BOX_W / 2.0).to_string()} y="-4" text-anchor="middle">{ "leader" }</text>
                 }
             </g>
         }
     });
     let running_label = match state.running.as_slice() {
         [] => "no sync running".to_string(),
-        [batch] => format!("B{}: {} writes, {} bytes, one sync", batch.batch, batch.writes.len(), batch.bytes),
+        [batch] => format!("B{} syncing: {} writes, {} B", batch.batch, batch.writes.len(), batch.bytes),
         many => many.iter().map(|batch| format!("B{}", batch.batch)).collect::<Vec<_>>().join(" + ") + " syncing",
     };
     // How far the (first) running sync has got, for its progress bar.
@@ -132,7 +132,7 @@ pub fn GroupCommitFigure(props: &GroupCommitFigureProps) -> Html {
                 <rect class="sync-progress-track" x={(bar_x + 8.0).to_string()} y={bar_y.to_string()} width={(REGION_W - 16.0).to_string()} height="8" rx="4" />
                 <rect class="sync-progress" x={(bar_x + 8.0).to_string()} y={bar_y.to_string()} width={((REGION_W - 16.0) * progress).to_string()} height="8" rx="4" />
                 if let Some(tie) = state.tie {
-                    <text class="tie-note" x={(region_left(0) + 8.0).to_string()} y={(bar_y + 8.0).to_string()}>{ format!("tie rule: write {tie} arrived as the sync returned") }</text>
+                    <text class="tie-note" x={(region_left(0) + 8.0).to_string()} y={(bar_y + 32.0).to_string()}>{ format!("tie rule: write {tie} arrived as the sync returned") }</text>
                 }
             </svg>
         </div>

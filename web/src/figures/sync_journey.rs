@@ -24,9 +24,9 @@ pub struct SyncJourneyProps {
 }
 
 const WIDTH: f64 = 760.0;
-const LABEL_RIGHT: f64 = 150.0;
-const UNITS_LEFT: f64 = 160.0;
-const UNITS_WIDTH: f64 = 590.0;
+const LABEL_RIGHT: f64 = 186.0;
+const UNITS_LEFT: f64 = 194.0;
+const UNITS_WIDTH: f64 = 556.0;
 const ROW: f64 = 56.0;
 const TOP: f64 = 34.0;
 const CELL_HEIGHT: f64 = 44.0;
@@ -143,7 +143,8 @@ pub fn SyncJourney(props: &SyncJourneyProps) -> Html {
     let ruler_y = media_y + CELL_HEIGHT + 14.0;
     let ruler = (0..=step.units.len()).map(|unit| {
         let byte = unit as u64 * props.unit_bytes;
-        html! { <text class="ruler" x={bx(byte).to_string()} y={ruler_y.to_string()} text-anchor="middle">{ byte }</text> }
+        let anchor = if unit == step.units.len() { "end" } else { "middle" };
+        html! { <text class="ruler" x={bx(byte).to_string()} y={ruler_y.to_string()} text-anchor={anchor}>{ byte }</text> }
     });
     let directory = if step.directory.is_empty() { "directory: (no segment yet)".to_string() } else { format!("directory (synced): {}", step.directory.join(", ")) };
     let call = match step.call {

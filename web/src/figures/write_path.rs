@@ -36,7 +36,7 @@ fn station_xy(index: usize) -> (f64, f64) {
 
 #[component]
 pub fn WritePath(props: &WritePathProps) -> Html {
-    let height = 30.0 + 2.0 * (BOX_H + 46.0);
+    let height = 30.0 + 2.0 * BOX_H + 46.0 + 10.0;
     let current = props.reached.checked_sub(1).and_then(|index| props.steps.get(index));
     let stations = Station::ALL.iter().enumerate().map(|(index, station)| {
         let (x, y) = station_xy(index);

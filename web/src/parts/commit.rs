@@ -84,7 +84,9 @@ pub fn GroupCommitChapter(props: &ChapterProps) -> Html {
 
 /// The caption of the step at the playhead, from the run's events at that instant.
 fn caption_for(bench: &CommitBench, player: &PlayerState) -> Option<AttrValue> {
-    let mark = player.marks.get(player.current_mark()?).copied()?;
+    let Some(mark) = player.current_mark().and_then(|index| player.marks.get(index).copied()) else {
+        return Some(AttrValue::from("Before the first event: no write has arrived yet. Step forward to watch the queue form."));
+    };
     match bench.scenario {
         Scenario::Tiny => bench.tiny.as_ref().ok().map(|tiny| AttrValue::from(caption_at(&tiny.trace, mark))),
         _ => bench.steady.as_ref().ok().map(|steady| AttrValue::from(steady_caption(steady, mark))),
@@ -300,7 +302,7 @@ fn steady_view(bench: &CommitBench, bench_ref: &BenchRef, player: &PlayerState) 
                     data-writes-per-sync={format!("{:.1}", window.writes_per_sync)} data-bytes-per-sync={format!("{:.0}", window.bytes_per_sync)}
                     data-in-flight={format!("{:.0}", window.in_flight_mean)} data-wait-mean-ms={format!("{:.2}", window.wait_mean.as_millis_f64())}
                     data-wait-max-ms={format!("{:.1}", window.wait_max.as_millis_f64())}>
-                    <tr><th>{ format!("steady state: syncs B{} to B{} ({} syncs; the first, a lone write, and the last, the drain, left out)", window.first_batch, window.last_batch, window.syncs) }</th><td></td></tr>
+                    <caption>{ format!("steady state: B{} to B{} ({} syncs). The first sync, a lone write, and the last, the drain, are left out.", window.first_batch, window.last_batch, window.syncs) }</caption>
                     <tr><th>{ "syncs per second" }</th><td class="num">{ group_thousands(window.syncs_per_s.round() as u64) }</td></tr>
                     <tr><th>{ "writes per sync" }</th><td class="num">{ format!("{:.1}", window.writes_per_sync) }</td></tr>
                     <tr><th>{ "bytes per sync" }</th><td class="num">{ group_thousands(window.bytes_per_sync.round() as u64) }</td></tr>

@@ -158,8 +158,7 @@ pub fn SyncChapter(props: &ChapterProps) -> Html {
                 <td>{ call.waits_for }</td>
                 <td>{ call.drive_cache }</td>
                 <td>{ call.metadata }</td>
-                <td class={classes!(if survives_power_loss { "ok" } else { "danger" })}>{ if survives_power_loss { "yes" } else { "no" } }</td>
-                <td class="power-loss-after">{ after }</td>
+                <td class={classes!("power-loss-after", if survives_power_loss { "ok" } else { "danger" })}>{ after }</td>
                 <td><Source name={call.source.0} href={call.source.1} /></td>
             </tr>
         }
@@ -176,7 +175,7 @@ pub fn SyncChapter(props: &ChapterProps) -> Html {
         { journey(props) }
         <h3>{ "The calls" }</h3>
         <table class="sync-calls">
-            <thead><tr><th>{ "call" }</th><th>{ "returns when" }</th><th>{ "drive's volatile cache" }</th><th>{ "metadata" }</th><th>{ "survives power loss" }</th><th>{ "a power loss right after it returns" }</th><th>{ "source" }</th></tr></thead>
+            <thead><tr><th>{ "call" }</th><th>{ "returns when" }</th><th>{ "drive's volatile cache" }</th><th>{ "metadata" }</th><th>{ "a power loss right after it returns" }</th><th>{ "source" }</th></tr></thead>
             <tbody>{ for rows }</tbody>
         </table>
         <div class="prose">
