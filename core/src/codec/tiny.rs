@@ -66,6 +66,55 @@ pub fn encode(seq: u64, op: Op, key: &[u8], value: &[u8]) -> Vec<u8> {
     record
 }
 
+/// Offset of the seq inside a record (right after the header).
+pub const SEQ_OFFSET: usize = HEADER_BYTES;
+
+/// A payload longer than the u16 length can describe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PayloadTooLarge {
+    pub payload_bytes: usize,
+}
+
+impl core::fmt::Display for PayloadTooLarge {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "record payload of {} bytes exceeds the format's 65,535", self.payload_bytes)
+    }
+}
+
+/// Frames a put into `out` (cleared first) with its seq and CRC left zero, for a writer
+/// that learns its seq later: [`seal`] fills both in. The bytes are [`encode`]'s once
+/// sealed; building them in a reused buffer lets a steady writer allocate nothing.
+pub fn encode_unsequenced_put(out: &mut Vec<u8>, key: &[u8], value: &[u8]) -> Result<(), PayloadTooLarge> {
+    let payload_bytes = payload_len(key.len(), value.len());
+    let length = u16::try_from(payload_bytes).map_err(|_| PayloadTooLarge { payload_bytes })?;
+    out.clear();
+    out.extend_from_slice(&[0, 0, 0, 0]);
+    out.extend_from_slice(&length.to_le_bytes());
+    out.push(TYPE_FULL);
+    out.extend_from_slice(&[0; 8]);
+    out.push(OP_PUT);
+    put_varint(out, key.len() as u64);
+    out.extend_from_slice(key);
+    put_varint(out, value.len() as u64);
+    out.extend_from_slice(value);
+    debug_assert_eq!(out.len(), HEADER_BYTES + payload_bytes);
+    Ok(())
+}
+
+/// Writes `seq` into a record made by [`encode_unsequenced_put`] and seals it with its
+/// CRC32C (over the type byte and the payload).
+pub fn seal(record: &mut [u8], seq: u64) {
+    record[SEQ_OFFSET..SEQ_OFFSET + 8].copy_from_slice(&seq.to_le_bytes());
+    let crc = crc32c(&[&[TYPE_FULL], &record[HEADER_BYTES..]]);
+    record[..4].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// Where the key of a put framed by [`encode_unsequenced_put`] lies in the record.
+pub fn put_key_range(record_key_bytes: usize) -> core::ops::Range<usize> {
+    let start = SEQ_OFFSET + 8 + 1 + super::varint::varint_len(record_key_bytes as u64);
+    start..start + record_key_bytes
+}
+
 /// The payload alone: seq, op, key and value behind LEB128 lengths.
 pub fn encode_payload(seq: u64, op: Op, key: &[u8], value: &[u8]) -> Vec<u8> {
     let mut payload = Vec::with_capacity(payload_len(key.len(), value.len()));

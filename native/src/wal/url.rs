@@ -10,10 +10,10 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::affinity::SyncCpus;
+use super::file::affinity::SyncCpus;
 use super::file::{node_dir, FileBackend, SegmentFormat, SEGMENT_BYTES_DEFAULT, SYNC_THREADS_DEFAULT};
-use super::fs::RealFs;
-use super::io_thread::OnThread;
+use super::file::fs::RealFs;
+use super::file::io_thread::OnThread;
 use super::postgres::PgBackend;
 use super::s3::{self, S3Backend, S3Location};
 use super::Backend;

@@ -272,31 +272,26 @@ impl PgBackend {
         })
     }
 
-    #[cfg_attr(not(test), allow(dead_code))]
     /// Arms a deliberate fault (tests of the retry path).
     pub fn inject(&mut self, fault: PgFault) {
         self.shared.lock().fault = Some(fault);
     }
 
-    #[cfg_attr(not(test), allow(dead_code))]
     /// Keeps the start-up notes off stderr (tests read [`PgBackend::notes`]).
     pub fn quiet(&mut self) {
         self.quiet = true;
     }
 
-    #[cfg_attr(not(test), allow(dead_code))]
     /// What the start-up noticed.
     pub fn notes(&self) -> &[StartupNote] {
         &self.notes
     }
 
-    #[cfg_attr(not(test), allow(dead_code))]
     /// A handle on the counters that stays valid after the backend moves into a WAL.
     pub fn counters_handle(&self) -> PgCountersHandle {
         PgCountersHandle(Arc::clone(&self.shared))
     }
 
-    #[cfg_attr(not(test), allow(dead_code))]
     /// The epoch this backend claimed (0 before recovery, and for `dump` the stored one).
     pub fn epoch(&self) -> u64 {
         self.shared.lock().epoch
@@ -508,12 +503,10 @@ impl PgBackend {
     }
 }
 
-#[cfg_attr(not(test), allow(dead_code))]
 /// Reads the counters of a backend that has moved into a WAL.
 #[derive(Clone)]
 pub struct PgCountersHandle(Arc<Shared>);
 
-#[cfg_attr(not(test), allow(dead_code))]
 impl PgCountersHandle {
     pub fn get(&self) -> PgCounters {
         self.0.lock().counters.clone()
@@ -571,7 +564,6 @@ async fn claim_in(
     Ok(row.as_ref().map(NodeRow::from_row))
 }
 
-#[cfg_attr(not(test), allow(dead_code))]
 /// Claims the node row with exactly `epoch` (tests of the claim rule).
 pub fn claim_epoch(url: &str, cluster: &str, node: &str, epoch: u64) -> Result<bool, String> {
     let backend = PgBackend::new(url, cluster, node, true)?;

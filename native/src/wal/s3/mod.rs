@@ -382,7 +382,6 @@ impl S3Backend {
     }
 
     /// The request counters (cloned handle; they keep counting).
-    #[cfg_attr(not(test), allow(dead_code))]
     pub fn request_counts(&self) -> Arc<RequestCounts> {
         Arc::clone(&self.counts)
     }

@@ -6,9 +6,9 @@
 //! - `walab sim power-cut`: the tiny store with the power failing at an instant
 //!   (Parts 3, 6, 7 and 8): what was acknowledged, what survived, what was lost, and
 //!   where recovery's scan stopped; `--all-states` lists every legal post-crash state.
-//! - `walab sim redo` (`redo_cmd.rs`): Part 9's page engine, torn and recovered.
-//! - `walab sim quorum` (`quorum_cmd.rs`): Part 10's branch R and the survival table.
-//! - `walab sim remote` (`sim_remote_cmd.rs`): the stream store's WAL on S3 or Postgres.
+//! - `walab sim redo` (`redo.rs`): Part 9's page engine, torn and recovered.
+//! - `walab sim quorum` (`quorum.rs`): Part 10's branch R and the survival table.
+//! - `walab sim remote` (`sim_remote.rs`): the stream store's WAL on S3 or Postgres.
 //!
 //! Every variant takes `--trace FILE` and writes the run's trace as JSON, the format the
 //! browser lab opens (`walab_core::trace`). `sim` is a group of subcommands so that more
@@ -46,20 +46,20 @@ enum SimCommand {
     /// Cut the power during the tiny store's run and show what recovery finds (Parts 3, 6-8).
     PowerCut(PowerCutArgs),
     /// A page engine torn mid write-back, then REDO with full-page images, doublewrite, or neither (Part 9).
-    Redo(crate::redo_cmd::Args),
+    Redo(crate::cmd::redo::Args),
     /// The tiny store forked after a write and committed by a quorum of replicas (Part 10).
-    Quorum(crate::quorum_cmd::Args),
+    Quorum(crate::cmd::quorum::Args),
     /// The stream store's WAL on S3 or in Postgres: bulks, PUTs, a takeover, the ring.
-    Remote(crate::sim_remote_cmd::Args),
+    Remote(crate::cmd::sim_remote::Args),
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     match args.command {
         SimCommand::Commit(args) => run_commit(args),
         SimCommand::PowerCut(args) => run_power_cut(args),
-        SimCommand::Redo(args) => crate::redo_cmd::run(args),
-        SimCommand::Quorum(args) => crate::quorum_cmd::run(args),
-        SimCommand::Remote(args) => crate::sim_remote_cmd::run(args),
+        SimCommand::Redo(args) => crate::cmd::redo::run(args),
+        SimCommand::Quorum(args) => crate::cmd::quorum::run(args),
+        SimCommand::Remote(args) => crate::cmd::sim_remote::run(args),
     }
 }
 
@@ -335,7 +335,7 @@ fn arrivals(args: &CommitArgs) -> Result<(Arrivals, PerWrite), CliError> {
 pub(crate) fn latency_file(path: &Path) -> Result<(SyncLatency, Nanos), CliError> {
     let name = path.display();
     let text = std::fs::read_to_string(path).map_err(|error| CliError::usage(format!("{name}: cannot read: {error}")))?;
-    let export: crate::fsync_test::LatencyExport =
+    let export: crate::cmd::fsync_test::LatencyExport =
         serde_json::from_str(&text).map_err(|error| CliError::usage(format!("{name}: not a latency export: {error}")))?;
     if export.schema != "walab-latency/1" {
         return Err(CliError::usage(format!("{name}: schema {:?}, expected \"walab-latency/1\"", export.schema)));

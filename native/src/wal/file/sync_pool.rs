@@ -41,7 +41,7 @@
 //!
 //! A batch smaller than the pipelining threshold is synced inline by the driver when no
 //! pooled sync is in flight: a lone writer then crosses no extra thread hop (see
-//! [`super::file::FileBackend`]).
+//! [`super::FileBackend`]).
 
 use std::collections::VecDeque;
 use std::io;
@@ -53,7 +53,7 @@ use std::thread::JoinHandle;
 use walab_core::group_commit::SyncError;
 
 use super::fs::{WalFile, WalFs};
-use super::{sync_error_of, Completion};
+use crate::wal::{sync_error_of, Completion};
 
 /// One segment's handles for the sync threads: separate opens of the file, one per
 /// thread, made before the first batch is written to the segment.
@@ -211,7 +211,8 @@ mod tests {
 
     use super::super::fault_fs::FaultFs;
     use super::super::fs::WalFs;
-    use super::super::{Completion, Event};
+    use crate::wal::driver::Event;
+    use crate::wal::Completion;
     use super::{SyncHandles, SyncPool};
 
     /// Submits one sync and waits for its outcome.

@@ -26,25 +26,25 @@
 //!
 //! Every batch is written on the driver thread, in log order. A lone writer's batch (one
 //! record after one record, nothing else syncing) is then synced inline; every other
-//! batch's `fdatasync` runs on one of the sync threads ([`super::sync_pool`],
+//! batch's `fdatasync` runs on one of the sync threads ([`sync_pool`],
 //! `--sync-threads`, 2 by default), so two syncs can overlap. Each sync thread syncs
 //! through its own open of the segment, made when the segment becomes current. The
 //! driver and the sync threads run on the CPUs that take the device's completion
-//! interrupts, where that is a strict subset of the CPUs ([`super::affinity`],
+//! interrupts, where that is a strict subset of the CPUs ([`affinity`],
 //! `--sync-cpus`).
 //!
 //! # Formats
 //!
 //! `--format tiny` (the default) writes the tiny store's records, one per write, at the
 //! offsets the group-commit machine gives. `--format leveldb` writes LevelDB's log
-//! format with one `WriteBatch` record per commit group ([`super::leveldb_segment`]);
+//! format with one `WriteBatch` record per commit group ([`leveldb_segment`]);
 //! `walab inspect --format leveldb` and LevelDB's own reader can read those segments.
 //! A `FORMAT` file in the log directory records which, and opening with the other one
 //! is refused.
 //!
 //! # Recovery
 //!
-//! Opening reads every segment *from the device* ([`super::fs::WalFs::read_from_device`],
+//! Opening reads every segment *from the device* ([`fs::WalFs::read_from_device`],
 //! which drops cached pages first) and runs the core's recovery scan
 //! ([`walab_core::scan::scan_tiny`]) over them, oldest first:
 //!
@@ -61,6 +61,15 @@
 //! zero-filled by a crash) are removed and appending resumes in the last segment with
 //! records, right after its last good record.
 
+pub mod affinity;
+pub mod fault_fs;
+pub mod fs;
+pub mod io_thread;
+pub mod leveldb_segment;
+pub mod sync_pool;
+#[cfg(test)]
+mod tests;
+
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -70,9 +79,8 @@ use walab_core::group_commit::{self, Batch, Policy, SyncError};
 use walab_core::codec::leveldb::{scan_log, LogFormat, LogSegment};
 use walab_core::scan::{scan_tiny, ScanStop, StopReason};
 
-use super::fs::{create_zero_filled, create_zero_filled_paced, WalFile, WalFs};
-use super::leveldb_segment;
-use super::sync_pool::{SyncHandles, SyncPool};
+use self::fs::{create_zero_filled, create_zero_filled_paced, WalFile, WalFs};
+use self::sync_pool::{SyncHandles, SyncPool};
 use super::{sync_error_of, Backend, Completion, Recovered, WalError};
 
 /// Default bytes per segment: big enough that switches are rare, small enough that the
@@ -80,7 +88,7 @@ use super::{sync_error_of, Backend, Completion, Recovered, WalError};
 pub const SEGMENT_BYTES_DEFAULT: u64 = 16 << 20;
 
 /// Sync threads by default: two syncs in flight hide the driver's work between syncs
-/// (see [`super::sync_pool`]).
+/// (see [`sync_pool`]).
 pub const SYNC_THREADS_DEFAULT: usize = 2;
 
 /// The fewest records a batch needs to be synced beside another one (the machine's
@@ -170,7 +178,6 @@ pub struct FileBackend {
 
 impl FileBackend {
     /// A tiny-store-format log (tests and the power-loss harness's default).
-    #[cfg_attr(not(test), allow(dead_code))]
     pub fn new(fs: Arc<dyn WalFs>, dir: PathBuf, segment_bytes_max: u64, create: bool) -> FileBackend {
         FileBackend::with_format(fs, dir, segment_bytes_max, create, SegmentFormat::Tiny)
     }
@@ -208,7 +215,7 @@ impl FileBackend {
     }
 
     /// Runs the threads that sync (the driver, the sync threads) on `cpus` (see
-    /// [`super::affinity`]).
+    /// [`affinity`]).
     pub fn with_sync_cpus(mut self, cpus: Option<Vec<usize>>) -> FileBackend {
         self.sync_cpus = cpus;
         if let Some(pool) = self.pool.take() {

@@ -218,7 +218,7 @@ impl WriteCache {
 /// `queue/write_cache`. File systems without a block device (tmpfs, overlay on some
 /// setups) give `None`s.
 pub fn probe_write_cache(dir: &Path) -> WriteCache {
-    let Some(device_dir) = crate::wal::affinity::disk_sysfs_dir(dir) else {
+    let Some(device_dir) = crate::wal::file::affinity::disk_sysfs_dir(dir) else {
         return WriteCache { device: None, write_cache: None };
     };
     let device = device_dir.file_name().map(|name| name.to_string_lossy().into_owned());
@@ -566,7 +566,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         fs::write(path, text + "\n").map_err(|e| CliError::usage(format!("{}: {e}", path.display())))?;
     }
 
-    let completion_cpus = crate::wal::affinity::completion_cpus(&args.dir);
+    let completion_cpus = crate::wal::file::affinity::completion_cpus(&args.dir);
     let mut out = std::io::stdout().lock();
     if args.json {
         let report = ReportJson {
@@ -588,12 +588,12 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     };
     let _ = writeln!(out, "directory {}, {} B per write", args.dir.display(), args.block_bytes);
     let _ = writeln!(out, "{cache_line}");
-    if let (Some(cpus), Some(allowed)) = (&completion_cpus, crate::wal::affinity::allowed_cpus()) {
+    if let (Some(cpus), Some(allowed)) = (&completion_cpus, crate::wal::file::affinity::allowed_cpus()) {
         let _ = writeln!(
             out,
             "completion interrupts on CPU {} of {}{}",
-            crate::wal::affinity::format_cpu_list(cpus),
-            crate::wal::affinity::format_cpu_list(&allowed),
+            crate::wal::file::affinity::format_cpu_list(cpus),
+            crate::wal::file::affinity::format_cpu_list(&allowed),
             if cpus.len() < allowed.len() {
                 ": the file WAL syncs there (walab bench --sync-cpus)"
             } else {

@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::cli_error::CliError;
-use crate::load_cmd::{check_writers_and_bytes, default_run_id};
+use crate::cmd::common::{check_writers_and_bytes, default_run_id};
 use crate::wal::url::WalArgs;
 use walab_core::trace::Trace;
 
@@ -129,7 +129,6 @@ impl Histogram {
         self.total += other.total;
     }
 
-    #[cfg_attr(not(test), allow(dead_code))]
     pub fn count(&self) -> u64 {
         self.total
     }
@@ -491,8 +490,8 @@ impl WriterLoop {
 fn run_one(args: &Args, writers: usize, run_id: &str) -> Result<(RunJson, Option<Trace>), CliError> {
     let backend = args.wal.backend(true).map_err(CliError::usage)?;
     let options = WalOptions { trace_events_max: args.trace.is_some().then_some(TRACE_EVENTS_MAX), ..WalOptions::default() };
-    let (wal, _) = Wal::open(backend, options).map_err(crate::load_cmd::open_failure)?;
-    let sync_cpus = wal.sync_cpus().map(crate::wal::affinity::format_cpu_list);
+    let (wal, _) = Wal::open(backend, options).map_err(crate::cmd::common::open_failure)?;
+    let sync_cpus = wal.sync_cpus().map(crate::wal::file::affinity::format_cpu_list);
     let wal = Arc::new(wal);
     let stop = Arc::new(AtomicBool::new(false));
     let newest_acked = Arc::new(AtomicU64::new(0));

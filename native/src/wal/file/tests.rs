@@ -6,9 +6,9 @@ use std::sync::Arc;
 use walab_core::group_commit::{Config, Policy, SyncError};
 
 use super::fault_fs::{CutMode, FaultFs};
-use super::file::{segment_file_name, FileBackend};
+use super::{segment_file_name, FileBackend};
 use super::fs::{RealFs, WalFs};
-use super::{Wal, WalError, WalOptions};
+use crate::wal::{Wal, WalError, WalOptions};
 
 const SMALL_SEGMENT_BYTES: u64 = 4096;
 
@@ -228,12 +228,12 @@ fn the_no_sync_policy_acknowledges_what_a_power_cut_then_takes_away() {
 fn a_record_framed_by_the_writer_and_sealed_by_the_driver_is_the_codec_s_record() {
     for (key, value) in [(&b"user:1"[..], &b"alice"[..]), (b"k", &[7u8; 300][..]), (b"", b"")] {
         let mut record = Vec::new();
-        super::frame_unsequenced(&mut record, key, value).unwrap();
-        super::seal_record(&mut record, 42);
+        crate::wal::frame_unsequenced(&mut record, key, value).unwrap();
+        crate::wal::seal_record(&mut record, 42);
         assert_eq!(record, walab_core::codec::tiny::encode(42, walab_core::codec::Op::Put, key, value));
     }
     let mut record = Vec::new();
-    assert!(matches!(super::frame_unsequenced(&mut record, b"k", &vec![0u8; 70_000]), Err(WalError::Refused(_))));
+    assert!(matches!(crate::wal::frame_unsequenced(&mut record, b"k", &vec![0u8; 70_000]), Err(WalError::Refused(_))));
 }
 
 #[test]
@@ -263,7 +263,7 @@ fn leveldb_backend(dir: &Path, segment_bytes: u64) -> Box<FileBackend> {
         dir.to_path_buf(),
         segment_bytes,
         true,
-        super::file::SegmentFormat::Leveldb,
+        super::SegmentFormat::Leveldb,
     ))
 }
 
@@ -311,17 +311,17 @@ fn the_leveldb_format_writes_one_record_per_group_that_leveldb_s_scan_reads() {
 /// A backend whose persist panics: a bug in a backend must not leave writers blocked.
 struct PanickingBackend;
 
-impl super::Backend for PanickingBackend {
+impl crate::wal::Backend for PanickingBackend {
     fn describe(&self) -> String {
         "panicking://".to_string()
     }
-    fn recover(&mut self) -> Result<super::Recovered, WalError> {
-        Ok(super::Recovered { next_seq: 1, segment: 1, ..Default::default() })
+    fn recover(&mut self) -> Result<crate::wal::Recovered, WalError> {
+        Ok(crate::wal::Recovered { next_seq: 1, segment: 1, ..Default::default() })
     }
     fn segment_bytes_max(&self) -> u64 {
         u64::MAX
     }
-    fn persist(&mut self, _batch: walab_core::group_commit::Batch, _done: super::Completion) {
+    fn persist(&mut self, _batch: walab_core::group_commit::Batch, _done: crate::wal::Completion) {
         panic!("deliberate backend bug (test)");
     }
     fn write_unsynced(&mut self, _batch: &walab_core::group_commit::Batch) -> Result<(), SyncError> {

@@ -16,7 +16,7 @@
 //!
 //! # `--power-loss --cuts K`: the power fails
 //!
-//! The load runs in this process over [`crate::wal::fault_fs::FaultFs`], a disk that
+//! The load runs in this process over [`crate::wal::file::fault_fs::FaultFs`], a disk that
 //! knows what was synced. Each round schedules a power cut on a random upcoming
 //! file-system call (seeded), lets writers append until the cut stops the log, then
 //! "reboots" (the disk keeps only what a real device would have: synced bytes, plus a
@@ -36,9 +36,9 @@ use walab_core::group_commit::{Config, Policy};
 use walab_core::rng::Rng;
 
 use crate::cli_error::CliError;
-use crate::wal::fault_fs::{CutMode, FaultFs};
+use crate::wal::file::fault_fs::{CutMode, FaultFs};
 use crate::wal::file::{FileBackend, SegmentFormat};
-use crate::wal::io_thread::OnThread;
+use crate::wal::file::io_thread::OnThread;
 use crate::wal::url::WalArgs;
 use crate::wal::{Backend, Wal, WalError, WalOptions};
 
@@ -221,7 +221,7 @@ fn kill_test(args: &Args, wal_args: &WalArgs) -> Result<CrashReport, CliError> {
     let mut rng = Rng::new(args.seed);
     let mut report = CrashReport::default();
     let mut acked_all: Vec<String> = Vec::new();
-    let run_base = crate::load_cmd::default_run_id();
+    let run_base = crate::cmd::common::default_run_id();
     for round in 0..args.kills {
         let mut child = Command::new(&exe)
             .args(["load", "--wal", &wal_args.wal, "--cluster", &wal_args.cluster, "--node", &wal_args.node])
@@ -300,7 +300,7 @@ fn kill_test(args: &Args, wal_args: &WalArgs) -> Result<CrashReport, CliError> {
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     crate::wal::limit_malloc_arenas();
-    crate::load_cmd::check_writers_and_bytes(args.writers, args.record_bytes)?;
+    crate::cmd::common::check_writers_and_bytes(args.writers, args.record_bytes)?;
     let (kind, report) = if args.power_loss {
         if args.unit_bytes == 0 || args.unit_bytes > 65_536 {
             return Err(CliError::usage("--unit-bytes: must be between 1 and 65536"));

@@ -190,7 +190,6 @@ impl State {
     }
 }
 
-#[cfg_attr(not(test), allow(dead_code))] // some injections are used by tests only
 impl FaultFs {
     /// An empty disk whose atomic unit is `unit_bytes` (512 or 4096 on real devices).
     pub fn new(unit_bytes: u64) -> FaultFs {

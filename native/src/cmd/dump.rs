@@ -31,7 +31,7 @@ struct RecordJson<'a> {
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let backend = args.wal.backend(false).map_err(CliError::usage)?;
-    let (wal, recovered) = Wal::open(backend, WalOptions::default()).map_err(crate::load_cmd::open_failure)?;
+    let (wal, recovered) = Wal::open(backend, WalOptions::default()).map_err(crate::cmd::common::open_failure)?;
     wal.close();
     if let Some(note) = &recovered.repaired {
         eprintln!("walab: {note}");

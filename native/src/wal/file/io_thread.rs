@@ -16,7 +16,7 @@ use std::thread::JoinHandle;
 
 use walab_core::group_commit::{Batch, SyncError};
 
-use super::{Backend, Completion, Recovered, WalError};
+use crate::wal::{Backend, Completion, Recovered, WalError};
 
 enum Job {
     Recover(Sender<Result<Recovered, WalError>>),

@@ -20,7 +20,7 @@ use walab_core::sim::SyncLatency;
 use walab_core::time::Nanos;
 
 use crate::cli_error::CliError;
-use crate::sim_cmd::{latency_file, millis, positive_millis, print_json, write_trace};
+use crate::cmd::sim::{latency_file, millis, positive_millis, print_json, write_trace};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {

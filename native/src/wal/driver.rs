@@ -1,0 +1,462 @@
+//! The driver thread: owns the core's group-commit machine, feeds it appends and
+//! completions, and carries out its actions on the [`Backend`].
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use walab_core::codec::tiny;
+use walab_core::group_commit::{Action, AppendError, BatchId, GroupCommit, SyncError, Ticket};
+use walab_core::time::Nanos;
+use walab_core::trace::Trace;
+
+use super::backend::{Backend, Completion, WalError};
+use super::file::affinity;
+use super::handle::ReaderId;
+use super::os::{precise_timers, yield_to_a_waking_thread, yield_to_the_driver};
+use super::stats::WalStats;
+use super::trace::TraceRecorder;
+use super::writer::{seal_record, Reply, ReplyTo};
+
+pub(super) enum Event {
+    /// A framed record whose seq and CRC the driver fills in (see [`frame_unsequenced`]).
+    Append { record: Vec<u8>, key_bytes: usize, reply: ReplyTo },
+    Persisted { batch: BatchId, result: Result<(), SyncError>, buffer: Vec<u8> },
+    ConfirmConsumer { seq: u64 },
+    RegisterReader { name: String, seq: u64, reply: Sender<ReaderId> },
+    ConfirmReader { reader: ReaderId, seq: u64 },
+    Shutdown,
+}
+
+pub(super) struct DriverResult {
+    pub(super) trace: Option<Trace>,
+}
+
+/// The fewest answers the driver hands to its answering thread rather than sending
+/// them itself before a sync (see `Driver::deliver_answers`).
+const ANSWERER_BATCH_MIN: usize = 8;
+
+/// How long an idle driver polls for the next append before it sleeps (see
+/// `Driver::spin_for_event`).
+const IDLE_SPIN: Duration = Duration::from_micros(50);
+
+/// However the driver ends (shutdown, or a panic unwinding out of a backend), no writer
+/// is left waiting forever: every waiter and every append still in the channel is told
+/// the log is closed. None of them was acknowledged, so their outcome is unknown, as
+/// with any failure.
+impl Drop for Driver {
+    fn drop(&mut self) {
+        self.driver_gone.store(true, Ordering::Release);
+        // Answers already decided (a panic mid-round) still go out as decided.
+        for (reply, answer) in self.outbox.drain(..) {
+            reply.send(answer);
+        }
+        for (_, reply, buffer) in self.waiting.drain(..) {
+            reply.send((Err(WalError::Closed), buffer));
+        }
+        while let Ok(event) = self.events_rx.try_recv() {
+            if let Event::Append { record, reply, .. } = event {
+                reply.send((Err(WalError::Closed), record));
+            }
+        }
+    }
+}
+
+pub(super) struct Driver {
+    /// Shared with the writers: see [`Wal::last_persist_ns`].
+    pub(super) last_persist_ns: Arc<AtomicU64>,
+    pub(super) machine: GroupCommit,
+    pub(super) backend: Box<dyn Backend>,
+    pub(super) events_tx: Sender<Event>,
+    pub(super) events_rx: Receiver<Event>,
+    /// Writers waiting for their acknowledgement, in ticket order.
+    pub(super) waiting: VecDeque<(Ticket, ReplyTo, Vec<u8>)>,
+    pub(super) started: Instant,
+    /// The segment appends go to, and the bytes appended to it.
+    pub(super) segment: u64,
+    pub(super) segment_bytes: u64,
+    /// Every kept segment's last seq (None while empty).
+    pub(super) segment_last_seq: BTreeMap<u64, Option<u64>>,
+    /// When each running persist was issued.
+    pub(super) persist_started: BTreeMap<BatchId, Instant>,
+    pub(super) consumer_seq: u64,
+    /// The last position passed to [`Backend::confirmed`].
+    pub(super) confirmed_seq: u64,
+    pub(super) readers: BTreeMap<ReaderId, (String, u64)>,
+    pub(super) next_reader: u64,
+    pub(super) stats: Arc<Mutex<WalStats>>,
+    pub(super) trace: Option<TraceRecorder>,
+    pub(super) shutting_down: bool,
+    /// Whether an idle driver may poll before sleeping (more than one core).
+    pub(super) spin: bool,
+    /// When a persist completed in the current round (see [`WalStats::handoffs`]).
+    pub(super) last_completion: Option<Instant>,
+    /// Answers decided in this round, not yet sent.
+    pub(super) outbox: Vec<(ReplyTo, Reply)>,
+    /// The thread that sends large batches' answers while the driver syncs.
+    pub(super) answerer: Option<Sender<Vec<(ReplyTo, Reply)>>>,
+    /// Set when this driver goes away; see [`Writer::append`].
+    pub(super) driver_gone: Arc<AtomicBool>,
+}
+
+impl Driver {
+    fn now(&self) -> Nanos {
+        Nanos(self.started.elapsed().as_nanos() as u64)
+    }
+
+    /// Records into the trace, if one is kept.
+    fn record(&mut self, f: impl FnOnce(&mut TraceRecorder, Nanos)) {
+        let now = self.now();
+        if let Some(trace) = &mut self.trace {
+            f(trace, now);
+        }
+    }
+
+    pub(super) fn run(mut self, pin_to: Option<Vec<usize>>) -> DriverResult {
+        precise_timers();
+        if let Some(cpus) = &pin_to {
+            // The driver syncs inline (a lone writer's batches): where the device's
+            // completions land, like the sync threads (see `affinity`).
+            affinity::pin_current_thread(cpus);
+        }
+        loop {
+            // Wait for the next input, or for the machine's deadline.
+            let first = match self.spin_for_event() {
+                Some(event) => event,
+                None => self.wait_for_event(),
+            };
+            let first = match first {
+                Ok(event) => event,
+                Err(()) => break,
+            };
+            if let Some(event) = first {
+                self.handle(event);
+            }
+            // Everything else that has already arrived joins the same round.
+            while let Ok(event) = self.events_rx.try_recv() {
+                self.handle(event);
+            }
+            let now = self.now();
+            if self.machine.poll_timeout().is_some_and(|deadline| deadline <= now) {
+                self.machine.handle_timeout(now);
+            }
+            self.perform_actions();
+            self.last_completion = None;
+            self.trim();
+            if self.shutting_down && self.waiting.is_empty() && self.machine.running() == 0 {
+                break;
+            }
+        }
+        // Anyone still waiting (the channel closed under them) learns the log is closed.
+        for (_, reply, buffer) in self.waiting.drain(..) {
+            reply.send((Err(WalError::Closed), buffer));
+        }
+        DriverResult { trace: self.trace.take().map(TraceRecorder::finish) }
+    }
+
+    /// When the log is idle (every append answered, nothing in flight) the writers just
+    /// told OK are about to append again: polling the channel for a few microseconds
+    /// catches that append without the driver falling asleep and being woken, which
+    /// on a small machine costs as much again as the hop itself. Never while writers
+    /// wait (they need the cores more), and never on a single core.
+    fn spin_for_event(&mut self) -> Option<Result<Option<Event>, ()>> {
+        if !self.spin || !self.waiting.is_empty() || self.machine.running() != 0 || self.shutting_down {
+            return None;
+        }
+        let started = Instant::now();
+        while started.elapsed() < IDLE_SPIN {
+            match self.events_rx.try_recv() {
+                Ok(event) => return Some(Ok(Some(event))),
+                Err(mpsc::TryRecvError::Disconnected) => return Some(Err(())),
+                // Yield, not spin: were the driver woken on this core it would wait for
+                // the end of this thread's time slice (see `yield_to_a_waking_thread`).
+                Err(mpsc::TryRecvError::Empty) => yield_to_a_waking_thread(),
+            }
+        }
+        None
+    }
+
+    /// Blocks for the next input, or until the machine's deadline (`Ok(None)`).
+    /// `Err` once every sender is gone.
+    fn wait_for_event(&mut self) -> Result<Option<Event>, ()> {
+        match self.machine.poll_timeout() {
+            Some(deadline) => {
+                let now = self.now();
+                let wait = Duration::from_nanos(deadline.0.saturating_sub(now.0));
+                match self.events_rx.recv_timeout(wait) {
+                    Ok(event) => Ok(Some(event)),
+                    Err(RecvTimeoutError::Timeout) => Ok(None),
+                    Err(RecvTimeoutError::Disconnected) => Err(()),
+                }
+            }
+            None => self.events_rx.recv().map(Some).map_err(|_| ()),
+        }
+    }
+
+    fn handle(&mut self, event: Event) {
+        match event {
+            Event::Append { record, key_bytes, reply } => self.append(record, key_bytes, reply),
+            Event::Persisted { batch, result, buffer } => {
+                let now = self.now();
+                let elapsed = self.persist_started.remove(&batch).map(|t| t.elapsed().as_nanos() as u64).unwrap_or(0);
+                self.last_persist_ns.store(elapsed, Ordering::Relaxed);
+                {
+                    let mut stats = self.stats.lock().unwrap_or_else(|p| p.into_inner());
+                    stats.persist_ns_total += elapsed;
+                    match result {
+                        Ok(()) => stats.persists_ok += 1,
+                        Err(_) => stats.persists_failed += 1,
+                    }
+                }
+                self.record(|trace, at| trace.persist_end(at, batch, result));
+                self.last_completion = Some(Instant::now());
+                self.machine.recycle_buffer(buffer);
+                // An unknown batch would be a driver bug; the machine reports it as data.
+                let known = self.machine.handle_persisted(now, batch, result);
+                debug_assert!(known.is_ok(), "completion for a batch the machine never issued");
+            }
+            Event::ConfirmConsumer { seq } => self.consumer_seq = self.consumer_seq.max(seq),
+            Event::RegisterReader { name, seq, reply } => {
+                let id = ReaderId(self.next_reader);
+                self.next_reader += 1;
+                self.readers.insert(id, (name, seq));
+                let _ = reply.send(id);
+            }
+            Event::ConfirmReader { reader, seq } => {
+                if let Some(entry) = self.readers.get_mut(&reader) {
+                    entry.1 = entry.1.max(seq);
+                    let name = entry.0.clone();
+                    self.record(|trace, at| trace.reader_confirmed(at, &name, seq));
+                }
+            }
+            Event::Shutdown => self.shutting_down = true,
+        }
+    }
+
+    fn append(&mut self, mut record: Vec<u8>, key_bytes: usize, reply: ReplyTo) {
+        if self.shutting_down {
+            reply.send((Err(WalError::Closed), record));
+            return;
+        }
+        let record_bytes = record.len() as u64;
+        if record_bytes > self.backend.segment_bytes_max() {
+            let refusal = WalError::Refused(format!(
+                "record of {record_bytes} bytes exceeds the segment size {}",
+                self.backend.segment_bytes_max()
+            ));
+            reply.send((Err(refusal), record));
+            return;
+        }
+        let seq = self.machine.next_ticket().0;
+        seal_record(&mut record, seq);
+        let (segment, segment_bytes) = if self.segment_bytes + record_bytes > self.backend.segment_bytes_max() {
+            (self.segment + 1, 0)
+        } else {
+            (self.segment, self.segment_bytes)
+        };
+        let now = self.now();
+        match self.machine.handle_append(now, segment, &record) {
+            Ok(ticket) => {
+                assert_eq!(ticket.0, seq, "a record's seq is its ticket");
+                self.segment = segment;
+                self.segment_bytes = segment_bytes + record_bytes;
+                self.segment_last_seq.entry(segment).or_insert(None);
+                if self.trace.is_some() {
+                    let key = record[tiny::put_key_range(key_bytes)].to_vec();
+                    self.record(|trace, at| trace.arrive(at, seq, segment, record_bytes, &key));
+                }
+                self.waiting.push_back((ticket, reply, record));
+            }
+            Err(AppendError::Failed(error)) => {
+                reply.send((Err(WalError::Failed(error)), record));
+            }
+            Err(other) => {
+                reply.send((Err(WalError::Refused(other.to_string())), record));
+            }
+        }
+    }
+
+    /// Performs the machine's actions. With a backend that returns from `persist` at
+    /// once (an I/O thread, a runtime), persists are issued first and acknowledgements
+    /// delivered after, so the next sync runs while the previous batch's writers are
+    /// being woken. With one that blocks in `persist` (the inline file backend), the
+    /// answers go first: otherwise a batch's writers would wait out the next sync too.
+    /// Acks and fails keep their order among themselves, which is all the machine's
+    /// ordering promise needs.
+    fn perform_actions(&mut self) {
+        let (mut answers, mut others): (Vec<Action>, Vec<Action>) = (Vec::new(), Vec::new());
+        while let Some(action) = self.machine.poll_action() {
+            if matches!(action, Action::Ack(_) | Action::Fail { .. }) {
+                answers.push(action);
+            } else {
+                others.push(action);
+            }
+        }
+        let sync_follows =
+            others.iter().any(|action| matches!(action, Action::Persist(batch) if self.backend.blocks_in_persist(batch)));
+        if sync_follows {
+            for action in answers {
+                self.perform(action);
+            }
+            self.deliver_answers(sync_follows);
+            for action in others {
+                self.perform(action);
+            }
+        } else {
+            for action in others.into_iter().chain(answers) {
+                self.perform(action);
+            }
+            self.deliver_answers(false);
+        }
+    }
+
+    /// Sends the answers the machine decided. When the driver is about to block in a
+    /// sync, a large batch's answers go to the answering thread instead, so that waking
+    /// its writers (a wake-up each, which under load can cost microseconds apiece and
+    /// get the driver preempted) overlaps the sync instead of delaying it. A few answers
+    /// are sent at once: the extra hop would cost a lone writer more than it saves.
+    fn deliver_answers(&mut self, sync_follows: bool) {
+        if self.outbox.is_empty() {
+            return;
+        }
+        if sync_follows && self.outbox.len() >= ANSWERER_BATCH_MIN {
+            let answers = std::mem::take(&mut self.outbox);
+            match self.answerer() {
+                Some(answerer) => match answerer.send(answers) {
+                    Ok(()) => return,
+                    Err(mpsc::SendError(answers)) => self.outbox = answers,
+                },
+                None => self.outbox = answers,
+            }
+        }
+        for (reply, answer) in self.outbox.drain(..) {
+            reply.send(answer);
+        }
+    }
+
+    /// The answering thread, started the first time it is needed (`None` if it cannot be).
+    fn answerer(&mut self) -> Option<&Sender<Vec<(ReplyTo, Reply)>>> {
+        if self.answerer.is_none() {
+            let (sender, inbox) = mpsc::channel::<Vec<(ReplyTo, Reply)>>();
+            // It ends once the driver (the only sender) is gone and the inbox is empty,
+            // so every answer handed to it is delivered.
+            let spawned = std::thread::Builder::new().name("wal-answer".to_string()).spawn(move || {
+                yield_to_the_driver();
+                for answers in inbox {
+                    for (reply, answer) in answers {
+                        reply.send(answer);
+                    }
+                }
+            });
+            if spawned.is_ok() {
+                self.answerer = Some(sender);
+            }
+        }
+        self.answerer.as_ref()
+    }
+
+    fn perform(&mut self, action: Action) {
+        {
+            let now = self.now();
+            match action {
+                Action::Persist(batch) => {
+                    self.record(|trace, at| trace.persist_start(at, &batch));
+                    if let Some(last) = batch.tickets.last() {
+                        self.segment_last_seq.insert(batch.segment, Some(last.0));
+                    }
+                    let started = Instant::now();
+                    if let Some(completed) = self.last_completion.take() {
+                        let mut stats = self.stats.lock().unwrap_or_else(|p| p.into_inner());
+                        stats.handoffs += 1;
+                        stats.handoff_ns_total += (started - completed).as_nanos() as u64;
+                    }
+                    self.persist_started.insert(batch.id, started);
+                    let done = Completion { batch: batch.id, events: self.events_tx.clone() };
+                    self.backend.persist(batch, done);
+                }
+                Action::Write(batch) => {
+                    if let Some(last) = batch.tickets.last() {
+                        self.segment_last_seq.insert(batch.segment, Some(last.0));
+                    }
+                    // The unsafe policies: a failed write here is noticed by nobody,
+                    // which is exactly what makes them unsafe.
+                    let _ = self.backend.write_unsynced(&batch);
+                    self.machine.recycle_buffer(batch.bytes);
+                }
+                Action::Sync { batch, .. } => {
+                    // Only the periodic policy asks for a bare sync; the file WAL does
+                    // not offer it, so report it done without durability claims.
+                    let _ = self.machine.handle_persisted(now, batch, Err(SyncError::Unavailable));
+                }
+                Action::Ack(tickets) => {
+                    self.record(|trace, at| trace.ack(at, tickets));
+                    self.stats.lock().unwrap_or_else(|p| p.into_inner()).acked += tickets.count;
+                    for _ in 0..tickets.count {
+                        let (ticket, reply, buffer) =
+                            self.waiting.pop_front().expect("an acknowledged ticket has a waiter");
+                        assert!(tickets.contains(ticket), "acknowledgements arrive in ticket order");
+                        self.outbox.push((reply, (Ok(ticket.0), buffer)));
+                    }
+                }
+                Action::Fail { tickets, error } => {
+                    self.record(|trace, at| trace.fail(at, tickets, error));
+                    self.stats.lock().unwrap_or_else(|p| p.into_inner()).failed += tickets.count;
+                    // With several batches in flight, batches submitted before the
+                    // failed one may still be acknowledged *after* this failure, so the
+                    // failed run is a suffix of the waiters, not always their front.
+                    let from = self.waiting.partition_point(|(ticket, _, _)| *ticket < tickets.first);
+                    let failed: Vec<_> = self.waiting.drain(from..).collect();
+                    assert_eq!(failed.len() as u64, tickets.count, "every failed ticket has a waiter");
+                    for (ticket, reply, buffer) in failed {
+                        assert!(tickets.contains(ticket), "failures cover the waiters from their first ticket on");
+                        self.outbox.push((reply, (Err(WalError::Failed(error)), buffer)));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Removes the segments every consumer and reader is done with.
+    fn trim(&mut self) {
+        let confirmed = self.readers.values().map(|(_, seq)| *seq).fold(self.consumer_seq, u64::min);
+        if confirmed == 0 {
+            return;
+        }
+        if confirmed > self.confirmed_seq {
+            self.confirmed_seq = confirmed;
+            self.backend.confirmed(confirmed);
+        }
+        let newest_with_records = self.segment_last_seq.iter().rev().find(|(_, last)| last.is_some()).map(|(s, _)| *s);
+        let Some(newest_with_records) = newest_with_records else { return };
+        let removable: Vec<u64> = self
+            .segment_last_seq
+            .iter()
+            .take_while(|(segment, _)| **segment < newest_with_records && **segment < self.segment)
+            .take_while(|(_, last)| last.is_none_or(|last| last <= confirmed))
+            .map(|(segment, _)| *segment)
+            .collect();
+        if removable.is_empty() {
+            return;
+        }
+        match self.backend.remove_segments(&removable) {
+            Ok(()) => {
+                for segment in &removable {
+                    self.segment_last_seq.remove(segment);
+                }
+                self.stats.lock().unwrap_or_else(|p| p.into_inner()).segments_removed += removable.len() as u64;
+                self.record(|trace, at| {
+                    for &segment in &removable {
+                        trace.delete(at, segment);
+                    }
+                });
+            }
+            Err(_) => {
+                // A failed remove loses nothing: the segment stays and is retried at the
+                // next trim.
+            }
+        }
+    }
+}
+

@@ -1,0 +1,202 @@
+//! [`Wal`]: an open log, the handle that starts the driver and hands out writers.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
+use std::sync::mpsc::{self, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use walab_core::group_commit::{self, GroupCommit, Ticket};
+use walab_core::trace::Trace;
+
+use super::backend::{Backend, Recovered, WalError};
+use super::driver::{Driver, DriverResult, Event};
+use super::os::release_free_memory;
+use super::stats::WalStats;
+use super::trace::TraceRecorder;
+use super::writer::{AsyncWriter, Writer};
+
+/// How a WAL is opened.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WalOptions {
+    /// The machine's settings; `None` takes the backend's own
+    /// ([`Backend::machine_config`]). Tests set [`Policy::NoSync`] here to build the
+    /// deliberately broken WAL that acknowledges before it syncs.
+    pub machine: Option<group_commit::Config>,
+    /// Record the driver's trace (arrivals, batches, persists, acks) for `--trace`, in
+    /// the core's trace format, keeping at most this many events.
+    pub trace_events_max: Option<usize>,
+}
+
+/// A registered reader (a replica, a backup shipper, a CDC client) that pins the log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ReaderId(pub u64);
+
+/// An open WAL. Dropping it shuts the driver down after in-flight batches finish.
+pub struct Wal {
+    events: Sender<Event>,
+    /// Writers (threads and tasks) waiting for an answer (see `Writer::poll_for_reply`).
+    waiting_writers: Arc<AtomicUsize>,
+    /// The last persist's duration in nanoseconds: lone writers poll only while it is
+    /// short (see `Writer::poll_for_reply`).
+    last_persist_ns: Arc<AtomicU64>,
+    /// Set by the driver as it goes away, normally or by a panic (see [`Writer::append`]).
+    driver_gone: Arc<AtomicBool>,
+    driver: Option<JoinHandle<DriverResult>>,
+    stats: Arc<Mutex<WalStats>>,
+    name: String,
+    /// Where the driver runs, if it was pinned ([`Backend::sync_cpus`]).
+    sync_cpus: Option<Vec<usize>>,
+}
+
+impl Wal {
+    /// Recovers the backend's log and starts the driver. Returns the WAL and the records
+    /// recovery found.
+    pub fn open(mut backend: Box<dyn Backend>, options: WalOptions) -> Result<(Wal, Recovered), WalError> {
+        let name = backend.describe();
+        let sync_cpus = backend.sync_cpus();
+        let recovered = backend.recover()?;
+        release_free_memory();
+        let machine_config = options.machine.unwrap_or_else(|| backend.machine_config());
+        let machine = GroupCommit::resume(
+            machine_config,
+            Ticket(recovered.next_seq),
+            recovered.lsn,
+            recovered.segment,
+            recovered.segment_bytes,
+        )
+        .map_err(|error| WalError::Open(format!("{name}: {error}")))?;
+        let (events_tx, events_rx) = mpsc::channel();
+        let stats = Arc::new(Mutex::new(WalStats::default()));
+        let mut segment_last_seq = BTreeMap::new();
+        for &(segment, last) in &recovered.segments {
+            segment_last_seq.insert(segment, last);
+        }
+        segment_last_seq.entry(recovered.segment).or_insert(None);
+        let recovered_segment_bytes_max = backend.segment_bytes_max();
+        let driver_gone = Arc::new(AtomicBool::new(false));
+        let last_persist_ns = Arc::new(AtomicU64::new(0));
+        let driver = Driver {
+            driver_gone: Arc::clone(&driver_gone),
+            last_persist_ns: Arc::clone(&last_persist_ns),
+            machine,
+            backend,
+            events_tx: events_tx.clone(),
+            events_rx,
+            waiting: VecDeque::new(),
+            started: Instant::now(),
+            segment: recovered.segment,
+            segment_bytes: recovered.segment_bytes,
+            segment_last_seq,
+            persist_started: BTreeMap::new(),
+            consumer_seq: 0,
+            confirmed_seq: 0,
+            readers: BTreeMap::new(),
+            next_reader: 1,
+            stats: Arc::clone(&stats),
+            trace: options.trace_events_max.map(|events_max| {
+                let policy = walab_core::sim::commit::policy_name(&machine_config.policy);
+                TraceRecorder::new("native-file", policy, recovered.next_seq, recovered_segment_bytes_max, events_max)
+            }),
+            shutting_down: false,
+            spin: std::thread::available_parallelism().is_ok_and(|n| n.get() > 1),
+            last_completion: None,
+            outbox: Vec::new(),
+            answerer: None,
+        };
+        let pin_to = sync_cpus.clone();
+        let handle = std::thread::Builder::new()
+            .name("wal-driver".to_string())
+            .spawn(move || driver.run(pin_to))
+            .map_err(|error| WalError::Open(format!("{name}: cannot start the driver thread: {error}")))?;
+        Ok((
+            Wal {
+                events: events_tx,
+                waiting_writers: Arc::default(),
+                last_persist_ns,
+                driver_gone,
+                driver: Some(handle),
+                stats,
+                name,
+                sync_cpus,
+            },
+            recovered,
+        ))
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The CPUs the driver (and the backend's sync threads) run on, if pinned.
+    pub fn sync_cpus(&self) -> Option<&[usize]> {
+        self.sync_cpus.as_deref()
+    }
+
+    /// A new writer handle (one per writer thread).
+    pub fn writer(&self) -> Writer {
+        let (reply_tx, reply_rx) = mpsc::channel();
+        Writer {
+            events: self.events.clone(),
+            driver_gone: Arc::clone(&self.driver_gone),
+            waiting_writers: Arc::clone(&self.waiting_writers),
+            reply_tx,
+            reply_rx,
+            buffer: Vec::new(),
+            last_persist_ns: Arc::clone(&self.last_persist_ns),
+        }
+    }
+
+    /// A new async writer handle (one per writer task).
+    pub fn async_writer(&self) -> AsyncWriter {
+        AsyncWriter {
+            events: self.events.clone(),
+            buffer: Vec::new(),
+            waiting_writers: Arc::clone(&self.waiting_writers),
+            last_persist_ns: Arc::clone(&self.last_persist_ns),
+        }
+    }
+
+    /// The consumer has applied everything through `seq`.
+    pub fn confirm_consumer(&self, seq: u64) {
+        let _ = self.events.send(Event::ConfirmConsumer { seq });
+    }
+
+    /// Registers a reader positioned after `seq`; the log keeps what it has not confirmed.
+    pub fn register_reader(&self, name: &str, seq: u64) -> Result<ReaderId, WalError> {
+        let (reply, answer) = mpsc::channel();
+        self.events
+            .send(Event::RegisterReader { name: name.to_string(), seq, reply })
+            .map_err(|_| WalError::Closed)?;
+        answer.recv().map_err(|_| WalError::Closed)
+    }
+
+    /// A reader has read everything through `seq`.
+    pub fn confirm_reader(&self, reader: ReaderId, seq: u64) {
+        let _ = self.events.send(Event::ConfirmReader { reader, seq });
+    }
+
+    /// A snapshot of the driver's counters.
+    pub fn stats(&self) -> WalStats {
+        self.stats.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Waits for in-flight batches, stops the driver, and returns its trace (`None`
+    /// unless tracing was on).
+    pub fn close(mut self) -> Option<Trace> {
+        self.shutdown()
+    }
+
+    fn shutdown(&mut self) -> Option<Trace> {
+        let _ = self.events.send(Event::Shutdown);
+        self.driver.take().and_then(|handle| handle.join().ok()).and_then(|result| result.trace)
+    }
+}
+
+impl Drop for Wal {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
