@@ -47,7 +47,7 @@ proptest! {
         steps in prop::collection::vec(step(), 1..200),
     ) {
         let config =
-            Config { policy, inflight_max, batch_bytes_max, unflushed_bytes_max: 2000, waiters_max: 50, pipeline_min_records };
+            Config { policy, inflight_max, batch_bytes_max, unflushed_bytes_max: 2000, waiters_max: 50, pipeline_min_records, inline_persists: false };
         let mut machine = GroupCommit::new(config).unwrap();
         let mut now = Nanos::ZERO;
         let mut segment = 1u64;

@@ -260,3 +260,60 @@ fn bench_against_raw_alternates_turns_and_reports_both_sides() {
     let refused = walab(&["bench", "--wal", "s3://bucket/p", "--against-raw-ms", "100", "--seconds", "0.1"]);
     assert_one_line_error(&refused, 2, "--against-raw-ms");
 }
+
+fn listing(dir: &Path) -> Vec<(String, u64)> {
+    let mut names: Vec<(String, u64)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .map(|e| (e.file_name().to_string_lossy().into_owned(), e.metadata().unwrap().len()))
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_log_keeps_its_segment_size_and_dump_changes_nothing() {
+    // Written with 4 MiB segments, dumped without the flag: the log's recorded size is
+    // used, every record is shown, and no 16 MiB spare (or anything else) appears.
+    let dir = tempfile::tempdir().unwrap();
+    let wal = url(dir.path());
+    let load = walab(&["load", "--wal", &wal, "--writers", "4", "--records", "200", "--segment-bytes", "4194304"]);
+    assert!(load.status.success(), "{}", stderr(&load));
+    let acked = stdout(&load).lines().count();
+    assert_eq!(acked, 200);
+    let node = dir.path().join("default").join("0");
+    let before = listing(&node);
+    assert!(before.iter().filter(|(name, _)| name.starts_with("wal-")).all(|(_, len)| *len == 4194304), "{before:?}");
+    let dump = walab(&["dump", "--wal", &wal]);
+    assert!(dump.status.success(), "{}", stderr(&dump));
+    assert_eq!(stdout(&dump).lines().count(), acked);
+    assert_eq!(listing(&node), before, "dump created, removed or resized nothing");
+    // Another size given on purpose is refused by name; leaving it out adopts the log's.
+    assert_one_line_error(
+        &walab(&["load", "--wal", &wal, "--records", "1", "--segment-bytes", "8192"]),
+        2,
+        "the log's segments are 4194304 bytes; pass --segment-bytes 4194304",
+    );
+    let more = walab(&["load", "--wal", &wal, "--records", "10"]);
+    assert!(more.status.success(), "{}", stderr(&more));
+    assert!(listing(&node).iter().filter(|(name, _)| name.starts_with("wal-")).all(|(_, len)| *len == 4194304));
+    assert_eq!(stdout(&walab(&["dump", "--wal", &wal])).lines().count(), acked + 10);
+}
+
+#[test]
+fn dump_reports_a_torn_tail_without_cutting_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let wal = url(dir.path());
+    let load = walab(&["load", "--wal", &wal, "--records", "5", "--segment-bytes", "8192"]);
+    assert!(load.status.success(), "{}", stderr(&load));
+    let segment = dir.path().join("default/0/wal-00000000000000000001.log");
+    let mut bytes = std::fs::read(&segment).unwrap();
+    let end = bytes.iter().rposition(|&b| b != 0).unwrap() + 1;
+    bytes[end..end + 9].copy_from_slice(&[0xde, 0xad, 0xbe, 0xef, 40, 0, 1, 9, 9]);
+    std::fs::write(&segment, &bytes).unwrap();
+    let dump = walab(&["dump", "--wal", &wal]);
+    assert!(dump.status.success(), "{}", stderr(&dump));
+    assert_eq!(stdout(&dump).lines().count(), 5);
+    assert!(stderr(&dump).contains("left as they are"), "{}", stderr(&dump));
+    assert_eq!(std::fs::read(&segment).unwrap(), bytes, "the torn tail is still there for the next writer");
+}

@@ -41,12 +41,10 @@ pub const KEY_NUMBER_DIGITS: usize = 20;
 pub const REGISTRATION_NAME: &str = "registration";
 /// The registration's format marker.
 pub const REGISTRATION_FORMAT: &str = "walab-s3-registration-1";
-/// Records a bulk must hold before it is uploaded *beside* another upload (with none in
-/// flight a bulk goes at once, whatever it holds): the group-commit machine's
-/// `pipeline_min_records` for the object-store WAL. Every bulk is a PUT, and a PUT is
-/// billed per request, so a bulk earns a request of its own only once it carries this
-/// many records; at low concurrency one upload runs and the next bulk gathers behind it.
-pub const PIPELINE_MIN_RECORDS: u64 = 32;
+/// Records a bulk must hold before it is uploaded *beside* another upload: the machine's
+/// setting for the object-store WAL, named where every pipelining rule is
+/// ([`crate::group_commit::schedule::OBJECT_STORE_PIPELINE_MIN_RECORDS`]).
+pub use crate::group_commit::schedule::OBJECT_STORE_PIPELINE_MIN_RECORDS as PIPELINE_MIN_RECORDS;
 
 /// A node's prefix: `<path>/<cluster>/<node>/`, or `<cluster>/<node>/` with no path.
 pub fn node_prefix(path: &str, cluster: &str, node: &str) -> String {

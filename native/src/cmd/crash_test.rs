@@ -38,7 +38,6 @@ use walab_core::rng::Rng;
 use crate::cli_error::CliError;
 use crate::wal::file::fault_fs::{CutMode, FaultFs};
 use crate::wal::file::{FileBackend, SegmentFormat};
-use crate::wal::file::io_thread::OnThread;
 use crate::wal::url::WalArgs;
 use crate::wal::{Backend, Wal, WalError, WalOptions};
 
@@ -166,13 +165,12 @@ pub fn power_loss(params: PowerLossParams) -> Result<CrashReport, String> {
             break;
         }
         // A fresh WAL on the recovered disk, with the policy under test, syncing on two
-        // sync threads (the default), inline only (`--sync-threads 1`) or on an I/O
-        // thread (`--io-thread`): the round number picks, so every mode gets cut.
+        // sync threads (the default) or inline only (`--inflight 1`): the round number
+        // picks, so both modes get cut.
         let file = FileBackend::with_format(Arc::new(fs.clone()), dir.clone(), params.segment_bytes, true, params.format);
-        let backend: Box<dyn Backend> = match round % 3 {
+        let backend: Box<dyn Backend> = match round % 2 {
             0 => Box::new(file.with_sync_threads(crate::wal::file::SYNC_THREADS_DEFAULT)),
-            1 => Box::new(file),
-            _ => Box::new(OnThread::new(Box::new(file)).map_err(|e| e.to_string())?),
+            _ => Box::new(file),
         };
         // The backend's own settings (two batches in flight with sync threads), with the
         // policy under test.
@@ -324,13 +322,11 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             wal,
             cluster: args.cluster.clone(),
             node: args.node.clone(),
-            segment_bytes: crate::wal::file::SEGMENT_BYTES_DEFAULT,
+            segment_bytes: None,
             format: args.format,
             endpoint: args.endpoint.clone(),
-            inflight_max: 4,
+            inflight: None,
             per_write: false,
-            io_thread: false,
-            sync_threads: None,
             sync_cpus: None,
         };
         wal_args.backend(true).map_err(CliError::usage)?;

@@ -1,8 +1,10 @@
-//! `walab dump`: recover a WAL and print every record.
+//! `walab dump`: recover a WAL's records and print every one, changing nothing.
 //!
-//! Dumping *is* a recovery: the log is read from the device, scanned, and a torn tail
-//! (which holds nothing acknowledged) is cut. A log damaged before its end is reported
-//! as corrupt, with the segment and byte, and the command exits 1. Text output is one
+//! Dumping reads what a recovery reads: the log from the device, scanned with the
+//! log's own recorded format and segment size. It only reads: a torn tail (which holds
+//! nothing acknowledged) is reported on stderr and left for the next writer to cut, and
+//! no segment is created or removed. A log damaged before its end is reported as
+//! corrupt, with the segment and byte, and the command exits 1. Text output is one
 //! line per record, `<seq> <key> <value bytes>`; `--json` prints one JSON object per
 //! line, `{"key": .., "seq": .., "len": ..}`.
 

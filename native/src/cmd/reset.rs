@@ -28,7 +28,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     args.wal.backend(false).map_err(CliError::usage)?;
     let store = s3::connect(&bucket, args.wal.endpoint.as_deref()).map_err(CliError::usage)?;
     let location = S3Location { node_prefix: s3::layout::node_prefix(&path, &args.wal.cluster, &args.wal.node), bucket };
-    let mut backend = S3Backend::new(store, location, false, args.wal.segment_bytes).map_err(CliError::failed)?;
+    let mut backend = S3Backend::new(store, location, false, args.wal.segment_bytes.unwrap_or(crate::wal::file::SEGMENT_BYTES_DEFAULT)).map_err(CliError::failed)?;
     let report = s3::reset(&mut backend).map_err(|error| CliError::failed(error.to_string()))?;
     let _ = writeln!(
         std::io::stdout().lock(),

@@ -108,12 +108,6 @@ pub trait Backend: Send + 'static {
     /// finer than whole segments (the Postgres WAL's trim offset) uses it, the others
     /// ignore it.
     fn confirmed(&mut self, _seq: u64) {}
-    /// Whether `persist(batch)` would block until the storage has answered (and complete
-    /// before it returns). The driver then delivers earlier answers before it persists; a
-    /// backend that only starts the persist returns false (the default).
-    fn blocks_in_persist(&self, _batch: &Batch) -> bool {
-        false
-    }
     /// The CPUs the driver should run on, because it syncs (see [`affinity`]); `None`
     /// (the default) leaves it wherever Linux puts it.
     fn sync_cpus(&self) -> Option<Vec<usize>> {

@@ -295,7 +295,7 @@ impl Driver {
             }
         }
         let sync_follows =
-            others.iter().any(|action| matches!(action, Action::Persist(batch) if self.backend.blocks_in_persist(batch)));
+            others.iter().any(|action| matches!(action, Action::Persist(batch) if batch.inline));
         if sync_follows {
             for action in answers {
                 self.perform(action);

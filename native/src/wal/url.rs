@@ -13,7 +13,6 @@ use std::sync::Arc;
 use super::file::affinity::SyncCpus;
 use super::file::{node_dir, FileBackend, SegmentFormat, SEGMENT_BYTES_DEFAULT, SYNC_THREADS_DEFAULT};
 use super::file::fs::RealFs;
-use super::file::io_thread::OnThread;
 use super::postgres::PgBackend;
 use super::s3::{self, S3Backend, S3Location};
 use super::Backend;
@@ -31,9 +30,11 @@ pub struct WalArgs {
     /// The node whose log this is.
     #[arg(long, default_value = "0")]
     pub node: String,
-    /// Bytes per segment file (file backend); for s3:// the record bytes per trim unit.
-    #[arg(long, default_value_t = SEGMENT_BYTES_DEFAULT)]
-    pub segment_bytes: u64,
+    /// Bytes per segment: a segment file's size for file:// (default 16 MiB, or what
+    /// the log recorded when it was created), the record bytes per trim unit for s3://,
+    /// a ring generation for postgres:// (the URL's segmentBytes).
+    #[arg(long, value_name = "BYTES")]
+    pub segment_bytes: Option<u64>,
     /// Record format of the segment files (file backend): the tiny store's, one record
     /// per write, or LevelDB's, one WriteBatch record per commit group.
     #[arg(long, value_enum, default_value = "tiny")]
@@ -41,23 +42,15 @@ pub struct WalArgs {
     /// S3-compatible endpoint for s3:// (MinIO, R2, a local server); AWS S3 when absent.
     #[arg(long)]
     pub endpoint: Option<String>,
-    /// Uploads in flight at once for s3:// (seeds/001's maxInflight).
-    #[arg(long, default_value_t = 4)]
-    pub inflight_max: usize,
+    /// Batches persisting at once: syncs for file:// (each on a sync thread; 1 syncs
+    /// every batch inline, default 2), uploads for s3:// (default 4), inserts for
+    /// postgres:// (the URL's maxInflight, default 4).
+    #[arg(long, value_name = "N", alias = "inflight-max", alias = "sync-threads")]
+    pub inflight: Option<usize>,
     /// For s3://: make every append its own PUT (the baseline group commit is measured
     /// against).
     #[arg(long)]
     pub per_write: bool,
-    /// For file://: sync on an I/O thread of its own, overlapping each sync with waking
-    /// the previous batch's writers (helps thread-per-writer loads; by default the
-    /// driver syncs inline, which gives a lone writer the fewest thread hops).
-    #[arg(long)]
-    pub io_thread: bool,
-    /// For file://: how many syncs may run at once, each on a sync thread of its own,
-    /// while the driver writes the next batch (default 2). 1 syncs one batch at a time,
-    /// inline on the driver thread.
-    #[arg(long, value_name = "N")]
-    pub sync_threads: Option<usize>,
     /// For file://: the CPUs the syncing threads (the driver, the sync threads) run on.
     /// `auto` (the default): the CPUs that take the log device's completion interrupts,
     /// if those are fewer than this process may use (a single-queue disk, as in most
@@ -136,18 +129,18 @@ impl WalArgs {
     pub fn backend(&self, create: bool) -> Result<Box<dyn Backend>, String> {
         check_name("--cluster", &self.cluster)?;
         check_name("--node", &self.node)?;
-        if self.segment_bytes < 4096 || self.segment_bytes > (1 << 34) {
-            return Err(format!("--segment-bytes {}: must be between 4096 and 17179869184", self.segment_bytes));
+        if let Some(bytes) = self.segment_bytes {
+            if !(4096..=(1 << 34)).contains(&bytes) {
+                return Err(format!("--segment-bytes {bytes}: must be between 4096 and 17179869184"));
+            }
         }
-        if let Some(threads) = self.sync_threads {
-            if !(1..=16).contains(&threads) {
-                return Err(format!("--sync-threads {threads}: must be between 1 and 16"));
+        let is_file = matches!(parse_wal_url(&self.wal)?, WalUrl::File(_));
+        if let Some(inflight) = self.inflight {
+            if is_file && !(1..=16).contains(&inflight) {
+                return Err(format!("--inflight {inflight}: must be between 1 and 16 for a file:// WAL"));
             }
-            if !matches!(parse_wal_url(&self.wal)?, WalUrl::File(_)) {
-                return Err(format!("--sync-threads {threads}: only for a file:// WAL"));
-            }
-            if self.io_thread && threads > 1 {
-                return Err(format!("--sync-threads {threads} and --io-thread: the I/O thread syncs one batch at a time; pass one of them"));
+            if !(1..=4096).contains(&inflight) {
+                return Err(format!("--inflight {inflight}: must be between 1 and 4096"));
             }
         }
         let sync_cpus = match &self.sync_cpus {
@@ -163,25 +156,21 @@ impl WalArgs {
         match parse_wal_url(&self.wal)? {
             WalUrl::File(base) => {
                 let sync_cpus = sync_cpus.resolve(&base)?;
-                let sync_threads = if self.io_thread { 1 } else { self.sync_threads.unwrap_or(SYNC_THREADS_DEFAULT) };
                 let file = FileBackend::with_format(
                     Arc::new(RealFs),
                     node_dir(&base, &self.cluster, &self.node),
-                    self.segment_bytes,
+                    self.segment_bytes.unwrap_or(SEGMENT_BYTES_DEFAULT),
                     create,
                     self.format,
                 )
+                .with_recorded_geometry(self.segment_bytes.is_none())
                 .with_sync_cpus(sync_cpus)
-                .with_sync_threads(sync_threads);
-                if self.io_thread {
-                    // pwrite + fdatasync on a thread of their own (see `io_thread`).
-                    return Ok(Box::new(OnThread::new(Box::new(file)).map_err(|e| e.to_string())?));
-                }
-                // Small batches sync inline on the driver (fewest thread hops between an
-                // append and its OK); larger ones on the sync threads, overlapping.
+                .with_sync_threads(self.inflight.unwrap_or(SYNC_THREADS_DEFAULT));
                 Ok(Box::new(file))
             }
             WalUrl::Postgres(url) => {
+                let url = with_url_option(&url, "maxInflight", "--inflight", self.inflight)?;
+                let url = with_url_option(&url, "segmentBytes", "--segment-bytes", self.segment_bytes)?;
                 let backend = PgBackend::new(&url, &self.cluster, &self.node, create)?;
                 Ok(Box::new(backend))
             }
@@ -191,19 +180,28 @@ impl WalArgs {
                         return Err(format!("--endpoint {endpoint}: use http://HOST:PORT or https://HOST"));
                     }
                 }
-                if !(1..=4096).contains(&self.inflight_max) {
-                    return Err(format!("--inflight-max {}: must be between 1 and 4096", self.inflight_max));
-                }
                 let store = s3::connect(&bucket, self.endpoint.as_deref())?;
                 let location =
                     S3Location { node_prefix: s3::layout::node_prefix(&path, &self.cluster, &self.node), bucket };
                 let policy = if self.per_write { Policy::PerWrite } else { Policy::Group };
-                let machine = Config { inflight_max: self.inflight_max, ..Config::remote(policy) };
+                let machine = Config { inflight_max: self.inflight.unwrap_or(4), ..Config::remote(policy) };
                 // Uploads are spawned on the backend's own runtime: nothing blocks the driver.
-                Ok(Box::new(S3Backend::new(store, location, create, self.segment_bytes)?.with_machine_config(machine)))
+                Ok(Box::new(S3Backend::new(store, location, create, self.segment_bytes.unwrap_or(SEGMENT_BYTES_DEFAULT))?.with_machine_config(machine)))
             }
         }
     }
+}
+
+/// A Postgres URL with `option=value` added from a flag, so a flag and the URL option
+/// name one setting; both given and different is refused by name.
+fn with_url_option(url: &str, option: &str, flag: &str, value: Option<impl std::fmt::Display>) -> Result<String, String> {
+    let Some(value) = value else { return Ok(url.to_string()) };
+    let query = url.split_once('?').map_or("", |(_, query)| query);
+    if let Some(given) = query.split('&').find_map(|pair| pair.strip_prefix(option).and_then(|rest| rest.strip_prefix('='))) {
+        return Err(format!("{flag} {value} and the URL's {option}={given}: pass one of them"));
+    }
+    let separator = if url.contains('?') { '&' } else { '?' };
+    Ok(format!("{url}{separator}{option}={value}"))
 }
 
 #[cfg(test)]
@@ -226,35 +224,42 @@ mod tests {
         assert!(parse_wal_url("/data").unwrap_err().contains("not a URL"));
     }
 
-    fn args(wal: &str, sync_threads: Option<usize>, io_thread: bool) -> WalArgs {
+    fn args(wal: &str, inflight: Option<usize>) -> WalArgs {
         WalArgs {
             wal: wal.to_string(),
             cluster: "default".into(),
             node: "0".into(),
-            segment_bytes: SEGMENT_BYTES_DEFAULT,
+            segment_bytes: None,
             format: SegmentFormat::Tiny,
             endpoint: None,
-            inflight_max: 4,
+            inflight,
             per_write: false,
-            io_thread,
-            sync_threads,
             sync_cpus: None,
         }
     }
 
     #[test]
-    fn sync_threads_are_checked_before_anything_is_opened() {
+    fn inflight_is_checked_before_anything_is_opened() {
         let refusal = |a: WalArgs| a.backend(true).err().expect("refused");
-        assert!(refusal(args("file:///tmp/x", Some(0), false)).contains("--sync-threads 0: must be between 1 and 16"));
-        assert!(refusal(args("file:///tmp/x", Some(17), false)).contains("between 1 and 16"));
-        assert!(refusal(args("file:///tmp/x", Some(2), true)).contains("--io-thread"));
-        assert!(refusal(args("s3://bucket/wal", Some(2), false)).contains("only for a file:// WAL"));
-        assert!(refusal(args("postgres://h/db", Some(1), false)).contains("only for a file:// WAL"));
+        assert!(refusal(args("file:///tmp/x", Some(0))).contains("--inflight 0: must be between 1 and 16"));
+        assert!(refusal(args("file:///tmp/x", Some(17))).contains("between 1 and 16"));
+        assert!(refusal(args("s3://bucket/wal", Some(0))).contains("--inflight 0: must be between 1 and 4096"));
+        assert!(refusal(args("postgres://h/db?maxInflight=2", Some(3))).contains("--inflight 3 and the URL's maxInflight=2"));
+    }
+
+    #[test]
+    fn a_flag_becomes_the_postgres_url_option_of_the_same_name() {
+        assert_eq!(with_url_option("postgres://h/db", "maxInflight", "--inflight", Some(8)).unwrap(), "postgres://h/db?maxInflight=8");
+        assert_eq!(
+            with_url_option("postgres://h/db?segments=4", "segmentBytes", "--segment-bytes", Some(65536)).unwrap(),
+            "postgres://h/db?segments=4&segmentBytes=65536"
+        );
+        assert_eq!(with_url_option("postgres://h/db", "maxInflight", "--inflight", None::<u64>).unwrap(), "postgres://h/db");
     }
 
     #[test]
     fn sync_cpus_are_checked_before_anything_is_opened() {
-        let with = |wal: &str, cpus: &str| WalArgs { sync_cpus: Some(cpus.to_string()), ..args(wal, None, false) };
+        let with = |wal: &str, cpus: &str| WalArgs { sync_cpus: Some(cpus.to_string()), ..args(wal, None) };
         let refusal = |a: WalArgs| a.backend(true).err().expect("refused");
         assert!(refusal(with("file:///tmp/x", "fast")).starts_with("--sync-cpus fast: "));
         assert!(refusal(with("file:///tmp/x", "2-1")).contains("empty range"));

@@ -24,10 +24,10 @@
 //!
 //! # Syncing
 //!
-//! Every batch is written on the driver thread, in log order. A lone writer's batch (one
-//! record after one record, nothing else syncing) is then synced inline; every other
-//! batch's `fdatasync` runs on one of the sync threads ([`sync_pool`],
-//! `--sync-threads`, 2 by default), so two syncs can overlap. Each sync thread syncs
+//! Every batch is written on the driver thread, in log order. A batch the machine marks
+//! [`Batch::inline`] (a lone writer's: [`walab_core::group_commit::schedule`]) is then
+//! synced on the driver thread; every other batch's `fdatasync` runs on one of the sync
+//! threads ([`sync_pool`], `--inflight`, 2 by default), so two syncs can overlap. Each sync thread syncs
 //! through its own open of the segment, made when the segment becomes current. The
 //! driver and the sync threads run on the CPUs that take the device's completion
 //! interrupts, where that is a strict subset of the CPUs ([`affinity`],
@@ -39,8 +39,16 @@
 //! offsets the group-commit machine gives. `--format leveldb` writes LevelDB's log
 //! format with one `WriteBatch` record per commit group ([`leveldb_segment`]);
 //! `walab inspect --format leveldb` and LevelDB's own reader can read those segments.
-//! A `FORMAT` file in the log directory records which, and opening with the other one
-//! is refused.
+//! A `FORMAT` file in the log directory records which, and the segment size, when the
+//! log is created (`tiny` on its first line, `segment-bytes N` on its second). Opening
+//! with the other format is refused; opening without `--segment-bytes` adopts the
+//! recorded size, and opening with another one is refused by name.
+//!
+//! # Reading only
+//!
+//! A backend made with `create = false` (`walab dump`) reads the log and changes
+//! nothing: it neither cuts a torn tail (it reports it), removes, creates nor prepares
+//! a segment, writes no FORMAT, and takes the lock only where a writer left a `LOCK`.
 //!
 //! # Recovery
 //!
@@ -64,7 +72,6 @@
 pub mod affinity;
 pub mod fault_fs;
 pub mod fs;
-pub mod io_thread;
 pub mod leveldb_segment;
 pub mod sync_pool;
 #[cfg(test)]
@@ -90,12 +97,6 @@ pub const SEGMENT_BYTES_DEFAULT: u64 = 16 << 20;
 /// Sync threads by default: two syncs in flight hide the driver's work between syncs
 /// (see [`sync_pool`]).
 pub const SYNC_THREADS_DEFAULT: usize = 2;
-
-/// The fewest records a batch needs to be synced beside another one (the machine's
-/// `pipeline_min_records`), and below which a batch with no pooled sync in flight is
-/// synced inline by the driver. A lone writer's record is then synced with no thread hop,
-/// and a second sync is started only for a batch worth a sync of its own.
-pub const PIPELINE_MIN_RECORDS: u64 = 2;
 
 /// The file name of a segment.
 pub fn segment_file_name(segment: u64) -> String {
@@ -163,15 +164,16 @@ pub struct FileBackend {
     current: Option<(u64, Box<dyn WalFile>)>,
     /// The next segment being zero-filled by a helper thread.
     spare: Option<(u64, Spare)>,
-    /// Create the directory if missing (load, bench) or refuse (dump).
+    /// Create the directory if missing and repair what recovery finds (load, bench), or
+    /// refuse a missing log and only read (dump).
     create: bool,
+    /// No `--segment-bytes` was given: take the size the log recorded.
+    adopt_recorded_size: bool,
     _lock: Option<Box<dyn Send>>,
     /// The sync threads, if syncs may overlap ([`FileBackend::with_sync_threads`]).
     pool: Option<SyncPool>,
     /// The current segment's handles for the sync threads.
     sync_handles: Option<Arc<SyncHandles>>,
-    /// Records in the batch persisted last.
-    last_batch_records: u64,
     /// The CPUs the syncing threads run on ([`FileBackend::with_sync_cpus`]).
     sync_cpus: Option<Vec<usize>>,
 }
@@ -198,12 +200,20 @@ impl FileBackend {
             current: None,
             spare: None,
             create,
+            adopt_recorded_size: false,
             _lock: None,
             pool: None,
             sync_handles: None,
-            last_batch_records: 0,
             sync_cpus: None,
         }
+    }
+
+    /// Takes the segment size the log recorded when it was created instead of this
+    /// backend's (`--segment-bytes` not given); otherwise another recorded size is
+    /// refused by name.
+    pub fn with_recorded_geometry(mut self, adopt: bool) -> FileBackend {
+        self.adopt_recorded_size = adopt;
+        self
     }
 
     /// Lets up to `threads` syncs run at once, each on a thread of its own (0 or 1:
@@ -225,20 +235,6 @@ impl FileBackend {
             return self.with_sync_threads(threads);
         }
         self
-    }
-
-    /// Whether `batch` is synced on the driver thread: always without sync threads;
-    /// with them, only a small batch after a small batch, with no pooled sync in flight:
-    /// few writers, whom an extra thread hop would cost more than overlap could give.
-    /// (A small batch after a large one goes to the pool: the large batch's writers are
-    /// about to append again, and blocking the driver now would make them wait out this
-    /// sync before theirs can start.)
-    fn syncs_inline(&self, batch: &Batch) -> bool {
-        self.pool.as_ref().is_none_or(|pool| {
-            pool.in_flight() == 0
-                && batch.tickets.count < PIPELINE_MIN_RECORDS
-                && self.last_batch_records < PIPELINE_MIN_RECORDS
-        })
     }
 
     /// Makes `segment`'s file the one appended to, with its sync threads' handles.
@@ -268,18 +264,40 @@ impl FileBackend {
         }
     }
 
-    /// Checks (or, for a new log, records) the log's format.
-    fn check_format(&self, names: &[String]) -> Result<(), WalError> {
+    /// Checks (or, for a new log, records) the log's format and segment size.
+    fn check_format(&mut self, names: &[String]) -> Result<(), WalError> {
         let path = self.dir.join(FORMAT_FILE_NAME);
         if names.iter().any(|name| name == FORMAT_FILE_NAME) {
             let text = self.fs.read_from_device(&path).map_err(|e| self.open_error("cannot read FORMAT", e))?;
-            let found = String::from_utf8_lossy(&text).trim().to_string();
+            let text = String::from_utf8_lossy(&text);
+            let mut lines = text.lines();
+            let found = lines.next().unwrap_or("").trim().to_string();
             if found != self.format.name() {
                 return Err(WalError::Open(format!(
                     "{}: the log is in the {found} format; pass --format {found}",
                     self.dir.display()
                 )));
             }
+            // Logs from before the size was recorded have one line: the flag decides.
+            let recorded = lines.find_map(|line| line.trim().strip_prefix("segment-bytes ")).map(str::trim);
+            if let Some(recorded) = recorded {
+                let recorded: u64 = recorded.parse().map_err(|_| {
+                    WalError::Open(format!("{}: FORMAT: {recorded:?} is not a segment size", self.dir.display()))
+                })?;
+                if recorded != self.segment_bytes_max {
+                    if !self.adopt_recorded_size {
+                        return Err(WalError::Open(format!(
+                            "{}: the log's segments are {recorded} bytes; pass --segment-bytes {recorded} or leave it out",
+                            self.dir.display()
+                        )));
+                    }
+                    self.segment_bytes_max = recorded;
+                }
+            }
+            return Ok(());
+        }
+        if !self.create {
+            // Reading only: a log without FORMAT is taken as it is.
             return Ok(());
         }
         let has_segments = names.iter().any(|name| parse_segment_file_name(name).is_some());
@@ -293,7 +311,7 @@ impl FileBackend {
         // Written beside and renamed into place, so a crash while a new log is being
         // set up leaves either no FORMAT (the next open starts over) or a whole one,
         // never an empty file that would make the log unopenable.
-        let text = format!("{}\n", self.format.name());
+        let text = format!("{}\nsegment-bytes {}\n", self.format.name(), self.segment_bytes_max);
         let temporary = self.dir.join(FORMAT_TEMPORARY_NAME);
         if names.iter().any(|name| name == FORMAT_TEMPORARY_NAME) {
             self.fs.remove(&temporary).map_err(|e| self.open_error("cannot remove a half-written FORMAT", e))?;
@@ -452,8 +470,12 @@ impl Backend for FileBackend {
         } else if self.fs.list(&self.dir).is_err() {
             return Err(WalError::Open(format!("{}: no log here", self.dir.display())));
         }
-        let lock = self.fs.lock_dir(&self.dir).map_err(|e| self.open_error("cannot lock the log", e))?;
-        self._lock = Some(lock);
+        let listed = self.fs.list(&self.dir).map_err(|e| self.open_error("cannot list the log directory", e))?;
+        // A reader takes the lock only where a writer made one: it creates nothing.
+        if self.create || listed.iter().any(|name| name == "LOCK") {
+            let lock = self.fs.lock_dir(&self.dir).map_err(|e| self.open_error("cannot lock the log", e))?;
+            self._lock = Some(lock);
+        }
         let names = self.fs.list(&self.dir).map_err(|e| self.open_error("cannot list the log directory", e))?;
         self.check_format(&names)?;
         let mut numbers: Vec<u64> = names.iter().filter_map(|name| parse_segment_file_name(name)).collect();
@@ -511,7 +533,15 @@ impl Backend for FileBackend {
                     .max()
                     .unwrap_or(0);
                 let dirty_end = last_nonzero_end(&images[index]) as u64;
-                if dirty_end > resume_offset {
+                if dirty_end > resume_offset && !self.create {
+                    repaired = Some(format!(
+                        "{}: {} bytes of torn tail at byte {} ({}), left as they are (reading only)",
+                        segment_file_name(number),
+                        dirty_end - resume_offset,
+                        resume_offset,
+                        stop_words(stop.reason)
+                    ));
+                } else if dirty_end > resume_offset {
                     self.cut_tail(number, resume_offset, dirty_end)?;
                     repaired = Some(format!(
                         "{}: cut {} bytes of torn tail at byte {} ({})",
@@ -551,6 +581,25 @@ impl Backend for FileBackend {
         }
         let doomed: Vec<u64> =
             (remove_from..numbers.len()).filter(|&index| Some(index) != kept_spare).map(|index| numbers[index]).collect();
+        let mut segments: Vec<(u64, Option<u64>)> =
+            numbers[..remove_from.min(numbers.len())].iter().zip(&last_seq).map(|(&n, &last)| (n, last)).collect();
+        if segments.last().is_none_or(|(number, _)| *number != segment) {
+            segments.push((segment, None));
+        }
+        let next_seq = found.last().map_or(1, |accepted| accepted.record.seq + 1);
+        let recovered = Recovered {
+            records: found.into_iter().map(|accepted| accepted.record).collect(),
+            next_seq,
+            lsn,
+            segment,
+            segment_bytes,
+            segments,
+            repaired,
+        };
+        if !self.create {
+            // Reading only: what a writer would remove, create or prepare stays as it is.
+            return Ok(recovered);
+        }
         if !doomed.is_empty() {
             for &number in &doomed {
                 self.fs
@@ -581,22 +630,7 @@ impl Backend for FileBackend {
             }
             None => self.prepare_spare(segment + 1),
         }
-
-        let mut segments: Vec<(u64, Option<u64>)> =
-            numbers[..remove_from.min(numbers.len())].iter().zip(&last_seq).map(|(&n, &last)| (n, last)).collect();
-        if segments.last().is_none_or(|(number, _)| *number != segment) {
-            segments.push((segment, None));
-        }
-        let next_seq = found.last().map_or(1, |accepted| accepted.record.seq + 1);
-        Ok(Recovered {
-            records: found.into_iter().map(|accepted| accepted.record).collect(),
-            next_seq,
-            lsn,
-            segment,
-            segment_bytes,
-            segments,
-            repaired,
-        })
+        Ok(recovered)
     }
 
     fn segment_bytes_max(&self) -> u64 {
@@ -604,28 +638,17 @@ impl Backend for FileBackend {
     }
 
     fn machine_config(&self) -> group_commit::Config {
-        match &self.pool {
-            Some(pool) => group_commit::Config {
-                inflight_max: pool.threads(),
-                pipeline_min_records: PIPELINE_MIN_RECORDS,
-                ..group_commit::Config::file(Policy::Group)
-            },
-            None => group_commit::Config::file(Policy::Group),
-        }
+        group_commit::Config::local_file(Policy::Group, self.pool.as_ref().map_or(1, SyncPool::threads))
     }
 
     fn sync_cpus(&self) -> Option<Vec<usize>> {
         self.sync_cpus.clone()
     }
 
-    fn blocks_in_persist(&self, batch: &Batch) -> bool {
-        self.syncs_inline(batch)
-    }
-
     fn persist(&mut self, batch: Batch, done: Completion) {
-        let inline = self.syncs_inline(&batch);
-        self.last_batch_records = batch.tickets.count;
-        if inline {
+        // The machine decides ([`group_commit::schedule`]); without sync threads every
+        // sync is inline whatever a caller's machine settings say.
+        if batch.inline || self.pool.is_none() {
             let result = self.persist_now(&batch).map_err(|error| sync_error_of(&error));
             if result.is_err() {
                 // After a failed sync the open file is not trusted again; a reopen starts over.

@@ -236,27 +236,6 @@ fn a_record_framed_by_the_writer_and_sealed_by_the_driver_is_the_codec_s_record(
     assert!(matches!(crate::wal::frame_unsequenced(&mut record, b"k", &vec![0u8; 70_000]), Err(WalError::Refused(_))));
 }
 
-#[test]
-fn the_io_thread_backend_acknowledges_and_fails_like_the_inline_one() {
-    let fs = FaultFs::new(512);
-    let threaded = |fs: &FaultFs| Box::new(super::io_thread::OnThread::new(fault_backend(fs, 1 << 16)).unwrap());
-    let (wal, _) = Wal::open(threaded(&fs), WalOptions::default()).unwrap();
-    let handles: Vec<_> = (0..4)
-        .map(|w| {
-            let mut writer = wal.writer();
-            std::thread::spawn(move || (0..25).map(|n| writer.append(format!("w{w}-{n}").as_bytes(), b"v").unwrap()).count())
-        })
-        .collect();
-    assert_eq!(handles.into_iter().map(|h| h.join().unwrap()).sum::<usize>(), 100);
-    let mut writer = wal.writer();
-    fs.fail_sync_of(&first_segment(), 1).unwrap();
-    assert_eq!(writer.append(b"unknown", b"x"), Err(WalError::Failed(SyncError::Io)));
-    assert_eq!(writer.append(b"refused", b"x"), Err(WalError::Failed(SyncError::Io)));
-    drop(wal);
-    let (_wal, recovered) = Wal::open(threaded(&fs), WalOptions::default()).unwrap();
-    assert_eq!(recovered.records.len(), 100);
-}
-
 fn leveldb_backend(dir: &Path, segment_bytes: u64) -> Box<FileBackend> {
     Box::new(FileBackend::with_format(
         Arc::new(RealFs),

@@ -152,9 +152,10 @@ pub const CLAIM_ATTEMPTS_MAX: usize = 8;
 pub const RECOVERY_READS_INFLIGHT_MAX: usize = 16;
 /// Worker threads of the backend's tokio runtime.
 pub const RUNTIME_WORKER_THREADS: usize = 2;
-/// Records a bulk must hold before it is uploaded *beside* another upload (the core's
-/// decision). See "What one append costs" in the module docs.
-pub use walab_core::remote::layout::PIPELINE_MIN_RECORDS;
+/// Records a bulk must hold before it is uploaded *beside* another upload (with none in
+/// flight a bulk goes at once, whatever it holds): the group-commit machine's
+/// `pipeline_min_records`. See "What one append costs" in the module docs.
+pub use walab_core::group_commit::schedule::OBJECT_STORE_PIPELINE_MIN_RECORDS as PIPELINE_MIN_RECORDS;
 
 /// Requests this backend sent, by kind (shared with whoever asked for them).
 #[derive(Debug, Default)]
@@ -369,7 +370,7 @@ impl S3Backend {
             }),
             deleter: None,
             counts: Arc::new(RequestCounts::default()),
-            machine: Config { pipeline_min_records: PIPELINE_MIN_RECORDS, ..Config::remote(Policy::Group) },
+            machine: Config::object_store(Policy::Group),
         })
     }
 

@@ -1,0 +1,386 @@
+//! The machine driven by a fake driver: every policy, pipelining, failure and bound.
+
+use super::*;
+
+const MS: u64 = 1_000_000;
+
+fn at(tenths: u64) -> Nanos {
+    Nanos::from_tenth_millis(tenths)
+}
+
+/// A driver that performs nothing: it collects the actions so tests can complete
+/// persists by hand and read what was acknowledged.
+struct FakeDriver {
+    machine: GroupCommit,
+    persists: Vec<Batch>,
+    writes: Vec<Batch>,
+    syncs: Vec<(BatchId, u64, u64)>,
+    acked: Vec<u64>,
+    failed: Vec<(u64, SyncError)>,
+}
+
+impl FakeDriver {
+    fn new(config: Config) -> FakeDriver {
+        FakeDriver {
+            machine: GroupCommit::new(config).unwrap(),
+            persists: Vec::new(),
+            writes: Vec::new(),
+            syncs: Vec::new(),
+            acked: Vec::new(),
+            failed: Vec::new(),
+        }
+    }
+
+    fn append(&mut self, now: Nanos, segment: u64, bytes: usize) -> Ticket {
+        self.machine.handle_append(now, segment, &vec![7u8; bytes]).unwrap()
+    }
+
+    fn drain(&mut self) {
+        while let Some(action) = self.machine.poll_action() {
+            match action {
+                Action::Persist(batch) => self.persists.push(batch),
+                Action::Write(batch) => self.writes.push(batch),
+                Action::Sync { batch, first_segment, last_segment, .. } => {
+                    self.syncs.push((batch, first_segment, last_segment))
+                }
+                Action::Ack(tickets) => self.acked.extend(tickets.iter().map(|t| t.0)),
+                Action::Fail { tickets, error } => self.failed.extend(tickets.iter().map(|t| (t.0, error))),
+            }
+        }
+    }
+
+    fn complete(&mut self, now: Nanos, batch: u64, result: Result<(), SyncError>) {
+        self.machine.handle_persisted(now, BatchId(batch), result).unwrap();
+    }
+
+    /// Tickets of each persisted batch, in submission order.
+    fn batches(&self) -> Vec<Vec<u64>> {
+        self.persists.iter().map(|batch| batch.tickets.iter().map(|t| t.0).collect()).collect()
+    }
+}
+
+#[test]
+fn group_leader_takes_the_whole_queue() {
+    let mut driver = FakeDriver::new(Config::file(Policy::Group));
+    driver.append(at(0), 1, 10);
+    driver.drain();
+    assert_eq!(driver.batches(), [vec![1]], "an idle log leads a batch of one at once");
+    driver.append(at(5), 1, 10);
+    driver.drain();
+    driver.append(at(7), 1, 10);
+    driver.drain();
+    assert_eq!(driver.batches().len(), 1, "followers wait while the sync runs");
+    driver.complete(at(10), 1, Ok(()));
+    driver.drain();
+    assert_eq!(driver.acked, [1]);
+    assert_eq!(driver.batches(), [vec![1], vec![2, 3]]);
+    assert_eq!(driver.persists[1].offset, 10);
+    assert_eq!(driver.persists[1].lsn_start, 10);
+    driver.complete(at(20), 2, Ok(()));
+    driver.drain();
+    assert_eq!(driver.acked, [1, 2, 3]);
+    assert_eq!(driver.machine.durable_lsn(), 30);
+    assert_eq!(driver.machine.unflushed_bytes(), 0);
+}
+
+#[test]
+fn tie_rule_holds_in_either_input_order() {
+    for completion_first in [true, false] {
+        let mut driver = FakeDriver::new(Config::file(Policy::Group));
+        driver.append(at(0), 1, 10);
+        driver.drain();
+        driver.append(at(5), 1, 10);
+        driver.drain();
+        // At 1.0 ms the sync of B1 completes and write 3 arrives: both inputs are fed
+        // before polling, in either order.
+        if completion_first {
+            driver.complete(at(10), 1, Ok(()));
+            driver.append(at(10), 1, 10);
+        } else {
+            driver.append(at(10), 1, 10);
+            driver.complete(at(10), 1, Ok(()));
+        }
+        driver.drain();
+        assert_eq!(driver.acked, [1], "write 3 is not covered by the sync that just ended");
+        assert_eq!(driver.batches(), [vec![1], vec![2, 3]], "it joins the batch formed at that instant");
+    }
+}
+
+#[test]
+fn per_write_queues_one_persist_per_record() {
+    let mut driver = FakeDriver::new(Config::file(Policy::PerWrite));
+    for tenths in [0, 1, 2] {
+        driver.append(at(tenths), 1, 5);
+        driver.drain();
+    }
+    assert_eq!(driver.batches(), [vec![1]]);
+    driver.complete(at(10), 1, Ok(()));
+    driver.drain();
+    driver.complete(at(20), 2, Ok(()));
+    driver.drain();
+    assert_eq!(driver.batches(), [vec![1], vec![2], vec![3]]);
+    assert_eq!(driver.acked, [1, 2]);
+}
+
+#[test]
+fn window_closes_after_w_and_a_write_at_the_close_opens_the_next() {
+    let config = Config { batch_bytes_max: 100, ..Config::file(Policy::Window { window: Nanos(2 * MS) }) };
+    let mut driver = FakeDriver::new(config);
+    driver.append(at(0), 1, 10);
+    driver.append(at(5), 1, 10);
+    driver.drain();
+    assert!(driver.persists.is_empty(), "nothing persists before the window closes");
+    assert_eq!(driver.machine.poll_timeout(), Some(at(20)));
+    // Write 3 arrives exactly as the window closes: it opens the next window.
+    driver.append(at(20), 1, 10);
+    driver.machine.handle_timeout(at(20));
+    driver.drain();
+    assert_eq!(driver.batches(), [vec![1, 2]]);
+    assert_eq!(driver.machine.poll_timeout(), Some(at(40)));
+    // The byte cap closes a window early: 10 + 90 = 100 bytes.
+    driver.append(at(21), 1, 90);
+    driver.complete(at(30), 1, Ok(()));
+    driver.drain();
+    assert_eq!(driver.batches(), [vec![1, 2], vec![3, 4]]);
+    assert_eq!(driver.acked, [1, 2]);
+    assert_eq!(driver.machine.poll_timeout(), None, "no window is open");
+}
+
+#[test]
+fn a_record_larger_than_the_cap_travels_alone() {
+    let config = Config { batch_bytes_max: 20, ..Config::file(Policy::Group) };
+    let mut driver = FakeDriver::new(config);
+    driver.append(at(0), 1, 5);
+    driver.drain();
+    driver.append(at(1), 1, 15);
+    driver.append(at(2), 1, 50);
+    driver.append(at(3), 1, 5);
+    driver.complete(at(10), 1, Ok(()));
+    driver.drain();
+    driver.complete(at(20), 2, Ok(()));
+    driver.drain();
+    driver.complete(at(30), 3, Ok(()));
+    driver.drain();
+    assert_eq!(driver.batches(), [vec![1], vec![2], vec![3], vec![4]]);
+}
+
+#[test]
+fn no_sync_acknowledges_on_write() {
+    let mut driver = FakeDriver::new(Config::file(Policy::NoSync));
+    driver.append(at(0), 1, 10);
+    driver.drain();
+    driver.append(at(1), 2, 10);
+    driver.drain();
+    assert_eq!(driver.acked, [1, 2]);
+    assert_eq!(driver.writes.len(), 2);
+    assert_eq!(driver.writes[1].segment, 2);
+    assert_eq!(driver.writes[1].offset, 0);
+    assert!(driver.persists.is_empty());
+    assert_eq!(driver.machine.poll_timeout(), None);
+    assert_eq!(driver.machine.durable_lsn(), 0, "nothing is known durable");
+    assert_eq!(driver.machine.written_lsn(), 20);
+}
+
+#[test]
+fn periodic_acknowledges_on_write_and_syncs_every_interval() {
+    let mut driver = FakeDriver::new(Config::file(Policy::Periodic { interval: Nanos(5 * MS) }));
+    driver.append(at(1), 1, 10);
+    driver.drain();
+    driver.append(at(2), 2, 10);
+    driver.drain();
+    assert_eq!(driver.acked, [1, 2]);
+    assert_eq!(driver.machine.poll_timeout(), Some(at(51)));
+    driver.machine.handle_timeout(at(51));
+    driver.drain();
+    assert_eq!(driver.syncs, [(BatchId(3), 1, 2)], "one sync covers both segments written");
+    driver.complete(at(61), 3, Ok(()));
+    driver.drain();
+    assert_eq!(driver.machine.durable_lsn(), 20);
+    driver.machine.handle_timeout(at(101));
+    driver.drain();
+    assert_eq!(driver.syncs.len(), 1, "nothing new to sync");
+    assert_eq!(driver.machine.poll_timeout(), None, "an idle log's timer sleeps");
+    driver.append(at(500), 2, 10);
+    driver.drain();
+    assert_eq!(driver.machine.poll_timeout(), Some(at(550)), "the next append arms it again");
+}
+
+#[test]
+fn with_pipeline_min_records_a_batch_runs_beside_others_only_once_it_is_big_enough() {
+    let mut driver = FakeDriver::new(Config { pipeline_min_records: 3, ..Config::remote(Policy::Group) });
+    driver.append(at(0), 1, 10);
+    driver.drain();
+    assert_eq!(driver.batches(), [vec![1]], "nothing running: a batch of one starts at once");
+    for tenths in 1..3 {
+        driver.append(at(tenths), 1, 10);
+        driver.drain();
+    }
+    assert_eq!(driver.batches().len(), 1, "two records are not worth a second persist");
+    driver.append(at(3), 1, 10);
+    driver.drain();
+    assert_eq!(driver.batches(), [vec![1], vec![2, 3, 4]], "the third makes it worth one");
+    driver.append(at(4), 1, 10);
+    driver.drain();
+    driver.complete(at(10), 1, Ok(()));
+    driver.drain();
+    assert_eq!(driver.batches().len(), 2, "one still running: the lone record keeps gathering");
+    driver.complete(at(11), 2, Ok(()));
+    driver.drain();
+    assert_eq!(driver.batches()[2], vec![5], "none running: it starts whatever it holds");
+    driver.complete(at(12), 3, Ok(()));
+    driver.drain();
+    assert_eq!(driver.acked, [1, 2, 3, 4, 5]);
+}
+
+#[test]
+fn pipelined_batches_are_acknowledged_in_submission_order() {
+    let mut driver = FakeDriver::new(Config::remote(Policy::Group));
+    for tenths in 0..6 {
+        driver.append(at(tenths), 1, 10);
+        driver.drain();
+    }
+    assert_eq!(driver.batches(), [vec![1], vec![2], vec![3], vec![4]], "four in flight");
+    driver.complete(at(10), 3, Ok(()));
+    driver.complete(at(10), 2, Ok(()));
+    driver.drain();
+    assert!(driver.acked.is_empty(), "B1 is not yet durable, so nothing after it is acknowledged");
+    assert_eq!(driver.batches().len(), 5, "a freed slot takes the whole queue as one batch");
+    assert_eq!(driver.batches()[4], vec![5, 6]);
+    driver.complete(at(11), 1, Ok(()));
+    driver.drain();
+    assert_eq!(driver.acked, [1, 2, 3]);
+    assert_eq!(driver.machine.durable_lsn(), 30);
+    driver.complete(at(12), 5, Ok(()));
+    driver.complete(at(12), 4, Ok(()));
+    driver.drain();
+    assert_eq!(driver.acked, [1, 2, 3, 4, 5, 6]);
+}
+
+#[test]
+fn backpressure_refuses_past_unflushed_bytes_max_and_recovers() {
+    let config = Config { batch_bytes_max: 20, unflushed_bytes_max: 30, ..Config::file(Policy::Group) };
+    let mut driver = FakeDriver::new(config);
+    driver.append(at(0), 1, 20);
+    driver.drain();
+    driver.append(at(1), 1, 10);
+    let refused = driver.machine.handle_append(at(2), 1, &[1u8; 1]);
+    assert_eq!(refused, Err(AppendError::Backpressure { unflushed_bytes: 30, record_bytes: 1 }));
+    assert_eq!(driver.machine.handle_append(at(2), 1, &[1u8; 31]), Err(AppendError::RecordTooLarge { record_bytes: 31 }));
+    driver.complete(at(10), 1, Ok(()));
+    driver.drain();
+    assert_eq!(driver.machine.unflushed_bytes(), 10);
+    driver.append(at(11), 1, 20);
+    assert_eq!(driver.machine.counters().refused, 2);
+}
+
+#[test]
+fn waiters_are_bounded() {
+    let config = Config { waiters_max: 2, ..Config::file(Policy::Group) };
+    let mut driver = FakeDriver::new(config);
+    driver.append(at(0), 1, 1);
+    driver.append(at(0), 1, 1);
+    assert_eq!(driver.machine.handle_append(at(0), 1, b"x"), Err(AppendError::TooManyWaiters));
+    driver.drain();
+    driver.complete(at(10), 1, Ok(()));
+    driver.drain();
+    driver.append(at(10), 1, 1);
+}
+
+#[test]
+fn a_failed_persist_fails_its_writers_and_every_later_one_and_stops_the_log() {
+    let mut driver = FakeDriver::new(Config::remote(Policy::Group));
+    for tenths in 0..5 {
+        driver.append(at(tenths), 1, 10);
+        driver.drain();
+    }
+    // B1..B4 in flight, write 5 queued. B2 fails with EIO.
+    driver.complete(at(10), 2, Err(SyncError::Io));
+    driver.drain();
+    let failed: Vec<u64> = driver.failed.iter().map(|(ticket, _)| *ticket).collect();
+    assert_eq!(failed, [2, 3, 4, 5]);
+    assert!(driver.failed.iter().all(|(_, error)| *error == SyncError::Io));
+    assert_eq!(
+        driver.machine.handle_append(at(11), 1, b"x"),
+        Err(AppendError::Failed(SyncError::Io)),
+        "no appends until reopened"
+    );
+    // B1 was submitted before the failure and does not depend on it.
+    driver.complete(at(12), 1, Ok(()));
+    // Later batches still return from the backend; their results are ignored.
+    driver.complete(at(12), 3, Ok(()));
+    driver.complete(at(12), 4, Err(SyncError::Io));
+    driver.drain();
+    assert_eq!(driver.acked, [1]);
+    assert_eq!(driver.failed.len(), 4, "each writer is failed once");
+    assert_eq!(driver.machine.durable_lsn(), 10);
+    assert_eq!(driver.machine.poll_action(), None);
+    assert_eq!(
+        driver.machine.handle_persisted(at(13), BatchId(3), Ok(())),
+        Err(CompletionError::UnknownBatch(BatchId(3)))
+    );
+}
+
+#[test]
+fn an_earlier_failure_after_a_later_one_fails_only_the_rest() {
+    let mut driver = FakeDriver::new(Config::remote(Policy::Group));
+    for tenths in 0..3 {
+        driver.append(at(tenths), 1, 10);
+        driver.drain();
+    }
+    driver.complete(at(10), 3, Err(SyncError::Unavailable));
+    driver.complete(at(10), 1, Err(SyncError::Io));
+    driver.drain();
+    assert_eq!(driver.failed, [(3, SyncError::Unavailable), (1, SyncError::Io), (2, SyncError::Io)]);
+    assert_eq!(driver.machine.failed(), Some(SyncError::Unavailable));
+}
+
+#[test]
+fn a_batch_never_crosses_a_segment_boundary() {
+    let mut driver = FakeDriver::new(Config::file(Policy::Group));
+    driver.append(at(0), 1, 10);
+    driver.drain();
+    driver.append(at(1), 1, 10);
+    driver.append(at(2), 2, 12);
+    driver.append(at(3), 2, 12);
+    driver.complete(at(10), 1, Ok(()));
+    driver.drain();
+    driver.complete(at(20), 2, Ok(()));
+    driver.drain();
+    assert_eq!(driver.batches(), [vec![1], vec![2], vec![3, 4]]);
+    let places: Vec<(u64, u64, u64)> =
+        driver.persists.iter().map(|batch| (batch.segment, batch.offset, batch.lsn_start)).collect();
+    assert_eq!(places, [(1, 0, 0), (1, 10, 10), (2, 0, 20)]);
+    assert_eq!(
+        driver.machine.handle_append(at(30), 1, b"x"),
+        Err(AppendError::SegmentWentBack { current: 2, given: 1 })
+    );
+}
+
+#[test]
+fn resume_continues_tickets_and_positions() {
+    let machine = GroupCommit::resume(Config::file(Policy::Group), Ticket(18), 500, 5, 27).unwrap();
+    let mut driver = FakeDriver { machine, ..FakeDriver::new(Config::file(Policy::Group)) };
+    assert_eq!(driver.append(at(0), 5, 10), Ticket(18));
+    driver.drain();
+    assert_eq!((driver.persists[0].offset, driver.persists[0].lsn_start), (27, 500));
+}
+
+#[test]
+fn bad_configs_are_refused() {
+    let base = Config::file(Policy::Group);
+    assert_eq!(GroupCommit::new(Config { inflight_max: 0, ..base }).err(), Some(ConfigError::InflightMaxZero));
+    assert_eq!(
+        GroupCommit::new(Config { unflushed_bytes_max: 1, ..base }).err(),
+        Some(ConfigError::UnflushedBelowBatch)
+    );
+    assert_eq!(
+        GroupCommit::new(Config::file(Policy::Window { window: Nanos::ZERO })).err(),
+        Some(ConfigError::WindowZero)
+    );
+    let mut machine = GroupCommit::new(base).unwrap();
+    assert_eq!(machine.handle_append(Nanos::ZERO, 1, b""), Err(AppendError::EmptyRecord));
+    assert_eq!(
+        machine.handle_persisted(Nanos::ZERO, BatchId(9), Ok(())),
+        Err(CompletionError::UnknownBatch(BatchId(9)))
+    );
+}
