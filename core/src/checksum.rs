@@ -8,26 +8,17 @@
 //! - CRC32 (IEEE, the zlib/Ethernet polynomial), used by the stream store's WAL frame and
 //!   for naming the Postgres WAL's slot tables.
 
-use crc::{Crc, Table, CRC_32_ISCSI, CRC_32_ISO_HDLC};
-
-// Slice-by-16 tables (16 KiB each, built at compile time): about eight times faster than
-// the crate's default byte-at-a-time table, which the Postgres WAL's profile showed as a
-// quarter of walab's CPU at 1,024 appenders (a CRC32C per record, a CRC32 per batch).
-const CASTAGNOLI: Crc<u32, Table<16>> = Crc::<u32, Table<16>>::new(&CRC_32_ISCSI);
-const IEEE: Crc<u32, Table<16>> = Crc::<u32, Table<16>>::new(&CRC_32_ISO_HDLC);
+// Both crates use the CPU's CRC instructions where there are some (SSE 4.2, PCLMULQDQ,
+// ARMv8 CRC) and fall back to table-driven software elsewhere, wasm32 included.
 
 /// CRC32C over the concatenation of `parts`.
 pub fn crc32c(parts: &[&[u8]]) -> u32 {
-    let mut digest = CASTAGNOLI.digest();
-    for part in parts {
-        digest.update(part);
-    }
-    digest.finalize()
+    parts.iter().fold(0, |crc, part| ::crc32c::crc32c_append(crc, part))
 }
 
 /// CRC32 (IEEE) over `bytes`.
 pub fn crc32(bytes: &[u8]) -> u32 {
-    IEEE.checksum(bytes)
+    crc32fast::hash(bytes)
 }
 
 const MASK_DELTA: u32 = 0xa282_ead8;

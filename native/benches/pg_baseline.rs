@@ -24,53 +24,40 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio_postgres::NoTls;
+use walab::latency::LatencyHistogram;
 
+/// N connections, each one INSERT + COMMIT per record, against walab's Postgres WAL.
+#[derive(clap::Parser, Debug)]
 struct Args {
+    #[arg(long, default_value = "postgres://postgres@127.0.0.1:5432/test")]
     url: String,
+    /// Connection counts to run, one after the other.
+    #[arg(long, value_delimiter = ',', default_value = "64")]
     connections: Vec<usize>,
+    #[arg(long, default_value_t = 10.0)]
     seconds: f64,
+    #[arg(long, default_value_t = 100)]
     record_bytes: usize,
+    /// One JSON object with every run.
+    #[arg(long)]
     json: bool,
+    /// Passed by `cargo bench`.
+    #[arg(long, hide = true)]
+    bench: bool,
 }
 
-fn parse_args() -> Result<Args, String> {
-    let mut args = Args {
-        url: "postgres://postgres@127.0.0.1:5432/test".to_string(),
-        connections: vec![64],
-        seconds: 10.0,
-        record_bytes: 100,
-        json: false,
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(arg) = it.next() {
-        let mut value = |name: &str| it.next().ok_or_else(|| format!("{name}: needs a value"));
-        match arg.as_str() {
-            "--url" => args.url = value("--url")?,
-            "--connections" => {
-                args.connections = value("--connections")?
-                    .split(',')
-                    .map(|n| n.parse().map_err(|_| format!("--connections: {n:?} is not a number")))
-                    .collect::<Result<_, _>>()?
-            }
-            "--seconds" => args.seconds = value("--seconds")?.parse().map_err(|_| "--seconds: not a number")?,
-            "--record-bytes" => {
-                args.record_bytes = value("--record-bytes")?.parse().map_err(|_| "--record-bytes: not a number")?
-            }
-            "--json" => args.json = true,
-            "--bench" => {} // cargo bench passes this
-            other => return Err(format!("unknown argument {other}")),
-        }
-    }
-    Ok(args)
+#[derive(serde::Serialize)]
+struct LatencyMs {
+    p50: f64,
+    p99: f64,
 }
 
-/// Latencies in microseconds, sorted at the end (a bench, not a long run: fine in memory).
-fn quantile(sorted: &[u64], per_mille: usize) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let rank = (per_mille * sorted.len()).div_ceil(1000).max(1);
-    sorted[rank - 1] as f64 / 1000.0
+#[derive(serde::Serialize)]
+struct RunJson {
+    connections: usize,
+    acked: u64,
+    acked_per_s: f64,
+    latency_ms: LatencyMs,
 }
 
 async fn run(args: &Args, connections: usize) -> Result<(f64, f64, f64, u64), String> {
@@ -95,7 +82,7 @@ async fn run(args: &Args, connections: usize) -> Result<(f64, f64, f64, u64), St
         let value = vec![b'v'; args.record_bytes];
         tasks.push(tokio::spawn(async move {
             let insert = client.prepare("INSERT INTO walab_baseline (key, value) VALUES ($1, $2)").await?;
-            let mut latencies_us = Vec::new();
+            let mut latencies = LatencyHistogram::new();
             let mut n = 0u64;
             while !stop.load(Ordering::Relaxed) {
                 let key = format!("c{c}-{n}");
@@ -103,31 +90,24 @@ async fn run(args: &Args, connections: usize) -> Result<(f64, f64, f64, u64), St
                 let begin = Instant::now();
                 // Autocommit: the INSERT is its own transaction, committed before it returns.
                 client.execute(&insert, &[&key, &value]).await?;
-                latencies_us.push(begin.elapsed().as_micros() as u64);
+                latencies.record_duration(begin.elapsed());
             }
-            Ok::<_, tokio_postgres::Error>(latencies_us)
+            Ok::<_, tokio_postgres::Error>(latencies)
         }));
     }
     tokio::time::sleep(Duration::from_secs_f64(args.seconds)).await;
     stop.store(true, Ordering::Relaxed);
-    let mut all = Vec::new();
+    let mut all = LatencyHistogram::new();
     for task in tasks {
         let latencies = task.await.map_err(|e| e.to_string())?.map_err(|e| e.to_string())?;
-        all.extend(latencies);
+        all.merge(&latencies);
     }
     let elapsed = started.elapsed().as_secs_f64();
-    all.sort_unstable();
-    Ok((all.len() as f64 / elapsed, quantile(&all, 500), quantile(&all, 990), all.len() as u64))
+    Ok((all.count() as f64 / elapsed, all.quantile_ms(500), all.quantile_ms(990), all.count()))
 }
 
 fn main() {
-    let args = match parse_args() {
-        Ok(args) => args,
-        Err(message) => {
-            eprintln!("pg_baseline: {message}");
-            std::process::exit(2);
-        }
-    };
+    let args = <Args as clap::Parser>::parse();
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     if !args.json {
         println!("{}, {} B values, INSERT + COMMIT per record, synchronous_commit = on", args.url, args.record_bytes);
@@ -138,9 +118,7 @@ fn main() {
         match runtime.block_on(run(&args, connections)) {
             Ok((rate, p50, p99, acked)) => {
                 if args.json {
-                    runs.push(format!(
-                        "{{\"connections\": {connections}, \"acked\": {acked}, \"acked_per_s\": {rate:.1}, \"latency_ms\": {{\"p50\": {p50:.3}, \"p99\": {p99:.3}}}}}"
-                    ));
+                    runs.push(RunJson { connections, acked, acked_per_s: rate, latency_ms: LatencyMs { p50, p99 } });
                 } else {
                     println!("{connections:>11} {rate:>11.0} {p50:>9.3} {p99:>9.3}");
                 }
@@ -152,6 +130,6 @@ fn main() {
         }
     }
     if args.json {
-        println!("{{\"runs\": [{}]}}", runs.join(", "));
+        println!("{}", serde_json::json!({ "runs": runs }));
     }
 }

@@ -17,8 +17,22 @@ use object_store::aws::AmazonS3Builder;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 
-fn arg(args: &[String], name: &str) -> Option<String> {
-    args.iter().position(|a| a == name).map(|i| args[i + 1].clone())
+use walab::latency::LatencyHistogram;
+
+/// Raw request round trips against one S3-compatible server.
+#[derive(clap::Parser, Debug)]
+struct Args {
+    #[arg(long)]
+    endpoint: String,
+    #[arg(long, default_value = "walab")]
+    bucket: String,
+    #[arg(long, default_value_t = 3.0)]
+    seconds: f64,
+    /// Bytes per uploaded object.
+    #[arg(long, default_value_t = 4096)]
+    bytes: usize,
+    #[arg(long, value_delimiter = ',', default_value = "1,4,16")]
+    concurrency: Vec<usize>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -49,16 +63,7 @@ async fn once(store: &dyn ObjectStore, kind: Kind, small: &Path, key: &Path, bod
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let endpoint = arg(&args, "--endpoint").expect("--endpoint URL");
-    let bucket = arg(&args, "--bucket").unwrap_or_else(|| "walab".into());
-    let seconds: f64 = arg(&args, "--seconds").map_or(3.0, |s| s.parse().expect("--seconds"));
-    let bytes: usize = arg(&args, "--bytes").map_or(4096, |s| s.parse().expect("--bytes"));
-    let concurrency: Vec<usize> = arg(&args, "--concurrency")
-        .unwrap_or_else(|| "1,4,16".into())
-        .split(',')
-        .map(|s| s.parse().expect("--concurrency"))
-        .collect();
+    let Args { endpoint, bucket, seconds, bytes, concurrency } = <Args as clap::Parser>::parse();
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let store: Arc<dyn ObjectStore> = Arc::new(
         AmazonS3Builder::from_env()
@@ -84,12 +89,12 @@ fn main() {
                     let (store, stop, small, body, next_key, run) =
                         (Arc::clone(&store), Arc::clone(&stop), small.clone(), body.clone(), Arc::clone(&next_key), run.clone());
                     runtime.spawn(async move {
-                        let mut lat = Vec::new();
+                        let mut lat = LatencyHistogram::new();
                         while !stop.load(Ordering::Relaxed) {
                             let key = Path::from(format!("{run}/o/{:012}", next_key.fetch_add(1, Ordering::Relaxed)));
                             let t = Instant::now();
                             once(store.as_ref(), kind, &small, &key, &body).await;
-                            lat.push(t.elapsed().as_secs_f64() * 1e3);
+                            lat.record_duration(t.elapsed());
                         }
                         lat
                     })
@@ -97,16 +102,18 @@ fn main() {
                 .collect();
             std::thread::sleep(Duration::from_secs_f64(seconds));
             stop.store(true, Ordering::Relaxed);
-            let mut lat: Vec<f64> = tasks.into_iter().flat_map(|t| runtime.block_on(t).expect("task")).collect();
+            let mut lat = LatencyHistogram::new();
+            for task in tasks {
+                lat.merge(&runtime.block_on(task).expect("task"));
+            }
             let elapsed = started.elapsed().as_secs_f64();
-            lat.sort_by(|a, b| a.partial_cmp(b).unwrap());
-            let pct = |p: f64| lat[((lat.len() as f64 - 1.0) * p).round() as usize];
+            let pct = |per_mille: u64| lat.quantile_ms(per_mille);
             println!(
                 "{c:>5} {:<9} {:>9.0} {:>8.3} {:>8.3}",
                 format!("{kind:?}").to_lowercase(),
-                lat.len() as f64 / elapsed,
-                pct(0.5),
-                pct(0.99)
+                lat.count() as f64 / elapsed,
+                pct(500),
+                pct(990)
             );
         }
     }

@@ -5,15 +5,16 @@
 //! (exit 1). Either way the user sees exactly one line on stderr, lowercase, naming the
 //! subject first: `walab: wal-5: checksum mismatch at byte 82`.
 
-use std::fmt;
 use std::process::ExitCode;
 
 /// A failure with the exit code it deserves.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum CliError {
     /// Bad arguments or an input that cannot be read at all: exit 2.
+    #[error("{0}")]
     Usage(String),
     /// The command ran and found a problem: exit 1.
+    #[error("{0}")]
     Failed(String),
 }
 
@@ -24,14 +25,6 @@ impl CliError {
 
     pub fn failed(message: impl Into<String>) -> CliError {
         CliError::Failed(message.into())
-    }
-}
-
-impl fmt::Display for CliError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            CliError::Usage(message) | CliError::Failed(message) => f.write_str(message),
-        }
     }
 }
 

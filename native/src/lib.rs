@@ -4,4 +4,5 @@
 
 pub mod cli_error;
 pub mod cmd;
+pub mod latency;
 pub mod wal;

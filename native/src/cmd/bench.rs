@@ -76,79 +76,8 @@ pub struct Args {
     against_raw_ms: Option<u64>,
 }
 
-/// A log-linear latency histogram in nanoseconds.
-#[derive(Clone)]
-pub struct Histogram {
-    counts: Vec<u64>,
-    total: u64,
-}
-
-const SUB_BUCKET_BITS: u32 = 6;
-const SUB_BUCKETS: usize = 1 << SUB_BUCKET_BITS;
-
-impl Default for Histogram {
-    fn default() -> Histogram {
-        Histogram::new()
-    }
-}
-
-impl Histogram {
-    pub fn new() -> Histogram {
-        Histogram { counts: vec![0; 64 * SUB_BUCKETS], total: 0 }
-    }
-
-    fn index(value: u64) -> usize {
-        if value < SUB_BUCKETS as u64 {
-            return value as usize;
-        }
-        let exponent = 63 - value.leading_zeros(); // >= SUB_BUCKET_BITS
-        let shift = exponent - SUB_BUCKET_BITS;
-        let sub = (value >> shift) as usize - SUB_BUCKETS; // 0..SUB_BUCKETS
-        (shift as usize + 1) * SUB_BUCKETS + sub
-    }
-
-    /// The largest value that lands in bucket `index`.
-    fn upper(index: usize) -> u64 {
-        if index < SUB_BUCKETS {
-            return index as u64;
-        }
-        let shift = (index / SUB_BUCKETS - 1) as u32;
-        let sub = (index % SUB_BUCKETS) as u64 + SUB_BUCKETS as u64;
-        ((sub + 1) << shift).wrapping_sub(1)
-    }
-
-    pub fn record(&mut self, value: u64) {
-        self.counts[Self::index(value)] += 1;
-        self.total += 1;
-    }
-
-    pub fn merge(&mut self, other: &Histogram) {
-        for (mine, theirs) in self.counts.iter_mut().zip(&other.counts) {
-            *mine += theirs;
-        }
-        self.total += other.total;
-    }
-
-    pub fn count(&self) -> u64 {
-        self.total
-    }
-
-    /// The value at quantile `per_mille / 1000` (nearest rank, bucket upper bound).
-    pub fn quantile(&self, per_mille: u64) -> u64 {
-        if self.total == 0 {
-            return 0;
-        }
-        let rank = (per_mille * self.total).div_ceil(1000).max(1);
-        let mut seen = 0;
-        for (index, &count) in self.counts.iter().enumerate() {
-            seen += count;
-            if seen >= rank {
-                return Self::upper(index);
-            }
-        }
-        Self::upper(self.counts.len() - 1)
-    }
-}
+/// Every latency in this command is read from one kind of histogram.
+pub use crate::latency::LatencyHistogram as Histogram;
 
 #[derive(Serialize)]
 struct LatencyMs {
@@ -790,16 +719,5 @@ mod tests {
         small.record(0);
         small.record(5);
         assert_eq!(small.quantile(1000), 5);
-    }
-
-    #[test]
-    fn every_value_lands_in_a_bucket_whose_bound_covers_it() {
-        for value in [0u64, 1, 63, 64, 65, 127, 128, 1000, 1 << 40, u64::MAX / 2, u64::MAX] {
-            let index = Histogram::index(value);
-            assert!(Histogram::upper(index) >= value, "{value}");
-            if index > 0 {
-                assert!(Histogram::upper(index - 1) < value, "{value}");
-            }
-        }
     }
 }

@@ -56,7 +56,7 @@
 //! `quantiles_ns[i + 1]`. `write_cache` is the sysfs text, or `null` when unknown.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -65,6 +65,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::cli_error::CliError;
+use crate::latency::LatencyHistogram;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -155,27 +156,22 @@ pub struct LatencySummary {
     pub max_ns: u64,
 }
 
-/// The nearest-rank percentile `per_mille / 10` of sorted samples (`per_mille` 500 is p50,
-/// 999 is p99.9). Empty input gives 0.
+/// The nearest-rank percentile `per_mille / 10` of samples (`per_mille` 500 is p50, 999
+/// is p99.9), read from their [`LatencyHistogram`]. Empty input gives 0.
 pub fn percentile_sorted(sorted: &[u64], per_mille: u64) -> u64 {
-    if sorted.is_empty() {
-        return 0;
-    }
-    let n = sorted.len() as u64;
-    // Nearest rank: the smallest sample with at least per_mille/1000 of samples at or below it.
-    let rank = (per_mille * n).div_ceil(1000).max(1);
-    sorted[(rank - 1) as usize]
+    LatencyHistogram::of(sorted).quantile(per_mille)
 }
 
 impl LatencySummary {
     pub fn from_sorted(sorted: &[u64]) -> LatencySummary {
+        let histogram = LatencyHistogram::of(sorted);
         let total: u128 = sorted.iter().map(|&x| u128::from(x)).sum();
         LatencySummary {
             samples: sorted.len() as u64,
             mean_ns: if sorted.is_empty() { 0 } else { (total / sorted.len() as u128) as u64 },
-            p50_ns: percentile_sorted(sorted, 500),
-            p99_ns: percentile_sorted(sorted, 990),
-            p999_ns: percentile_sorted(sorted, 999),
+            p50_ns: histogram.quantile(500),
+            p99_ns: histogram.quantile(990),
+            p999_ns: histogram.quantile(999),
             max_ns: sorted.last().copied().unwrap_or(0),
         }
     }
@@ -183,7 +179,8 @@ impl LatencySummary {
 
 /// The 101 nearest-rank percentiles p0..p100 of sorted, non-empty samples.
 pub fn quantiles_101(sorted: &[u64]) -> Vec<u64> {
-    (0..=100u64).map(|p| if p == 0 { sorted[0] } else { percentile_sorted(sorted, p * 10) }).collect()
+    let histogram = LatencyHistogram::of(sorted);
+    (0..=100u64).map(|p| if p == 0 { sorted[0] } else { histogram.quantile(p * 10) }).collect()
 }
 
 /// The result of one method.
@@ -278,30 +275,30 @@ pub fn zero_fill(path: &Path, file_bytes: u64) -> std::io::Result<File> {
     Ok(file)
 }
 
+/// The per-method progress bar on stderr (`indicatif`; drawn only on a terminal).
 struct Progress {
-    enabled: bool,
-    last_drawn: Instant,
+    bar: indicatif::ProgressBar,
 }
 
 impl Progress {
     fn new() -> Progress {
-        Progress { enabled: std::io::stderr().is_terminal(), last_drawn: Instant::now() }
+        let bar = indicatif::ProgressBar::with_draw_target(Some(1000), indicatif::ProgressDrawTarget::stderr_with_hz(10));
+        let style = indicatif::ProgressStyle::with_template("{msg:<28} [{bar:30}] {percent:>3}%")
+            .expect("a valid template")
+            .progress_chars("## ");
+        bar.set_style(style);
+        Progress { bar }
     }
     fn draw(&mut self, method: Method, fraction: f64) {
-        if !self.enabled || self.last_drawn.elapsed() < Duration::from_millis(100) {
-            return;
+        if self.bar.message() != method.name() {
+            self.bar.set_message(method.name());
         }
-        self.last_drawn = Instant::now();
-        let width = 30usize;
-        let filled = ((fraction.clamp(0.0, 1.0)) * width as f64) as usize;
-        eprint!("\r{:<28} [{}{}] {:>3.0}%", method.name(), "#".repeat(filled), " ".repeat(width - filled), fraction * 100.0);
-        let _ = std::io::stderr().flush();
+        self.bar.set_position((fraction.clamp(0.0, 1.0) * 1000.0) as u64);
     }
     fn clear(&mut self) {
-        if self.enabled {
-            eprint!("\r{:<72}\r", "");
-            let _ = std::io::stderr().flush();
-        }
+        self.bar.set_position(0);
+        self.bar.finish_and_clear();
+        self.bar.reset();
     }
 }
 

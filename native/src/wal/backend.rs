@@ -1,7 +1,6 @@
 //! The seam between the driver and a storage: [`Backend`], its [`Completion`], what
 //! recovery found ([`Recovered`]) and the WAL's errors ([`WalError`]).
 
-use std::fmt;
 use std::sync::mpsc::Sender;
 
 use walab_core::codec::tiny::TinyRecord;
@@ -9,34 +8,26 @@ use walab_core::group_commit::{self, Batch, BatchId, Policy, SyncError};
 
 use super::driver::Event;
 
-/// Why the WAL could not do what was asked.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Why the WAL could not do what was asked (one line each).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum WalError {
     /// The storage could not be opened, read or prepared: `subject: what`.
+    #[error("{0}")]
     Open(String),
     /// The log on the storage is damaged beyond a torn tail.
+    #[error("{0}")]
     Corrupt(String),
     /// A persist failed: this append's outcome is unknown, and the WAL takes no more
     /// appends until it is reopened.
+    #[error("persist failed, outcome unknown, log stopped: {0}")]
     Failed(SyncError),
     /// The machine refused the append (backpressure, a record too large, ...).
+    #[error("append refused: {0}")]
     Refused(String),
     /// The WAL was closed.
+    #[error("the log is closed")]
     Closed,
 }
-
-impl fmt::Display for WalError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            WalError::Open(message) | WalError::Corrupt(message) => f.write_str(message),
-            WalError::Failed(error) => write!(f, "persist failed, outcome unknown, log stopped: {error}"),
-            WalError::Refused(message) => write!(f, "append refused: {message}"),
-            WalError::Closed => f.write_str("the log is closed"),
-        }
-    }
-}
-
-impl std::error::Error for WalError {}
 
 /// Maps an I/O error from a persist to the machine's failure kinds.
 pub fn sync_error_of(error: &std::io::Error) -> SyncError {

@@ -254,27 +254,20 @@ fn split_records(bytes: &[u8]) -> Vec<&[u8]> {
 }
 
 /// Why an object failed its check at recovery.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ObjectDamage {
     /// The frame scan stopped before the object's end (checksum, length, offset, ...).
+    #[error("frame stops with {}", .0.name())]
     Frame(StopReason),
     /// The object holds more or less than one frame ending at the key's `end`.
+    #[error("{found} bytes of frame, the key says {expected}")]
     Size { expected: u64, found: u64 },
     /// A record inside failed its own check.
+    #[error("a record inside stops with {}", .0.name())]
     Record(StopReason),
     /// A record's seq is not one more than the previous record's.
+    #[error("record seq {found} where {expected} was next")]
     SeqOrder { expected: u64, found: u64 },
-}
-
-impl std::fmt::Display for ObjectDamage {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ObjectDamage::Frame(reason) => write!(f, "frame stops with {}", reason.name()),
-            ObjectDamage::Size { expected, found } => write!(f, "{found} bytes of frame, the key says {expected}"),
-            ObjectDamage::Record(reason) => write!(f, "a record inside stops with {}", reason.name()),
-            ObjectDamage::SeqOrder { expected, found } => write!(f, "record seq {found} where {expected} was next"),
-        }
-    }
 }
 
 /// Checks one object's bytes against its name and decodes its records. `expected_seq`
