@@ -1,5 +1,5 @@
-//! The stream store's WAL frame (seeds/001: "a header with the offset, length, and a CRC32
-//! over the body, then the batch of records").
+//! The stream store's WAL frame: a header with the offset, the length and a CRC32 over
+//! the body, then the batch of records.
 //!
 //! The stream store sends one batch per write to its WAL (one object PUT, or one row
 //! INSERT), and both backends store the batch in the same frame. The seed gives the

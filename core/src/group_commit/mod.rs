@@ -269,7 +269,7 @@ impl Config {
     }
 
     /// The stream store's object-store and Postgres WALs: 4 batches in flight, 1 MiB
-    /// batches, 128 MiB unflushed (seeds/001's defaults).
+    /// batches, 128 MiB unflushed (the stream store's defaults).
     pub const fn remote(policy: Policy) -> Config {
         Config { inflight_max: 4, ..Config::file(policy) }
     }

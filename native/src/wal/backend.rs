@@ -99,7 +99,7 @@ pub trait Backend: Send + 'static {
     /// finer than whole segments (the Postgres WAL's trim offset) uses it, the others
     /// ignore it.
     fn confirmed(&mut self, _seq: u64) {}
-    /// The CPUs the driver should run on, because it syncs (see [`affinity`]); `None`
+    /// The CPUs the driver should run on, because it syncs (see [`super::file::affinity`]); `None`
     /// (the default) leaves it wherever Linux puts it.
     fn sync_cpus(&self) -> Option<Vec<usize>> {
         None

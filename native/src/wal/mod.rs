@@ -30,8 +30,9 @@
 //! the bytes are durable (or that it failed). When it calls it does not matter:
 //!
 //! - the file backend writes each batch on the driver thread (`pwrite`, into the page
-//!   cache, in log order) and syncs it one of two ways, which
-//!   [`Backend::blocks_in_persist`] tells the driver before each persist:
+//!   cache, in log order) and syncs it one of two ways, which the machine marks on the
+//!   batch ([`walab_core::group_commit::Batch::inline`], decided in
+//!   [`walab_core::group_commit::schedule`]):
 //!   - *inline*, for a lone writer (a one-record batch after a one-record batch, no other
 //!     sync in flight): `persist` blocks in `fdatasync` and completes before it returns.
 //!     The driver answers the finished batch's writers *before* it syncs the next batch,
@@ -42,14 +43,11 @@
 //!     many thread writers is answered by a thread of its own (`wal-answer`) while the
 //!     driver syncs the next one: waking dozens of threads one by one would otherwise
 //!     leave the disk idle.
-//!   - *on a sync thread* ([`sync_pool`]), for every other batch: `persist` hands the
+//!   - *on a sync thread* ([`file::sync_pool`]), for every other batch: `persist` hands the
 //!     `fdatasync` over and returns, and the machine (`inflight_max = 2`) lets the next
 //!     batch be written and synced beside it, so the disk does not wait for the driver's
 //!     work between two syncs.
-//!
-//!   With `--io-thread` the file backend runs on an I/O thread of its own instead
-//!   ([`io_thread::OnThread`]), one sync at a time, and the driver issues each persist
-//!   *before* it delivers the previous batch's acknowledgements.
+
 //! - an S3 or Postgres backend owns a small tokio runtime, spawns the PUT or INSERT on
 //!   it and completes from the task when the request returns, so several batches can be
 //!   in flight (`inflight_max = 4`) while the driver keeps feeding the machine. The
@@ -92,7 +90,7 @@
 //! A failed persist is fatal, as Part 3 of the teaching page demands: the machine fails
 //! that batch's writers and every later one, and refuses every further append. The
 //! [`Wal`] stays failed; the caller reopens it, which recovers from what the storage
-//! holds (for files: read past the page cache, see [`fs`]).
+//! holds (for files: read past the page cache, see [`file::fs`]).
 //!
 //! # Trim
 //!

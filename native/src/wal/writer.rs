@@ -190,10 +190,8 @@ impl AsyncWriter {
                         break;
                     }
                     // Only the runtime's yield: each round trip through its scheduler
-                    // already enters the kernel (it polls its I/O driver). A
-                    // `sched_yield` on top made the lone task slower, not faster:
-                    // WAL p50 / raw p50 1.06-1.12 with it, 0.99-1.04 without
-                    // (`walab bench --writers 1 --against-raw-ms 250`, alternating).
+                    // already enters the kernel (it polls its I/O driver), and a
+                    // `sched_yield` on top made the lone task slower (BENCHMARKS.md).
                     Err(tokio::sync::oneshot::error::TryRecvError::Empty) => tokio::task::yield_now().await,
                     Err(tokio::sync::oneshot::error::TryRecvError::Closed) => break,
                 }
