@@ -32,7 +32,11 @@ impl LatencyHistogram {
     }
 
     pub fn record(&mut self, nanos: u64) {
-        self.inner.saturating_record(nanos);
+        // The histogram grows to take the value; only one past every range it can grow
+        // to is clamped.
+        if self.inner.record(nanos).is_err() {
+            self.inner.saturating_record(nanos);
+        }
     }
 
     pub fn record_duration(&mut self, elapsed: Duration) {

@@ -75,8 +75,9 @@ pub struct CommitArgs {
     /// `walab fsync-test --export-latency FILE` writes it (instead of --sync-ms).
     #[arg(long, value_name = "FILE")]
     latency_file: Option<PathBuf>,
-    /// Window policy: how long a batch gathers, in milliseconds (default 2).
-    #[arg(long, value_name = "W", allow_hyphen_values = true)]
+    /// Window policy: how long a batch gathers, in milliseconds (default 2): the
+    /// Postgres WAL's batchInterval.
+    #[arg(long, value_name = "W", allow_hyphen_values = true, visible_alias = "batch-interval-ms")]
     window_ms: Option<String>,
     /// Byte cap that closes a batch (window policy default 65536; otherwise 1 MiB).
     #[arg(long, value_name = "B")]
@@ -127,8 +128,9 @@ pub struct PowerCutArgs {
     /// group, per-write, window, no-sync or periodic.
     #[arg(long, default_value = "group")]
     policy: String,
-    /// Window policy: the window in milliseconds (default 2).
-    #[arg(long, value_name = "W", allow_hyphen_values = true)]
+    /// Window policy: the window in milliseconds (default 2): the Postgres WAL's
+    /// batchInterval.
+    #[arg(long, value_name = "W", allow_hyphen_values = true, visible_alias = "batch-interval-ms")]
     window_ms: Option<String>,
     /// Periodic policy: the background sync interval in milliseconds (default 1000).
     #[arg(long, value_name = "P", allow_hyphen_values = true)]
