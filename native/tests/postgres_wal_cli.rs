@@ -5,9 +5,9 @@
 use std::collections::HashSet;
 use std::process::{Command, Output, Stdio};
 
-#[path = "../src/wal/postgres/cluster.rs"]
-mod cluster;
 mod common;
+
+use walab::wal::postgres::cluster;
 
 const SERVER: &str = "postgres://postgres@127.0.0.1:5432/test";
 

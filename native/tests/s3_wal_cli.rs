@@ -3,8 +3,8 @@
 //! between two `walab load` processes.
 
 mod common;
-#[path = "../src/wal/s3/local_server.rs"]
-mod local_server;
+
+use walab::wal::s3::local_server;
 
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader};

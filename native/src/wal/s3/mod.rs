@@ -124,7 +124,6 @@
 //! every object, and records a session that starts where the log ended, so seqs go on.
 
 pub mod layout;
-#[cfg(test)]
 pub mod local_server;
 #[cfg(test)]
 mod tests;
