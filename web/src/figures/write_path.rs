@@ -70,7 +70,7 @@ pub fn WritePath(props: &WritePathProps) -> Html {
         } else {
             (x1 + BOX_W / 2.0, y1 + BOX_H, x2 + BOX_W / 2.0, y2)
         };
-        html! { <line class={classes!("path-arrow", (index + 1 < props.reached).then_some("passed"))} x1={ax.to_string()} y1={ay.to_string()} x2={bx.to_string()} y2={by.to_string()} /> }
+        html! { <line class={classes!("path-arrow", (index + 1 < props.reached).then_some("passed"))} x1={ax.to_string()} y1={ay.to_string()} x2={bx.to_string()} y2={by.to_string()} marker-end="url(#write-path-head)" /> }
     });
     let (token_x, token_y) = match props.reached.checked_sub(1) {
         Some(index) => {
@@ -86,6 +86,11 @@ pub fn WritePath(props: &WritePathProps) -> Html {
         <div class="figure write-path" data-figure="write-path" data-station={station_name} aria-label={label}>
             <svg viewBox={format!("0 0 {WIDTH} {height}")} role="img" aria-label="one write's path from the client to its OK">
                 <text class="durable-note" x="10" y={(durable_y - 10.0).to_string()}>{ "from the media on, the write survives a power loss" }</text>
+                <defs>
+                    <marker id="write-path-head" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse">
+                        <path d="M 0 0 L 10 5 L 0 10 z" class="path-head" />
+                    </marker>
+                </defs>
                 <g class="arrows">{ for arrows }</g>
                 <g class="stations">{ for stations }</g>
                 <g class="token" data-write="1" data-state={station_name}
