@@ -13,14 +13,21 @@ use walab_core::time::Nanos;
 use crate::url_state::LabParams;
 
 pub mod append;
+pub mod captions;
 pub mod chain;
 pub mod commit;
 pub mod dropped;
+pub mod failed_sync_view;
+pub mod fates;
 pub mod group_steps;
 pub mod journey;
 pub mod models;
+pub mod pages_view;
+pub mod quorum_view;
 pub mod remote;
+pub mod segments;
 pub mod tiny;
+pub mod torn;
 pub mod trace_view;
 pub mod write_path;
 

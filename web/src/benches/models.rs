@@ -3,7 +3,8 @@
 
 use walab_core::budget::{self, Budget, BudgetInput};
 use walab_core::pages::branch_b::{self, BranchB, CutPoint};
-use walab_core::pages::engine::{PageEvent, Protection};
+use walab_core::pages::engine::{PageEvent, PowerBudget, Protection};
+use walab_core::pages::sqlite_wal::{self, WalEvent};
 use walab_core::pages::page::PageGeometry;
 use walab_core::quorum::{self, BranchR, QuorumSetup, SurvivalRow, WriteBudget};
 use walab_core::time::Nanos;
@@ -29,6 +30,8 @@ pub fn core_protection(protection: PageProtection) -> Protection {
 #[derive(Debug)]
 pub struct RedoBench {
     pub branch: Result<BranchB, String>,
+    /// SQLite's WAL mode on the same writes: the run to the cut, then its recovery.
+    pub sqlite: Result<Vec<WalEvent>, String>,
     /// The run's events, then recovery's, in order.
     pub events: Vec<PageEvent>,
     /// Index of the first recovery event in `events`.
@@ -51,7 +54,35 @@ impl RedoBench {
             }
             Err(_) => (Vec::new(), 0),
         };
-        RedoBench { branch, events, recovery_from }
+        let sqlite = sqlite_wal::crash(PageGeometry::TINY, branch_b::LAST_WRITE, None).map_err(|error| error.to_string()).map(|mut crash| {
+            let (recovery, _) = sqlite_wal::recover(&mut crash.media, &mut PowerBudget::unlimited());
+            crash.events.extend(recovery);
+            crash.events
+        });
+        RedoBench { branch, sqlite, events, recovery_from }
+    }
+
+    /// One caption per step: "Step 3 of 20: ...".
+    #[cfg(test)]
+    pub fn captions(&self) -> Vec<String> {
+        (0..self.events.len()).map(|index| self.caption(index)).collect()
+    }
+
+    /// The caption of step `index` (from 0).
+    pub fn caption(&self, index: usize) -> String {
+        let phase = if index < self.recovery_from { "the run" } else { "recovery" };
+        match self.events.get(index) {
+            Some(event) => format!("Step {} of {} ({phase}): {}.", index + 1, self.events.len(), describe_page_event(event)),
+            None => String::new(),
+        }
+    }
+
+    /// The caption at the playhead.
+    pub fn caption_now(&self, now: Nanos) -> String {
+        match self.events_done(now).checked_sub(1) {
+            Some(index) => self.caption(index),
+            None => "Before the first write: both pages are empty, in memory and on the data file. Step to begin.".to_string(),
+        }
     }
 
     pub fn timeline(&self) -> Timeline {
@@ -91,8 +122,13 @@ pub fn describe_page_event(event: &PageEvent) -> String {
         PageEvent::RecoveryStart { redo_lsn, records } => format!("recovery starts at LSN {redo_lsn}: {records} records to replay"),
         PageEvent::DoublewriteRestore { page_no, slot, .. } => format!("P{} is torn: copied back from doublewrite slot {slot}", page_no.0),
         PageEvent::Redo(step) => format!(
-            "REDO LSN {} on P{}: {:?} after reading it {:?} → pageLSN {}: {}",
-            step.lsn, step.page_no.0, step.action, step.read, step.page_lsn_after, step.entries_after
+            "REDO record {} on P{}: the page is {}; REDO {} → pageLSN {}: {}",
+            step.lsn,
+            step.page_no.0,
+            super::pages_view::read_words(step.read),
+            super::pages_view::action_words(step.action),
+            step.page_lsn_after,
+            step.entries_after
         ),
         PageEvent::Damaged { page_no } => format!("P{} is damaged: nothing could restore it", page_no.0),
         PageEvent::RecoveryDone { redo_lsn } => format!("recovery done: redo point now {redo_lsn}"),
@@ -106,6 +142,10 @@ pub struct QuorumBench {
     pub spans: Option<TraceSpans>,
     pub write_23: Option<WriteBudget>,
     pub survival: Vec<SurvivalRow>,
+    /// The trace's file names (for the lanes' labels).
+    pub files: Vec<String>,
+    /// The player's marks (sorted, without repeats) and a caption for each.
+    pub captions: (Vec<Nanos>, Vec<String>),
 }
 
 /// Branch R forks after this write.
@@ -115,10 +155,28 @@ impl QuorumBench {
     pub fn build(params: &LabParams) -> QuorumBench {
         let setup = QuorumSetup { w: usize::from(params.quorum_w), ..QuorumSetup::branch_r() };
         let branch = quorum::branch_r(&setup, FORK_AFTER_WRITE).map_err(|error| error.to_string());
-        let spans = branch.as_ref().ok().map(|branch| TraceSpans::from_trace(&branch.trace()));
+        let trace = branch.as_ref().ok().map(|branch| branch.trace());
+        let spans = trace.as_ref().map(TraceSpans::from_trace);
         let write_23 = branch.as_ref().ok().and_then(|branch| branch.budget(23));
         let survival = quorum::survival_table(&quorum::page_policies());
-        QuorumBench { setup, branch, spans, write_23, survival }
+        let files = trace.as_ref().map(|trace| trace.files.iter().map(|file| file.name.clone()).collect()).unwrap_or_default();
+        let mut marks = spans.as_ref().map(TraceSpans::marks).unwrap_or_default();
+        marks.sort_unstable();
+        marks.dedup();
+        let captions = match (&branch, &trace) {
+            (Ok(branch), Some(trace)) => super::captions::trace_captions(trace, &marks)
+                .iter()
+                .zip(&marks)
+                .map(|(caption, mark)| super::quorum_view::quorum_caption(branch, *mark, caption))
+                .collect(),
+            _ => Vec::new(),
+        };
+        QuorumBench { setup, branch, spans, write_23, survival, files, captions: (marks, captions) }
+    }
+
+    /// The caption at the playhead.
+    pub fn caption_now(&self, now: Nanos) -> String {
+        super::captions::caption_at(&self.captions.1, &self.captions.0, now, "Before the first write: one leader, A, and two followers, B and C, each in its own zone.")
     }
 
     pub fn timeline(&self) -> Timeline {
@@ -154,6 +212,40 @@ mod tests {
         assert!(bench.recovery_from > 0 && bench.recovery_from < bench.events.len());
         assert_eq!(bench.events_done(bench.timeline().end), bench.events.len());
         assert!(bench.events.iter().all(|event| !describe_page_event(event).is_empty()));
+        let captions = bench.captions();
+        for pair in captions.windows(2) {
+            assert_ne!(pair[0], pair[1]);
+        }
+        for caption in &captions {
+            for debug in ["Intact {", "InstallImage", "RebuildFromEmpty", "InBuffer", "Some(", "PageNo("] {
+                assert!(!caption.contains(debug), "{caption}");
+            }
+        }
+        let sqlite = bench.sqlite.as_ref().unwrap();
+        assert!(sqlite.iter().any(|event| matches!(event, WalEvent::CheckpointCopy { .. })));
+        assert!(matches!(sqlite.last(), Some(WalEvent::RecoveryDone)));
+    }
+
+    #[test]
+    fn redo_shows_the_final_pages_only_when_it_reaches_them() {
+        use super::super::pages_view::{pages_at, Phase};
+        let bench = RedoBench::build(&parse_query("part=9").0);
+        let branch = bench.branch.as_ref().unwrap();
+        let last_redo = bench.events.iter().rposition(|event| matches!(event, PageEvent::Redo(_))).unwrap();
+        let finals = |done: usize| pages_at(&bench.events, done, &branch.crash.expected, 2).buffer.iter().filter(|page| page.final_page).count();
+        for done in 0..=last_redo {
+            assert!(finals(done) < 2, "step {done}: both final pages already shown");
+        }
+        assert_eq!(finals(last_redo + 1), 2);
+        let end = pages_at(&bench.events, bench.events.len(), &branch.crash.expected, 2);
+        assert_eq!(end.phase, Phase::Done);
+        assert!(end.disk.iter().all(|page| !page.torn()));
+        let at_cut = pages_at(&bench.events, bench.recovery_from, &branch.crash.expected, 2);
+        assert!(at_cut.buffer.is_empty());
+        assert!(at_cut.disk.iter().any(|page| page.torn()), "{:?}", at_cut.disk);
+        for (index, caption) in bench.captions().iter().enumerate() {
+            eprintln!("{index}: {caption}");
+        }
     }
 
     #[test]
@@ -170,6 +262,12 @@ mod tests {
         let budget = bench.write_23.as_ref().unwrap();
         assert_eq!(budget.total, budget.waited_for_batch_in_flight + budget.own_batch);
         assert!(budget.naive_sum > budget.total);
+        let (marks, captions) = &bench.captions;
+        assert_eq!(marks.len(), captions.len());
+        for pair in captions.windows(2) {
+            assert_ne!(pair[0], pair[1]);
+        }
+        assert!(captions.iter().any(|caption| caption.contains("commits when the 2nd fastest hold it, after 1.4 ms, not the 8.4 ms sum")), "{captions:#?}");
     }
 
     #[test]

@@ -11,7 +11,10 @@ use walab_core::scan::ScanCheck;
 use walab_core::sim::tiny::{self, CdcReader, CrashState, LogSyncFault, SegmentGates, SyncErrorHandling, TinyRun, TinySetup};
 use walab_core::time::Nanos;
 
+use super::captions::{caption_at, trace_captions};
 use super::commit::core_policy;
+use super::captions::id_runs;
+use super::fates::{arrived_before, fates, with_fate, Fate};
 use super::trace_view::TraceSpans;
 use super::Timeline;
 use crate::url_state::{Fault, Handling, LabParams, Policy};
@@ -27,6 +30,8 @@ pub struct CutOutcome {
     pub spans: TraceSpans,
     pub crash: CrashState,
     pub image: Image,
+    /// Every write that arrived before the cut, with its fate in `crash`.
+    pub fates: Vec<(u64, Fate)>,
     /// Every legal post-crash state, when few enough to list.
     pub all_states: Option<Vec<CrashState>>,
 }
@@ -44,6 +49,8 @@ pub struct ModeAtCut {
     pub policy: Policy,
     pub acknowledged: Vec<u64>,
     pub lost_acknowledged: Vec<u64>,
+    /// Every write that arrived before the cut, with its fate in the worst state.
+    pub fates: Vec<(u64, Fate)>,
 }
 
 #[derive(Debug)]
@@ -55,6 +62,10 @@ pub struct TinyBench {
     pub modes: Vec<(Policy, Result<ModeAtCut, String>)>,
     /// Part 3: what a process restarting without a reboot reads through the page cache.
     pub through_page_cache: Option<Vec<u64>>,
+    /// Part 3, E1: the other handling of the failed sync, to draw both paths.
+    pub other_path: Option<Result<super::failed_sync_view::OtherPath, String>>,
+    /// The captions, made on first use (the player asks every frame while playing).
+    captions_cache: std::cell::OnceCell<(Vec<Nanos>, Vec<String>)>,
 }
 
 /// The setup a Part runs.
@@ -103,7 +114,8 @@ impl TinyBench {
             (Some(Ok(outcome)), 3) => Some(outcome.run.recover_through_page_cache().recovered),
             _ => None,
         };
-        TinyBench { part: params.part, full, cut, modes, through_page_cache }
+        let other_path = if params.part == 3 { super::failed_sync_view::other_path_runs(&setup, params.cut, params.seed) } else { None };
+        TinyBench { part: params.part, full, cut, modes, through_page_cache, other_path, captions_cache: std::cell::OnceCell::new() }
     }
 
     pub fn timeline(&self) -> Timeline {
@@ -124,6 +136,52 @@ impl TinyBench {
             }
             _ => Timeline { marks: spans.marks(), end: spans.end },
         }
+    }
+
+    /// The trace the player walks: the cut run's when there is a cut, else the full run's.
+    pub fn trace(&self) -> Option<&walab_core::trace::Trace> {
+        match (&self.cut, &self.full) {
+            (Some(Ok(outcome)), _) => Some(&outcome.run.trace),
+            (_, Ok((run, _))) => Some(&run.trace),
+            _ => None,
+        }
+    }
+
+    /// One caption per step of [`TinyBench::timeline`] (its marks sorted, without
+    /// repeats, as the player keeps them). The cut's caption says what recovery found
+    /// only once `revealed`; Part 7's scan steps tell each check.
+    pub fn captions(&self, revealed: bool) -> (Vec<Nanos>, Vec<String>) {
+        let mut marks = self.timeline().marks;
+        marks.sort_unstable();
+        marks.dedup();
+        let Some(trace) = self.trace() else { return (marks, Vec::new()) };
+        let mut captions = trace_captions(trace, &marks);
+        if let Some(Ok(outcome)) = &self.cut {
+            let checks = &outcome.crash.recovery.scan.checks;
+            let segments = &outcome.crash.recovery.segments;
+            for (index, mark) in marks.iter().enumerate() {
+                if *mark == outcome.at {
+                    captions[index] = cut_caption(outcome, revealed);
+                } else if *mark > outcome.at {
+                    let step = ((mark.0 - outcome.at.0) / RECOVERY_STEP.0) as usize;
+                    if let Some(check) = step.checked_sub(1).and_then(|step| checks.get(step)) {
+                        captions[index] = format!("Recovery, check {step} of {}: {}.", checks.len(), describe_check(check, segments));
+                    }
+                }
+            }
+        }
+        (marks, captions)
+    }
+
+    /// The caption at the playhead.
+    pub fn caption_now(&self, now: Nanos, revealed: bool) -> String {
+        let (marks, captions) = self.captions_cache.get_or_init(|| self.captions(false));
+        if let (true, Some(Ok(outcome))) = (revealed, &self.cut) {
+            if marks.partition_point(|mark| *mark <= now).checked_sub(1).is_some_and(|index| marks[index] == outcome.at) {
+                return cut_caption(outcome, true);
+            }
+        }
+        caption_at(captions, marks, now, "Before the first write: every file is empty and nothing is in flight. Step or play to start.")
     }
 
     /// The spans to draw: the cut run's when there is a cut, else the full run's.
@@ -158,7 +216,31 @@ fn cut_outcome(setup: &TinySetup, at: Nanos, seed: u64, list_states: bool) -> Re
     let (_, image) = run.device.sample_power_cut(seed);
     let all_states = if list_states { run.post_crash_states() } else { None };
     let spans = TraceSpans::from_trace(&run.trace);
-    Ok(CutOutcome { at, run, spans, crash, image, all_states })
+    let fates = fates(&arrived_before(&run.trace, at), &crash);
+    Ok(CutOutcome { at, run, spans, crash, image, fates, all_states })
+}
+
+/// The power cut's step, in words; what recovery found is told only once revealed.
+pub fn cut_caption(outcome: &CutOutcome, revealed: bool) -> String {
+    let at = crate::url_state::format_millis(outcome.at);
+    let acknowledged = outcome.crash.acknowledged.len();
+    if !revealed {
+        return format!("{at} ms: the power fails. The page cache and the drive's cache are gone; only what reached the media remains. \
+            {acknowledged} writes had been told OK: predict how many recovery finds, then reveal.");
+    }
+    let lost = with_fate(&outcome.fates, Fate::Lost);
+    let without_ok = with_fate(&outcome.fates, Fate::SurvivedWithoutOk);
+    let mut text = format!("{at} ms: the power fails. Of the {acknowledged} writes told OK, {} survive", outcome.crash.survived.len());
+    if lost.is_empty() {
+        text.push_str(" and none is lost");
+    } else {
+        text.push_str(&format!(" and {} {} lost ({})", lost.len(), if lost.len() == 1 { "is" } else { "are" }, id_runs(&lost)));
+    }
+    if !without_ok.is_empty() {
+        text.push_str(&format!("; {} survived without ever being told OK", id_runs(&without_ok)));
+    }
+    text.push('.');
+    text
 }
 
 fn mode_at_cut(params: &LabParams, mode: Policy, at: Nanos) -> Result<ModeAtCut, String> {
@@ -170,7 +252,8 @@ fn mode_at_cut(params: &LabParams, mode: Policy, at: Nanos) -> Result<ModeAtCut,
         None => None,
     }
     .unwrap_or_else(|| run.sample_post_crash(params.seed));
-    Ok(ModeAtCut { policy: mode, acknowledged: worst.acknowledged, lost_acknowledged: worst.lost_acknowledged })
+    let fates = fates(&arrived_before(&run.trace, at), &worst);
+    Ok(ModeAtCut { policy: mode, acknowledged: worst.acknowledged, lost_acknowledged: worst.lost_acknowledged, fates })
 }
 
 /// A scan check in words, for the step list.
@@ -208,7 +291,13 @@ pub fn describe_check(check: &ScanCheck, segments: &[String]) -> String {
         }
         ScanCheck::SegmentEnd { segment, offset, reason } => format!("{}@{offset}: clean end ({}), next segment", name(segment), reason.name()),
         ScanCheck::Stop { stop } => format!("stop: {} at {}@{}", stop.reason.name(), name(&stop.segment), stop.offset),
-        other => format!("{other:?}"),
+        ScanCheck::BlockTrailer { segment, offset, bytes, .. } => format!("{}@{offset}: {bytes} trailer bytes at a block's end: skip", name(segment)),
+        ScanCheck::LogNumber { segment, offset, expected, found, ok } => {
+            format!("{}@{offset}: log number {found}, expected {expected}? {}", name(segment), yes_no(*ok))
+        }
+        ScanCheck::FrameOffset { segment, offset, expected, found, ok } => {
+            format!("{}@{offset}: frame offset {found}, expected {expected}? {}", name(segment), yes_no(*ok))
+        }
     }
 }
 
@@ -250,6 +339,31 @@ mod tests {
         assert_eq!(per_write.2, 0);
         assert!(no_sync.1 > group.1);
         assert!(no_sync.2 > 0);
+    }
+
+    #[test]
+    fn part_6_no_sync_at_13_5_ms_loses_21_to_24_and_keeps_1_to_20() {
+        let bench = TinyBench::build(&parse_query("part=6&policy=no-sync&cut=13.5").0);
+        let outcome = bench.cut.as_ref().unwrap().as_ref().unwrap();
+        assert_eq!(with_fate(&outcome.fates, Fate::Lost), (21..=24).collect::<Vec<u64>>());
+        assert_eq!(with_fate(&outcome.fates, Fate::Survived), (1..=20).collect::<Vec<u64>>());
+        let (_, no_sync) = bench.modes.iter().find(|(policy, _)| *policy == Policy::NoSync).unwrap();
+        assert_eq!(with_fate(&no_sync.as_ref().unwrap().fates, Fate::Lost), (21..=24).collect::<Vec<u64>>());
+        assert!(cut_caption(outcome, true).contains("4 are lost (21-24)"), "{}", cut_caption(outcome, true));
+        assert!(!cut_caption(outcome, false).contains("lost"));
+    }
+
+    #[test]
+    fn captions_follow_the_player_and_differ_step_to_step() {
+        for query in ["part=3&fault=e1&handling=wrong&cut=11.5", "part=6&cut=13.5", "part=7&cut=13.5", "part=8&cdc=10", "part=3&fault=e2"] {
+            let bench = TinyBench::build(&parse_query(query).0);
+            let (marks, captions) = bench.captions(true);
+            assert_eq!(marks.len(), captions.len(), "{query}");
+            for pair in captions.windows(2) {
+                assert_ne!(pair[0], pair[1], "{query}");
+            }
+            assert!(captions.iter().all(|caption| !caption.contains("nothing new") && !caption.contains(" {")), "{query}: {captions:#?}");
+        }
     }
 
     #[test]

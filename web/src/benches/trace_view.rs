@@ -68,6 +68,9 @@ impl TraceSpans {
             .collect();
         let mut batches: Vec<BatchSpan> = Vec::new();
         let mut power_cut = None;
+        // Sync number -> the span it belongs to (a batch's, or a background sync's own).
+        let mut span_of_sync: std::collections::BTreeMap<u64, usize> = std::collections::BTreeMap::new();
+        let mut synced: Vec<bool> = Vec::new();
         let index_of = |writes: &Vec<WriteSpan>, id: u64| writes.iter().position(|write| write.id == id);
         for event in &trace.events {
             match &event.event {
@@ -87,8 +90,18 @@ impl TraceSpans {
                         end: None,
                         ok: true,
                     });
+                    synced.push(false);
                 }
-                Event::SyncStart { sync, file, batch: None, .. } => batches.push(BatchSpan {
+                Event::SyncStart { sync, batch: Some(batch), .. } => {
+                    if let Some(index) = batches.iter().rposition(|span| span.id == *batch && span.first_write != 0) {
+                        span_of_sync.insert(*sync, index);
+                        synced[index] = true;
+                    }
+                }
+                Event::SyncStart { sync, file, batch: None, .. } => {
+                    span_of_sync.insert(*sync, batches.len());
+                    synced.push(true);
+                    batches.push(BatchSpan {
                     id: *sync,
                     file: *file,
                     first_write: 0,
@@ -97,11 +110,13 @@ impl TraceSpans {
                     start: event.at,
                     end: None,
                     ok: true,
-                }),
+                    });
+                }
                 Event::SyncEnd { sync, ok, .. } => {
-                    if let Some(batch) = batches.iter_mut().rev().find(|batch| batch.id == *sync && batch.end.is_none()) {
+                    // A retried sync extends its batch's bar; a failure stays marked.
+                    if let Some(batch) = span_of_sync.get(sync).and_then(|index| batches.get_mut(*index)) {
                         batch.end = Some(event.at);
-                        batch.ok = *ok;
+                        batch.ok &= *ok;
                     }
                 }
                 Event::Ack { first_write, writes: count } => {
@@ -120,6 +135,13 @@ impl TraceSpans {
                 }
                 Event::PowerCut => power_cut = Some(event.at),
                 _ => {}
+            }
+        }
+        // A batch handed to the page cache with no sync of its own (no-sync, periodic) is
+        // an instant, not a sync that never ends.
+        for (batch, synced) in batches.iter_mut().zip(&synced) {
+            if !synced && batch.end.is_none() {
+                batch.end = Some(batch.start);
             }
         }
         let end = trace.events.last().map(|event| event.at).unwrap_or(Nanos::ZERO);

@@ -1,9 +1,13 @@
 //! Part 3: when fsync fails. The text; the two branches run on the core's device model.
 
+use std::rc::Rc;
+
 use yew::prelude::*;
 
-use super::power::{id_ranges, lanes, power_section, tiny_bench};
+use super::power::{use_revealed, id_ranges, lanes, power_section, tiny_bench};
 use super::{ChapterProps, Source};
+use crate::benches::failed_sync_view::paths_at;
+use crate::figures::failed_sync::FailedSyncFigure;
 use crate::player::Player;
 use crate::state::LabAction;
 use crate::url_state::{Fault, Handling};
@@ -39,10 +43,11 @@ fn failed_sync_text() -> Html {
     }
 }
 
-
 #[component]
 pub fn FailedSyncBenchChapter(props: &ChapterProps) -> Html {
+    let (revealed, on_reveal) = use_revealed(props);
     let Some(bench) = tiny_bench(props) else { return Html::default() };
+    let caption = AttrValue::from(bench.caption_now(props.player.now, revealed));
     let on_player = props.on_action.reform(LabAction::Player);
     let on_fault = props.on_action.reform(|event: Event| {
         let select: web_sys::HtmlSelectElement = event.target_unchecked_into();
@@ -56,7 +61,9 @@ pub fn FailedSyncBenchChapter(props: &ChapterProps) -> Html {
         Ok((run, _)) => (run.acknowledged(), run.failed()),
         Err(_) => (Vec::new(), Vec::new()),
     };
-    let page_cache = bench.through_page_cache.as_ref().map(|recovered| html! {
+    let paths = paths_at(bench, &props.params, props.player.now, revealed);
+    let figure = (!paths.is_empty()).then(|| html! { <FailedSyncFigure paths={Rc::new(paths)} /> });
+    let page_cache = bench.through_page_cache.as_ref().filter(|_| revealed).map(|recovered| html! {
         <p class="note page-cache">{ format!("A process that restarts without a reboot and reads the log through the page cache \
             would find {}.", id_ranges(recovered)) }</p>
     });
@@ -86,9 +93,10 @@ pub fn FailedSyncBenchChapter(props: &ChapterProps) -> Html {
         </table>
         <div class="prose"><p>{ "Then pull the power, before or after F11's flush completes, and compare the paths: on the wrong \
             path the retried sync 'succeeded' without writing, so whether B11's acknowledged writes survive depends on timing." }</p></div>
-        <Player state={props.player.clone()} on_action={on_player} />
-        { lanes(bench, props) }
-        { power_section(props) }
+        <Player state={props.player.clone()} on_action={on_player} caption={caption} />
+        { figure.unwrap_or_default() }
+        { lanes(bench, props, revealed) }
+        { power_section(props, revealed, on_reveal) }
         { page_cache.unwrap_or_default() }
         </>
     }

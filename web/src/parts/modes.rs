@@ -1,18 +1,23 @@
 //! Part 6: durability modes, one power cut under each.
 
+use std::rc::Rc;
+
 use walab_core::tiny_store;
 use yew::prelude::*;
 
 use super::controls::{Controls, Shown};
-use super::power::{id_ranges, lanes, power_section, tiny_bench};
+use super::power::{use_revealed, id_ranges, lanes, power_section, tiny_bench};
 use super::{ChapterProps, Source};
+use crate::figures::modes::{ModeRow, ModesFigure};
 use crate::player::Player;
 use crate::state::LabAction;
 use crate::url_state::format_millis;
 
 #[component]
 pub fn ModesChapter(props: &ChapterProps) -> Html {
+    let (revealed, on_reveal) = use_revealed(props);
     let Some(bench) = tiny_bench(props) else { return Html::default() };
+    let caption = AttrValue::from(bench.caption_now(props.player.now, revealed));
     let on_player = props.on_action.reform(LabAction::Player);
     let shown = Shown { policy: true, sync: true, ..Shown::default() };
     let modes = bench.modes.iter().map(|(policy, mode)| match mode {
@@ -27,6 +32,11 @@ pub fn ModesChapter(props: &ChapterProps) -> Html {
         Err(error) => html! { <tr><td>{ policy.label() }</td><td colspan="3" class="error">{ error.clone() }</td></tr> },
     });
     let at = props.params.cut.unwrap_or(tiny_store::POWER_CUT);
+    let rows: Vec<ModeRow> = bench
+        .modes
+        .iter()
+        .filter_map(|(policy, mode)| mode.as_ref().ok().map(|mode| ModeRow { name: policy.label().to_string(), url_name: policy.url_name().to_string(), fates: mode.fates.clone() }))
+        .collect();
     html! {
         <>
         <div class="prose">
@@ -65,11 +75,12 @@ pub fn ModesChapter(props: &ChapterProps) -> Html {
             <thead><tr><th>{ "mode" }</th><th class="num">{ "acknowledged" }</th><th class="num">{ "acknowledged and lost" }</th><th>{ "lost writes" }</th></tr></thead>
             <tbody>{ for modes }</tbody>
         </table>
+        <ModesFigure rows={Rc::new(rows)} at={format_millis(at)} writes={tiny_store::WRITES.len() as u64} />
         <h3>{ "Your own cut" }</h3>
         <Controls params={props.params.clone()} shown={shown} on_action={props.on_action.clone()} />
-        <Player state={props.player.clone()} on_action={on_player} />
-        { lanes(bench, props) }
-        { power_section(props) }
+        <Player state={props.player.clone()} on_action={on_player} caption={caption} />
+        { lanes(bench, props, revealed) }
+        { power_section(props, revealed, on_reveal) }
         </>
     }
 }

@@ -1,14 +1,18 @@
 //! Part 9: the WAL in B-tree engines: pages, checkpoints, torn write-backs and REDO.
 
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 use walab_core::pages::page::{Page, PageNo, PageReadError};
+use walab_core::pages::sqlite_wal::WalEvent;
 use yew::prelude::*;
 
 use super::{ChapterProps, Source};
 use crate::benches::models::describe_page_event;
 use crate::benches::Bench;
-use crate::player::Player;
+use crate::benches::pages_view::{pages_at, wal_at};
+use crate::figures::pages::{PagesFigure, WalModeFigure};
+use crate::player::{Clock, Player};
 use crate::state::LabAction;
 use crate::url_state::PageProtection;
 
@@ -52,11 +56,23 @@ pub fn PagesChapter(props: &ChapterProps) -> Html {
         LabAction::SetProtection(PageProtection::from_url_name(&select.value()).unwrap_or(PageProtection::FullPageImages))
     });
     let done = bench.events_done(props.player.now);
-    let events = bench.events.iter().enumerate().map(|(index, event)| {
+    // Only the steps already taken are listed: the later ones would show the final pages.
+    let events = bench.events.iter().enumerate().take(done).map(|(index, event)| {
         let class = classes!("page-event", if index < done { "done" } else { "todo" }, (index == bench.recovery_from).then_some("recovery-start"));
         html! { <li {class}>{ describe_page_event(event) }</li> }
     });
+    let caption = AttrValue::from(bench.caption_now(props.player.now));
+    let figure = bench.branch.as_ref().ok().map(|branch| {
+        let at = pages_at(&bench.events, done, &branch.crash.expected, SECTORS_PER_PAGE);
+        html! { <PagesFigure at={Rc::new(at)} /> }
+    });
+    let sqlite = match &bench.sqlite {
+        Ok(events) => html! { <SqliteStepper events={Rc::new(events.clone())} /> },
+        Err(error) => html! { <p class="error">{ format!("the WAL-mode model refused the run: {error}") }</p> },
+    };
+    let finished = done >= bench.events.len();
     let result = match &bench.branch {
+        Ok(_) if !finished => html! { <p class="note">{ "Step on through recovery: the pages it rebuilds appear in the buffer pool as REDO reaches them." }</p> },
         Ok(branch) => {
             let all = branch.recovered_everything();
             html! {
@@ -99,10 +115,61 @@ pub fn PagesChapter(props: &ChapterProps) -> Html {
                 }) }
             </select></label>
         </div>
-        <Player state={props.player.clone()} on_action={on_player} mark_name="step" />
+        <Player state={props.player.clone()} on_action={on_player} mark_name="step" caption={caption} clock={Clock::Steps} />
+        { figure.unwrap_or_default() }
         <ol class="page-events" data-done={done.to_string()}>{ for events }</ol>
         { result }
+        <h3>{ "SQLite's WAL mode: whole pages in the log" }</h3>
+        <div class="prose"><p>{ "SQLite in WAL mode logs no changes: each commit appends a frame holding the whole new page to \
+            the -wal file and syncs it. The database file is written only by a checkpoint, which copies each page's newest \
+            frame back; until it finishes, the -wal file still holds every page whole, so a torn copy is repaired by \
+            checkpointing again. The same eight writes, a checkpoint after write 4 and one after write 8 that the power cuts \
+            halfway through P1's copy:" }</p></div>
+        { sqlite }
         </>
     }
 }
 
+
+/// Sectors in one of branch B's pages (64-byte pages of 32-byte sectors).
+const SECTORS_PER_PAGE: usize = crate::benches::models::PAGE_BYTES / crate::benches::models::SECTOR_BYTES;
+
+#[derive(Properties, PartialEq)]
+struct SqliteStepperProps {
+    events: Rc<Vec<WalEvent>>,
+}
+
+/// SQLite's run, stepped on its own (its steps are not the page engine's).
+#[component]
+fn SqliteStepper(props: &SqliteStepperProps) -> Html {
+    let step = use_state(|| props.events.len());
+    let total = props.events.len();
+    let at = wal_at(&props.events, *step, SECTORS_PER_PAGE);
+    let caption = match step.checked_sub(1).and_then(|index| props.events.get(index)) {
+        Some(event) => format!("SQLite step {} of {total}: {}.", *step, event.describe()),
+        None => "SQLite, before the first write: the -wal file and the database file are empty.".to_string(),
+    };
+    let back = {
+        let step = step.clone();
+        Callback::from(move |_: MouseEvent| step.set(step.saturating_sub(1)))
+    };
+    let forward = {
+        let step = step.clone();
+        Callback::from(move |_: MouseEvent| step.set((*step + 1).min(total)))
+    };
+    let start = {
+        let step = step.clone();
+        Callback::from(move |_: MouseEvent| step.set(0))
+    };
+    html! {
+        <div class="sqlite-stepper" data-step={step.to_string()}>
+            <div class="mini-player" role="group" aria-label="SQLite steps">
+                <button class="sqlite-start" onclick={start}>{ "⇤" }</button>
+                <button class="sqlite-back" onclick={back}>{ "◀ step" }</button>
+                <button class="sqlite-forward" onclick={forward}>{ "step ▶" }</button>
+                <span class="mark-count">{ format!("step {} of {total}", *step) }</span>
+            </div>
+            <WalModeFigure at={Rc::new(at)} caption={caption} />
+        </div>
+    }
+}

@@ -7,10 +7,10 @@ use walab_core::time::Nanos;
 use walab_core::tiny_store::UNIT_BYTES;
 use yew::prelude::*;
 
-use super::commit::TraceLanes;
 use super::ChapterProps;
 use crate::benches::tiny::{cli_policy, TinyBench};
 use crate::benches::Bench;
+use crate::figures::lanes::FateLanes;
 use crate::state::LabAction;
 use crate::url_state::{format_millis, UNIT_BYTES_ALLOWED};
 
@@ -93,6 +93,10 @@ fn CutControls(props: &CutControlsProps) -> Html {
 #[derive(Properties, PartialEq)]
 struct ReportProps {
     bench: crate::benches::BenchRef,
+    /// The run's answer is shown (the chapter holds this, so its figures show the
+    /// writes' fates at the same moment).
+    revealed: bool,
+    on_reveal: Callback<()>,
     policy_cli: AttrValue,
     seed: u64,
     unit_bytes: u32,
@@ -111,7 +115,7 @@ fn unit_label(unit: u32) -> String {
 /// What was acknowledged, what survived: first a prediction, then the run's answer.
 #[component]
 fn PowerCutReport(props: &ReportProps) -> Html {
-    let revealed = use_state(|| false);
+    let revealed = props.revealed;
     let guess = use_state(String::new);
     let Bench::Tiny(bench) = &*props.bench.0 else { return Html::default() };
     let Some(cut) = &bench.cut else { return Html::default() };
@@ -128,10 +132,7 @@ fn PowerCutReport(props: &ReportProps) -> Html {
         props.policy_cli,
         props.seed
     );
-    let on_reveal = {
-        let revealed = revealed.clone();
-        Callback::from(move |_: MouseEvent| revealed.set(true))
-    };
+    let on_reveal = props.on_reveal.reform(|_: MouseEvent| ());
     let on_guess = {
         let guess = guess.clone();
         Callback::from(move |event: InputEvent| {
@@ -143,7 +144,7 @@ fn PowerCutReport(props: &ReportProps) -> Html {
     html! {
         <div class="power report" data-cut-ns={outcome.at.0.to_string()}>
             <p class="headline">{ format!("The power failed at {} ms. {} writes had been acknowledged.", format_millis(outcome.at), acknowledged) }</p>
-            if !*revealed {
+            if !revealed {
                 <div class="predict">
                     <label>{ format!("Predict: how many of the {acknowledged} acknowledged writes will recovery find? ") }
                         <input class="guess" type="number" min="0" max="24" value={(*guess).clone()} oninput={on_guess} /></label>
@@ -181,11 +182,31 @@ pub(super) fn tiny_bench(props: &ChapterProps) -> Option<&TinyBench> {
     }
 }
 
-pub(super) fn lanes(bench: &TinyBench, props: &ChapterProps) -> Html {
-    match bench.spans() {
-        Some(spans) => html! { <TraceLanes spans={Rc::new(spans.clone())} now={props.player.now.min(bench.cut_at().unwrap_or(Nanos::MAX))} cut={props.params.cut} /> },
-        None => html! { <p class="error">{ "the simulator refused the run" }</p> },
-    }
+/// The writes and syncs as lanes; after a revealed cut, each write's fate.
+pub(super) fn lanes(bench: &TinyBench, props: &ChapterProps, revealed: bool) -> Html {
+    let (Some(spans), Some(trace)) = (bench.spans(), bench.trace()) else {
+        return html! { <p class="error">{ "the simulator refused the run" }</p> };
+    };
+    let outcome = bench.cut.as_ref().and_then(|cut| cut.as_ref().ok());
+    let fates = outcome.filter(|_| revealed).map(|outcome| Rc::new(outcome.fates.clone()));
+    let files = Rc::new(trace.files.iter().map(|file| file.name.clone()).collect::<Vec<_>>());
+    html! { <FateLanes spans={Rc::new(spans.clone())} {files} now={props.player.now.min(bench.cut_at().unwrap_or(Nanos::MAX))} cut={bench.cut_at()} {fates} /> }
+}
+
+/// Whether the power cut's answer is shown: held by the chapter for the cut it was
+/// revealed for, so a new cut, seed, mode or unit hides it again.
+#[hook]
+pub(super) fn use_revealed(props: &ChapterProps) -> (bool, Callback<()>) {
+    let key = reveal_key(props);
+    let revealed_for = use_state(|| None::<String>);
+    let revealed = revealed_for.as_deref() == Some(key.as_str());
+    let on_reveal = Callback::from(move |()| revealed_for.set(Some(key.clone())));
+    (revealed, on_reveal)
+}
+
+fn reveal_key(props: &ChapterProps) -> String {
+    let params = &props.params;
+    format!("{}-{:?}-{}-{:?}-{}-{:?}-{:?}-{}", params.part, params.cut, params.seed, params.policy, params.unit_bytes, params.fault, params.handling, params.eio_batch)
 }
 
 impl TinyBench {
@@ -194,11 +215,11 @@ impl TinyBench {
     }
 }
 
-pub(super) fn power_section(props: &ChapterProps) -> Html {
+pub(super) fn power_section(props: &ChapterProps, revealed: bool, on_reveal: Callback<()>) -> Html {
     html! {
         <>
         <CutControls cut={props.params.cut} seed={props.params.seed} unit_bytes={props.params.unit_bytes} on_action={props.on_action.clone()} />
-        <PowerCutReport key={format!("{:?}-{}-{:?}-{}", props.params.cut, props.params.seed, props.params.policy, props.params.unit_bytes)}
+        <PowerCutReport key={reveal_key(props)} {revealed} {on_reveal}
             bench={props.bench.clone()} policy_cli={cli_policy(props.params.policy)} seed={props.params.seed} unit_bytes={props.params.unit_bytes} />
         </>
     }

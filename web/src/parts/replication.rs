@@ -2,11 +2,16 @@
 
 use std::rc::Rc;
 
+use walab_core::quorum::QuorumMode;
+use walab_core::time::Nanos;
 use yew::prelude::*;
 
-use super::commit::TraceLanes;
 use super::{ChapterProps, Source};
+use crate::benches::captions::id_span;
+use crate::benches::quorum_view::{batch_at, batch_legs};
 use crate::benches::Bench;
+use crate::figures::lanes::FateLanes;
+use crate::figures::quorum::QuorumFigure;
 use crate::player::Player;
 use crate::state::LabAction;
 use crate::url_state::format_millis;
@@ -21,12 +26,25 @@ pub fn ReplicationChapter(props: &ChapterProps) -> Html {
     });
     let legs: Vec<String> = bench.setup.legs.iter().map(|leg| format!("{} ms", format_millis(*leg))).collect();
     let lanes = match &bench.spans {
-        Some(spans) => html! { <TraceLanes spans={Rc::new(spans.clone())} now={props.player.now} /> },
+        Some(spans) => html! { <FateLanes spans={Rc::new(spans.clone())} files={Rc::new(bench.files.clone())} now={props.player.now} /> },
         None => match &bench.branch {
             Err(error) => html! { <p class="error">{ format!("the quorum model refused the run: {error}") }</p> },
             Ok(_) => Html::default(),
         },
     };
+    let caption = AttrValue::from(bench.caption_now(props.player.now));
+    let figure = bench.branch.as_ref().ok().map(|branch| {
+        let now = props.player.now;
+        let batch = batch_at(branch, now);
+        let elapsed = batch.filter(|batch| batch.start <= now).map(|batch| Nanos(now.0 - batch.start.0));
+        let label = match batch {
+            Some(batch) if batch.start <= now => format!("B{}: {}, started at {} ms", batch.batch, id_span(batch.first_write, batch.writes), format_millis(batch.start)),
+            Some(batch) => format!("the branch's first batch, B{} ({}), once the log forks after write 20", batch.batch, id_span(batch.first_write, batch.writes)),
+            None => "one batch".to_string(),
+        };
+        let modes = Rc::new(vec![batch_legs(&bench.setup, QuorumMode::Raft), batch_legs(&bench.setup, QuorumMode::Postgres)]);
+        html! { <QuorumFigure {modes} w={bench.setup.w} batch_label={label} {elapsed} /> }
+    });
     let budget = bench.write_23.as_ref().map(|budget| html! {
         <table class="summary write-23" data-total-ns={budget.total.0.to_string()} data-naive-ns={budget.naive_sum.0.to_string()}>
             <tr><th>{ "write 23 arrives" }</th><td class="num">{ format!("{} ms", format_millis(budget.arrival)) }</td></tr>
@@ -65,7 +83,8 @@ pub fn ReplicationChapter(props: &ChapterProps) -> Html {
                 { for (1..=3u8).map(|w| html! { <option value={w.to_string()} selected={w == props.params.quorum_w}>{ format!("{w} of 3") }</option> }) }
             </select></label>
         </div>
-        <Player state={props.player.clone()} on_action={on_player} />
+        <Player state={props.player.clone()} on_action={on_player} caption={caption} />
+        { figure.unwrap_or_default() }
         { lanes }
         { budget.unwrap_or_default() }
         <h3>{ "What an acknowledged write survives" }</h3>

@@ -1,15 +1,21 @@
 //! Part 8: segments and their two deletion gates.
 
+use std::rc::Rc;
+
 use yew::prelude::*;
 
-use super::power::{lanes, tiny_bench};
+use super::power::{lanes, power_section, tiny_bench, use_revealed};
 use super::{ChapterProps, Source};
+use crate::benches::segments::{kept as kept_files, segment_files};
+use crate::figures::segments::SegmentsFigure;
 use crate::player::{format_fixed_millis, Player};
 use crate::state::LabAction;
 
 #[component]
 pub fn SegmentsChapter(props: &ChapterProps) -> Html {
+    let (revealed, on_reveal) = use_revealed(props);
     let Some(bench) = tiny_bench(props) else { return Html::default() };
+    let caption = AttrValue::from(bench.caption_now(props.player.now, revealed));
     let on_player = props.on_action.reform(LabAction::Player);
     let gates = bench.gates_at(props.player.now);
     let rows = gates.iter().map(|gate| {
@@ -26,6 +32,11 @@ pub fn SegmentsChapter(props: &ChapterProps) -> Html {
         }
     });
     let kept = gates.iter().filter(|gate| gate.exists && !(gate.flushed && gate.readers_done)).count();
+    let figure = bench.full.as_ref().ok().map(|(run, _)| {
+        let files = segment_files(run, props.player.now);
+        let kept = kept_files(&files);
+        html! { <SegmentsFigure files={Rc::new(files)} reader={props.params.cdc_confirmed_seq} {kept} /> }
+    });
     let on_reader = props.on_action.reform(|event: Event| {
         let select: web_sys::HtmlSelectElement = event.target_unchecked_into();
         LabAction::SetCdc(select.value().parse::<u64>().ok())
@@ -52,13 +63,15 @@ pub fn SegmentsChapter(props: &ChapterProps) -> Html {
                 </select>
             </label>
         </div>
-        <Player state={props.player.clone()} on_action={on_player} />
+        <Player state={props.player.clone()} on_action={on_player} caption={caption} />
+        { figure.unwrap_or_default() }
         <table class="gates" data-kept={kept.to_string()}>
             <thead><tr><th>{ "segment" }</th><th>{ "writes" }</th><th>{ "gate 1: flushed" }</th><th>{ "gate 2: readers" }</th><th>{ format!("at t = {} ms", format_fixed_millis(props.player.now)) }</th></tr></thead>
             <tbody>{ for rows }</tbody>
         </table>
         <p class="verdict-line">{ format!("{kept} segment(s) must be kept at this instant.") }</p>
-        { lanes(bench, props) }
+        { lanes(bench, props, revealed) }
+        { power_section(props, revealed, on_reveal) }
         </>
     }
 }

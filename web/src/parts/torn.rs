@@ -2,20 +2,33 @@
 
 use walab_core::scan::ScanCheck;
 use walab_core::sim::tiny::SEGMENT_BYTES;
+use std::rc::Rc;
+
 use yew::prelude::*;
 
-use super::power::{id_ranges, lanes, power_section, tiny_bench};
+use super::power::{use_revealed, id_ranges, lanes, power_section, tiny_bench};
 use super::ChapterProps;
 use crate::benches::tiny::{describe_check, CutOutcome};
-use crate::player::Player;
+use crate::benches::torn::log_view;
+use crate::figures::log_media::LogMedia;
+use crate::player::{Clock, Player};
 use crate::state::LabAction;
 
 #[component]
 pub fn TornChapter(props: &ChapterProps) -> Html {
+    let (revealed, on_reveal) = use_revealed(props);
     let Some(bench) = tiny_bench(props) else { return Html::default() };
+    let caption = AttrValue::from(bench.caption_now(props.player.now, revealed));
     let on_player = props.on_action.reform(LabAction::Player);
     let outcome = bench.cut.as_ref().and_then(|cut| cut.as_ref().ok());
     let checks_done = bench.checks_done(props.player.now);
+    // Up to the cut the steps are instants of the run; after it, checks of the scan.
+    let clock = if bench.cut_at().is_some_and(|cut| props.player.now > cut) { Clock::Steps } else { Clock::Millis };
+    // The log's bytes at the playhead; what the cut left only once the answer is revealed.
+    let media = bench.trace().map(|trace| {
+        let view = log_view(trace, props.params.unit_bytes as usize, props.player.now, outcome.filter(|_| revealed), checks_done);
+        html! { <LogMedia view={Rc::new(view)} /> }
+    });
     let recovery_view = outcome.map(|outcome| {
         let segments = &outcome.crash.recovery.segments;
         let checks = &outcome.crash.recovery.scan.checks;
@@ -76,9 +89,10 @@ pub fn TornChapter(props: &ChapterProps) -> Html {
                   bytes; real devices use 512 bytes or 4 KiB (choose the unit next to the power button)." }</p>
             <p class="unit-text" data-unit-bytes={unit_bytes.to_string()}>{ unit_text }</p>
         </div>
-        <Player state={props.player.clone()} on_action={on_player} mark_name="event or check" />
-        { lanes(bench, props) }
-        { power_section(props) }
+        <Player state={props.player.clone()} on_action={on_player} caption={caption} mark_name="event or check" clock={clock} />
+        { media }
+        { lanes(bench, props, revealed) }
+        { power_section(props, revealed, on_reveal) }
         { recovery_view.unwrap_or_default() }
         { states.unwrap_or_default() }
         </>

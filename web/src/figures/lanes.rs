@@ -1,0 +1,188 @@
+//! The tiny store's writes and syncs as lanes, with each write's fate after a power cut.
+//!
+//! One lane per write, from its arrival to its OK (or its failure); the syncs run on two
+//! rows above them: the log's batch syncs (B1, B2 ...) and the other files' syncs (a
+//! flushed file's, the manifest's, a background sync of the log). Labels that would
+//! overlap move to a second line or, if that is taken too, are left to the bar's
+//! tooltip, so no two labels ever share pixels. After a cut, once the answer is
+//! revealed, every write that had arrived is drawn with its fate.
+
+use std::rc::Rc;
+
+use walab_core::time::Nanos;
+use yew::prelude::*;
+
+use crate::benches::fates::Fate;
+use crate::benches::trace_view::{BatchSpan, Phase, TraceSpans};
+
+#[derive(Properties, PartialEq)]
+pub struct FateLanesProps {
+    pub spans: Rc<TraceSpans>,
+    /// The trace's file names, indexed like its files.
+    pub files: Rc<Vec<String>>,
+    pub now: Nanos,
+    #[prop_or_default]
+    pub cut: Option<Nanos>,
+    /// Each arrived write's fate, drawn once the playhead is at the cut (`None` until the
+    /// answer is revealed).
+    #[prop_or_default]
+    pub fates: Option<Rc<Vec<(u64, Fate)>>>,
+}
+
+const WIDTH: f64 = 880.0;
+const LEFT: f64 = 44.0;
+const RIGHT: f64 = 92.0;
+const LANE: f64 = 17.0;
+/// Two label lines per sync row.
+const ROW: f64 = 50.0;
+/// Approximate width of one label character at the figure's font size.
+const CHAR: f64 = 9.0;
+
+/// What a sync bar is called: `B4` for a batch; a file's name otherwise.
+fn sync_label(batch: &BatchSpan, files: &[String]) -> (String, String) {
+    let file = files.get(batch.file as usize).cloned().unwrap_or_else(|| format!("file {}", batch.file));
+    if batch.first_write != 0 {
+        (format!("B{}", batch.id), format!("B{}: the log sync of writes {}-{} ({} bytes, {file})", batch.id, batch.first_write, batch.first_write + batch.writes - 1, batch.bytes))
+    } else if file == "MANIFEST" {
+        ("M".to_string(), "M: the manifest's fsync (a new edit made durable)".to_string())
+    } else if file.starts_with("wal-") {
+        (format!("S·{file}"), format!("a background sync of {file}"))
+    } else {
+        (file.clone(), format!("{file}: the flushed file's fsync"))
+    }
+}
+
+/// Places labels on two lines of a row without overlaps; `None` when neither line has
+/// room (the label is then only in the bar's tooltip).
+pub fn place_labels(spans: &[(f64, f64)]) -> Vec<Option<usize>> {
+    let mut line_end = [f64::MIN; 2];
+    spans
+        .iter()
+        .map(|(start, width)| {
+            let line = (0..2).find(|line| line_end[*line] + 3.0 <= *start)?;
+            line_end[line] = start + width;
+            Some(line)
+        })
+        .collect()
+}
+
+#[component]
+pub fn FateLanes(props: &FateLanesProps) -> Html {
+    let spans = &props.spans;
+    let now = props.now;
+    let end_ns = spans.end.0.max(1) as f64;
+    let x = |t: Nanos| LEFT + (t.0 as f64 / end_ns) * (WIDTH - LEFT - RIGHT);
+    let top = 2.0 * ROW + 8.0;
+    let height = top + LANE * spans.writes.len() as f64 + 24.0;
+    let at_cut = props.cut.is_some_and(|cut| now >= cut);
+    let fates = props.fates.as_ref().filter(|_| at_cut);
+    let fate_of = |id: u64| fates.and_then(|fates| fates.iter().find(|(each, _)| *each == id).map(|(_, fate)| *fate));
+    let started: Vec<&BatchSpan> = spans.batches.iter().filter(|batch| batch.start <= now).collect();
+    let rows: Vec<Html> = [true, false]
+        .iter()
+        .enumerate()
+        .map(|(row, log)| {
+            let row_batches: Vec<&&BatchSpan> = started.iter().filter(|batch| (batch.first_write != 0) == *log).collect();
+            let labels: Vec<(String, String)> = row_batches.iter().map(|batch| sync_label(batch, &props.files)).collect();
+            let extents: Vec<(f64, f64)> = row_batches.iter().zip(&labels).map(|(batch, (label, _))| (x(batch.start), label.len() as f64 * CHAR)).collect();
+            let lines = place_labels(&extents);
+            let y0 = row as f64 * ROW;
+            let bars = row_batches.iter().zip(labels).zip(lines).map(|((batch, (label, title)), line)| {
+                let end = batch.end.map(|end| end.min(now)).unwrap_or(now);
+                let running = batch.end.is_none_or(|end| end > now);
+                let class = classes!("sync", if *log { "log-sync" } else { "other-sync" }, running.then_some("running"), (!batch.ok).then_some("failed"));
+                let state = if !batch.ok && !running { "failed" } else if running { "running" } else { "done" };
+                html! {
+                    <g class={class} data-batch={batch.id.to_string()} data-state={state}>
+                        <title>{ if batch.ok || running { title.clone() } else { format!("{title}: FAILED (EIO)") } }</title>
+                        <rect x={x(batch.start).to_string()} y={(y0 + 36.0).to_string()} width={(x(end) - x(batch.start)).max(1.5).to_string()} height="10" rx="2" />
+                        if let Some(line) = line {
+                            <text class="sync-label" x={x(batch.start).to_string()} y={(y0 + 14.0 + line as f64 * 18.0).to_string()}>{ if !batch.ok && !running { format!("{label} ✗") } else { label } }</text>
+                        }
+                    </g>
+                }
+            });
+            html! {
+                <g class="sync-row">
+                    <text class="row-title" x="2" y={(y0 + 45.0).to_string()}>{ if *log { "log" } else { "files" } }</text>
+                    { for bars }
+                </g>
+            }
+        })
+        .collect();
+    let writes = spans.writes.iter().enumerate().map(|(index, write)| {
+        let y = top + LANE * index as f64 + LANE / 2.0;
+        let phase = spans.phase_at(index, now);
+        let fate = fate_of(write.id);
+        let line_end = match phase {
+            Phase::Acked => write.ack.unwrap_or(now),
+            Phase::Failed => write.failed.unwrap_or(now),
+            _ => now,
+        };
+        let state = fate.map(Fate::class).unwrap_or(phase.class());
+        let mark = match (fate, phase) {
+            (Some(fate), _) => Some(fate.mark().to_string()),
+            (None, Phase::Acked) => Some("OK".to_string()),
+            (None, Phase::Failed) => Some("✗ unknown".to_string()),
+            _ => None,
+        };
+        html! {
+            <g class={classes!("write", phase.class(), fate.map(Fate::class))} data-write={write.id.to_string()} data-state={state}>
+                <text class="write-id" x={(LEFT - 6.0).to_string()} y={(y + 4.0).to_string()} text-anchor="end">{ write.id }</text>
+                if phase != Phase::NotYet {
+                    <line x1={x(write.arrival).to_string()} x2={x(line_end).to_string()} y1={y.to_string()} y2={y.to_string()} />
+                    <circle cx={x(write.arrival).to_string()} cy={y.to_string()} r="3" />
+                }
+                if let Some(mark) = mark {
+                    <text class="end-mark" x={(x(line_end) + 4.0).to_string()} y={(y + 4.0).to_string()}>{ mark }</text>
+                }
+            </g>
+        }
+    });
+    let ticks = (0..=(spans.end.0 / 1_000_000)).map(|ms| {
+        let tx = x(Nanos::from_millis(ms));
+        html! { <g class="tick"><line x1={tx.to_string()} x2={tx.to_string()} y1={top.to_string()} y2={(height - 18.0).to_string()} />
+            <text x={tx.to_string()} y={(height - 4.0).to_string()} text-anchor="middle">{ format!("{ms} ms") }</text></g> }
+    });
+    let label = match (fates, props.cut) {
+        (Some(_), Some(cut)) => format!("writes and syncs up to the power cut at {:.2} ms, each write marked kept or lost", cut.as_millis_f64()),
+        _ => format!("writes and syncs at {:.2} ms", now.as_millis_f64()),
+    };
+    html! {
+        <figure class="figure lanes-figure" data-figure="lanes" aria-label={label}>
+            <svg class="lanes" viewBox={format!("0 0 {WIDTH} {height}")} role="img">
+                <g class="ticks">{ for ticks }</g>
+                { for rows }
+                <g class="writes">{ for writes }</g>
+                if let Some(cut) = props.cut {
+                    <line class="cut-line" x1={x(cut).to_string()} x2={x(cut).to_string()} y1="0" y2={height.to_string()} />
+                }
+                <line class="playhead" x1={x(now).to_string()} x2={x(now).to_string()} y1="0" y2={height.to_string()} />
+            </svg>
+            <figcaption class="legend">
+                <span class="key log-sync">{ "B4: batch 4 written to the log; its bar is the batch's fdatasync (a dash where the mode does not sync)" }</span>
+                <span class="key other-sync">{ "F7: a flushed file's fsync · M: the manifest's fsync · S·wal-k: a background sync of the log" }</span>
+                <span class="key queued">{ "waiting" }</span>
+                <span class="key syncing">{ "in a running sync" }</span>
+                <span class="key acked">{ "told OK" }</span>
+                <span class="key failed">{ "told \"unknown\"" }</span>
+                if fates.is_some() {
+                    { for Fate::ALL.iter().map(|fate| html! { <span class={classes!("key", fate.class())}>{ fate.words() }</span> }) }
+                }
+            </figcaption>
+        </figure>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_never_overlap() {
+        // "B2" at 100 and "B3" at 105 would collide on one line: the second moves down;
+        // a third at 108 has no room on either line.
+        let lines = place_labels(&[(100.0, 14.0), (105.0, 14.0), (108.0, 14.0), (140.0, 14.0)]);
+        assert_eq!(lines, vec![Some(0), Some(1), None, Some(0)]);
+    }
+}
