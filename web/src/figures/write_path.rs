@@ -13,6 +13,7 @@ use walab_core::time::Nanos;
 use yew::prelude::*;
 
 use crate::benches::write_path::{PathStep, Station};
+use crate::parts::controls::group_thousands;
 
 #[derive(Properties, PartialEq)]
 pub struct WritePathProps {
@@ -87,7 +88,7 @@ pub fn WritePath(props: &WritePathProps) -> Html {
             <svg viewBox={format!("0 0 {WIDTH} {height}")} role="img" aria-label="one write's path from the client to its OK">
                 <text class="durable-note" x="10" y={(durable_y - 10.0).to_string()}>{ "from the media on, the write survives a power loss" }</text>
                 <defs>
-                    <marker id="write-path-head" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse">
+                    <marker id="write-path-head" viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" markerWidth="11" markerHeight="11" orient="auto-start-reverse">
                         <path d="M 0 0 L 10 5 L 0 10 z" class="path-head" />
                     </marker>
                 </defs>
@@ -136,8 +137,10 @@ pub fn LogQueue(props: &LogQueueProps) -> Html {
     let middle = props.queue.get(count / 2).map(|(_, waiting)| *waiting).unwrap_or(0);
     let grows = last > middle;
     let title = format!(
-        "sync per write at {} writes/s (ceiling 1 / L = {}/s): {} waiting at the end",
-        props.load_per_second, props.ceiling_per_second, last
+        "sync per write at {} writes/s (ceiling 1 / L = {}/s): {} waiting for their OK at the end",
+        group_thousands(props.load_per_second),
+        group_thousands(props.ceiling_per_second),
+        group_thousands(last)
     );
     html! {
         <div class="figure log-queue" data-figure="log-queue" data-queue-last={last.to_string()} data-queue-peak={peak.to_string()} aria-label={title.clone()}>
