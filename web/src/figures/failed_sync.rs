@@ -16,7 +16,7 @@ pub struct FailedSyncFigureProps {
     pub paths: Rc<Vec<PathAt>>,
 }
 
-const W: f64 = 440.0;
+const W: f64 = 520.0;
 
 fn title(name: &str) -> &'static str {
     match name {
@@ -60,11 +60,11 @@ fn panel(path: &PathAt) -> Html {
     };
     let failing = path.sync_story.contains("EIO") || path.sync_story.contains("retry");
     let writes = path.batch_writes.iter().enumerate().map(|(index, write)| {
-        let x = 10.0 + index as f64 * 140.0;
+        let x = 10.0 + index as f64 * 168.0;
         let state = match write.told { "told OK" => "acked", "told \"unknown\"" => "failed", _ => "waiting" };
         html! {
             <g class={classes!("told", state)} data-write={write.id.to_string()} data-state={state}>
-                <rect x={x.to_string()} y="196" width="134" height="24" rx="4" />
+                <rect x={x.to_string()} y="196" width="162" height="24" rx="4" />
                 <text x={(x + 6.0).to_string()} y="213">{ format!("{}: {}", write.id, write.told) }</text>
             </g>
         }
@@ -108,7 +108,7 @@ fn panel(path: &PathAt) -> Html {
             <text class="row-title" x="10" y="278">{ "manifest edits:" }</text>
             { for edits }
             <g class={classes!("segment-state", if path.segment_exists { "kept" } else { "deleted" })} data-file={path.segment.clone()} data-state={if path.segment_exists { "kept" } else { "deleted" }}>
-                <text x="10" y="306">{ format!("{}: {}", path.segment, if path.segment_exists { "kept (its records are not yet in a file that counts)" } else { "deleted" }) }</text>
+                <text x="10" y="306">{ format!("{}: {}", path.segment, if path.segment_exists { "kept (not yet in a file that counts)" } else { "deleted" }) }</text>
             </g>
             { reads }
         </svg>

@@ -33,7 +33,7 @@ fn disk_page(page: &DiskPage, x: f64, y: f64, touched: bool) -> Html {
     html! {
         <g class={classes!("disk-page", state, touched.then_some("touched"))} data-place="disk" data-page={page.page_no.to_string()} data-state={state}>
             <text class="page-name" x={x.to_string()} y={(y - 6.0).to_string()}>{ format!("P{} {}", page.page_no, match state {
-                "torn" => "TORN: its sectors hold two versions, the checksum fails",
+                "torn" => "TORN: two versions, checksum fails",
                 "damaged" => "damaged: nothing could restore it",
                 _ => "",
             }) }</text>

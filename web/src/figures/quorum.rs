@@ -38,6 +38,9 @@ pub fn QuorumFigure(props: &QuorumFigureProps) -> Html {
         let rows = batch.legs.iter().enumerate().map(|(index, leg)| {
             let ry = top + 16.0 + index as f64 * ROW;
             let elapsed = props.elapsed.map(|elapsed| Nanos(elapsed.0.saturating_sub(leg.starts_after.0).min(leg.length.0)));
+            // The label goes right of the bar, or inside its end when the bar reaches the edge.
+            let end_x = x(leg.ends_after());
+            let (label_x, anchor) = if end_x + 200.0 > WIDTH { (end_x - 6.0, "end") } else { (end_x + 5.0, "start") };
             html! {
                 <g class={classes!("leg", leg.waited.then_some("waited"), leg.decisive.then_some("decisive"))} data-mode={mode_name(batch.mode)}
                     data-leg={leg.replica.clone()} data-ms={format!("{:.1}", leg.length.as_millis_f64())} data-waited={leg.waited.to_string()}
@@ -47,7 +50,7 @@ pub fn QuorumFigure(props: &QuorumFigureProps) -> Html {
                     if let Some(elapsed) = elapsed {
                         <rect class="leg-progress" x={x(leg.starts_after).to_string()} y={(ry + 3.0).to_string()} width={(elapsed.0 as f64 * scale).to_string()} height="16" rx="3" />
                     }
-                    <text class="leg-label" x={(x(leg.ends_after()) + 5.0).min(WIDTH - 150.0).to_string()} y={(ry + 16.0).to_string()}>
+                    <text class="leg-label" x={label_x.to_string()} text-anchor={anchor} y={(ry + 16.0).to_string()}>
                         { format!("{:.1} ms{}", leg.length.as_millis_f64(), if leg.decisive { " ← commit" } else if !leg.waited { " (not waited for)" } else { "" }) }
                     </text>
                     <title>{ format!("{}: {} ({:.1} ms)", leg.replica, leg.what, leg.length.as_millis_f64()) }</title>

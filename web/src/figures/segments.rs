@@ -61,7 +61,7 @@ pub fn SegmentsFigure(props: &SegmentsFigureProps) -> Html {
                 <polygon points={format!("{},{} {},{} {},{}", x - 7.0, 172.0, x + 7.0, 172.0, x, 160.0)} />
                 <text x={text_x.to_string()} y="176" text-anchor={anchor}>{ format!("CDC reader: confirmed seq {seq}") }</text>
                 if let Some(file) = pinned_from {
-                    <text class="pin-note" x={text_x.to_string()} y="194" text-anchor={anchor}>{ format!("{} and everything after it stay until the reader moves on", file.name) }</text>
+                    <text class="pin-note" x={text_x.to_string()} y="194" text-anchor={anchor}>{ format!("{} onwards stay until it reads on", file.name) }</text>
                 }
             </g>
         }
