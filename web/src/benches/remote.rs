@@ -493,7 +493,23 @@ pub fn caption_at(run: &RemoteRun, t: Nanos) -> String {
         if bulk.sent == Some(t) {
             parts.push(format!("{put} {} sends bulk {} ({} records)", bulk.request.unwrap_or(0), bulk.bulk, bulk.records));
         }
-        if bulk.stored == Some(t) {
+        let straggler = run.takeover.as_ref().filter(|takeover| takeover.at <= t).is_some_and(|takeover| {
+            takeover.ignored.iter().any(|(object, _)| object.start == bulk.first_offset && object.epoch == bulk.epoch)
+        });
+        let fenced_here = run.takeover.as_ref().is_some_and(|takeover| takeover.fenced_bulks.first() == Some(&bulk.bulk));
+        if bulk.answered == Some(t) && fenced_here {
+            parts.push(if run.backend == RemoteBackend::S3 {
+                format!("after bulk {}'s PUT, node A reads the registration and finds the new epoch: A is fenced, fails its waiting writers and stops", bulk.bulk)
+            } else {
+                format!("bulk {}'s INSERT finds no node row with A's epoch and writes nothing: A is fenced and stops", bulk.bulk)
+            });
+        }
+        if bulk.stored == Some(t) && straggler {
+            parts.push(format!(
+                "bulk {} lands under epoch {} at or past node B's start: a straggler that every recovery ignores",
+                bulk.bulk, bulk.epoch
+            ));
+        } else if bulk.stored == Some(t) {
             let held = bulk.acked.is_none_or(|acked| acked > t);
             parts.push(if held {
                 format!("bulk {} is stored but not acknowledged: a bulk before it is still in flight", bulk.bulk)

@@ -489,12 +489,11 @@ impl<'a> Driver<'a> {
                 self.bulks[index].first_offset,
             );
             let slot_free = geometry.may_write(generation, self.trim_offset);
-            let opens = start == geometry.generation_start(generation);
             let earlier_open = still
                 .iter()
                 .chain(self.requests.iter().map(|r| &r.bulk))
                 .any(|&other: &usize| self.bulks[other].first_offset < start);
-            if slot_free && (!opens || !earlier_open) {
+            if crate::remote::ring_admits(&geometry, self.trim_offset, generation, start, earlier_open) {
                 self.send(now, index);
             } else {
                 let wait = if slot_free {

@@ -160,10 +160,8 @@ impl RingState {
     /// May the batch at `start` of `generation` be inserted now? Its slot must be free
     /// and, if it opens its generation, everything before it committed.
     fn may_insert(&self, generation: u64, start: u64) -> bool {
-        let slot_free = self.geometry.may_write(generation, self.trim_offset);
-        let opens_generation = start == self.geometry.generation_start(generation);
-        let earlier_done = !opens_generation || self.inflight.range(..start).next().is_none();
-        slot_free && earlier_done
+        let earlier_in_flight = self.inflight.range(..start).next().is_some();
+        walab_core::remote::ring_admits(&self.geometry, self.trim_offset, generation, start, earlier_in_flight)
     }
 }
 

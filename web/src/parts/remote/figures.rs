@@ -62,7 +62,7 @@ pub fn BulkLanes(props: &BulkLanesProps) -> Html {
         let ack = bulk.acked.filter(|&acked| acked <= now).map(|acked| {
             html! { <rect class="ack" x={format!("{:.1}", x(acked) - 1.5)} y={format!("{:.1}", y + 1.0)} width="3" height="18" /> }
         });
-        let label = format!("bulk {} · {}", bulk.bulk, bulk.records);
+        let label = format!("bulk {}: {} rec", bulk.bulk, bulk.records);
         html! {
             <g class={classes!("bulk", state.name())} data-bulk={bulk.bulk.to_string()} data-state={state.name()}
                 data-records={bulk.records.to_string()} data-epoch={bulk.epoch.to_string()}
@@ -82,7 +82,7 @@ pub fn BulkLanes(props: &BulkLanesProps) -> Html {
         html! {
             <g class="takeover" data-at={format_millis(takeover.at)}>
                 <line x1={format!("{tx:.1}")} x2={format!("{tx:.1}")} y1={format!("{}", TOP - 6.0)} y2={format!("{:.1}", height - 20.0)} />
-                <text x={format!("{:.1}", (tx + 4.0).min(WIDTH - 170.0))} y={format!("{}", TOP - 10.0)}>{ format!("B claims epoch {}", takeover.new_epoch) }</text>
+                <text x={format!("{:.1}", (tx + 4.0).min(WIDTH - 260.0))} y={format!("{}", TOP - 14.0)}>{ format!("B claims epoch {}", takeover.new_epoch) }</text>
             </g>
         }
     });
@@ -98,7 +98,7 @@ pub fn BulkLanes(props: &BulkLanesProps) -> Html {
             data-in-flight={in_flight.to_string()} data-held={held.to_string()} data-acked={acked.to_string()}>
             <svg viewBox={format!("0 0 {WIDTH} {height:.0}")} aria-hidden="true">
                 <text class="axis" x={LABEL_W.to_string()} y="16">{ "0 ms" }</text>
-                <text class="axis" x={format!("{:.0}", WIDTH - 80.0)} y="16">{ format!("{} ms", format_millis(end)) }</text>
+                <text class="axis" x={format!("{:.0}", WIDTH - 8.0)} y="16" text-anchor="end">{ format!("{} ms", format_millis(end)) }</text>
                 { for rows }
                 { takeover.unwrap_or_default() }
                 <line class="playhead" x1={format!("{px:.1}")} x2={format!("{px:.1}")} y1="20" y2={format!("{:.1}", height - 20.0)} />

@@ -100,7 +100,11 @@ fn common_controls(props: &ChapterProps, backend: RemoteBackend) -> Html {
     ];
     let current_load = load_value(params);
     if !load_options.iter().any(|(value, _)| *value == current_load) {
-        load_options.push((current_load.clone(), current_load.clone()));
+        let text = match params.load {
+            Load::Writers { writers } => format!("{writers} writers"),
+            Load::Rate { rate_per_s, poisson } => format!("{rate_per_s} records/s{}", if poisson { ", Poisson" } else { "" }),
+        };
+        load_options.push((current_load.clone(), text));
     }
     html! {
         <div class="controls remote-controls">
@@ -244,12 +248,13 @@ pub fn ObjectStoreChapter(props: &ChapterProps) -> Html {
     html! {
         <>
         <div class="prose">
-            <p>{ "So far the log lived in a file on a local disk, and an OK meant an fsync had returned. A stream store can keep \
-                  its write-ahead log somewhere else entirely: in an object store such as Amazon S3 (a service that keeps files, \
-                  called objects, behind an HTTP interface) or in a Postgres database. Then no disk of the node is in the write \
-                  path: a node that dies loses nothing it acknowledged, because every acknowledged record is already in the \
-                  remote log. The price is a network round trip per write to that log, so the write path is built to pay it once \
-                  for many records." }</p>
+            <p>{ "So far the log lived in a file on the machine's own disk, and an OK meant the disk had confirmed the bytes \
+                  (the fsync of Part 2). A stream store can keep its write-ahead log somewhere else entirely: in an object store \
+                  such as Amazon S3 (a service that keeps files, called objects, behind a web interface: a PUT request stores one) \
+                  or in a Postgres database. Then no disk of the node is in the write path: a node that dies loses nothing it \
+                  acknowledged, because every acknowledged record is already in the remote log. The price is a network round \
+                  trip per write to that log, tens of milliseconds to S3, so the write path pays it once for many records: the \
+                  records that arrive together travel as one bulk." }</p>
         </div>
         <h3>{ "The write path" }</h3>
         <WritePathFigure />
@@ -281,7 +286,8 @@ pub fn ObjectStoreChapter(props: &ChapterProps) -> Html {
             milliseconds " }<Source name="AWS S3 Express performance" href={EXPRESS_PAGE} />{ "; a Postgres commit a millisecond or two." }</p>
         <h3>{ "Fencing: two nodes, one log" }</h3>
         <div class="prose">
-            <p>{ "Every object's key carries the writer's epoch: {prefix}{epoch}/wal/{start}-{end}. When node B takes the node \
+            <p>{ "A node's log has one writer at a time, identified by its epoch: a number that grows by one each time a process \
+                  takes the node over. Every object's key carries the writer's epoch: {prefix}{epoch}/wal/{start}-{end}. When node B takes the node \
                   over it raises the epoch in a registration object (5 becomes 6), lists what is there, and records where its own \
                   objects begin. Node A may still have uploads in flight: they land under epoch 5 at or past B's start, and every \
                   recovery ignores them. After each upload A reads the registration back; the first read that shows epoch 6 fences \
