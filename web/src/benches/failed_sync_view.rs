@@ -286,19 +286,15 @@ mod tests {
     #[test]
     fn e1_wrong_path_marks_b11_clean_acks_it_and_the_page_cache_lies() {
         let params = parse_query("part=3&fault=e1&handling=wrong&cut=12.5").0;
-        for caption in TinyBench::build(&parse_query("part=3&fault=e1&handling=wrong").0).captions(true).1 {
-            eprintln!("{caption}");
-        }
         let bench = TinyBench::build(&params);
         let outcome = bench.cut.as_ref().unwrap().as_ref().unwrap();
         let (segment, first, count) = failing_batch(&outcome.run.trace, 11).unwrap();
-        eprintln!("B11: segment {segment}, writes {first}..+{count}");
+        assert_eq!((segment, first, count), (5, 18, 3), "B11 carries writes 18-20 into wal-5");
         let wrong = path_at("wrong", &outcome.run, outcome.at, Some(11), segment, 11);
         assert!(wrong.units.contains(&CacheUnit::MarkedClean), "{:?}", wrong.units);
         assert!(wrong.batch_writes.iter().all(|write| write.told == "told OK"), "{:?}", wrong.batch_writes);
         let cache = of_segment(bench.through_page_cache.as_ref().unwrap(), segment);
         let disk = of_segment(&outcome.crash.recovery.recovered, segment);
-        eprintln!("through the cache {cache:?}, on the disk {disk:?}");
         assert!(cache.len() > disk.len());
         let right_setup = other_path(&setup_for(&params, params.policy)).unwrap();
         let right_run = tiny::run(&right_setup.with_power_cut(outcome.at)).unwrap();

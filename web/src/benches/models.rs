@@ -243,9 +243,7 @@ mod tests {
         let at_cut = pages_at(&bench.events, bench.recovery_from, &branch.crash.expected, 2);
         assert!(at_cut.buffer.is_empty());
         assert!(at_cut.disk.iter().any(|page| page.torn()), "{:?}", at_cut.disk);
-        for (index, caption) in bench.captions().iter().enumerate() {
-            eprintln!("{index}: {caption}");
-        }
+
     }
 
     #[test]
