@@ -1,4 +1,4 @@
-//! Several syncs of one file log in flight at once (`--sync-threads N`, the default for
+//! Several syncs of one file log in flight at once (`--inflight N`, the default for
 //! `file://`).
 //!
 //! # Why

@@ -367,7 +367,7 @@ impl S3Backend {
     }
 
     /// Other group-commit settings than the default `Config::remote(Policy::Group)`
-    /// (`--inflight-max`, `--per-write`); bulks beside others still carry
+    /// (`--inflight`, `--per-write`); bulks beside others still carry
     /// [`PIPELINE_MIN_RECORDS`].
     pub fn with_machine_config(mut self, machine: Config) -> S3Backend {
         self.machine = Config { pipeline_min_records: PIPELINE_MIN_RECORDS, ..machine };
