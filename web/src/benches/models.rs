@@ -265,7 +265,18 @@ mod tests {
         for pair in captions.windows(2) {
             assert_ne!(pair[0], pair[1]);
         }
-        assert!(captions.iter().any(|caption| caption.contains("commits when the 2nd fastest hold it, after 1.4 ms, not the 8.4 ms sum")), "{captions:#?}");
+        assert!(captions.iter().any(|caption| caption.contains("12.40 ms: B12 commits on B's ack, the 2nd fastest (W = 2): 1.4 ms, not the 8.4 ms sum; write 21 is told OK")), "{captions:#?}");
+        assert!(captions.iter().any(|caption| caption.contains("B14 takes writes 23-24; A syncs it locally (1.0 ms) while sending it to B and C, whose acks take 1.4 and 6.0 ms")), "{captions:#?}");
+        let fork = bench.branch.as_ref().unwrap().fork_at;
+        for (mark, caption) in marks.iter().zip(captions) {
+            if *mark >= fork {
+                for single_disk in ["fdatasync", "page cache", "wal-6", "Raft mode", "waits for A"] {
+                    assert!(!caption.contains(single_disk), "{caption}");
+                }
+            }
+        }
+        let w1 = QuorumBench::build(&parse_query("part=10&w=1").0);
+        assert!(w1.captions.1.iter().any(|caption| caption.contains("commits on A's local sync, the 1st fastest (W = 1): 1.0 ms")), "{:#?}", w1.captions.1);
     }
 
     #[test]

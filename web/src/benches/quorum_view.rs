@@ -4,6 +4,9 @@
 use walab_core::quorum::{replica_name, BatchTiming, BranchR, QuorumMode, QuorumSetup};
 use walab_core::time::Nanos;
 
+use super::captions::{id_runs, id_span};
+use crate::player::format_fixed_millis;
+
 /// One replica's leg of a batch, from the batch's start.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Leg {
@@ -74,24 +77,78 @@ pub fn batch_at(branch: &BranchR, now: Nanos) -> Option<&BatchTiming> {
     branch.branch.batches.iter().rev().find(|batch| batch.start <= now).or(branch.branch.batches.first())
 }
 
-/// The caption for a step of branch R: the trace's words, and at a batch's start the
-/// commit rule with its numbers.
+/// The caption for a step of branch R. Before the fork, the single-disk trace's words;
+/// from the fork on, the replicas' own: the leader's local sync, the send and ack legs,
+/// and the commit at the W-th fastest.
 pub fn quorum_caption(branch: &BranchR, mark: Nanos, trace_caption: &str) -> String {
+    if mark < branch.fork_at {
+        return trace_caption.to_string();
+    }
     let legs = batch_legs(&branch.setup, branch.setup.mode);
-    match branch.branch.batches.iter().find(|batch| batch.start == mark) {
-        Some(batch) => {
-            let named: Vec<String> = legs.legs.iter().map(|leg| format!("{} {:.1} ms", leg.replica, leg.length.as_millis_f64())).collect();
-            format!(
-                "{trace_caption} B{} goes to all three replicas at once ({}); at W = {} it commits when the {} fastest hold it, after {:.1} ms, not the {:.1} ms sum.",
-                batch.batch,
-                named.join(", "),
-                branch.setup.w,
-                ordinal(branch.setup.w),
-                legs.commit_after.as_millis_f64(),
-                legs.sum.as_millis_f64()
-            )
-        }
-        None => trace_caption.to_string(),
+    let mut parts: Vec<String> = Vec::new();
+    let arrived: Vec<u64> = branch.branch.writes.iter().filter(|write| write.arrival == mark).map(|write| write.id).collect();
+    match arrived.as_slice() {
+        [] => {}
+        [one] => parts.push(format!("write {one} arrives")),
+        many => parts.push(format!("writes {} arrive", id_runs(many))),
+    }
+    for batch in branch.main.batches.iter().filter(|batch| batch.end == mark) {
+        parts.push(format!("B{}'s sync returns: {} told OK", batch.batch, told(batch)));
+    }
+    if mark == branch.fork_at {
+        parts.push(format!("the log forks after write {} onto replicas A, B and C", branch.fork_after_write));
+    }
+    for batch in branch.branch.batches.iter().filter(|batch| batch.end == mark) {
+        let decisive = legs.legs.iter().find(|leg| leg.decisive);
+        let by = match decisive {
+            Some(leg) if leg.replica == legs.legs[0].replica => format!("{}'s local sync", leg.replica),
+            Some(leg) => format!("{}'s ack", leg.replica),
+            None => "its quorum".to_string(),
+        };
+        parts.push(format!(
+            "B{} commits on {by}, the {} fastest (W = {}): {:.1} ms, not the {:.1} ms sum; {} told OK",
+            batch.batch,
+            ordinal(branch.setup.w),
+            branch.setup.w,
+            legs.commit_after.as_millis_f64(),
+            legs.sum.as_millis_f64(),
+            told(batch)
+        ));
+    }
+    for batch in branch.branch.batches.iter().filter(|batch| batch.start == mark) {
+        let leader = &legs.legs[0];
+        let followers: Vec<&Leg> = legs.legs[1..].iter().collect();
+        let names: Vec<&str> = followers.iter().map(|leg| leg.replica.as_str()).collect();
+        let acks: Vec<String> = followers.iter().map(|leg| format!("{:.1}", leg.length.as_millis_f64())).collect();
+        let how = match legs.mode {
+            QuorumMode::Raft => format!(
+                "{} syncs it locally ({:.1} ms) while sending it to {}, whose acks take {} ms",
+                leader.replica,
+                leader.length.as_millis_f64(),
+                names.join(" and "),
+                acks.join(" and ")
+            ),
+            QuorumMode::Postgres => format!(
+                "{} flushes it locally ({:.1} ms), then ships it to {}, whose acks take {} ms more",
+                leader.replica,
+                leader.length.as_millis_f64(),
+                names.join(" and "),
+                acks.join(" and ")
+            ),
+        };
+        parts.push(format!("B{} takes {}; {how}", batch.batch, id_span(batch.first_write, batch.writes)));
+    }
+    if parts.is_empty() {
+        return trace_caption.to_string();
+    }
+    format!("{} ms: {}.", format_fixed_millis(mark), parts.join("; "))
+}
+
+/// "write 21 is" / "writes 23-24 are".
+fn told(batch: &BatchTiming) -> String {
+    match batch.writes {
+        1 => format!("write {} is", batch.first_write),
+        _ => format!("{} are", id_span(batch.first_write, batch.writes)),
     }
 }
 
