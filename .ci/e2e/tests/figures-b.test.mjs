@@ -93,6 +93,13 @@ test('Part 7, case 1 (cut at 13.5 ms, seed 9): unit 3 never reached the media an
   assert.deepEqual(starts, ['21:0:27', '22:27:55', '23:55:82', '24:82:109']);
   assert.equal(await state(page, '[data-figure="log-media"] g.unit[data-file="wal-6"][data-unit="3"]'), 'not-on-media');
   assert.equal(await state(page, '[data-figure="log-media"] g.unit[data-file="wal-6"][data-unit="2"]'), 'landed');
+  // The order B14's units reached the media in: unit 1, then unit 2; unit 3 never did.
+  const order = (unit) => page.getAttribute(`[data-figure="log-media"] g.unit[data-file="wal-6"][data-unit="${unit}"]`, 'data-landed-order');
+  assert.deepEqual([await order(1), await order(2), await order(3)], ['1', '2', 'never']);
+  assert.equal(await order(0), null, 'unit 0 was on the media before the cut, not in flight');
+  assert.equal(await page.getAttribute('[data-figure="log-media"] .landing-order', 'data-order'), 'wal-6:1 wal-6:2');
+  assert.match(await page.textContent('[data-figure="log-media"] .landing-order'), /unit 1 lands first, then unit 2; the power fails before unit 3 lands/);
+  assert.match(await page.textContent('[data-figure="log-media"] g.unit[data-unit="2"] .unit-label'), /landed 2nd/);
   assert.equal(await page.getAttribute('[data-figure="log-media"]', 'data-stop-record'), '24');
   assert.equal(await state(page, '[data-figure="log-media"] g.record[data-record="23"]'), 'accepted');
   assert.equal(await state(page, '[data-figure="log-media"] g.record[data-record="24"]'), 'stopped');

@@ -142,6 +142,47 @@ pub struct LogView {
     /// The record at which the scan stopped, once it has.
     pub stop_record: Option<u64>,
     pub after_cut: bool,
+    /// After the cut: the units that were in flight, in the order the device held them,
+    /// each with its place in the order of arrival on the media (1, 2 ...) or `None` if
+    /// the power failed before it landed.
+    pub landings: Vec<Landing>,
+}
+
+/// One in-flight unit's fate at the cut.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Landing {
+    pub segment: String,
+    pub unit: usize,
+    pub order: Option<usize>,
+}
+
+impl LogView {
+    /// The landing of a segment's unit, if it was in flight at the cut.
+    pub fn landing(&self, segment: &str, unit: usize) -> Option<&Landing> {
+        self.landings.iter().find(|landing| landing.segment == segment && landing.unit == unit)
+    }
+
+    /// In words: "wal-6: unit 1 lands first, then unit 2; the power fails before unit 3 lands".
+    pub fn landing_words(&self) -> Option<String> {
+        let first = self.landings.first()?;
+        let one_file = self.landings.iter().all(|landing| landing.segment == first.segment);
+        let name = |landing: &Landing| if one_file { format!("unit {}", landing.unit) } else { format!("{} unit {}", landing.segment, landing.unit) };
+        let mut landed: Vec<&Landing> = self.landings.iter().filter(|landing| landing.order.is_some()).collect();
+        landed.sort_by_key(|landing| landing.order);
+        let missing: Vec<String> = self.landings.iter().filter(|landing| landing.order.is_none()).map(name).collect();
+        let arrived = match landed.as_slice() {
+            [] => "no unit in flight lands".to_string(),
+            [one] => format!("{} lands", name(one)),
+            [head, rest @ ..] => format!("{} lands first, then {}", name(head), rest.iter().map(|landing| name(landing)).collect::<Vec<_>>().join(", then ")),
+        };
+        let fails = match missing.as_slice() {
+            [] => "all of them land before the power fails".to_string(),
+            [one] => format!("the power fails before {one} lands"),
+            many => format!("the power fails before {} land", many.join(" and ")),
+        };
+        let prefix = if one_file { format!("{}: ", first.segment) } else { String::new() };
+        Some(format!("{prefix}{arrived}; {fails}"))
+    }
 }
 
 /// Header bytes of a tiny-store record.
@@ -196,6 +237,7 @@ pub fn log_view(trace: &Trace, unit_bytes: usize, now: Nanos, outcome: Option<&C
     };
     let state = trace.state_at(t);
     let mut segments: Vec<SegmentView> = Vec::new();
+    let mut landings: Vec<Landing> = Vec::new();
     for (index, file) in trace.files.iter().enumerate() {
         if file.kind != FileKind::Log || !state.files.get(index).is_some_and(|at| at.exists) {
             continue;
@@ -206,6 +248,11 @@ pub fn log_view(trace: &Trace, unit_bytes: usize, now: Nanos, outcome: Option<&C
         if let (true, Some(outcome)) = (after_cut, outcome) {
             let kept: Vec<u32> = outcome.crash.kept_units.iter().filter(|(name, _)| *name == file.name).map(|(_, unit)| *unit).collect();
             for (unit, place) in units.iter_mut().enumerate() {
+                if *place == UnitPlace::Syncing {
+                    // The device's run kept these units, in its order: their arrival order.
+                    let order = outcome.crash.kept_units.iter().position(|(name, kept)| *name == file.name && *kept as usize == unit).map(|index| index + 1);
+                    landings.push(Landing { segment: file.name.clone(), unit, order });
+                }
                 *place = match *place {
                     UnitPlace::Syncing if kept.contains(&(unit as u32)) => UnitPlace::Landed,
                     UnitPlace::Syncing | UnitPlace::Dirty | UnitPlace::Dropped => UnitPlace::NotLanded,
@@ -215,7 +262,7 @@ pub fn log_view(trace: &Trace, unit_bytes: usize, now: Nanos, outcome: Option<&C
         }
         segments.push(SegmentView { name: file.name.clone(), bytes: SEGMENT_BYTES, unit_bytes, units, records: records_written(segment, extent) });
     }
-    let mut view = LogView { segments, cursor: None, stop_record: None, after_cut };
+    let mut view = LogView { segments, cursor: None, stop_record: None, after_cut, landings };
     if let (true, Some(outcome)) = (after_cut, outcome) {
         apply_scan(&mut view, outcome, checks_done);
     }
@@ -301,11 +348,15 @@ mod tests {
         assert_eq!(wal_6.units[2], UnitPlace::Landed);
         assert_eq!(wal_6.units[3], UnitPlace::NotLanded);
         assert_eq!(view.stop_record, Some(24));
+        let orders: Vec<(usize, Option<usize>)> = view.landings.iter().map(|landing| (landing.unit, landing.order)).collect();
+        assert_eq!(orders, vec![(1, Some(1)), (2, Some(2)), (3, None)]);
+        assert_eq!(view.landing_words().unwrap(), "wal-6: unit 1 lands first, then unit 2; the power fails before unit 3 lands");
         assert_eq!(wal_6.records.iter().find(|record| record.write == 23).unwrap().mark, RecordMark::Accepted);
         // Before the cut, B14's units are in its running sync.
         let before = log_view(&outcome.run.trace, 32, Nanos::from_micros(13_400), Some(outcome), 0);
         let wal_6 = before.segments.iter().find(|segment| segment.name == "wal-6").unwrap();
         assert!(wal_6.units[2..].iter().all(|place| *place == UnitPlace::Syncing), "{:?}", wal_6.units);
         assert_eq!(before.cursor, None);
+        assert!(before.landings.is_empty());
     }
 }

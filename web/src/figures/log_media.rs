@@ -28,11 +28,22 @@ pub fn LogMedia(props: &LogMediaProps) -> Html {
         let units = segment.units.iter().enumerate().map(|(unit, place)| {
             let start = unit * segment.unit_bytes;
             let end = ((unit + 1) * segment.unit_bytes).min(segment.bytes);
+            // A unit in flight at the cut: when it reached the media among the others, or never.
+            let landing = view.landing(&segment.name, unit);
+            let order = landing.map(|landing| landing.order.map_or_else(|| "never".to_string(), |order| order.to_string()));
+            let label = match landing.map(|landing| landing.order) {
+                Some(Some(order)) => format!("unit {unit}: landed {}", ordinal(order)),
+                _ => format!("unit {unit}: {}", place.short()),
+            };
+            // Landed units arrive one after another, in their order; a unit that never
+            // landed shows last.
+            let delay = landing.map(|landing| format!("animation-delay: {:.1}s", 0.6 * landing.order.unwrap_or(view.landings.len() + 1) as f64));
             html! {
-                <g class={classes!("unit", place.class())} data-file={segment.name.clone()} data-unit={unit.to_string()} data-state={place.class()}>
+                <g class={classes!("unit", place.class(), landing.is_some().then_some("arrival"))} data-file={segment.name.clone()} data-unit={unit.to_string()} data-state={place.class()}
+                    data-landed-order={order} style={delay}>
                     <title>{ format!("{} unit {unit} (bytes {start}-{}): {}", segment.name, end - 1, place.words()) }</title>
                     <rect x={x(start).to_string()} y={(y + 14.0).to_string()} width={(x(end) - x(start) - 2.0).to_string()} height="40" rx="3" />
-                    <text class="unit-label" x={(x(start) + 3.0).to_string()} y={(y + 10.0).to_string()}>{ format!("unit {unit}: {}", place.short()) }</text>
+                    <text class="unit-label" x={(x(start) + 3.0).to_string()} y={(y + 10.0).to_string()}>{ label }</text>
                 </g>
             }
         });
@@ -80,6 +91,9 @@ pub fn LogMedia(props: &LogMediaProps) -> Html {
     html! {
         <figure class="figure log-media" data-figure="log-media" aria-label={label}
             data-stop-record={view.stop_record.map(|record| record.to_string()).unwrap_or_default()}>
+            if let Some(words) = view.landing_words() {
+                <p class="landing-order" data-order={landed_order(view)}>{ format!("As the power fails, {words}.") }</p>
+            }
             <svg viewBox={format!("0 0 {WIDTH} {height}")} role="img">
                 { for rows }
             </svg>
@@ -90,4 +104,21 @@ pub fn LogMedia(props: &LogMediaProps) -> Html {
             </figcaption>
         </figure>
     }
+}
+
+/// "1st", "2nd", "3rd", "4th".
+fn ordinal(n: usize) -> String {
+    match (n % 10, n % 100) {
+        (1, hundred) if hundred != 11 => format!("{n}st"),
+        (2, hundred) if hundred != 12 => format!("{n}nd"),
+        (3, hundred) if hundred != 13 => format!("{n}rd"),
+        _ => format!("{n}th"),
+    }
+}
+
+/// The in-flight units that landed, in their order: "wal-6:1 wal-6:2".
+fn landed_order(view: &LogView) -> String {
+    let mut landed: Vec<_> = view.landings.iter().filter(|landing| landing.order.is_some()).collect();
+    landed.sort_by_key(|landing| landing.order);
+    landed.iter().map(|landing| format!("{}:{}", landing.segment, landing.unit)).collect::<Vec<_>>().join(" ")
 }
