@@ -162,7 +162,7 @@ impl LogView {
         self.landings.iter().find(|landing| landing.segment == segment && landing.unit == unit)
     }
 
-    /// In words: "wal-6: unit 1 lands first, then unit 2; the power fails before unit 3 lands".
+    /// In words: "wal-6, unit 1 lands first, then unit 2; the power fails before unit 3 lands".
     pub fn landing_words(&self) -> Option<String> {
         let first = self.landings.first()?;
         let one_file = self.landings.iter().all(|landing| landing.segment == first.segment);
@@ -180,7 +180,7 @@ impl LogView {
             [one] => format!("the power fails before {one} lands"),
             many => format!("the power fails before {} land", many.join(" and ")),
         };
-        let prefix = if one_file { format!("{}: ", first.segment) } else { String::new() };
+        let prefix = if one_file { format!("{}, ", first.segment) } else { String::new() };
         Some(format!("{prefix}{arrived}; {fails}"))
     }
 }
@@ -350,7 +350,7 @@ mod tests {
         assert_eq!(view.stop_record, Some(24));
         let orders: Vec<(usize, Option<usize>)> = view.landings.iter().map(|landing| (landing.unit, landing.order)).collect();
         assert_eq!(orders, vec![(1, Some(1)), (2, Some(2)), (3, None)]);
-        assert_eq!(view.landing_words().unwrap(), "wal-6: unit 1 lands first, then unit 2; the power fails before unit 3 lands");
+        assert_eq!(view.landing_words().unwrap(), "wal-6, unit 1 lands first, then unit 2; the power fails before unit 3 lands");
         assert_eq!(wal_6.records.iter().find(|record| record.write == 23).unwrap().mark, RecordMark::Accepted);
         // Before the cut, B14's units are in its running sync.
         let before = log_view(&outcome.run.trace, 32, Nanos::from_micros(13_400), Some(outcome), 0);

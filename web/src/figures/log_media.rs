@@ -92,7 +92,7 @@ pub fn LogMedia(props: &LogMediaProps) -> Html {
         <figure class="figure log-media" data-figure="log-media" aria-label={label}
             data-stop-record={view.stop_record.map(|record| record.to_string()).unwrap_or_default()}>
             if let Some(words) = view.landing_words() {
-                <p class="landing-order" data-order={landed_order(view)}>{ format!("As the power fails, {words}.") }</p>
+                <p class="landing-order" data-order={landed_order(view)}>{ format!("At the cut, in {words}.") }</p>
             }
             <svg viewBox={format!("0 0 {WIDTH} {height}")} role="img">
                 { for rows }
