@@ -187,7 +187,19 @@ test('Part 10: the leg to C is drawn 6.0 ms long and is not the one waited for a
   assert.equal(await page.getAttribute('[data-figure="quorum"] g.max-vs-sum', 'data-sum-ms'), '8.4');
   // Step into the branch: the batch's legs fill as the playhead moves.
   for (let step = 0; step < 50; step++) await page.keyboard.press('ArrowRight');
-  assert.match(await page.textContent('[data-figure="quorum"] .batch-title'), /^B\d+: /);
+  assert.match(await page.textContent('[data-figure="quorum"] .batch-title'), /^B1[2-4], batch [1-3] of 3 on the replicas: /);
+  // At the end the figure draws the last batch, B14, and says which of the three it is;
+  // write 23's wait is the batch in flight plus its own: 1.3 + 1.4 = 2.7 ms.
+  await page.keyboard.press('End');
+  await page.waitForSelector('[data-figure="quorum"] g.batch-strip[data-current="14"]');
+  assert.match(await page.textContent('[data-figure="quorum"] .batch-title'), /^B14, batch 3 of 3 on the replicas: writes 23-24, started at 13\.8 ms/);
+  assert.equal(await page.getAttribute('[data-figure="quorum"] g.batch-chip.current', 'data-place'), '3 of 3');
+  assert.equal(await page.$$eval('[data-figure="quorum"] g.batch-chip', (all) => all.length), 3);
+  const wait = '[data-figure="quorum"] g.write-wait[data-write="23"]';
+  assert.deepEqual(
+    [await page.getAttribute(wait, 'data-waited-ms'), await page.getAttribute(wait, 'data-own-ms'), await page.getAttribute(wait, 'data-total-ms')],
+    ['1.3', '1.4', '2.7']);
+  assert.match(await page.textContent(wait), /1\.3 \+ 1\.4 = 2\.7 ms/);
   await screenshot(page, 'figure-part10');
   const w3 = await lab.newPage('?part=10&w=3');
   assert.equal(await w3.getAttribute('[data-figure="quorum"] g.leg[data-mode="raft"][data-leg="C"]', 'data-decisive'), 'true');

@@ -77,6 +77,12 @@ pub fn batch_at(branch: &BranchR, now: Nanos) -> Option<&BatchTiming> {
     branch.branch.batches.iter().rev().find(|batch| batch.start <= now).or(branch.branch.batches.first())
 }
 
+/// Which of the branch's batches `batch_at` is: (1-based place, how many batches).
+pub fn batch_place(branch: &BranchR, batch: &BatchTiming) -> (usize, usize) {
+    let place = branch.branch.batches.iter().position(|each| each.batch == batch.batch).map_or(0, |index| index + 1);
+    (place, branch.branch.batches.len())
+}
+
 /// The caption for a step of branch R. Before the fork, the single-disk trace's words;
 /// from the fork on, the replicas' own: the leader's local sync, the send and ack legs,
 /// and the commit at the W-th fastest.
@@ -164,6 +170,18 @@ fn ordinal(n: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_batch_at_the_playhead_knows_its_place_among_the_branchs_batches() {
+        let branch = walab_core::quorum::branch_r(&QuorumSetup::branch_r(), 20).unwrap();
+        let last = batch_at(&branch, Nanos::from_micros(14_000)).unwrap();
+        assert_eq!(last.batch, 14);
+        assert_eq!(batch_place(&branch, last), (3, 3));
+        let first = batch_at(&branch, Nanos::ZERO).unwrap();
+        assert_eq!((first.batch, batch_place(&branch, first)), (12, (1, 3)));
+        let budget = branch.budget(23).unwrap();
+        assert_eq!((budget.waited_for_batch_in_flight, budget.own_batch, budget.total), (Nanos::from_micros(1_300), Nanos::from_micros(1_400), Nanos::from_micros(2_700)));
+    }
 
     #[test]
     fn at_w_2_the_leg_to_c_is_6_ms_and_not_waited_for() {

@@ -3,6 +3,7 @@
 
 use std::rc::Rc;
 
+use walab_core::quorum::{BatchTiming, WriteBudget};
 use walab_core::time::Nanos;
 use yew::prelude::*;
 
@@ -16,6 +17,12 @@ pub struct QuorumFigureProps {
     /// The batch drawn ("B15: writes 21-22") and how far into it the playhead is.
     pub batch_label: AttrValue,
     pub elapsed: Option<Nanos>,
+    /// Every batch of the branch, and the one at the playhead (once it has started).
+    pub batches: Rc<Vec<BatchTiming>>,
+    pub current: Option<u64>,
+    /// Write 23's wait: the batch in flight, then its own.
+    pub write_23: Option<WriteBudget>,
+    pub now: Nanos,
 }
 
 const WIDTH: f64 = 900.0;
@@ -27,7 +34,8 @@ pub fn QuorumFigure(props: &QuorumFigureProps) -> Html {
     let longest = props.modes.iter().flat_map(|mode| mode.legs.iter().map(|leg| leg.ends_after())).max().unwrap_or(Nanos(1)).max(props.modes.first().map_or(Nanos(1), |mode| mode.sum));
     let scale = (WIDTH - LEFT - 20.0) / longest.0.max(1) as f64;
     let x = |t: Nanos| LEFT + t.0 as f64 * scale;
-    let mut y = 30.0;
+    let (strip, strip_bottom) = batch_strip(props, 24.0);
+    let mut y = strip_bottom + 22.0;
     let mut panels = Vec::new();
     for batch in props.modes.iter() {
         let title = match mode_name(batch.mode) {
@@ -77,6 +85,7 @@ pub fn QuorumFigure(props: &QuorumFigureProps) -> Html {
         <figure class="figure quorum-figure" data-figure="quorum" aria-label={format!("{}: each replica's leg; the commit waits for the W-th fastest, not the sum", props.batch_label)}>
             <svg viewBox={format!("0 0 {WIDTH} {height}")} role="img">
                 <text class="batch-title" x="8" y="14">{ props.batch_label.clone() }</text>
+                { strip }
                 { for panels }
                 <g class="max-vs-sum" data-commit-ms={format!("{:.1}", commit.as_millis_f64())} data-sum-ms={format!("{:.1}", sum.as_millis_f64())}>
                     <text class="replica" x="8" y={(compare_y + 15.0).to_string()}>{ "the commit waits" }</text>
@@ -92,7 +101,60 @@ pub fn QuorumFigure(props: &QuorumFigureProps) -> Html {
                 <span class="key leg-decisive">{ "the W-th fastest: its end is the commit" }</span>
                 <span class="key leg-free">{ "a leg not waited for" }</span>
                 <span class="key leg-progress">{ "how far the playhead is into this batch" }</span>
+                <span class="key wait-in-flight">{ "write 23 waits for the batch in flight" }</span>
+                <span class="key wait-own">{ "then for its own batch" }</span>
             </figcaption>
         </figure>
     }
+}
+
+/// The branch's batches in a row on their own time axis, the one at the playhead marked,
+/// and write 23's wait under them: the batch in flight, then its own. Returns the
+/// drawing and its bottom edge.
+fn batch_strip(props: &QuorumFigureProps, top: f64) -> (Html, f64) {
+    let (Some(first), Some(last)) = (props.batches.first(), props.batches.last()) else { return (Html::default(), top) };
+    let from = props.write_23.as_ref().map_or(first.start, |budget| budget.arrival.min(first.start));
+    let to = last.end;
+    let scale = (WIDTH - LEFT - 20.0) / (to.0.saturating_sub(from.0)).max(1) as f64;
+    let x = |t: Nanos| LEFT + t.0.saturating_sub(from.0) as f64 * scale;
+    let count = props.batches.len();
+    let chips = props.batches.iter().enumerate().map(|(index, batch)| {
+        let current = props.current == Some(batch.batch);
+        html! {
+            <g class={classes!("batch-chip", current.then_some("current"))} data-batch={batch.batch.to_string()} data-place={format!("{} of {count}", index + 1)}>
+                <rect x={x(batch.start).to_string()} y={(top + 2.0).to_string()} width={(x(batch.end) - x(batch.start) - 2.0).to_string()} height="20" rx="3" />
+                <text class="chip-label" x={((x(batch.start) + x(batch.end)) / 2.0).to_string()} y={(top + 17.0).to_string()} text-anchor="middle">
+                    { format!("B{} · {}/{count}", batch.batch, index + 1) }
+                </text>
+            </g>
+        }
+    });
+    let playhead = (props.now >= from && props.now <= to).then(|| html! {
+        <line class="strip-playhead" x1={x(props.now).to_string()} x2={x(props.now).to_string()} y1={top.to_string()} y2={(top + 52.0).to_string()} />
+    });
+    let write = props.write_23.as_ref().map(|budget| {
+        let own_start = budget.arrival + budget.waited_for_batch_in_flight;
+        let ms = |t: Nanos| format!("{:.1}", t.as_millis_f64());
+        html! {
+            <g class="write-wait" data-write={budget.write.to_string()} data-waited-ms={ms(budget.waited_for_batch_in_flight)}
+                data-own-ms={ms(budget.own_batch)} data-total-ms={ms(budget.total)}>
+                <text class="replica" x="8" y={(top + 44.0).to_string()}>{ format!("write {}'s wait", budget.write) }</text>
+                <rect class="wait-in-flight" x={x(budget.arrival).to_string()} y={(top + 32.0).to_string()} width={(x(own_start) - x(budget.arrival)).to_string()} height="14" rx="2" />
+                <rect class="wait-own" x={x(own_start).to_string()} y={(top + 32.0).to_string()} width={(x(own_start + budget.own_batch) - x(own_start)).to_string()} height="14" rx="2" />
+                <text class="leg-label" x={(x(budget.arrival) - 6.0).to_string()} y={(top + 44.0).to_string()} text-anchor="end">
+                    { format!("{} + {} = {} ms", ms(budget.waited_for_batch_in_flight), ms(budget.own_batch), ms(budget.total)) }
+                </text>
+                <title>{ format!("write {} waits {} ms for the batch in flight, then {} ms for its own batch: {} ms", budget.write, ms(budget.waited_for_batch_in_flight), ms(budget.own_batch), ms(budget.total)) }</title>
+            </g>
+        }
+    });
+    let drawn = html! {
+        <g class="batch-strip" data-batches={count.to_string()} data-current={props.current.map(|batch| batch.to_string()).unwrap_or_default()}>
+            <text class="replica" x="8" y={(top + 17.0).to_string()}>{ "the branch's batches" }</text>
+            { for chips }
+            { write.unwrap_or_default() }
+            { playhead.unwrap_or_default() }
+        </g>
+    };
+    (drawn, top + 52.0)
 }

@@ -8,7 +8,7 @@ use yew::prelude::*;
 
 use super::{ChapterProps, Source};
 use crate::benches::captions::id_span;
-use crate::benches::quorum_view::{batch_at, batch_legs};
+use crate::benches::quorum_view::{batch_at, batch_legs, batch_place};
 use crate::benches::Bench;
 use crate::figures::lanes::FateLanes;
 use crate::figures::quorum::QuorumFigure;
@@ -37,13 +37,18 @@ pub fn ReplicationChapter(props: &ChapterProps) -> Html {
         let now = props.player.now;
         let batch = batch_at(branch, now);
         let elapsed = batch.filter(|batch| batch.start <= now).map(|batch| Nanos(now.0 - batch.start.0));
-        let label = match batch {
-            Some(batch) if batch.start <= now => format!("B{}: {}, started at {} ms", batch.batch, id_span(batch.first_write, batch.writes), format_millis(batch.start)),
-            Some(batch) => format!("the branch's first batch, B{} ({}), once the log forks after write 20", batch.batch, id_span(batch.first_write, batch.writes)),
-            None => "one batch".to_string(),
+        let place = batch.map(|batch| batch_place(branch, batch));
+        let of = |(place, count): (usize, usize)| format!("batch {place} of {count} on the replicas");
+        let label = match (batch, place) {
+            (Some(batch), Some(place)) if batch.start <= now => format!("B{}, {}: {}, started at {} ms", batch.batch, of(place), id_span(batch.first_write, batch.writes), format_millis(batch.start)),
+            (Some(batch), Some(place)) => format!("B{} ({}), {}, once the log forks after write 20", batch.batch, id_span(batch.first_write, batch.writes), of(place)),
+            _ => "one batch".to_string(),
         };
         let modes = Rc::new(vec![batch_legs(&bench.setup, QuorumMode::Raft), batch_legs(&bench.setup, QuorumMode::Postgres)]);
-        html! { <QuorumFigure {modes} w={bench.setup.w} batch_label={label} {elapsed} /> }
+        let batches = Rc::new(branch.branch.batches.clone());
+        let current = batch.filter(|batch| batch.start <= now).map(|batch| batch.batch);
+        let write_23 = bench.write_23.clone();
+        html! { <QuorumFigure {modes} w={bench.setup.w} batch_label={label} {elapsed} {batches} {current} {write_23} {now} /> }
     });
     let budget = bench.write_23.as_ref().map(|budget| html! {
         <table class="summary write-23" data-total-ns={budget.total.0.to_string()} data-naive-ns={budget.naive_sum.0.to_string()}>
