@@ -48,7 +48,10 @@ pub fn QuorumFigure(props: &QuorumFigureProps) -> Html {
             let elapsed = props.elapsed.map(|elapsed| Nanos(elapsed.0.saturating_sub(leg.starts_after.0).min(leg.length.0)));
             // The label goes right of the bar, or inside its end when the bar reaches the edge.
             let end_x = x(leg.ends_after());
-            let (label_x, anchor) = if end_x + 200.0 > WIDTH { (end_x - 6.0, "end") } else { (end_x + 5.0, "start") };
+            // It also goes inside when the commit line would cross it.
+            let commit_x = x(batch.commit_after);
+            let crosses = end_x < commit_x && end_x + 60.0 > commit_x;
+            let (label_x, anchor) = if end_x + 200.0 > WIDTH || crosses { (end_x - 6.0, "end") } else { (end_x + 5.0, "start") };
             html! {
                 <g class={classes!("leg", leg.waited.then_some("waited"), leg.decisive.then_some("decisive"))} data-mode={mode_name(batch.mode)}
                     data-leg={leg.replica.clone()} data-ms={format!("{:.1}", leg.length.as_millis_f64())} data-waited={leg.waited.to_string()}
