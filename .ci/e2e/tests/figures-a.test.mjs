@@ -190,7 +190,7 @@ test('Part 1: the chosen failure wipes the places it reaches and marks where the
 
 test("Part 4: wal-1's records drawn as bytes with their boundaries; the append is labelled in steps", async () => {
   const page = await open('?part=4');
-  const figure = '[data-figure="record-bytes"]';
+  const figure = '[data-figure="record-bytes"]:not(.cropped)';
   const records = await page.$$eval(`${figure} g.record`, (gs) => gs.map((g) => [Number(g.dataset.write), Number(g.dataset.offset), Number(g.dataset.end)]));
   assert.deepEqual(records, [[1, 0, 29], [2, 29, 56], [3, 56, 85], [4, 85, 114]]);
   assert.equal(await page.$$eval(`${figure} g.byte`, (gs) => gs.length), 128);
@@ -201,6 +201,38 @@ test("Part 4: wal-1's records drawn as bytes with their boundaries; the append i
   assert.match(await page.textContent('.player .caption'), /breaks the promise/);
   await screenshot(page, 'figure-part4');
   await page.close();
+});
+
+test("Part 4: the appended record's bytes follow the append, in the right and the wrong order", async () => {
+  const page = await open('?part=4');
+  const right = '[data-figure="record-bytes"][data-order="right"]';
+  const wrong = '[data-figure="record-bytes"][data-order="wrong"]';
+  const states = async () => [await page.getAttribute(right, 'data-appended-state'), await page.getAttribute(wrong, 'data-appended-state')];
+  // Record 4's bytes (85 to 113): their drawn state and hex, read back from the cells.
+  const cells = (figure) => page.$$eval(`${figure} g.byte[data-write="4"]`, (gs) => [...new Set(gs.map((g) => g.dataset.state))].join() + ':' + gs.map((g) => g.textContent).join(''));
+  assert.deepEqual(await states(), ['not-yet', 'not-yet']);
+  assert.match(await cells(wrong), /^not-yet:(00){29}$/);
+  const seen = [];
+  for (let step = 1; step <= 7; step++) {
+    await stepForward(page);
+    seen.push((await states()).join('/'));
+  }
+  assert.deepEqual(seen, ['not-yet/not-yet', 'framed/framed', 'media/page-cache', 'media/page-cache', 'media/page-cache', 'media/page-cache', 'media/media']);
+  // Synced, the cells hold the record's own bytes (it starts with its CRC, not zeros).
+  const written = await cells(right);
+  assert.match(written, /^media:/);
+  assert.doesNotMatch(written, /^media:(00){29}$/);
+  assert.equal(await cells(wrong), written);
+  await screenshot(page, 'figure-part4-bytes');
+  await page.close();
+
+  // The power fails after step 6 (the wrong order's OK): its bytes were only in the page cache.
+  const cut = await open('?part=4&cut=6');
+  await cut.waitForSelector(`${wrong}[data-appended-state="lost"]`);
+  assert.equal(await cut.getAttribute(right, 'data-appended-state'), 'media');
+  assert.match(await cut.$eval(wrong, (figure) => figure.textContent), /power failed/);
+  await screenshot(cut, 'figure-part4-bytes-cut');
+  await cut.close();
 });
 
 test('Part 11: the budget bars are drawn at 1024 wide', async () => {

@@ -111,6 +111,70 @@ pub const WRONG_ORDER: [Step; 7] = [
     Step::SyncLater,
 ];
 
+/// The write the append steps are about: the last record of wal-1 (records 1 to 3 were
+/// appended and synced before it).
+pub const APPENDED_WRITE: u64 = tiny_store::MEMTABLE_WRITES as u64;
+
+/// Where the appended write's bytes are: what the byte figure draws for them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BytesAt {
+    /// Not framed yet: the file holds zeros where the record will go.
+    NotYet,
+    /// Framed in the process's memory; the file still holds zeros.
+    Framed,
+    /// Written into the page cache: the file shows the bytes, the media does not hold them.
+    PageCache,
+    /// Synced: on the media.
+    Media,
+    /// They were in the page cache when the power failed: the file holds zeros again.
+    Lost,
+}
+
+impl BytesAt {
+    /// The name the figure carries in its `data-state`.
+    pub fn name(self) -> &'static str {
+        match self {
+            BytesAt::NotYet => "not-yet",
+            BytesAt::Framed => "framed",
+            BytesAt::PageCache => "page-cache",
+            BytesAt::Media => "media",
+            BytesAt::Lost => "lost",
+        }
+    }
+
+    /// What the figure says about the appended record's bytes.
+    pub fn text(self, bytes: usize) -> String {
+        match self {
+            BytesAt::NotYet => format!("its {bytes} bytes are not written yet: zeros in the file"),
+            BytesAt::Framed => format!("its {bytes} bytes are framed in the process's memory; the file still holds zeros"),
+            BytesAt::PageCache => format!("its {bytes} bytes are in the page cache (dashed): a power loss now erases them"),
+            BytesAt::Media => format!("its {bytes} bytes are on the media: they survive a power loss"),
+            BytesAt::Lost => format!("the power failed while its {bytes} bytes were only in the page cache: zeros again"),
+        }
+    }
+}
+
+/// Where the appended write's bytes are after `done` steps of `order`; with a power cut
+/// after `cut` steps, from then on what the cut left.
+pub fn bytes_at(order: &[Step], done: usize, cut: Option<usize>) -> BytesAt {
+    let run = |steps: usize| {
+        order[..steps.min(order.len())].iter().fold(BytesAt::NotYet, |at, step| match step {
+            Step::Frame => BytesAt::Framed,
+            Step::WriteOnly => BytesAt::PageCache,
+            Step::WriteAndSync | Step::SyncLater => BytesAt::Media,
+            _ => at,
+        })
+    };
+    match cut {
+        Some(cut) if done >= cut => match run(cut) {
+            BytesAt::Media => BytesAt::Media,
+            BytesAt::PageCache => BytesAt::Lost,
+            BytesAt::NotYet | BytesAt::Framed | BytesAt::Lost => BytesAt::NotYet,
+        },
+        _ => run(done),
+    }
+}
+
 /// The time the bench gives one step.
 pub const STEP: Nanos = Nanos::from_millis(1);
 
@@ -177,6 +241,20 @@ mod tests {
         let last = records.last().unwrap();
         assert_eq!(last.offset + last.bytes.len(), 114);
         assert!(records.iter().all(|record| record.fields.last().map(|field| field.2) == Some(record.bytes.len())));
+    }
+
+    #[test]
+    fn the_bytes_reach_the_media_at_the_sync_and_a_cut_erases_the_page_cache() {
+        let right: Vec<BytesAt> = (0..=RIGHT_ORDER.len()).map(|done| bytes_at(&RIGHT_ORDER, done, None)).collect();
+        use BytesAt::*;
+        assert_eq!(right, [NotYet, NotYet, Framed, Media, Media, Media, Media]);
+        let wrong: Vec<BytesAt> = (0..=WRONG_ORDER.len()).map(|done| bytes_at(&WRONG_ORDER, done, None)).collect();
+        assert_eq!(wrong, [NotYet, NotYet, Framed, PageCache, PageCache, PageCache, PageCache, Media]);
+        assert_eq!(bytes_at(&WRONG_ORDER, 6, Some(6)), Lost);
+        assert_eq!(bytes_at(&RIGHT_ORDER, 6, Some(6)), Media);
+        assert_eq!(bytes_at(&WRONG_ORDER, 2, Some(2)), NotYet);
+        assert_eq!(bytes_at(&WRONG_ORDER, 1, Some(6)), NotYet, "before the cut, the run as it was");
+        assert_eq!(APPENDED_WRITE, wal_1_records().last().unwrap().write);
     }
 
     #[test]

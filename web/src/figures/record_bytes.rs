@@ -6,12 +6,17 @@
 //! each record starts, and a bracket under each row names the record its bytes belong
 //! to. The bytes after the last record are the segment's zero fill. The player's step
 //! highlights what the append is doing to write 4's record (framing it, writing it).
+//!
+//! Given an appended write and where its bytes are, the figure follows the append: the
+//! record's cells hold zeros until it is written, show its bytes dashed while they sit
+//! only in the page cache, solid once synced, and zeros again when a power cut erased
+//! them. Cropped, it draws only the units the appended record touches.
 
 use std::rc::Rc;
 
 use yew::prelude::*;
 
-use crate::benches::append::RecordLayout;
+use crate::benches::append::{BytesAt, RecordLayout};
 use crate::record_layout::Field;
 
 #[derive(Properties, PartialEq)]
@@ -22,6 +27,15 @@ pub struct RecordBytesProps {
     /// A write whose record to highlight (the one the append steps are about).
     #[prop_or_default]
     pub highlight: Option<u64>,
+    /// A write being appended and where its bytes are; every other record is on the media.
+    #[prop_or_default]
+    pub appended: Option<(u64, BytesAt)>,
+    /// Draw only the units the appended record touches.
+    #[prop_or_default]
+    pub crop: bool,
+    /// Names the figure in its `data-order` (which append order it follows).
+    #[prop_or_default]
+    pub order: Option<AttrValue>,
 }
 
 const CELL: f64 = 22.0;
@@ -47,15 +61,25 @@ pub fn RecordBytes(props: &RecordBytesProps) -> Html {
             }
         }
     }
+    // Where a write's bytes are: the appended one's as given, every other's on the media.
+    let at = |write: u64| match props.appended {
+        Some((appended, at)) if appended == write => at,
+        _ => BytesAt::Media,
+    };
+    let in_file = |at: BytesAt| matches!(at, BytesAt::PageCache | BytesAt::Media);
     let cells = owner.iter().enumerate().map(|(byte, owned)| {
         let (x, y) = xy(byte);
+        let state = owned.map(|(write, _, _)| at(write));
         let (class, text, write) = match owned {
-            Some((write, field, value)) => (field.class(), format!("{value:02x}"), write.to_string()),
+            Some((write, field, value)) if state.is_some_and(in_file) => (field.class(), format!("{value:02x}"), write.to_string()),
+            Some((write, _, _)) => ("zero-fill", "00".to_string(), write.to_string()),
             None => ("zero-fill", "00".to_string(), String::new()),
         };
         let lit = owned.is_some_and(|(write, _, _)| Some(write) == props.highlight);
+        let state_class = state.filter(|at| *at != BytesAt::Media).map(BytesAt::name);
         html! {
-            <g class={classes!("byte", class, lit.then_some("lit"))} data-byte={byte.to_string()} data-write={write}>
+            <g class={classes!("byte", class, lit.then_some("lit"), state_class)} data-byte={byte.to_string()} data-write={write}
+                data-state={state.map(BytesAt::name).unwrap_or("zero")}>
                 <rect x={x.to_string()} y={y.to_string()} width={CELL.to_string()} height="24" />
                 <text x={(x + CELL / 2.0).to_string()} y={(y + 16.5).to_string()} text-anchor="middle">{ text }</text>
             </g>
@@ -87,8 +111,10 @@ pub fn RecordBytes(props: &RecordBytesProps) -> Html {
             });
             start = stop;
         }
+        let state = at(record.write);
         html! {
-            <g class={classes!("record", (Some(record.write) == props.highlight).then_some("lit"))} data-write={record.write.to_string()}
+            <g class={classes!("record", (Some(record.write) == props.highlight).then_some("lit"), (!in_file(state)).then_some("absent"))}
+                data-write={record.write.to_string()} data-state={state.name()}
                 data-offset={record.offset.to_string()} data-end={end.to_string()}>
                 <title>{ format!("record {} at bytes {}-{}: {}", record.write, record.offset, end - 1, record.description) }</title>
                 <line class="boundary" x1={x.to_string()} x2={x.to_string()} y1={(y - 3.0).to_string()} y2={(y + 27.0).to_string()} />
@@ -97,15 +123,36 @@ pub fn RecordBytes(props: &RecordBytesProps) -> Html {
         }
     });
     let end = props.records.last().map(|record| record.offset + record.bytes.len()).unwrap_or(0);
-    let (ex, ey) = xy(end.min(props.segment_bytes.saturating_sub(1)));
+    // Where the file's written bytes end (before the appended record while it is not in the file).
+    let written_end = props.records.iter().filter(|record| in_file(at(record.write))).map(|record| record.offset + record.bytes.len()).max().unwrap_or(0);
+    let (ex, ey) = xy(written_end.min(props.segment_bytes.saturating_sub(1)));
+    // The appended record, where its bytes are, and the rows it spans (for the crop).
+    let appended = props.appended.and_then(|(write, at)| props.records.iter().find(|record| record.write == write).map(|record| (record, at)));
+    let (top, view_height) = match appended.filter(|_| props.crop) {
+        Some((record, _)) => {
+            let first = record.offset / per_row;
+            let last = (record.offset + record.bytes.len()).saturating_sub(1) / per_row;
+            (first as f64 * ROW_H, (last - first + 1) as f64 * ROW_H + 2.0 * TOP)
+        }
+        None => (0.0, height),
+    };
+    let label = match appended {
+        Some((record, at)) => format!("wal-1 as record {} is appended: {}", record.write, at.text(record.bytes.len())),
+        None => format!("wal-1's {} bytes: {} records ending at byte {end}, then zeros", props.segment_bytes, props.records.len()),
+    };
     html! {
-        <div class="figure record-bytes" data-figure="record-bytes" data-records={props.records.len().to_string()} data-end={end.to_string()}
-            aria-label={format!("wal-1's {} bytes: {} records ending at byte {end}, then zeros", props.segment_bytes, props.records.len())}>
-            <svg viewBox={format!("0 0 {width} {height}")} role="img" aria-label="wal-1 byte by byte">
+        <div class={classes!("figure", "record-bytes", props.crop.then_some("cropped"))} data-figure="record-bytes"
+            data-records={props.records.len().to_string()} data-end={end.to_string()}
+            data-order={props.order.clone()} data-appended-state={appended.map(|(_, at)| at.name())}
+            aria-label={label.clone()}>
+            if let Some((record, at)) = appended {
+                <p class={classes!("bytes-note", (at == BytesAt::Lost).then_some("danger"))}>{ format!("record {}: {}", record.write, at.text(record.bytes.len())) }</p>
+            }
+            <svg viewBox={format!("0 {top} {width} {view_height}")} role="img" aria-label={label}>
                 <g class="row-labels">{ for row_labels }</g>
                 <g class="bytes">{ for cells }</g>
                 <g class="records">{ for boundaries }</g>
-                if end < props.segment_bytes {
+                if written_end < props.segment_bytes {
                     <line class="boundary end" x1={ex.to_string()} x2={ex.to_string()} y1={(ey - 3.0).to_string()} y2={(ey + 27.0).to_string()} />
                 }
             </svg>

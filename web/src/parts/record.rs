@@ -17,6 +17,14 @@ pub fn RecordChapter(props: &ChapterProps) -> Html {
     let on_player = props.on_action.reform(LabAction::Player);
     let done_right = append::steps_done(props.player.now, append::RIGHT_ORDER.len());
     let done_wrong = append::steps_done(props.player.now, append::WRONG_ORDER.len());
+    let cut_right = props.params.cut.map(|cut| append::steps_done(cut, append::RIGHT_ORDER.len()));
+    let cut_wrong = props.params.cut.map(|cut| append::steps_done(cut, append::WRONG_ORDER.len()));
+    let records = use_memo((), |_| Rc::new(append::wal_1_records()));
+    let records: Rc<Vec<_>> = (*records).clone();
+    let units = records.iter().find(|record| record.write == append::APPENDED_WRITE).map(|record| {
+        let (first, last) = (record.offset / tiny_store::UNIT_BYTES, (record.offset + record.bytes.len() - 1) / tiny_store::UNIT_BYTES);
+        if first == last { format!("unit {first}") } else { format!("units {first} to {last}") }
+    }).unwrap_or_default();
     html! {
         <>
         <div class="prose">
@@ -33,7 +41,7 @@ pub fn RecordChapter(props: &ChapterProps) -> Html {
         <h3>{ "wal-1 after write 4" }</h3>
         <div class="prose"><p>{ "Each square is one byte of wal-1, in rows of one 32-byte unit; a thick bar marks where a record starts. \
             Records do not line up with units: record 2 starts inside unit 0 and ends in unit 1." }</p></div>
-        <RecordBytes records={Rc::new(append::wal_1_records())} segment_bytes={walab_core::sim::tiny::SEGMENT_BYTES} unit_bytes={tiny_store::UNIT_BYTES} />
+        <RecordBytes records={records.clone()} segment_bytes={walab_core::sim::tiny::SEGMENT_BYTES} unit_bytes={tiny_store::UNIT_BYTES} />
         <WalBytes />
         <h3>{ "The append, in order and out of order" }</h3>
         <div class="prose">
@@ -46,6 +54,16 @@ pub fn RecordChapter(props: &ChapterProps) -> Html {
         <div class="append-columns">
             <AppendColumn title="right: durable, then OK" order={append::RIGHT_ORDER.to_vec()} done={done_right} />
             <AppendColumn title="wrong: OK, then durable" order={append::WRONG_ORDER.to_vec()} done={done_wrong} />
+        </div>
+        <div class="append-bytes">
+            <h4>{ format!("Right order: record {} in wal-1's {units}", append::APPENDED_WRITE) }</h4>
+            <RecordBytes records={records.clone()} segment_bytes={walab_core::sim::tiny::SEGMENT_BYTES} unit_bytes={tiny_store::UNIT_BYTES}
+                appended={Some((append::APPENDED_WRITE, append::bytes_at(&append::RIGHT_ORDER, done_right, cut_right)))} crop=true
+                order={AttrValue::from("right")} highlight={Some(append::APPENDED_WRITE)} />
+            <h4>{ format!("Wrong order: record {} in wal-1's {units}", append::APPENDED_WRITE) }</h4>
+            <RecordBytes records={records.clone()} segment_bytes={walab_core::sim::tiny::SEGMENT_BYTES} unit_bytes={tiny_store::UNIT_BYTES}
+                appended={Some((append::APPENDED_WRITE, append::bytes_at(&append::WRONG_ORDER, done_wrong, cut_wrong)))} crop=true
+                order={AttrValue::from("wrong")} highlight={Some(append::APPENDED_WRITE)} />
         </div>
         <PowerReport cut_steps={props.params.cut.map(|cut| append::steps_done(cut, append::WRONG_ORDER.len()))}
             on_cut={props.on_action.reform(|_| LabAction::CutAtPlayhead)}
