@@ -147,6 +147,42 @@ test("Part 5: the steady run at 100,000 writes/s shows the page's figures, warm-
   await page.close();
 });
 
+test("Part 5's steady run draws the queue and the leader's batch at the player's instant", async () => {
+  const page = await open('?part=5&scenario=steady&load=100000');
+  const figure = '[data-figure="steady-queue"]';
+  const read = async () => page.$eval(figure, (f) => Object.fromEntries(
+    ['queued', 'acked', 'arrived', 'batch', 'batchWrites', 'firstWrite', 'lastWrite', 'bytes'].map((key) => [key, f.dataset[key] === undefined ? null : Number(f.dataset[key])])));
+  for (let step = 0; step < 3; step++) await stepForward(page);
+  const first = await read();
+  const caption = await page.textContent('.player .caption');
+  // The figure draws the batch the caption names, with the writes and bytes it names.
+  const named = caption.match(/B(\d+) starts: its leader takes the (\d+) writes .*?\((\d+) bytes\)/);
+  assert.ok(named, caption);
+  assert.deepEqual([first.batch, first.batchWrites, first.bytes], named.slice(1, 4).map(Number));
+  assert.equal(first.lastWrite - first.firstWrite + 1, first.batchWrites);
+  const drawnCells = (p, place) => p.$$eval(`${figure} rect.cells.${place}`, (rows) => rows.reduce((sum, row) => sum + Number(row.dataset.cells), 0));
+  assert.equal(await drawnCells(page, 'syncing'), first.batchWrites);
+  assert.equal(await page.$$eval(`${figure} rect.cell.leader`, (cells) => cells.length), 1);
+  assert.match(await page.textContent(`${figure} .queue-note`), new RegExp(`B${first.batch} syncing: leader write ${first.firstWrite}`));
+  await stepForward(page);
+  const next = await read();
+  assert.equal(next.batch, first.batch + 1);
+  assert.equal(next.firstWrite, first.lastWrite + 1, "the next leader takes the writes that queued behind the last batch");
+  await page.close();
+
+  // Halfway through a sync, writes queue behind it: every arrived write is acknowledged,
+  // in the running sync, or queued.
+  const mid = await open('?part=5&scenario=steady&load=100000&cut=5.5');
+  await mid.waitForSelector(`${figure}[data-batch]`);
+  const half = await mid.$eval(figure, (f) => ({ ...f.dataset }));
+  const [queued, acked, arrived, writes] = [half.queued, half.acked, half.arrived, half.batchWrites].map(Number);
+  assert.ok(queued > 10 && queued < writes, `queued ${queued}, batch ${writes}`);
+  assert.equal(acked + writes + queued, arrived);
+  assert.equal(await drawnCells(mid, 'queued'), Math.min(queued, 200));
+  await screenshot(mid, 'figure-part5-steady-queue');
+  await mid.close();
+});
+
 test('Part 0: write 1 travels the path, and at 1,000 writes/s sync per write keeps up with its 1.00 ms wait', async () => {
   const page = await open('?part=0&load=1000');
   assert.equal(await page.$('.player .now'), null);

@@ -164,6 +164,33 @@ impl SteadyCommit {
     }
 }
 
+/// The queue and the running sync at an instant of a steady run, as the queue-and-leader
+/// figure draws them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SteadyQueueAt {
+    pub t: Nanos,
+    pub arrived: usize,
+    pub acked: usize,
+    /// Writes that arrived, are not acknowledged, and no leader has taken yet.
+    pub queued: u64,
+    /// The batch whose sync is running at `t` (its leader is its first write).
+    pub syncing: Option<BatchRecord>,
+}
+
+impl SteadyCommit {
+    pub fn queue_at(&self, t: Nanos) -> SteadyQueueAt {
+        let arrived = self.writes.partition_point(|write| write.arrival <= t);
+        let started = self.batches.partition_point(|batch| batch.start <= t);
+        // Leaders take the queue in order, so every batch up to the last started one is taken.
+        let last_taken = started.checked_sub(1).map(|index| self.batches[index].id);
+        let waiting = |write: &&WriteRecord| write.ack.is_none_or(|ack| ack > t);
+        let queued = self.writes[..arrived].iter().filter(waiting).filter(|write| write.batch.is_none_or(|batch| last_taken.is_none_or(|last| batch > last))).count();
+        let acked = self.writes[..arrived].iter().filter(|write| write.ack.is_some_and(|ack| ack <= t)).count();
+        let syncing = self.batches[..started].iter().rev().find(|batch| batch.end.is_none_or(|end| end > t)).copied();
+        SteadyQueueAt { t, arrived, acked, queued: queued as u64, syncing }
+    }
+}
+
 /// The caption of a steady run's step (a sync starting at `t`), from its records.
 pub fn steady_caption(steady: &SteadyCommit, t: Nanos) -> String {
     let at = steady.at(t);

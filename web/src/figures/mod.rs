@@ -29,3 +29,4 @@ pub mod modes;
 pub mod pages;
 pub mod quorum;
 pub mod segments;
+pub mod steady_queue;

@@ -10,9 +10,10 @@ use super::controls::{group_thousands, Controls, Shown};
 use super::dropzone::DropZone;
 use crate::benches::dropped::DroppedTrace;
 use super::{ChapterProps, Source};
-use crate::benches::commit::{steady_caption, CommitBench, SteadyCommit, SweepPoint};
+use crate::benches::commit::{steady_caption, CommitBench, SteadyCommit, SweepPoint, STEADY_RECORD_BYTES};
 use crate::benches::group_steps::{caption_at, group_at};
 use crate::figures::group_commit::GroupCommitFigure;
+use crate::figures::steady_queue::SteadyQueue;
 use crate::benches::trace_view::{Phase, TraceSpans};
 use crate::benches::{Bench, BenchRef};
 use crate::charts::{Bar, BarChart, LineChart, Series};
@@ -289,6 +290,7 @@ fn steady_view(bench: &CommitBench, bench_ref: &BenchRef, player: &PlayerState) 
     html! {
         <>
         <SteadyCanvas bench={bench_ref.clone()} now={player.now} />
+        <SteadyQueue state={steady.queue_at(player.now)} record_bytes={u64::from(STEADY_RECORD_BYTES)} />
         <div class="steady-stats">
             <table class="summary live">
                 <tr><th>{ "at the playhead" }</th><td class="num">{ format!("t = {} ms", format_fixed_millis(player.now)) }</td></tr>
