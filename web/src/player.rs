@@ -34,6 +34,9 @@ pub struct PlayerState {
     pub speed_index: usize,
     /// The instants at which something happens, sorted, without duplicates.
     pub marks: Rc<Vec<Nanos>>,
+    /// The marks worth talking about (a batch forming, a failed sync, the power cut),
+    /// sorted: the presenter's `n` jumps between them.
+    pub notable: Rc<Vec<Nanos>>,
 }
 
 impl Default for PlayerState {
@@ -44,6 +47,7 @@ impl Default for PlayerState {
             playing: false,
             speed_index: SPEED_DEFAULT_INDEX,
             marks: Rc::new(Vec::new()),
+            notable: Rc::new(Vec::new()),
         }
     }
 }
@@ -59,6 +63,8 @@ pub enum PlayerAction {
     StepForward,
     /// Jump to the last event before the playhead.
     StepBack,
+    /// Jump to the next notable event (or the next event, when none is notable).
+    NextNotable,
     /// Move the playhead (clamped to the run).
     Seek(Nanos),
     ToStart,
@@ -107,6 +113,14 @@ impl PlayerState {
                 let next = self.marks.iter().copied().find(|mark| *mark > self.now);
                 self.now = next.unwrap_or(self.end);
             }
+            PlayerAction::NextNotable => {
+                if self.notable.is_empty() {
+                    return self.apply(PlayerAction::StepForward);
+                }
+                self.playing = false;
+                let next = self.notable.iter().copied().find(|mark| *mark > self.now);
+                self.now = next.unwrap_or(self.end).min(self.end);
+            }
             PlayerAction::StepBack => {
                 self.playing = false;
                 let previous = self.marks.iter().rev().copied().find(|mark| *mark < self.now);
@@ -140,13 +154,14 @@ impl PlayerState {
     }
 }
 
-/// Maps a key to a player action: space plays and pauses, the arrows step, Home and End
-/// jump, `+` and `-` change speed.
+/// Maps a key to a player action: space plays and pauses, the arrows step, `n` jumps to
+/// the next notable event, Home and End jump, `+` and `-` change speed.
 pub fn action_for_key(key: &str) -> Option<PlayerAction> {
     Some(match key {
         " " | "k" => PlayerAction::Toggle,
         "ArrowRight" | "l" => PlayerAction::StepForward,
         "ArrowLeft" | "j" => PlayerAction::StepBack,
+        "n" => PlayerAction::NextNotable,
         "Home" => PlayerAction::ToStart,
         "End" => PlayerAction::ToEnd,
         "+" | "=" | "]" => PlayerAction::Faster,
@@ -302,6 +317,18 @@ mod tests {
         assert_eq!(player.speed_index, SPEEDS_MS_PER_SECOND.len() - 1);
         player.apply(PlayerAction::Seek(ms(40)));
         assert_eq!(player.now, ms(4));
+    }
+
+    #[test]
+    fn next_notable_skips_the_ordinary_marks() {
+        let mut player = PlayerState::for_run(vec![ms(1), ms(2), ms(3), ms(4)], ms(5));
+        player.apply(PlayerAction::NextNotable);
+        assert_eq!(player.now, ms(1), "without notable marks, n steps");
+        player.notable = Rc::new(vec![ms(3)]);
+        player.apply(PlayerAction::NextNotable);
+        assert_eq!(player.now, ms(3));
+        player.apply(PlayerAction::NextNotable);
+        assert_eq!(player.now, ms(5), "after the last notable mark, the end");
     }
 
     #[test]

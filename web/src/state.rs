@@ -14,7 +14,10 @@ use yew::prelude::*;
 use crate::benches::dropped::{DroppedTrace, MeasuredLatency};
 use crate::benches::{self, BenchRef};
 use crate::player::{PlayerAction, PlayerState};
-use crate::url_state::{parse_query, Fault, Handling, LabParams, PageProtection, Policy, Scenario, UrlProblem, PART_COUNT};
+use crate::url_state::{
+    format_millis, parse_millis_in, parse_query, power_parts_text, Fault, Handling, LabParams, PageProtection, Policy, Scenario, UrlProblem,
+    CUT_MAX, PART_COUNT, PREDICT_MAX,
+};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct LabState {
@@ -28,18 +31,103 @@ pub struct LabState {
     pub dropped: Option<Result<Rc<DroppedTrace>, String>>,
     /// A measured sync-latency distribution the simulator uses instead of a fixed L.
     pub latency: Option<Rc<MeasuredLatency>>,
+    /// The last thing worth announcing (a power cut, a result, a key that did nothing),
+    /// shown in the status line, an `aria-live` region.
+    pub status: Option<String>,
+    /// A value typed into a field that the lab refused, shown beside that field.
+    pub field_problem: Option<FieldProblem>,
+    /// The key list (`?`) is open.
+    pub keys_open: bool,
+}
+
+/// The fields a student types into.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Field {
+    Cut,
+    Seed,
+    EioBatch,
+}
+
+/// A refused typed value: which field, and what it accepts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FieldProblem {
+    pub field: Field,
+    pub message: String,
 }
 
 impl LabState {
     /// The state a URL query describes.
     pub fn from_query(query: &str) -> LabState {
         let (params, url_problems) = parse_query(query);
-        let mut state = LabState { player: PlayerState::default(), params, url_problems, bench: BenchRef::default(), dropped: None, latency: None };
-        state.reload_timeline();
-        if let Some(cut) = state.params.cut {
-            state.player.apply(PlayerAction::Seek(cut));
-        }
+        let mut state = LabState {
+            player: PlayerState::default(),
+            params,
+            url_problems,
+            bench: BenchRef::default(),
+            dropped: None,
+            latency: None,
+            status: None,
+            field_problem: None,
+            keys_open: false,
+        };
+        state.open_view();
         state
+    }
+
+    /// Builds the runs for the parameters, refuses a cut past the end of the run (naming
+    /// the range) and puts the playhead at the cut.
+    fn open_view(&mut self) {
+        self.reload_timeline();
+        if let Some(cut) = self.params.cut {
+            if let Err(reason) = self.check_cut(cut) {
+                self.url_problems.push(UrlProblem { param: "cut".into(), value: format_millis(cut), reason });
+                self.params.cut = None;
+                self.params.predict = None;
+                self.params.reveal = false;
+                self.reload_timeline();
+            }
+        }
+        if let Some(cut) = self.params.cut {
+            self.player.apply(PlayerAction::Seek(cut));
+        }
+    }
+
+    /// Whether the power can be cut at `at` in this view: the Part has a power button
+    /// and the instant lies inside the run.
+    fn check_cut(&self, at: Nanos) -> Result<(), String> {
+        if !self.params.has_power() {
+            return Err(format!("Part {} has no power button; {} have one", self.params.part, power_parts_text()));
+        }
+        match benches::moments::run_end(&self.bench.0) {
+            Some(end) if at > end => Err(format!("past the end of the run; give 0 to {} ms", format_millis(end))),
+            _ => Ok(()),
+        }
+    }
+
+    /// What the view's answer is, in one sentence, for the status line.
+    fn result_sentence(&self) -> Option<String> {
+        let benches::Bench::Tiny(tiny) = &*self.bench.0 else { return None };
+        let Some(Ok(outcome)) = &tiny.cut else { return None };
+        let crash = &outcome.crash;
+        Some(format!(
+            "Recovery found {} of the {} acknowledged writes; {} acknowledged writes were lost.",
+            crash.acknowledged.len() - crash.lost_acknowledged.len(),
+            crash.acknowledged.len(),
+            crash.lost_acknowledged.len()
+        ))
+    }
+
+    /// The status line after a cut.
+    fn cut_sentence(&self) -> String {
+        let at = self.params.cut.map(format_millis).unwrap_or_default();
+        let acknowledged = match &*self.bench.0 {
+            benches::Bench::Tiny(tiny) => match &tiny.cut {
+                Some(Ok(outcome)) => format!(" {} writes had been acknowledged.", outcome.crash.acknowledged.len()),
+                _ => String::new(),
+            },
+            _ => String::new(),
+        };
+        format!("The power failed at {at} ms.{acknowledged}")
     }
 
     /// Runs the current Part's bench and loads its timeline into the player, keeping
@@ -50,6 +138,7 @@ impl LabState {
         self.bench = benches::build(&self.params, dropped, self.latency.as_ref());
         let timeline = self.bench.0.timeline();
         self.player = PlayerState::for_run(timeline.marks, timeline.end);
+        self.player.notable = Rc::new(benches::moments::notable_marks(&self.bench.0));
         self.player.speed_index = speed_index;
     }
 }
@@ -66,16 +155,30 @@ pub enum LabAction {
     SetWindow(Nanos),
     SetQuorum(u8),
     SetUnitBytes(u32),
-    SetSeed(u64),
     /// Choose (or clear) the instant the power fails.
     SetCut(Option<Nanos>),
-    /// Pull the power now, at the playhead.
+    /// Pull the power now, at the playhead (in a Part with a power button; elsewhere the
+    /// status line says there is none).
     CutAtPlayhead,
+    /// The cut's instant as typed into its field: checked, then used or refused.
+    TypeCut(String),
+    /// A seed as typed into a field.
+    TypeSeed(String),
+    /// The failing batch (branch E1) as typed into its field.
+    TypeEioBatch(String),
+    /// The student commits a prediction: the answer shows, and the link keeps it.
+    Predict(u32),
+    /// The student asks to see the answer without predicting.
+    Reveal,
+    /// The address changed under the page (Back, Forward): show the view it names.
+    LoadQuery(String),
+    TogglePresent,
+    ShowKeys(bool),
+
     SetFault(Fault),
     SetHandling(Handling),
     SetCdc(Option<u64>),
     SetProtection(PageProtection),
-    SetEioBatch(u64),
     /// A trace file was read (or failed to parse).
     LoadTrace(Result<Rc<DroppedTrace>, String>),
     CloseTrace,
@@ -87,10 +190,43 @@ pub enum LabAction {
     SetRemote(crate::benches::remote::RemoteParams),
 }
 
+impl LabState {
+    /// Cuts the power at `at` if this view allows it; otherwise says why, in the status
+    /// line and beside the cut's field.
+    fn cut_at(&mut self, at: Nanos, timeline_changed: &mut bool) {
+        match self.check_cut(at) {
+            Ok(()) => {
+                self.player.apply(PlayerAction::Pause);
+                self.field_problem = None;
+                if self.params.cut != Some(at) {
+                    self.params.cut = Some(at);
+                    self.params.predict = None;
+                    self.params.reveal = false;
+                    *timeline_changed = true;
+                    // The sentence names the new run's numbers, so it is written after the rerun.
+                    self.status = None;
+                }
+            }
+            Err(reason) => {
+                let message = format!("{} ms: {reason}", format_millis(at));
+                self.status = Some(format!("The power stays on: {message}."));
+                self.field_problem = Some(FieldProblem { field: Field::Cut, message });
+            }
+        }
+    }
+}
+
+/// A link opened whole keeps its prediction; any other change of the question clears it.
+enum ActionKind {
+    Load,
+    Other,
+}
+
 impl Reducible for LabState {
     type Action = LabAction;
 
     fn reduce(self: Rc<Self>, action: LabAction) -> Rc<Self> {
+        let action_kind = if matches!(action, LabAction::LoadQuery(_)) { ActionKind::Load } else { ActionKind::Other };
         let mut next = (*self).clone();
         let mut timeline_changed = false;
         let mut playhead_kept = true;
@@ -99,6 +235,10 @@ impl Reducible for LabState {
                 if part < PART_COUNT && part != next.params.part {
                     next.params.part = part;
                     next.params.cut = None;
+                    next.params.predict = None;
+                    next.params.reveal = false;
+                    next.field_problem = None;
+                    next.status = None;
                     timeline_changed = true;
                     playhead_kept = false;
                 }
@@ -132,22 +272,88 @@ impl Reducible for LabState {
                 next.params.unit_bytes = unit;
                 timeline_changed = true;
             }
-            LabAction::SetSeed(seed) => {
-                next.params.seed = seed;
-                timeline_changed = true;
-            }
-            LabAction::SetCut(cut) => {
-                next.params.cut = cut;
+            LabAction::SetCut(None) => {
                 next.player.apply(PlayerAction::Pause);
-                timeline_changed = true;
+                next.field_problem = None;
+                if next.params.cut.is_some() {
+                    next.params.cut = None;
+                    next.params.predict = None;
+                    next.params.reveal = false;
+                    next.status = Some("The power is back on; the run plays to its end.".into());
+                    timeline_changed = true;
+                } else {
+                    next.status = Some("The power is on: there is no cut to restore.".into());
+                }
+            }
+            LabAction::SetCut(Some(at)) => next.cut_at(at, &mut timeline_changed),
+            LabAction::CutAtPlayhead if !next.params.has_power() => {
+                next.status = Some(format!(
+                    "p does nothing here: Part {} has no power button ({} have one).",
+                    next.params.part,
+                    power_parts_text()
+                ));
             }
             LabAction::CutAtPlayhead => {
-                next.player.apply(PlayerAction::Pause);
                 // Cut on a 0.1 ms grid, so the link and the CLI's --at-ms name the same instant.
                 let tenth = 100_000;
-                next.params.cut = Some(Nanos(next.player.now.0 / tenth * tenth));
-                timeline_changed = true;
+                let at = Nanos(next.player.now.0 / tenth * tenth);
+                next.cut_at(at, &mut timeline_changed);
             }
+            LabAction::TypeCut(text) => match parse_millis_in(&text, Nanos::ZERO, CUT_MAX) {
+                Ok(at) => next.cut_at(at, &mut timeline_changed),
+                Err(reason) => next.field_problem = Some(FieldProblem { field: Field::Cut, message: format!("{}: {reason}", text.trim()) }),
+            },
+            LabAction::TypeSeed(text) => match text.trim().parse::<u64>() {
+                Ok(seed) => {
+                    next.params.seed = seed;
+                    next.field_problem = None;
+                    timeline_changed = true;
+                }
+                Err(_) => {
+                    next.field_problem = Some(FieldProblem {
+                        field: Field::Seed,
+                        message: format!("{}: not a seed; give a whole number from 0 to {}", text.trim(), u64::MAX),
+                    })
+                }
+            },
+            LabAction::TypeEioBatch(text) => match text.trim().parse::<u64>() {
+                Ok(batch) if (1..=24).contains(&batch) => {
+                    next.params.eio_batch = batch;
+                    next.field_problem = None;
+                    timeline_changed = true;
+                }
+                _ => {
+                    next.field_problem = Some(FieldProblem {
+                        field: Field::EioBatch,
+                        message: format!("{}: not a batch; give the log batch whose sync fails, 1 to 24", text.trim()),
+                    })
+                }
+            },
+            LabAction::Predict(guess) => {
+                next.params.predict = Some(guess.min(PREDICT_MAX));
+                next.status = next.result_sentence().map(|result| format!("You predicted {guess}. {result}"));
+            }
+            LabAction::Reveal => {
+                next.params.reveal = true;
+                next.status = next.result_sentence();
+            }
+            LabAction::LoadQuery(query) => {
+                let mut opened = LabState::from_query(&query);
+                if opened.params == next.params {
+                    return self;
+                }
+                opened.dropped = next.dropped.take();
+                opened.latency = next.latency.take();
+                opened.player.speed_index = next.player.speed_index;
+                opened.keys_open = next.keys_open;
+                if opened.dropped.is_some() || opened.latency.is_some() {
+                    opened.open_view();
+                }
+                next = opened;
+            }
+            LabAction::TogglePresent => next.params.present = !next.params.present,
+            LabAction::ShowKeys(open) => next.keys_open = open,
+
             LabAction::SetFault(fault) => {
                 next.params.fault = fault;
                 timeline_changed = true;
@@ -158,10 +364,6 @@ impl Reducible for LabState {
             }
             LabAction::SetCdc(seq) => {
                 next.params.cdc_confirmed_seq = seq;
-                timeline_changed = true;
-            }
-            LabAction::SetEioBatch(batch) => {
-                next.params.eio_batch = batch;
                 timeline_changed = true;
             }
             LabAction::SetProtection(protection) => {
@@ -200,10 +402,21 @@ impl Reducible for LabState {
                 timeline_changed = true;
             }
         }
+        // Another seed, mode, unit or fault asks the question again.
+        let (was, now) = (&self.params, &next.params);
+        let question_changed = (was.seed, was.policy, was.unit_bytes, was.fault, was.handling, was.eio_batch, was.sync_latency, was.window)
+            != (now.seed, now.policy, now.unit_bytes, now.fault, now.handling, now.eio_batch, now.sync_latency, now.window);
+        if question_changed && !matches!(action_kind, ActionKind::Load) {
+            next.params.predict = None;
+            next.params.reveal = false;
+        }
         if timeline_changed {
             let now = if playhead_kept { next.player.now } else { Nanos::ZERO };
             next.reload_timeline();
             next.player.apply(PlayerAction::Seek(next.params.cut.unwrap_or(now)));
+            if next.params.cut.is_some() && next.params.cut != self.params.cut {
+                next.status = Some(next.cut_sentence());
+            }
         }
         if next == *self {
             self
@@ -265,6 +478,88 @@ mod tests {
         let opened = LabState::from_query(&query);
         assert_eq!(opened.params, state.params);
         assert!(opened.url_problems.is_empty());
+    }
+
+    #[test]
+    fn p_in_a_part_without_power_changes_nothing_and_says_so() {
+        let state = LabState::from_query("?part=2");
+        let state = reduce(state, LabAction::Player(PlayerAction::StepForward));
+        let now = state.player.now;
+        let state = reduce(state, LabAction::CutAtPlayhead);
+        assert_eq!(state.params.cut, None, "no cut= in the link");
+        assert_eq!(state.player.now, now);
+        assert_eq!(state.status.as_deref(), Some("p does nothing here: Part 2 has no power button (Parts 3, 4, 6, 7 and 8 have one)."));
+        assert_eq!(crate::url_state::to_query(&state.params), "?part=2");
+    }
+
+    #[test]
+    fn a_cut_past_the_end_of_the_run_is_refused_with_the_range() {
+        let state = LabState::from_query("?part=6&cut=500");
+        assert_eq!(state.params.cut, None);
+        let problem = state.url_problems[0].to_string();
+        assert!(problem.starts_with("cut=500: past the end of the run; give 0 to 16 ms"), "{problem}");
+        let state = reduce(state, LabAction::TypeCut("250".into()));
+        assert_eq!(state.params.cut, None);
+        let field = state.field_problem.clone().unwrap();
+        assert_eq!(field.field, Field::Cut);
+        assert!(field.message.starts_with("250 ms: past the end of the run; give 0 to 16 ms"), "{}", field.message);
+        let state = reduce(state, LabAction::TypeCut("1e9".into()));
+        assert_eq!(state.field_problem.unwrap().message, "1e9: out of range; give 0 to 10000 ms");
+    }
+
+    #[test]
+    fn a_typed_cut_in_range_cuts_and_is_announced() {
+        let state = LabState::from_query("?part=7");
+        let state = reduce(state, LabAction::TypeCut("13.5".into()));
+        assert_eq!(state.params.cut, Some(Nanos(13_500_000)));
+        assert!(state.field_problem.is_none());
+        assert!(state.status.as_deref().unwrap().starts_with("The power failed at 13.5 ms. "), "{:?}", state.status);
+        let state = reduce(state, LabAction::TypeSeed("many".into()));
+        assert_eq!(state.field_problem.as_ref().unwrap().field, Field::Seed);
+        assert_eq!(state.params.seed, 1, "the seed in use is kept");
+    }
+
+    #[test]
+    fn the_answer_waits_for_a_prediction_or_a_reveal_and_a_new_cut_asks_again() {
+        let state = LabState::from_query("?part=7&cut=13.5");
+        assert!(!state.params.answer_shown());
+        let state = reduce(state, LabAction::Predict(22));
+        assert!(state.params.answer_shown());
+        assert_eq!(crate::url_state::to_query(&state.params), "?part=7&cut=13.5&predict=22");
+        assert!(state.status.as_deref().unwrap().starts_with("You predicted 22. Recovery found "), "{:?}", state.status);
+        let state = reduce(state, LabAction::SetCut(Some(Nanos::from_millis(12))));
+        assert!(!state.params.answer_shown(), "a new cut is a new question");
+        let state = reduce(state, LabAction::Reveal);
+        assert_eq!(crate::url_state::to_query(&state.params), "?part=7&cut=12&reveal=1");
+        let state = reduce(state, LabAction::SetCut(None));
+        assert_eq!(crate::url_state::to_query(&state.params), "?part=7");
+    }
+
+    #[test]
+    fn another_seed_or_unit_asks_the_question_again() {
+        let state = LabState::from_query("?part=7&cut=13.5&reveal=1");
+        let state = reduce(state, LabAction::SetUnitBytes(512));
+        assert!(!state.params.answer_shown());
+        let state = reduce(state, LabAction::Predict(20));
+        let state = reduce(state, LabAction::TypeSeed("4".into()));
+        assert!(!state.params.answer_shown());
+        let state = reduce(state, LabAction::Reveal);
+        let state = reduce(state, LabAction::Player(PlayerAction::StepBack));
+        assert!(state.params.answer_shown(), "moving the playhead keeps the answer");
+    }
+
+    #[test]
+    fn back_restores_the_view_the_address_names() {
+        let state = LabState::from_query("?part=2");
+        let state = reduce(state, LabAction::Player(PlayerAction::Faster));
+        let state = reduce(state, LabAction::GoToPart(3));
+        let speed = state.player.speed_index;
+        let state = reduce(state, LabAction::LoadQuery("?part=2".into()));
+        assert_eq!(state.params.part, 2);
+        assert_eq!(state.player.speed_index, speed, "the speed is the student's, not the link's");
+        let state = reduce(state, LabAction::LoadQuery("?part=6&cut=13.5&present=1".into()));
+        assert_eq!((state.params.part, state.params.cut, state.params.present), (6, Some(Nanos(13_500_000)), true));
+        assert_eq!(state.player.now, Nanos(13_500_000));
     }
 
     #[test]

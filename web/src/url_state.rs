@@ -198,6 +198,38 @@ pub struct LabParams {
     pub eio_batch: u64,
     /// Parts 13 and 14 (the `r...` parameters).
     pub remote: crate::benches::remote::RemoteParams,
+    /// Presenter mode: large type, the figure and its controls, no prose.
+    pub present: bool,
+    /// The student's committed prediction for this view (a count of writes or segments).
+    pub predict: Option<u32>,
+    /// The student asked to see the answer without predicting.
+    pub reveal: bool,
+}
+
+impl LabParams {
+    /// Whether the answer to this view's prediction may be shown: only once the student
+    /// has committed a prediction or asked to see it.
+    pub fn answer_shown(&self) -> bool {
+        self.predict.is_some() || self.reveal
+    }
+
+    /// Whether this Part has a power button (and so takes `cut=` and the `p` key).
+    pub fn has_power(&self) -> bool {
+        POWER_PARTS.contains(&self.part)
+    }
+}
+
+/// The Parts with a power button.
+pub const POWER_PARTS: [u8; 5] = [3, 4, 6, 7, 8];
+
+/// The largest prediction the page accepts (the tiny store has 24 writes).
+pub const PREDICT_MAX: u32 = 24;
+
+/// "Parts 3, 4, 6, 7 and 8".
+pub fn power_parts_text() -> String {
+    let names: Vec<String> = POWER_PARTS.iter().map(u8::to_string).collect();
+    let (last, rest) = names.split_last().expect("some Part has power");
+    format!("Parts {} and {last}", rest.join(", "))
 }
 
 impl Default for LabParams {
@@ -219,6 +251,9 @@ impl Default for LabParams {
             protection: PageProtection::FullPageImages,
             eio_batch: 11,
             remote: Default::default(),
+            present: false,
+            predict: None,
+            reveal: false,
         }
     }
 }
@@ -241,8 +276,20 @@ pub struct UrlProblem {
 
 impl std::fmt::Display for UrlProblem {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}={}: {}", self.param, self.value, self.reason)
+        write!(f, "{}={}: {}", shorten(&self.param), shorten(&self.value), self.reason)
     }
+}
+
+/// A value longer than a line is shown by its start and its length, so a pasted
+/// 3,000-character value cannot bury the message.
+fn shorten(text: &str) -> String {
+    const SHOWN_CHARS_MAX: usize = 40;
+    let count = text.chars().count();
+    if count <= SHOWN_CHARS_MAX {
+        return text.to_string();
+    }
+    let start: String = text.chars().take(SHOWN_CHARS_MAX).collect();
+    format!("{start}… ({count} characters)")
 }
 
 /// Parses a query string (with or without the leading `?`). Unknown parameters and bad
@@ -357,19 +404,59 @@ pub fn parse_query(query: &str) -> (LabParams, Vec<UrlProblem>) {
             remote if crate::benches::remote::RemoteParams::takes(remote) => {
                 params.remote.parse(remote, &value).map_err(|reason| problem(&reason))
             }
-            _ => Err(problem("unknown parameter; the lab reads part, scenario, sync, load, policy, window, w, unit, seed, cut, fault, handling, cdc, protection and eio")),
+            "present" => parse_flag(&value).map(|on| params.present = on).map_err(|reason| problem(&reason)),
+            "reveal" => parse_flag(&value).map(|on| params.reveal = on).map_err(|reason| problem(&reason)),
+            "predict" => match value.parse::<u32>() {
+                Ok(guess) if guess <= PREDICT_MAX => {
+                    params.predict = Some(guess);
+                    Ok(())
+                }
+                _ => Err(problem(&format!("not a prediction; give a whole number from 0 to {PREDICT_MAX}"))),
+            },
+            _ => Err(problem("unknown parameter; the lab reads part, scenario, sync, load, policy, window, w, unit, seed, cut, fault, handling, cdc, protection, eio, predict, reveal and present")),
         };
         if let Err(problem) = outcome {
             problems.push(problem);
         }
     }
+    if let Some(cut) = params.cut.filter(|_| !params.has_power()) {
+        problems.push(UrlProblem {
+            param: "cut".into(),
+            value: format_millis(cut),
+            reason: format!("Part {} has no power button; {} have one", params.part, power_parts_text()),
+        });
+        params.cut = None;
+    }
     (params, problems)
 }
 
-fn parse_millis_in(value: &str, min: Nanos, max: Nanos) -> Result<Nanos, String> {
-    let nanos = Nanos::parse_millis(value).ok_or_else(|| "not a number of milliseconds (like 1.5)".to_string())?;
+fn parse_flag(value: &str) -> Result<bool, String> {
+    match value {
+        "1" | "" => Ok(true),
+        "0" => Ok(false),
+        _ => Err("not a switch; use 1 (on) or 0 (off)".into()),
+    }
+}
+
+/// Milliseconds between `min` and `max`. A number the exact parser does not take
+/// (`1e9`, `-1`, `0.0000001`) is still a number: it is refused as out of range, or, when it
+/// lies inside the range, taken to the nearest nanosecond.
+pub fn parse_millis_in(value: &str, min: Nanos, max: Nanos) -> Result<Nanos, String> {
+    let out_of_range = || format!("out of range; give {} to {} ms", format_millis(min), format_millis(max));
+    let nanos = match Nanos::parse_millis(value) {
+        Some(nanos) => nanos,
+        None => match value.trim().parse::<f64>() {
+            Ok(millis) if millis.is_finite() => {
+                if millis < min.as_millis_f64() || millis > max.as_millis_f64() {
+                    return Err(out_of_range());
+                }
+                Nanos((millis * 1e6).round() as u64)
+            }
+            _ => return Err("not a number of milliseconds (like 1.5)".to_string()),
+        },
+    };
     if nanos < min || nanos > max {
-        return Err(format!("out of range; give {} to {} ms", format_millis(min), format_millis(max)));
+        return Err(out_of_range());
     }
     Ok(nanos)
 }
@@ -422,6 +509,15 @@ pub fn to_query(params: &LabParams) -> String {
         pairs.push(format!("protection={}", params.protection.url_name()));
     }
     pairs.extend(params.remote.to_pairs());
+    if let Some(guess) = params.predict {
+        pairs.push(format!("predict={guess}"));
+    }
+    if params.reveal {
+        pairs.push("reveal=1".into());
+    }
+    if params.present {
+        pairs.push("present=1".into());
+    }
     format!("?{}", pairs.join("&"))
 }
 
@@ -492,9 +588,12 @@ mod tests {
             protection: PageProtection::Doublewrite,
             eio_batch: 9,
             remote: Default::default(),
+            present: true,
+            predict: Some(17),
+            reveal: true,
         };
         let query = to_query(&params);
-        assert_eq!(query, "?part=6&scenario=random&sync=1.5&load=2000&policy=window&window=0.5&w=3&unit=4096&seed=42&cut=13.5&fault=e1&handling=wrong&cdc=10&eio=9&protection=doublewrite");
+        assert_eq!(query, "?part=6&scenario=random&sync=1.5&load=2000&policy=window&window=0.5&w=3&unit=4096&seed=42&cut=13.5&fault=e1&handling=wrong&cdc=10&eio=9&protection=doublewrite&predict=17&reveal=1&present=1");
         assert_eq!(parse_query(&query), (params, vec![]));
     }
 
@@ -513,6 +612,48 @@ mod tests {
     fn out_of_range_milliseconds_say_the_range() {
         let (_, problems) = parse_query("sync=500");
         assert_eq!(problems[0].reason, "out of range; give 0.01 to 100 ms");
+    }
+
+    #[test]
+    fn a_number_out_of_range_is_not_called_not_a_number() {
+        let (params, problems) = parse_query("part=6&cut=1e9");
+        assert_eq!(params.cut, None);
+        assert_eq!(problems[0].reason, "out of range; give 0 to 10000 ms");
+        let (_, problems) = parse_query("part=6&cut=-1");
+        assert_eq!(problems[0].reason, "out of range; give 0 to 10000 ms");
+        let (params, problems) = parse_query("part=6&cut=1.35e1");
+        assert_eq!((params.cut, problems.len()), (Some(Nanos(13_500_000)), 0));
+        let (_, problems) = parse_query("part=6&cut=soon");
+        assert_eq!(problems[0].reason, "not a number of milliseconds (like 1.5)");
+    }
+
+    #[test]
+    fn a_cut_in_a_part_without_power_is_refused_by_name() {
+        let (params, problems) = parse_query("part=2&cut=4");
+        assert_eq!(params.cut, None);
+        assert_eq!(problems[0].to_string(), "cut=4: Part 2 has no power button; Parts 3, 4, 6, 7 and 8 have one");
+        assert_eq!(parse_query("cut=4&part=7").0.cut, Some(Nanos::from_millis(4)), "order does not matter");
+    }
+
+    #[test]
+    fn predictions_and_presenter_mode_are_in_the_link() {
+        let (params, problems) = parse_query("part=7&cut=13.5&predict=22&present=1");
+        assert!(problems.is_empty());
+        assert_eq!((params.predict, params.reveal, params.present), (Some(22), false, true));
+        assert!(params.answer_shown());
+        assert!(!parse_query("part=7&cut=13.5").0.answer_shown());
+        let (_, problems) = parse_query("predict=99&reveal=yes");
+        assert_eq!(problems[0].reason, "not a prediction; give a whole number from 0 to 24");
+        assert_eq!(problems[1].reason, "not a switch; use 1 (on) or 0 (off)");
+    }
+
+    #[test]
+    fn a_long_value_is_shown_by_its_start_and_length() {
+        let long = "x".repeat(3_000);
+        let (_, problems) = parse_query(&format!("seed={long}"));
+        let shown = problems[0].to_string();
+        assert!(shown.len() < 200, "{shown}");
+        assert!(shown.starts_with(&format!("seed={}… (3000 characters)", "x".repeat(40))), "{shown}");
     }
 
     #[test]

@@ -22,6 +22,7 @@ pub mod fates;
 pub mod group_steps;
 pub mod journey;
 pub mod models;
+pub mod moments;
 pub mod pages_view;
 pub mod quorum_view;
 pub mod remote;

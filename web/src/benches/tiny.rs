@@ -309,11 +309,6 @@ fn yes_no(ok: bool) -> &'static str {
     }
 }
 
-/// The core policy name the CLI's `--policy` takes for a page policy.
-pub fn cli_policy(policy: Policy) -> &'static str {
-    walab_core::sim::commit::policy_name(&core_policy(policy, Nanos::from_millis(2)))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

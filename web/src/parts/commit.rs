@@ -56,7 +56,7 @@ pub fn GroupCommitChapter(props: &ChapterProps) -> Html {
                   it joins the batch the next leader forms at that same instant. In the lanes, L marks each batch's leader, \
                   a bar runs from a write's arrival to its OK, and its length is the write's wait." }</p>
         </div>
-        <Controls params={props.params.clone()} shown={shown} on_action={props.on_action.clone()} />
+        <Controls params={props.params.clone()} shown={shown} field_problem={props.field_problem.clone()} on_action={props.on_action.clone()} />
         if let Some(latency) = &bench.latency {
             <p class="measured-latency" data-file={latency.file_name.clone()}>
                 { format!("Steady runs draw each sync from {} ({}): median {} ms, p99 {} ms, measured by walab fsync-test. ",

@@ -23,6 +23,9 @@ pub struct Shown {
 pub struct ControlsProps {
     pub params: LabParams,
     pub shown: Shown,
+    /// A refused typed value, shown beside its field.
+    #[prop_or_default]
+    pub field_problem: Option<crate::state::FieldProblem>,
     pub on_action: Callback<LabAction>,
 }
 
@@ -65,15 +68,18 @@ pub fn Controls(props: &ControlsProps) -> Html {
             }
         })
     };
+    // The reducer uses the typed seed or says why not; the field shows the seed in use.
     let on_seed = {
         let on_action = props.on_action.clone();
+        let in_use = params.seed.to_string();
         Callback::from(move |event: Event| {
             let input: web_sys::HtmlInputElement = event.target_unchecked_into();
-            if let Ok(seed) = input.value().trim().parse::<u64>() {
-                on_action.emit(LabAction::SetSeed(seed));
-            }
+            let typed = input.value();
+            input.set_value(&in_use);
+            on_action.emit(LabAction::TypeSeed(typed));
         })
     };
+    let seed_problem = props.field_problem.as_ref().filter(|problem| problem.field == crate::state::Field::Seed).map(|problem| problem.message.clone());
     let load_step = LOAD_STEPS.iter().position(|load| *load >= params.load_per_second).unwrap_or(LOAD_STEPS.len() - 1);
     let policies: Vec<Policy> = if shown.policies_sync_only {
         vec![Policy::GroupCommit, Policy::SyncPerWrite, Policy::Window]
@@ -129,6 +135,7 @@ pub fn Controls(props: &ControlsProps) -> Html {
             }
             if shown.seed {
                 <label>{ "seed " }<input class="seed" type="number" min="0" value={params.seed.to_string()} onchange={on_seed} /></label>
+                if let Some(problem) = seed_problem { <span class="field-problem" role="alert">{ problem }</span> }
             }
         </div>
     }

@@ -4,12 +4,13 @@ use std::rc::Rc;
 
 use yew::prelude::*;
 
-use super::power::{use_revealed, id_ranges, lanes, power_section, tiny_bench};
+use super::power::{field_message, id_ranges, lanes, power_section, tiny_bench, answer_revealed};
+use super::predict::{AnswerPending, Predict};
 use super::{ChapterProps, Source};
 use crate::benches::failed_sync_view::paths_at;
 use crate::figures::failed_sync::FailedSyncFigure;
 use crate::player::Player;
-use crate::state::LabAction;
+use crate::state::{Field, LabAction};
 use crate::url_state::{Fault, Handling};
 
 fn failed_sync_text() -> Html {
@@ -45,7 +46,7 @@ fn failed_sync_text() -> Html {
 
 #[component]
 pub fn FailedSyncBenchChapter(props: &ChapterProps) -> Html {
-    let (revealed, on_reveal) = use_revealed(props);
+    let (revealed, on_reveal) = answer_revealed(props);
     let Some(bench) = tiny_bench(props) else { return Html::default() };
     let caption = AttrValue::from(bench.caption_now(props.player.now, revealed));
     let on_player = props.on_action.reform(LabAction::Player);
@@ -76,21 +77,34 @@ pub fn FailedSyncBenchChapter(props: &ChapterProps) -> Html {
                 { for Fault::ALL.iter().map(|fault| html! { <option value={fault.url_name()} selected={*fault == props.params.fault}>{ fault.label() }</option> }) }
             </select></label>
             if props.params.fault == Fault::LogSync {
-                <label>{ "failing batch B" }<input class="eio-batch" type="number" min="1" max="14" value={props.params.eio_batch.to_string()}
-                    onchange={props.on_action.reform(|event: Event| {
-                        let input: web_sys::HtmlInputElement = event.target_unchecked_into();
-                        LabAction::SetEioBatch(input.value().trim().parse::<u64>().unwrap_or(11).clamp(1, 24))
-                    })} /></label>
+                <label>{ "failing batch B" }<input class="eio-batch" type="number" min="1" max="24" value={props.params.eio_batch.to_string()}
+                    onchange={{
+                        let (on_action, in_use) = (props.on_action.clone(), props.params.eio_batch.to_string());
+                        Callback::from(move |event: Event| {
+                            let input: web_sys::HtmlInputElement = event.target_unchecked_into();
+                            let typed = input.value();
+                            input.set_value(&in_use);
+                            on_action.emit(LabAction::TypeEioBatch(typed));
+                        })
+                    }} /></label>
+                { field_message(&props.field_problem, Field::EioBatch) }
             }
             <label>{ "when the log's sync fails " }<select class="handling" onchange={on_handling}>
                 <option value="right" selected={props.params.handling == Handling::Right}>{ "fail the waiters and stop (right)" }</option>
                 <option value="wrong" selected={props.params.handling == Handling::Wrong}>{ "retry and carry on (wrong)" }</option>
             </select></label>
         </div>
-        <table class="summary" data-acked={acked.len().to_string()} data-failed={failed.len().to_string()}>
-            <tr><th>{ "acknowledged (whole run)" }</th><td>{ id_ranges(&acked) }</td></tr>
-            <tr><th>{ "told \"outcome unknown\"" }</th><td>{ id_ranges(&failed) }</td></tr>
-        </table>
+        if props.params.cut.is_some() && !revealed {
+            <AnswerPending what="The whole run's acknowledgements appear once you predict what recovery finds (below), or ask to see the answer." />
+        } else {
+            <Predict question="with this fault and this handling, how many of the 24 writes are acknowledged over the whole run?"
+                answer={Some(acked.len() as u32)} params={props.params.clone()} on_action={props.on_action.clone()}>
+                <table class="summary" data-acked={acked.len().to_string()} data-failed={failed.len().to_string()}>
+                    <tr><th>{ "acknowledged (whole run)" }</th><td>{ id_ranges(&acked) }</td></tr>
+                    <tr><th>{ "told \"outcome unknown\"" }</th><td>{ id_ranges(&failed) }</td></tr>
+                </table>
+            </Predict>
+        }
         <div class="prose"><p>{ "Then pull the power, before or after F11's flush completes, and compare the paths: on the wrong \
             path the retried sync 'succeeded' without writing, so whether B11's acknowledged writes survive depends on timing." }</p></div>
         <Player state={props.player.clone()} on_action={on_player} caption={caption} />

@@ -20,6 +20,7 @@ pub mod models;
 pub mod modes;
 pub mod pages;
 pub mod power;
+pub mod predict;
 pub mod record;
 pub mod remote;
 pub mod replication;
@@ -61,6 +62,9 @@ pub struct ChapterProps {
     /// A dropped trace file, or why it could not be read.
     #[prop_or_default]
     pub dropped: Option<Result<std::rc::Rc<crate::benches::dropped::DroppedTrace>, String>>,
+    /// A value typed into a field that the lab refused, for the field to show.
+    #[prop_or_default]
+    pub field_problem: Option<crate::state::FieldProblem>,
     pub on_action: Callback<LabAction>,
 }
 

@@ -6,16 +6,17 @@ use walab_core::tiny_store;
 use yew::prelude::*;
 
 use super::controls::{Controls, Shown};
-use super::power::{use_revealed, id_ranges, lanes, power_section, tiny_bench};
+use super::power::{answer_revealed, id_ranges, lanes, power_section, tiny_bench};
+use super::predict::{AnswerPending, Predict};
 use super::{ChapterProps, Source};
 use crate::figures::modes::{ModeRow, ModesFigure};
 use crate::player::Player;
 use crate::state::LabAction;
-use crate::url_state::format_millis;
+use crate::url_state::{format_millis, Policy};
 
 #[component]
 pub fn ModesChapter(props: &ChapterProps) -> Html {
-    let (revealed, on_reveal) = use_revealed(props);
+    let (revealed, on_reveal) = answer_revealed(props);
     let Some(bench) = tiny_bench(props) else { return Html::default() };
     let caption = AttrValue::from(bench.caption_now(props.player.now, revealed));
     let on_player = props.on_action.reform(LabAction::Player);
@@ -32,6 +33,8 @@ pub fn ModesChapter(props: &ChapterProps) -> Html {
         Err(error) => html! { <tr><td>{ policy.label() }</td><td colspan="3" class="error">{ error.clone() }</td></tr> },
     });
     let at = props.params.cut.unwrap_or(tiny_store::POWER_CUT);
+    let no_sync_lost = bench.modes.iter().find(|(policy, _)| *policy == Policy::NoSync)
+        .and_then(|(_, mode)| mode.as_ref().ok()).map(|mode| mode.lost_acknowledged.len() as u32);
     let rows: Vec<ModeRow> = bench
         .modes
         .iter()
@@ -71,11 +74,18 @@ pub fn ModesChapter(props: &ChapterProps) -> Html {
         <h3>{ format!("One power cut, four modes: at {} ms", format_millis(at)) }</h3>
         <div class="prose"><p>{ "The same 24 arrivals under each mode, cut at the same instant. Flushed files are synced in every mode. \
             Each row is the core's run; for the modes with syncs in flight, the row shows the worst legal outcome of the units in flight." }</p></div>
-        <table class="modes">
-            <thead><tr><th>{ "mode" }</th><th class="num">{ "acknowledged" }</th><th class="num">{ "acknowledged and lost" }</th><th>{ "lost writes" }</th></tr></thead>
-            <tbody>{ for modes }</tbody>
-        </table>
-        <ModesFigure rows={Rc::new(rows)} at={format_millis(at)} writes={tiny_store::WRITES.len() as u64} />
+        if props.params.cut.is_some() && !revealed {
+            <AnswerPending what="The four modes at your cut appear once you predict what recovery finds (below), or ask to see the answer." />
+        } else {
+            <Predict question={format!("cut at {} ms, how many acknowledged writes does “{}” lose?", format_millis(at), Policy::NoSync.label())}
+                answer={no_sync_lost} params={props.params.clone()} on_action={props.on_action.clone()}>
+                <table class="modes">
+                    <thead><tr><th>{ "mode" }</th><th class="num">{ "acknowledged" }</th><th class="num">{ "acknowledged and lost" }</th><th>{ "lost writes" }</th></tr></thead>
+                    <tbody>{ for modes }</tbody>
+                </table>
+                <ModesFigure rows={Rc::new(rows)} at={format_millis(at)} writes={tiny_store::WRITES.len() as u64} />
+            </Predict>
+        }
         <h3>{ "Your own cut" }</h3>
         <Controls params={props.params.clone()} shown={shown} on_action={props.on_action.clone()} />
         <Player state={props.player.clone()} on_action={on_player} caption={caption} />

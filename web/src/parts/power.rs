@@ -7,12 +7,13 @@ use walab_core::time::Nanos;
 use walab_core::tiny_store::UNIT_BYTES;
 use yew::prelude::*;
 
+use super::predict::Predict;
 use super::ChapterProps;
-use crate::benches::tiny::{cli_policy, TinyBench};
+use crate::benches::tiny::TinyBench;
 use crate::benches::Bench;
 use crate::figures::lanes::FateLanes;
-use crate::state::LabAction;
-use crate::url_state::{format_millis, UNIT_BYTES_ALLOWED};
+use crate::state::{Field, FieldProblem, LabAction};
+use crate::url_state::{format_millis, LabParams, UNIT_BYTES_ALLOWED};
 
 pub(super) fn ids(list: &[u64]) -> String {
     list.iter().map(u64::to_string).collect::<Vec<_>>().join(",")
@@ -41,7 +42,17 @@ struct CutControlsProps {
     cut: Option<Nanos>,
     seed: u64,
     unit_bytes: u32,
+    #[prop_or_default]
+    field_problem: Option<FieldProblem>,
     on_action: Callback<LabAction>,
+}
+
+/// A refused typed value's message, beside its field.
+pub(super) fn field_message(problem: &Option<FieldProblem>, field: Field) -> Html {
+    match problem {
+        Some(problem) if problem.field == field => html! { <span class="field-problem" role="alert">{ problem.message.clone() }</span> },
+        _ => Html::default(),
+    }
 }
 
 /// The power button: at the playhead, at a typed millisecond, or cleared; the seed and
@@ -50,22 +61,26 @@ struct CutControlsProps {
 fn CutControls(props: &CutControlsProps) -> Html {
     let on_now = props.on_action.reform(|_: MouseEvent| LabAction::CutAtPlayhead);
     let on_clear = props.on_action.reform(|_: MouseEvent| LabAction::SetCut(None));
+    // A typed value goes to the reducer, which uses it or says why not; the field shows
+    // the value in use until the reducer's answer redraws it.
+    let in_use = props.cut.map(format_millis).unwrap_or_default();
     let on_typed = {
         let on_action = props.on_action.clone();
         Callback::from(move |event: Event| {
             let input: web_sys::HtmlInputElement = event.target_unchecked_into();
-            if let Some(at) = Nanos::parse_millis(&input.value()) {
-                on_action.emit(LabAction::SetCut(Some(at)));
-            }
+            let typed = input.value();
+            input.set_value(&in_use);
+            on_action.emit(LabAction::TypeCut(typed));
         })
     };
+    let seed_in_use = props.seed.to_string();
     let on_seed = {
         let on_action = props.on_action.clone();
         Callback::from(move |event: Event| {
             let input: web_sys::HtmlInputElement = event.target_unchecked_into();
-            if let Ok(seed) = input.value().trim().parse::<u64>() {
-                on_action.emit(LabAction::SetSeed(seed));
-            }
+            let typed = input.value();
+            input.set_value(&seed_in_use);
+            on_action.emit(LabAction::TypeSeed(typed));
         })
     };
     let on_unit = props.on_action.reform(|event: Event| {
@@ -77,15 +92,17 @@ fn CutControls(props: &CutControlsProps) -> Html {
             <button class="power-button" onclick={on_now}>{ "pull the power at the playhead (p)" }</button>
             <label>{ "or at " }<input class="cut-ms" type="text" inputmode="decimal" size="6"
                 value={props.cut.map(format_millis).unwrap_or_default()} placeholder="13.5" onchange={on_typed} />{ " ms" }</label>
+            { field_message(&props.field_problem, Field::Cut) }
             <label title="chooses which units of the running syncs reached the media">{ "seed " }
                 <input class="seed" type="number" min="0" value={props.seed.to_string()} onchange={on_seed} /></label>
+            { field_message(&props.field_problem, Field::Seed) }
             <label title="the device's atomic unit: each unit reaches the media whole or not at all">{ "atomic unit " }
                 <select class="unit" onchange={on_unit}>
                     { for UNIT_BYTES_ALLOWED.iter().map(|unit| html! {
                         <option value={unit.to_string()} selected={*unit == props.unit_bytes}>{ unit_label(*unit) }</option>
                     }) }
                 </select></label>
-            if props.cut.is_some() { <button class="restore" onclick={on_clear}>{ "restore power" }</button> }
+            if props.cut.is_some() { <button class="restore" onclick={on_clear}>{ "restore power (r)" }</button> }
         </div>
     }
 }
@@ -95,11 +112,8 @@ struct ReportProps {
     bench: crate::benches::BenchRef,
     /// The run's answer is shown (the chapter holds this, so its figures show the
     /// writes' fates at the same moment).
-    revealed: bool,
-    on_reveal: Callback<()>,
-    policy_cli: AttrValue,
-    seed: u64,
-    unit_bytes: u32,
+    params: LabParams,
+    on_action: Callback<LabAction>,
 }
 
 /// "32 bytes (the tiny store)", "512 bytes (a sector)", "4096 bytes (a 4 KiB page)".
@@ -115,8 +129,6 @@ fn unit_label(unit: u32) -> String {
 /// What was acknowledged, what survived: first a prediction, then the run's answer.
 #[component]
 fn PowerCutReport(props: &ReportProps) -> Html {
-    let revealed = props.revealed;
-    let guess = use_state(String::new);
     let Bench::Tiny(bench) = &*props.bench.0 else { return Html::default() };
     let Some(cut) = &bench.cut else { return Html::default() };
     let outcome = match cut {
@@ -125,39 +137,20 @@ fn PowerCutReport(props: &ReportProps) -> Html {
     };
     let crash = &outcome.crash;
     let stop = &crash.recovery.stop;
-    let unit_flag = if props.unit_bytes as usize == UNIT_BYTES { String::new() } else { format!(" --unit-bytes {}", props.unit_bytes) };
-    let cli = format!(
-        "walab sim power-cut --at-ms {} --policy {} --seed {}{unit_flag} --json",
-        format_millis(outcome.at),
-        props.policy_cli,
-        props.seed
-    );
-    let on_reveal = props.on_reveal.reform(|_: MouseEvent| ());
-    let on_guess = {
-        let guess = guess.clone();
-        Callback::from(move |event: InputEvent| {
-            let input: web_sys::HtmlInputElement = event.target_unchecked_into();
-            guess.set(input.value());
-        })
+    let cli = match crate::cli_line::power_cut_command(&props.params, outcome.at) {
+        Ok(command) => html! { <p class="note">{ "The same run on the command line: " }<code class="cli">{ command }</code></p> },
+        Err(why) => html! { <p class="note cli-none">{ format!("No command line reproduces this view: {why}.") }</p> },
     };
     let acknowledged = crash.acknowledged.len();
     html! {
         <div class="power report" data-cut-ns={outcome.at.0.to_string()}>
             <p class="headline">{ format!("The power failed at {} ms. {} writes had been acknowledged.", format_millis(outcome.at), acknowledged) }</p>
-            if !revealed {
-                <div class="predict">
-                    <label>{ format!("Predict: how many of the {acknowledged} acknowledged writes will recovery find? ") }
-                        <input class="guess" type="number" min="0" max="24" value={(*guess).clone()} oninput={on_guess} /></label>
-                    <button class="reveal primary" onclick={on_reveal}>{ "reveal" }</button>
-                </div>
-            } else {
+            <Predict question={format!("how many of the {acknowledged} acknowledged writes will recovery find?")}
+                answer={Some((acknowledged - crash.lost_acknowledged.len()) as u32)} params={props.params.clone()} on_action={props.on_action.clone()}>
                 <div class="revealed" data-acknowledged={ids(&crash.acknowledged)} data-survived={ids(&crash.survived)}
                     data-lost={ids(&crash.lost_acknowledged)} data-recovered={ids(&crash.recovery.recovered)}
                     data-stop-reason={stop.reason.name()} data-stop-segment={stop.segment.clone().unwrap_or_default()}
                     data-stop-offset={stop.offset.to_string()}>
-                    if let Ok(guessed) = guess.parse::<usize>() {
-                        <p class="verdict">{ if guessed == crash.survived.len() { "Your prediction was right.".to_string() } else { format!("You predicted {guessed}; the run says {}.", crash.survived.len()) } }</p>
-                    }
                     <table class="summary">
                         <tr><th>{ "acknowledged before the cut" }</th><td>{ id_ranges(&crash.acknowledged) }</td></tr>
                         <tr><th>{ "survived" }</th><td>{ id_ranges(&crash.survived) }</td></tr>
@@ -168,9 +161,9 @@ fn PowerCutReport(props: &ReportProps) -> Html {
                             if crash.kept_units.is_empty() { "none".to_string() } else {
                                 crash.kept_units.iter().map(|(file, unit)| format!("{file} unit {unit}")).collect::<Vec<_>>().join(", ") } }</td></tr>
                     </table>
-                    <p class="note">{ "The same run on the command line: " }<code class="cli">{ cli }</code></p>
+                    { cli }
                 </div>
-            }
+            </Predict>
         </div>
     }
 }
@@ -193,15 +186,11 @@ pub(super) fn lanes(bench: &TinyBench, props: &ChapterProps, revealed: bool) -> 
     html! { <FateLanes spans={Rc::new(spans.clone())} {files} now={props.player.now.min(bench.cut_at().unwrap_or(Nanos::MAX))} cut={bench.cut_at()} {fates} /> }
 }
 
-/// Whether the power cut's answer is shown: held by the chapter for the cut it was
-/// revealed for, so a new cut, seed, mode or unit hides it again.
-#[hook]
-pub(super) fn use_revealed(props: &ChapterProps) -> (bool, Callback<()>) {
-    let key = reveal_key(props);
-    let revealed_for = use_state(|| None::<String>);
-    let revealed = revealed_for.as_deref() == Some(key.as_str());
-    let on_reveal = Callback::from(move |()| revealed_for.set(Some(key.clone())));
-    (revealed, on_reveal)
+/// Whether the power cut's answer is shown: once the link has a committed prediction
+/// (`predict=`) or `reveal=1`; the reducer clears both for a new cut, seed, mode or unit,
+/// which hides the answer again.
+pub(super) fn answer_revealed(props: &ChapterProps) -> (bool, Callback<()>) {
+    (props.params.answer_shown(), props.on_action.reform(|()| LabAction::Reveal))
 }
 
 fn reveal_key(props: &ChapterProps) -> String {
@@ -215,12 +204,13 @@ impl TinyBench {
     }
 }
 
-pub(super) fn power_section(props: &ChapterProps, revealed: bool, on_reveal: Callback<()>) -> Html {
+/// The power button and the report; the answer shows as `answer_revealed` says (the two
+/// arguments are the chapter's reading of it, kept so every chapter calls it alike).
+pub(super) fn power_section(props: &ChapterProps, _revealed: bool, _on_reveal: Callback<()>) -> Html {
     html! {
         <>
-        <CutControls cut={props.params.cut} seed={props.params.seed} unit_bytes={props.params.unit_bytes} on_action={props.on_action.clone()} />
-        <PowerCutReport key={reveal_key(props)} {revealed} {on_reveal}
-            bench={props.bench.clone()} policy_cli={cli_policy(props.params.policy)} seed={props.params.seed} unit_bytes={props.params.unit_bytes} />
+        <CutControls cut={props.params.cut} seed={props.params.seed} unit_bytes={props.params.unit_bytes} field_problem={props.field_problem.clone()} on_action={props.on_action.clone()} />
+        <PowerCutReport key={reveal_key(props)} bench={props.bench.clone()} params={props.params.clone()} on_action={props.on_action.clone()} />
         </>
     }
 }

@@ -4,7 +4,7 @@ use std::rc::Rc;
 
 use yew::prelude::*;
 
-use super::power::{lanes, power_section, tiny_bench, use_revealed};
+use super::power::{lanes, power_section, tiny_bench, answer_revealed};
 use super::{ChapterProps, Source};
 use crate::benches::segments::{kept as kept_files, segment_files};
 use crate::figures::segments::SegmentsFigure;
@@ -13,7 +13,7 @@ use crate::state::LabAction;
 
 #[component]
 pub fn SegmentsChapter(props: &ChapterProps) -> Html {
-    let (revealed, on_reveal) = use_revealed(props);
+    let (revealed, on_reveal) = answer_revealed(props);
     let Some(bench) = tiny_bench(props) else { return Html::default() };
     let caption = AttrValue::from(bench.caption_now(props.player.now, revealed));
     let on_player = props.on_action.reform(LabAction::Player);

@@ -6,7 +6,8 @@ use std::rc::Rc;
 
 use yew::prelude::*;
 
-use super::power::{use_revealed, id_ranges, lanes, power_section, tiny_bench};
+use super::power::{answer_revealed, id_ranges, lanes, power_section, tiny_bench};
+use super::predict::AnswerPending;
 use super::ChapterProps;
 use crate::benches::tiny::{describe_check, CutOutcome};
 use crate::benches::torn::log_view;
@@ -16,7 +17,7 @@ use crate::state::LabAction;
 
 #[component]
 pub fn TornChapter(props: &ChapterProps) -> Html {
-    let (revealed, on_reveal) = use_revealed(props);
+    let (revealed, on_reveal) = answer_revealed(props);
     let Some(bench) = tiny_bench(props) else { return Html::default() };
     let caption = AttrValue::from(bench.caption_now(props.player.now, revealed));
     let on_player = props.on_action.reform(LabAction::Player);
@@ -93,8 +94,12 @@ pub fn TornChapter(props: &ChapterProps) -> Html {
         { media }
         { lanes(bench, props, revealed) }
         { power_section(props, revealed, on_reveal) }
-        { recovery_view.unwrap_or_default() }
-        { states.unwrap_or_default() }
+        if revealed {
+            { recovery_view.unwrap_or_default() }
+            { states.unwrap_or_default() }
+        } else if outcome.is_some() {
+            <AnswerPending what="wal-6 on the media, the recovery scan check by check and every legal outcome of this cut appear once you predict above (or ask to see the answer)." />
+        }
         </>
     }
 }

@@ -1,0 +1,101 @@
+//! The moments worth talking about in a run, and where a run ends.
+//!
+//! The player steps from mark to mark, and a run of the tiny store has about fifty of
+//! them: every arrival, every sync's start and end. In front of a class an instructor
+//! wants the few that change the story: a batch forming (its sync starts), a sync that
+//! fails, the power cut, the scan's stop. Those are the *notable* marks, and the
+//! presenter's `n` key jumps from one to the next. A bench with no notion of its own
+//! (Part 4's steps, Part 9's REDO) gets none, and `n` steps like the arrow key.
+//!
+//! [`run_end`] says where a Part's run ends without a power cut: a cut must fall inside
+//! it, so a cut past the end is refused with that range instead of drawing off the chart.
+
+use walab_core::time::Nanos;
+
+use super::trace_view::TraceSpans;
+use super::{append, Bench};
+
+/// The notable instants of a bench, sorted, without duplicates.
+pub fn notable_marks(bench: &Bench) -> Vec<Nanos> {
+    let mut marks = match bench {
+        Bench::Tiny(tiny) => {
+            let mut marks = tiny.spans().map(span_moments).unwrap_or_default();
+            if let Some(Ok(outcome)) = &tiny.cut {
+                marks.retain(|mark| *mark <= outcome.at);
+                marks.push(outcome.at);
+                // Part 7 plays the recovery scan after the cut: its stop is worth a word.
+                let timeline = tiny.timeline();
+                if timeline.end > outcome.at {
+                    marks.push(timeline.end);
+                }
+            }
+            marks
+        }
+        Bench::Commit(commit) => match &commit.tiny {
+            Ok(tiny) if commit.scenario == crate::url_state::Scenario::Tiny => span_moments(&tiny.spans),
+            _ => Vec::new(),
+        },
+        Bench::Dropped(trace) => span_moments(&trace.spans),
+        _ => Vec::new(),
+    };
+    marks.sort_unstable();
+    marks.dedup();
+    marks
+}
+
+/// A batch's sync starting, a failed sync ending, the power failing.
+fn span_moments(spans: &TraceSpans) -> Vec<Nanos> {
+    let mut marks: Vec<Nanos> = spans.batches.iter().map(|batch| batch.start).collect();
+    marks.extend(spans.batches.iter().filter(|batch| !batch.ok).filter_map(|batch| batch.end));
+    // The writers told "outcome unknown" when a sync fails.
+    marks.extend(spans.writes.iter().filter_map(|write| write.failed));
+    marks.extend(spans.power_cut);
+    marks
+}
+
+/// Where the Part's run ends when the power stays on; `None` for a bench without a
+/// timeline of instants a cut could fall in.
+pub fn run_end(bench: &Bench) -> Option<Nanos> {
+    match bench {
+        Bench::Tiny(tiny) => tiny.full.as_ref().ok().map(|(_, spans)| spans.end),
+        Bench::Append => Some(append::timeline().end),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::benches::tiny::TinyBench;
+    use crate::url_state::parse_query;
+
+    #[test]
+    fn the_tiny_store_has_a_moment_per_batch_and_one_for_the_cut() {
+        let bench = Bench::Tiny(TinyBench::build(&parse_query("part=6").0));
+        let Bench::Tiny(tiny) = &bench else { unreachable!() };
+        let batches = tiny.spans().unwrap().batches.len();
+        let marks = notable_marks(&bench);
+        assert!(marks.len() >= 14 && marks.len() <= batches, "{} notable of {batches} batches", marks.len());
+        assert!(marks.len() < tiny.timeline().marks.len() / 2, "far fewer than the steps");
+        let cut = Nanos(13_500_000);
+        let bench = Bench::Tiny(TinyBench::build(&parse_query("part=6&cut=13.5").0));
+        let marks = notable_marks(&bench);
+        assert_eq!(marks.last(), Some(&cut), "the cut is the last moment of a cut run");
+    }
+
+    #[test]
+    fn a_failed_sync_is_a_moment() {
+        let bench = Bench::Tiny(TinyBench::build(&parse_query("part=3&fault=e1").0));
+        let Bench::Tiny(tiny) = &bench else { unreachable!() };
+        let failed = tiny.spans().unwrap().writes.iter().find_map(|write| write.failed).expect("B11's writers are failed");
+        assert!(notable_marks(&bench).contains(&failed));
+    }
+
+    #[test]
+    fn the_tiny_store_runs_about_fourteen_milliseconds() {
+        let bench = Bench::Tiny(TinyBench::build(&parse_query("part=6").0));
+        let end = run_end(&bench).unwrap();
+        assert!(end > Nanos::from_millis(13) && end < Nanos::from_millis(20), "{end:?}");
+        assert_eq!(run_end(&Bench::Append), Some(Nanos::from_millis(7)));
+    }
+}
