@@ -1,5 +1,6 @@
 //! Charts drawn with plotters on a canvas. They take samples and draw; nothing here
-//! computes a figure. A chart redraws only when its samples change.
+//! computes a figure. A chart redraws only when its samples change, and its `aria-label`
+//! (from [`crate::labels`]) says what the samples show.
 
 use std::rc::Rc;
 
@@ -51,10 +52,11 @@ pub fn LineChart(props: &LineChartProps) -> Html {
         let (r, g, b) = line.color;
         html! { <li><span class="swatch" style={format!("background: rgb({r}, {g}, {b})")}></span>{ line.label.clone() }</li> }
     });
+    let label = crate::labels::line_chart_label(&props.title, &props.x_label, &props.y_label, &props.series);
     html! {
         <figure class="chart">
             <canvas ref={canvas} width={props.width.to_string()} height={props.height.to_string()}
-                aria-label={props.title.clone()} role="img" data-series={props.series.len().to_string()} />
+                aria-label={label} role="img" data-series={props.series.len().to_string()} />
             <ul class="chart-legend">
                 { for legend }
                 if let Some((_, label)) = &props.reference {
@@ -177,10 +179,12 @@ pub fn BarChart(props: &BarChartProps) -> Html {
             }
         });
     }
+    let limit = props.limit.as_ref().map(|(value, name)| (*value, name.as_str()));
+    let label = crate::labels::bar_chart_label(&props.title, &props.y_label, &props.bars, limit);
     html! {
         <figure class="chart">
             <canvas ref={canvas} width={props.width.to_string()} height={props.height.to_string()}
-                aria-label={props.title.clone()} role="img" data-bars={props.bars.len().to_string()} />
+                aria-label={label} role="img" data-bars={props.bars.len().to_string()} />
         </figure>
     }
 }

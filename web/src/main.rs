@@ -14,6 +14,7 @@ mod charts;
 mod cli_line;
 mod figures;
 mod keys;
+mod labels;
 mod parts;
 mod player;
 mod progress;

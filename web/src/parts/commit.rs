@@ -261,7 +261,7 @@ pub fn TraceLanes(props: &TraceLanesProps) -> Html {
             <text x={tx.to_string()} y={(height - 4.0).to_string()} text-anchor="middle">{ format!("{ms}") }</text></g> }
     });
     html! {
-        <svg class="lanes" viewBox={format!("0 0 {width} {height}")} width="100%" role="img" aria-label="writes and syncs over time">
+        <svg class="lanes" viewBox={format!("0 0 {width} {height}")} width="100%" role="img" aria-label={crate::labels::lanes_label(spans, now, props.cut)}>
             <g class="ticks">{ for ticks }</g>
             <g class="batches">{ for batches }</g>
             <g class="writes">{ for writes }</g>
