@@ -232,12 +232,12 @@ pub fn Player(props: &PlayerProps) -> Html {
     let play_label = if state.playing { "⏸ pause" } else { "▶ play" };
     html! {
         <div class="player" role="group" aria-label="timeline player">
-            <button class="to-start" title="to the start (Home)" onclick={send(PlayerAction::ToStart)}>{ "⇤" }</button>
+            <button class="to-start" title="to the start (Home)" aria-label="to the start (Home)" onclick={send(PlayerAction::ToStart)}>{ "⇤" }</button>
             <button class="step-back" title={format!("previous {mark_name} (←)")} onclick={send(PlayerAction::StepBack)}>{ "◀ step" }</button>
             <button class="play" title="play / pause (space)" onclick={send(PlayerAction::Toggle)}>{ play_label }</button>
             <button class="step-forward" title={format!("next {mark_name} (→)")} onclick={send(PlayerAction::StepForward)}>{ "step ▶" }</button>
-            <button class="to-end" title="to the end (End)" onclick={send(PlayerAction::ToEnd)}>{ "⇥" }</button>
-            <input class="scrub" type="range" aria-label="time"
+            <button class="to-end" title="to the end (End)" aria-label="to the end (End)" onclick={send(PlayerAction::ToEnd)}>{ "⇥" }</button>
+            <input class="scrub" type="range" aria-label="playhead" aria-valuetext={format!("t = {} ms, step {passed} of {}", format_fixed_millis(state.now), state.marks.len())}
                 min="0" max={(state.end.0 / 1_000).to_string()} step="10"
                 value={(state.now.0 / 1_000).to_string()} oninput={on_scrub} />
             if props.clock == Clock::Millis {
