@@ -281,7 +281,7 @@ test("Part 7's outcomes stay hidden until a prediction or a reveal, and the link
     assert.equal(await page.$(answer), null, `${answer} is not on the page before the prediction`);
   }
   assert.ok(await page.$('.answer-pending'));
-  await page.fill('.power.report input.guess', 'lots');
+  await page.fill('.power.report input.guess', '99');
   await page.click('.power.report button.commit-guess');
   assert.match(await page.textContent('.power.report .field-problem'), /give a whole number from 0 to 24/);
   assert.equal(await page.$('table.states'), null, 'a bad guess shows nothing');
