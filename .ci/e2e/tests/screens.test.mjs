@@ -205,8 +205,8 @@ test('p in Part 2, which has no power button, cuts nothing and says so; the Part
   await page.keyboard.press('ArrowRight');
   assert.equal(Number(await page.getAttribute('.player .mark-count', 'data-mark')), before + 1, 'the Part still steps');
   await page.keyboard.press('End');
-  const media = await page.$$eval('.stage-column[data-stage="Media"] .chip', (chips) => chips.length);
-  assert.equal(media, 4, 'the run reaches its end with every write on the media');
+  const states = await page.$$eval('[data-figure="sync-journey"] g.record', (gs) => gs.map((g) => g.dataset.state));
+  assert.deepEqual(states, ['media', 'media', 'media', 'media'], 'the run reaches its end with every write on the media');
   await page.close();
 });
 
