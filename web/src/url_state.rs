@@ -413,7 +413,7 @@ pub fn parse_query(query: &str) -> (LabParams, Vec<UrlProblem>) {
                 }
                 _ => Err(problem(&format!("not a prediction; give a whole number from 0 to {PREDICT_MAX}"))),
             },
-            _ => Err(problem("unknown parameter; the lab reads part, scenario, sync, load, policy, window, w, unit, seed, cut, fault, handling, cdc, protection, eio, predict, reveal and present")),
+            _ => Err(problem("unknown parameter; the lab reads part, scenario, sync, load, policy, window, w, unit, seed, cut, fault, handling, cdc, protection, eio, predict, reveal, present and the r... parameters of Parts 13 and 14")),
         };
         if let Err(problem) = outcome {
             problems.push(problem);

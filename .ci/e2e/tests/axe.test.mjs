@@ -19,7 +19,7 @@ after(async () => {
 });
 
 const VIEWS = [
-  ...[...Array(13).keys()].map((part) => `?part=${part}`),
+  ...[...Array(15).keys()].map((part) => `?part=${part}`),
   '?part=3&fault=e1&handling=wrong&cut=11.5&seed=0&reveal=1',
   '?part=6&cut=13.5&seed=0&predict=20',
   '?part=7&cut=13.5&seed=0&reveal=1',

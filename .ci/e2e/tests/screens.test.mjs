@@ -13,7 +13,7 @@ const SIZES = [
   { name: '1024', width: 1024, height: 768 },
   { name: '1366', width: 1366, height: 768 },
 ];
-const PARTS = [...Array(13).keys()];
+const PARTS = [...Array(15).keys()];
 const screensDir = path.join(artifactsDir, 'screens');
 const pad = (part) => String(part).padStart(2, '0');
 
