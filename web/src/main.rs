@@ -332,7 +332,7 @@ fn App() -> Html {
             <main id="chapter" data-part={part.to_string()} tabindex="-1">
                 { problems.unwrap_or_default() }
                 <h2>{ format!("Part {part}. {}", PART_TITLES[part as usize]) }</h2>
-                <p class="status" role="status" aria-live="polite">{ lab.status.clone().unwrap_or_default() }</p>
+                <p class="lab-status" role="status" aria-live="polite">{ lab.status.clone().unwrap_or_default() }</p>
                 <Chapter params={lab.params.clone()} player={lab.player.clone()} bench={lab.bench.clone()} dropped={lab.dropped.clone()}
                     field_problem={lab.field_problem.clone()} on_action={dispatch.clone()} />
                 { pager }

@@ -187,7 +187,7 @@ test('after dragging the scrubber, the arrows step, space plays, and p cuts the 
   await page.waitForSelector('.power.report');
   const cut = Number(new URL(page.url()).searchParams.get('cut'));
   assert.ok(Math.abs(cut * 1e6 - at) < 100_000, `cut at the playhead: ${cut} ms vs ${at} ns`);
-  assert.match(await page.textContent('.status'), new RegExp(`The power failed at ${cut} ms\\. \\d+ writes had been acknowledged\\.`));
+  assert.match(await page.textContent('.lab-status'), new RegExp(`The power failed at ${cut} ms\\. \\d+ writes had been acknowledged\\.`));
   await page.keyboard.press('r');
   await page.waitForFunction(() => new URL(location.href).searchParams.get('cut') === null);
   assert.equal(await page.$('.power.report'), null, 'r restores the power');
@@ -199,7 +199,7 @@ test('p in Part 2, which has no power button, cuts nothing and says so; the Part
   await page.keyboard.press('ArrowRight');
   await page.keyboard.press('ArrowRight');
   await page.keyboard.press('p');
-  assert.match(await page.textContent('.status'), /p does nothing here: Part 2 has no power button/);
+  assert.match(await page.textContent('.lab-status'), /p does nothing here: Part 2 has no power button/);
   assert.equal(new URL(page.url()).searchParams.get('cut'), null);
   const before = Number(await page.getAttribute('.player .mark-count', 'data-mark'));
   await page.keyboard.press('ArrowRight');
