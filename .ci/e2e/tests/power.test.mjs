@@ -95,11 +95,13 @@ test('Part 7: the atomic-unit control reruns the cut with 512-byte units, into t
 
   await page.selectOption('select.unit', '512');
   await page.waitForFunction(() => new URL(location.href).searchParams.get('unit') === '512');
+  // Another unit is another question: the answer waits for a new reveal.
+  assert.equal(await page.$('.power.report .revealed'), null);
+  const shown = await revealedReport(page);
   await page.waitForSelector('table.units[data-unit-bytes="512"]');
   const large = await view(page);
   assert.deepEqual(large, { unitBytes: '512', units: 1, stops: ['zero', 'zero'] });
   assert.equal(new URL(page.url()).searchParams.get('cut'), '13.5', 'the cut is kept');
-  const shown = await revealedReport(page);
   assert.deepEqual(shown, cliReport(['--at-ms', '13.5', '--seed', '0', '--unit-bytes', '512']));
   assert.match(await page.textContent('.power.report code.cli'), /--unit-bytes 512/);
   await screenshot(page, 'part-07-unit-512');
