@@ -150,7 +150,7 @@ pub fn FateLanes(props: &FateLanesProps) -> Html {
     };
     html! {
         <figure class="figure lanes-figure" data-figure="lanes" aria-label={label}>
-            <svg class="lanes" viewBox={format!("0 0 {WIDTH} {height}")} role="img">
+            <svg class="lanes" viewBox={format!("0 0 {WIDTH} {height}")} aria-hidden="true">
                 <g class="ticks">{ for ticks }</g>
                 { for rows }
                 <g class="writes">{ for writes }</g>

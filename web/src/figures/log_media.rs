@@ -94,7 +94,7 @@ pub fn LogMedia(props: &LogMediaProps) -> Html {
             if let Some(words) = view.landing_words() {
                 <p class="landing-order" data-order={landed_order(view)}>{ format!("At the cut, in {words}.") }</p>
             }
-            <svg viewBox={format!("0 0 {WIDTH} {height}")} role="img">
+            <svg viewBox={format!("0 0 {WIDTH} {height}")} aria-hidden="true">
                 { for rows }
             </svg>
             <figcaption class="legend">

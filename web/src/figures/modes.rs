@@ -54,7 +54,7 @@ pub fn ModesFigure(props: &ModesFigureProps) -> Html {
     });
     html! {
         <figure class="figure modes-figure" data-figure="modes" aria-label={format!("each write's fate after a power cut at {} ms, under four durability modes", props.at)}>
-            <svg viewBox={format!("0 0 {width} {height}")} role="img">
+            <svg viewBox={format!("0 0 {width} {height}")} aria-hidden="true">
                 <text class="axis-title" x={left.to_string()} y="12">{ "writes 1 to 24, after the cut (the worst legal outcome of each mode)" }</text>
                 { for rows }
             </svg>

@@ -88,7 +88,7 @@ pub fn PagesFigure(props: &PagesFigureProps) -> Html {
     html! {
         <figure class="figure pages-figure" data-figure="pages" data-phase={at.phase.class()}
             aria-label={format!("two pages in memory and on the data file; {}", memory_title)}>
-            <svg viewBox={format!("0 0 {WIDTH} 290")} role="img">
+            <svg viewBox={format!("0 0 {WIDTH} 290")} aria-hidden="true">
                 <text class="area-title" x="10" y="24">{ memory_title }</text>
                 <text class="area-title" x="480" y="24">{ "data file (survives the power cut)" }</text>
                 { for mem_pages }
@@ -144,7 +144,7 @@ pub fn WalModeFigure(props: &WalModeFigureProps) -> Html {
     });
     html! {
         <figure class="figure wal-mode-figure" data-figure="sqlite-wal" aria-label="SQLite's WAL mode: whole pages in the log, copied back by the checkpoint">
-            <svg viewBox={format!("0 0 {WIDTH} 210")} role="img">
+            <svg viewBox={format!("0 0 {WIDTH} 210")} aria-hidden="true">
                 <text class="area-title" x="10" y="26">{ format!("the -wal file: one frame per committed page{}", if at.salt_resets > 0 { format!(" (reset {} time(s) after a checkpoint)", at.salt_resets) } else { String::new() }) }</text>
                 { for frames }
                 <text class="area-title" x="10" y="112">{ "the database file: written only by a checkpoint" }</text>

@@ -86,7 +86,7 @@ pub fn QuorumFigure(props: &QuorumFigureProps) -> Html {
     let height = compare_y + 62.0;
     html! {
         <figure class="figure quorum-figure" data-figure="quorum" aria-label={format!("{}: each replica's leg; the commit waits for the W-th fastest, not the sum", props.batch_label)}>
-            <svg viewBox={format!("0 0 {WIDTH} {height}")} role="img">
+            <svg viewBox={format!("0 0 {WIDTH} {height}")} aria-hidden="true">
                 <text class="batch-title" x="8" y="14">{ props.batch_label.clone() }</text>
                 { strip }
                 { for panels }

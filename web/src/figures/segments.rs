@@ -69,7 +69,7 @@ pub fn SegmentsFigure(props: &SegmentsFigureProps) -> Html {
     html! {
         <figure class="figure segments-figure" data-figure="segments" data-kept={props.kept.to_string()}
             aria-label={format!("the log's segment files: {} kept{}", props.kept, props.reader.map(|seq| format!(", a reader at seq {seq}")).unwrap_or_default())}>
-            <svg viewBox={format!("0 0 {WIDTH} 204")} role="img">
+            <svg viewBox={format!("0 0 {WIDTH} 204")} aria-hidden="true">
                 <text class="axis-title" x={LEFT.to_string()} y="14">{ "the log's segment files, oldest first: a file is deleted once both of its gates are open" }</text>
                 { for files }
                 { reader.unwrap_or_default() }
