@@ -172,8 +172,14 @@ test("Part 5's steady run draws the queue and the leader's batch at the player's
 
   // Halfway through a sync, writes queue behind it: every arrived write is acknowledged,
   // in the running sync, or queued.
-  const mid = await open('?part=5&scenario=steady&load=100000&cut=5.5');
+  // Part 5 has no power button, so the playhead is moved with the scrubber (in us).
+  const mid = await open('?part=5&scenario=steady&load=100000');
+  await mid.$eval('.player input.scrub', (scrub) => {
+    scrub.value = '5500';
+    scrub.dispatchEvent(new Event('input', { bubbles: true }));
+  });
   await mid.waitForSelector(`${figure}[data-batch]`);
+  assert.equal(await mid.getAttribute('.player .now', 'data-now-ns'), '5500000');
   const half = await mid.$eval(figure, (f) => ({ ...f.dataset }));
   const [queued, acked, arrived, writes] = [half.queued, half.acked, half.arrived, half.batchWrites].map(Number);
   assert.ok(queued > 10 && queued < writes, `queued ${queued}, batch ${writes}`);
