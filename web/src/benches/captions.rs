@@ -22,22 +22,8 @@ pub fn id_span(first: u64, count: u64) -> String {
 
 /// "0", "0-2", "1, 3": unit numbers, runs joined.
 pub fn unit_list(units: &[u32]) -> String {
-    let mut sorted = units.to_vec();
-    sorted.sort_unstable();
-    sorted.dedup();
-    let mut parts: Vec<String> = Vec::new();
-    let mut index = 0;
-    while index < sorted.len() {
-        let start = sorted[index];
-        let mut end = start;
-        while index + 1 < sorted.len() && sorted[index + 1] == end + 1 {
-            index += 1;
-            end = sorted[index];
-        }
-        parts.push(if start == end { start.to_string() } else { format!("{start}-{end}") });
-        index += 1;
-    }
-    parts.join(", ")
+    let ids: Vec<u64> = units.iter().map(|unit| u64::from(*unit)).collect();
+    id_runs(&ids)
 }
 
 /// Ids joined by runs: "1-4, 9".
