@@ -74,6 +74,10 @@
 //! settings ride in the `--wal` URL's query and are taken out before the rest goes to
 //! the Postgres client ([`split_wal_url`]). [`startup_checks`] and [`timeline_verdict`]
 //! decide what the server's state means; the native backend only asks the questions.
+//! [`schedule`] decides when a batch may be inserted, what a failure fails, and how far
+//! confirmations trim.
+
+pub mod schedule;
 
 use core::fmt;
 use core::ops::Range;

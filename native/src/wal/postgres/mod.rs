@@ -17,12 +17,13 @@
 //! # One batch, one row
 //!
 //! A batch of segment `g` at byte `o` of that segment becomes the row whose offsets run
-//! from `g x segmentBytes + o` for the batch's length, in slot table `g % segments`. Before the insert, the batch's task waits for
-//! two things ([`RingState::may_insert`]): its slot must be free of any older generation
-//! (the ring is full until the consumer trims), and if the batch opens a generation,
-//! every earlier batch must have committed (that is what lets recovery jump over a
-//! generation's slack: see [`walab_core::ring`]). A failed batch fails every later one
-//! without inserting it.
+//! from `g x segmentBytes + o` for the batch's length, in slot table `g % segments`.
+//! Before the insert, the batch's task asks the core's [`RingSchedule`] and does what it
+//! says: wait for the slot to be free of any older generation (the ring is full until
+//! the consumer trims), wait for every earlier batch to commit if the batch opens a
+//! generation, or fail uninserted because an earlier batch failed; and a failed batch
+//! reports only once every earlier one has settled. The backend makes none of these
+//! decisions itself.
 //!
 //! # When an insert fails
 //!
@@ -53,6 +54,7 @@ use tokio::sync::{Notify, Semaphore};
 use tokio_postgres::{Client, NoTls, Statement};
 
 use walab_core::group_commit::{self, Batch, Policy, SyncError};
+use walab_core::ring::schedule::{Admission, NextTrim, RingSchedule};
 use walab_core::ring::{
     self, ChainStop, PgWalSettings, RingGeometry, ServerState, SlotRow, StartupWarning, TimelineVerdict,
 };
@@ -63,9 +65,6 @@ use super::{Backend, Completion, Recovered, WalError};
 pub const INSERT_ATTEMPTS_MAX: u32 = 5;
 /// Wait before the first retry; doubled after each.
 pub const RETRY_BACKOFF_FIRST: Duration = Duration::from_millis(20);
-/// Batches remembered for mapping confirmed seqs to offsets (older ones are dropped:
-/// the trim offset then lags a little, never runs ahead).
-pub const CONFIRM_MAP_MAX: usize = 1 << 18;
 /// Pause between trim transactions, so a busy consumer costs a few updates a second. The
 /// trim's `UPDATE` of the node row waits for every insert holding the row `FOR SHARE` and
 /// holds back the next inserts until its own commit is flushed, so each trim costs the
@@ -139,30 +138,12 @@ pub struct PgCounters {
 
 /// The shared state of the backend's tasks.
 struct RingState {
-    geometry: RingGeometry,
+    /// Every ordering and failure decision: admission, failures, the trim target.
+    schedule: RingSchedule,
     epoch: u64,
-    /// Durable trim offset, with every slot it released truncated.
-    trim_offset: u64,
-    /// Where the trim task should take it next.
-    trim_target: u64,
-    /// Start offsets of the batches issued and not yet completed.
-    inflight: BTreeSet<u64>,
-    /// The first failure: every later batch fails with it.
-    failed: Option<SyncError>,
-    /// (last seq, end offset) of each batch, oldest first, for confirmations.
-    batches: VecDeque<(u64, u64)>,
     ring_wait_reported: bool,
     counters: PgCounters,
     fault: Option<PgFault>,
-}
-
-impl RingState {
-    /// May the batch at `start` of `generation` be inserted now? Its slot must be free
-    /// and, if it opens its generation, everything before it committed.
-    fn may_insert(&self, generation: u64, start: u64) -> bool {
-        let earlier_in_flight = self.inflight.range(..start).next().is_some();
-        walab_core::remote::ring_admits(&self.geometry, self.trim_offset, generation, start, earlier_in_flight)
-    }
 }
 
 struct Shared {
@@ -175,6 +156,19 @@ struct Shared {
 impl Shared {
     fn lock(&self) -> std::sync::MutexGuard<'_, RingState> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Waits until `ready` holds, re-checking after every change.
+    async fn wait_until(&self, ready: impl Fn(&RingState) -> bool) {
+        loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if ready(&self.lock()) {
+                return;
+            }
+            changed.await;
+        }
     }
 }
 
@@ -240,13 +234,8 @@ impl PgBackend {
         let settings = split.settings;
         let name = format!("{} ({cluster}/{node})", redact(&split.connect_url));
         let state = RingState {
-            geometry: settings.geometry,
+            schedule: RingSchedule::new(settings.geometry, 0, VecDeque::new()),
             epoch: 0,
-            trim_offset: 0,
-            trim_target: 0,
-            inflight: BTreeSet::new(),
-            failed: None,
-            batches: VecDeque::new(),
             ring_wait_reported: false,
             counters: PgCounters::default(),
             fault: None,
@@ -480,11 +469,8 @@ impl PgBackend {
         }
         {
             let mut state = self.shared.lock();
-            state.geometry = geometry;
+            state.schedule = RingSchedule::new(geometry, trim_offset, batches);
             state.epoch = epoch;
-            state.trim_offset = trim_offset;
-            state.trim_target = trim_offset;
-            state.batches = batches;
         }
         if self.create {
             self.runtime.spawn(trim_loop(Arc::clone(&self.shared), target.clone()));
@@ -511,7 +497,7 @@ impl PgCountersHandle {
     }
 
     pub fn trim_offset(&self) -> u64 {
-        self.0.lock().trim_offset
+        self.0.lock().schedule.trim_offset()
     }
 }
 
@@ -603,20 +589,15 @@ impl Backend for PgBackend {
     }
 
     fn segment_bytes_max(&self) -> u64 {
-        self.shared.lock().geometry.segment_bytes
+        self.shared.lock().schedule.geometry().segment_bytes
     }
 
     fn persist(&mut self, batch: Batch, done: Completion) {
         let (start, generation) = {
             let mut state = self.shared.lock();
-            let start = state.geometry.address(batch.segment, batch.offset);
-            state.inflight.insert(start);
-            if let Some(last) = batch.tickets.last() {
-                if state.batches.len() >= CONFIRM_MAP_MAX {
-                    state.batches.pop_front();
-                }
-                state.batches.push_back((last.0, start + batch.bytes.len() as u64));
-            }
+            let start = state.schedule.geometry().address(batch.segment, batch.offset);
+            let end = start + batch.bytes.len() as u64;
+            state.schedule.submitted(start, end, batch.tickets.last().map(|ticket| ticket.0));
             (start, batch.segment)
         };
         let task = PersistTask {
@@ -657,19 +638,8 @@ impl Backend for PgBackend {
     }
 
     fn confirmed(&mut self, seq: u64) {
-        let mut state = self.shared.lock();
-        let mut target = state.trim_target;
-        // Bounded by the map: each step removes one batch.
-        while let Some(&(last_seq, end)) = state.batches.front() {
-            if last_seq > seq {
-                break;
-            }
-            target = target.max(end);
-            state.batches.pop_front();
-        }
-        if target > state.trim_target {
-            state.trim_target = target;
-            drop(state);
+        let moved = self.shared.lock().schedule.confirmed(seq);
+        if moved {
             self.shared.changed.notify_waiters();
         }
     }
@@ -688,23 +658,11 @@ impl PersistTask {
     async fn run(&self, bytes: &[u8]) -> Result<(), SyncError> {
         let result = self.run_inner(bytes).await;
         if let Err(error) = result {
-            // Later batches must not be inserted after a hole: they fail at once.
-            self.shared.lock().failed.get_or_insert(error);
+            self.shared.lock().schedule.record_failure(error);
             self.shared.changed.notify_waiters();
-            // But a failure is reported only once every earlier batch has settled, so
-            // that the machine sees failures in submission order (it fails the tickets
-            // from the first failed batch on, and writers learn their outcomes in order).
-            loop {
-                let changed = self.shared.changed.notified();
-                tokio::pin!(changed);
-                changed.as_mut().enable();
-                if self.shared.lock().inflight.range(..self.start).next().is_none() {
-                    break;
-                }
-                changed.await;
-            }
+            self.shared.wait_until(|state| state.schedule.may_report_failure(self.start)).await;
         }
-        self.shared.lock().inflight.remove(&self.start);
+        self.shared.lock().schedule.settled(self.start);
         self.shared.changed.notify_waiters();
         result
     }
@@ -718,23 +676,22 @@ impl PersistTask {
             changed.as_mut().enable();
             {
                 let mut state = self.shared.lock();
-                if let Some(error) = state.failed {
-                    return Err(error);
-                }
-                if state.may_insert(self.generation, self.start) {
-                    break state.epoch;
-                }
-                if !state.geometry.may_write(self.generation, state.trim_offset) {
-                    self.shared.slot_wanted.notify_one();
-                    state.counters.ring_waits += 1;
-                    if !state.ring_wait_reported {
-                        state.ring_wait_reported = true;
-                        eprintln!(
-                            "walab: {}: the ring is full: generation {} waits for slot {} to be trimmed (only a consumer trims; load and dump never do)",
-                            self.target.name,
-                            self.generation,
-                            state.geometry.slot(self.generation)
-                        );
+                match state.schedule.admission(self.generation, self.start) {
+                    Admission::Insert => break state.epoch,
+                    Admission::Fail(error) => return Err(error),
+                    Admission::WaitForDrain => {}
+                    Admission::WaitForSlot => {
+                        self.shared.slot_wanted.notify_one();
+                        state.counters.ring_waits += 1;
+                        if !state.ring_wait_reported {
+                            state.ring_wait_reported = true;
+                            eprintln!(
+                                "walab: {}: the ring is full: generation {} waits for slot {} to be trimmed (only a consumer trims; load and dump never do)",
+                                self.target.name,
+                                self.generation,
+                                state.schedule.geometry().slot(self.generation)
+                            );
+                        }
                     }
                 }
             }
@@ -744,7 +701,7 @@ impl PersistTask {
             eprintln!("walab: {}: cannot frame the batch at offset {}: {e}", self.target.name, self.start);
             SyncError::Io
         })?;
-        let slot = self.shared.lock().geometry.slot(self.generation);
+        let slot = self.shared.lock().schedule.geometry().slot(self.generation);
         let _permit = self.permits.acquire().await.map_err(|_| SyncError::Unavailable)?;
         let fault = self.shared.lock().fault.take();
         let mut backoff = RETRY_BACKOFF_FIRST;
@@ -894,17 +851,18 @@ async fn trim_loop(shared: Arc<Shared>, target: Target) {
         let changed = shared.changed.notified();
         tokio::pin!(changed);
         changed.as_mut().enable();
-        let (epoch, from, to, geometry) = {
+        let (epoch, next, geometry) = {
             let state = shared.lock();
-            if state.failed.is_some() {
-                return;
-            }
-            (state.epoch, state.trim_offset, state.trim_target, state.geometry)
+            (state.epoch, state.schedule.next_trim(), *state.schedule.geometry())
         };
-        if to <= from {
-            changed.await;
-            continue;
-        }
+        let (to, released) = match next {
+            NextTrim::Stop => return,
+            NextTrim::Wait => {
+                changed.await;
+                continue;
+            }
+            NextTrim::Run { to, released } => (to, released),
+        };
         if client.as_ref().is_none_or(Client::is_closed) {
             client = target.connect().await.ok();
         }
@@ -912,12 +870,11 @@ async fn trim_loop(shared: Arc<Shared>, target: Target) {
             tokio::time::sleep(TRIM_PAUSE * 5).await;
             continue;
         };
-        let released = geometry.released(from, to);
         match trim_once(conn, &target, epoch, to, released.clone(), &geometry).await {
             Ok(true) => {
                 {
                     let mut state = shared.lock();
-                    state.trim_offset = to;
+                    state.schedule.trimmed(to);
                     state.counters.trims += 1;
                     state.counters.slots_truncated += released.end - released.start;
                 }
@@ -925,7 +882,7 @@ async fn trim_loop(shared: Arc<Shared>, target: Target) {
             }
             Ok(false) => {
                 eprintln!("walab: {}: fenced: trim refused, the node row carries a newer epoch", target.name);
-                shared.lock().failed.get_or_insert(SyncError::Fenced);
+                shared.lock().schedule.record_failure(SyncError::Fenced);
                 shared.changed.notify_waiters();
                 return;
             }
