@@ -49,8 +49,10 @@
 //! which replicas hold the batch then and how (synced, or only in memory).
 
 use std::collections::VecDeque;
+use std::ops::ControlFlow;
 
 use crate::group_commit::{Action, BatchId, Config, ConfigError, GroupCommit, Policy, Ticket};
+use crate::sim::clock::{self, End, InstantBound, Simulation};
 use crate::time::Nanos;
 use crate::tiny_store;
 use crate::trace::{Event, FileKind, Trace, TraceWrite};
@@ -263,56 +265,109 @@ pub struct DrivenRun {
 /// and must be the first write's id. Stops after `stop_after_ack` is acknowledged, if
 /// given, without forming the batches that would start at that instant.
 ///
-/// All inputs of an instant (completions, then appends) are fed before the machine is
-/// polled, so the page's tie rule holds.
+/// It runs on the simulators' one loop ([`crate::sim::clock`]): all inputs of an instant
+/// (completions, then appends) are fed before the machine is polled, so the page's tie
+/// rule holds.
 pub fn drive(
-    mut machine: GroupCommit,
+    machine: GroupCommit,
     writes: &[PendingWrite],
     latency: impl Fn(Nanos) -> Nanos,
     stop_after_ack: Option<u64>,
 ) -> Result<DrivenRun, QuorumError> {
-    let mut run = DrivenRun { batches: Vec::new(), writes: Vec::new() };
-    let mut running: VecDeque<(Nanos, BatchId, usize)> = VecDeque::new();
-    let mut next = 0;
-    let record = vec![0x5au8; writes.iter().map(|write| write.record_bytes).max().unwrap_or(1)];
-    let ticks_max = 4 * writes.len() + 16;
     let first_id = writes.first().map_or(1, |write| write.id);
     if writes.iter().enumerate().any(|(index, write)| write.id != first_id + index as u64) {
         return Err(QuorumError::Driver { reason: "write ids must be consecutive" });
     }
-    for _ in 0..ticks_max {
-        let next_feed = writes.get(next).map(|write| write.feed_at);
-        let next_done = running.iter().map(|&(done, _, _)| done).min();
-        let now = match (next_feed, next_done) {
-            (None, None) => return Ok(run),
-            (Some(a), Some(b)) => a.min(b),
-            (a, b) => a.or(b).expect("one is some"),
-        };
+    let mut driver = Driver {
+        machine,
+        writes,
+        latency,
+        stop_after_ack,
+        run: DrivenRun { batches: Vec::new(), writes: Vec::new() },
+        running: VecDeque::new(),
+        next: 0,
+        record: vec![0x5au8; writes.iter().map(|write| write.record_bytes).max().unwrap_or(1)],
+        first_id,
+    };
+    let bound = InstantBound { name: "quorum instants", instants_max: 4 * writes.len() as u64 + 16 };
+    match clock::run(&mut driver, bound) {
+        Ok(End::Quiet { .. }) | Ok(End::Stopped { stop: Ok(()), .. }) => Ok(driver.run),
+        Ok(End::Stopped { stop: Err(error), .. }) => Err(error),
+        Err(_) => Err(QuorumError::TicksExceeded),
+    }
+}
+
+/// [`drive`]'s state: the writes still to feed and the persists in flight.
+struct Driver<'w, L> {
+    machine: GroupCommit,
+    writes: &'w [PendingWrite],
+    latency: L,
+    stop_after_ack: Option<u64>,
+    run: DrivenRun,
+    /// (done at, batch, index into `run.batches`), in start order.
+    running: VecDeque<(Nanos, BatchId, usize)>,
+    /// Index of the next write to feed.
+    next: usize,
+    record: Vec<u8>,
+    first_id: u64,
+}
+
+impl<L: Fn(Nanos) -> Nanos> Simulation for Driver<'_, L> {
+    /// `Ok` once `stop_after_ack` is acknowledged; `Err` when driver and machine disagree.
+    type Stop = Result<(), QuorumError>;
+
+    fn next_arrival(&self) -> Option<Nanos> {
+        self.writes.get(self.next).map(|write| write.feed_at)
+    }
+
+    fn next_completion(&self) -> Option<Nanos> {
+        self.running.iter().map(|&(done, _, _)| done).min()
+    }
+
+    fn next_timeout(&self) -> Option<Nanos> {
+        self.machine.poll_timeout()
+    }
+
+    fn complete(&mut self, now: Nanos) -> ControlFlow<Self::Stop> {
         let mut index = 0;
-        while index < running.len() {
-            if running[index].0 == now {
-                let (_, batch, record_index) = running.remove(index).expect("index in range");
-                machine.handle_persisted(now, batch, Ok(())).map_err(|_| QuorumError::Driver { reason: "a completion for a batch not in flight" })?;
-                run.batches[record_index].end = now;
+        while index < self.running.len() {
+            if self.running[index].0 == now {
+                let (_, batch, record_index) = self.running.remove(index).expect("index in range");
+                if self.machine.handle_persisted(now, batch, Ok(())).is_err() {
+                    return ControlFlow::Break(Err(QuorumError::Driver { reason: "a completion for a batch not in flight" }));
+                }
+                self.run.batches[record_index].end = now;
             } else {
                 index += 1;
             }
         }
-        while let Some(write) = writes.get(next).filter(|write| write.feed_at == now) {
-            let ticket = machine
-                .handle_append(now, write.segment, &record[..write.record_bytes])
-                .map_err(|error| QuorumError::Refused { write: write.id, reason: error.to_string() })?;
+        ControlFlow::Continue(())
+    }
+
+    fn arrive(&mut self, now: Nanos) -> ControlFlow<Self::Stop> {
+        while let Some(write) = self.writes.get(self.next).filter(|write| write.feed_at == now) {
+            let ticket = match self.machine.handle_append(now, write.segment, &self.record[..write.record_bytes]) {
+                Ok(ticket) => ticket,
+                Err(error) => return ControlFlow::Break(Err(QuorumError::Refused { write: write.id, reason: error.to_string() })),
+            };
             assert_eq!(ticket, Ticket(write.id), "ticket n is write n");
-            next += 1;
+            self.next += 1;
         }
+        ControlFlow::Continue(())
+    }
+
+    fn time_out(&mut self, now: Nanos) {
+        self.machine.handle_timeout(now);
+    }
+
+    fn act(&mut self, now: Nanos) -> ControlFlow<Self::Stop> {
         // Acknowledgements first: a stop after an ack must not start the next batch.
-        let mut stopped = false;
-        while let Some(action) = machine.poll_action() {
+        while let Some(action) = self.machine.poll_action() {
             match action {
                 Action::Persist(batch) => {
                     let start = now;
-                    let end = start + latency(start);
-                    run.batches.push(BatchTiming {
+                    let end = start + (self.latency)(start);
+                    self.run.batches.push(BatchTiming {
                         batch: batch.id.0,
                         first_write: batch.tickets.first.0,
                         writes: batch.tickets.count,
@@ -322,30 +377,33 @@ pub fn drive(
                         start,
                         end,
                     });
-                    running.push_back((end, batch.id, run.batches.len() - 1));
-                    machine.recycle_buffer(batch.bytes);
+                    self.running.push_back((end, batch.id, self.run.batches.len() - 1));
+                    self.machine.recycle_buffer(batch.bytes);
                 }
                 Action::Ack(tickets) => {
+                    let mut stopped = false;
                     for ticket in tickets.iter() {
                         // Tickets follow write ids one for one from the first write.
-                        let index = (ticket.0 - first_id) as usize;
-                        let write = writes.get(index).filter(|write| write.id == ticket.0).ok_or(QuorumError::Driver { reason: "an acknowledgement for a write never fed" })?;
-                        run.writes.push(WriteTiming { id: write.id, arrival: write.arrival, ack: now });
-                        if stop_after_ack == Some(write.id) {
+                        let index = (ticket.0 - self.first_id) as usize;
+                        let Some(write) = self.writes.get(index).filter(|write| write.id == ticket.0) else {
+                            return ControlFlow::Break(Err(QuorumError::Driver { reason: "an acknowledgement for a write never fed" }));
+                        };
+                        self.run.writes.push(WriteTiming { id: write.id, arrival: write.arrival, ack: now });
+                        if self.stop_after_ack == Some(write.id) {
                             stopped = true;
                         }
                     }
                     if stopped {
-                        return Ok(run);
+                        return ControlFlow::Break(Ok(()));
                     }
                 }
                 Action::Write(_) | Action::Sync { .. } | Action::Fail { .. } => {
-                    return Err(QuorumError::Driver { reason: "an action a sync-first policy never asks for" });
+                    return ControlFlow::Break(Err(QuorumError::Driver { reason: "an action a sync-first policy never asks for" }));
                 }
             }
         }
+        ControlFlow::Continue(())
     }
-    Err(QuorumError::TicksExceeded)
 }
 
 fn tiny_pending(ids: std::ops::RangeInclusive<u64>, not_before: Nanos) -> Vec<PendingWrite> {

@@ -9,7 +9,9 @@
 //! are kept only when asked for ([`Keep`]).
 
 use std::collections::VecDeque;
+use std::ops::ControlFlow;
 
+use super::clock::{self, earliest, End, InstantBound, Simulation};
 use super::{exponential, LnTable, SyncLatency};
 use crate::group_commit::{Action, AppendError, BatchId, Config, GroupCommit, Policy, Tickets};
 use crate::rng::Rng;
@@ -381,6 +383,8 @@ struct Loop<'a> {
     record: Vec<u8>,
     first_arrival: Option<Nanos>,
     last_event: Nanos,
+    arrivals: ArrivalStream<'a>,
+    next_arrival: Option<Nanos>,
 }
 
 /// Runs group commit over the arrivals.
@@ -426,6 +430,8 @@ pub fn run(setup: &CommitSetup, arrivals: &Arrivals) -> Result<CommitRun, SetupE
         record: vec![0x5a; record_max as usize],
         first_arrival: None,
         last_event: Nanos::ZERO,
+        arrivals: arrivals.stream(),
+        next_arrival: None,
     };
     if setup.keep.trace {
         let mut trace = Trace::new("arrivals", policy_name(&setup.config.policy), 0);
@@ -455,9 +461,15 @@ pub fn run(setup: &CommitSetup, arrivals: &Arrivals) -> Result<CommitRun, SetupE
     if setup.keep.writes {
         state.writes.reserve(count as usize);
     }
-    state.run(arrivals);
+    state.next_arrival = state.arrivals.next();
+    let end = clock::run(&mut state, instants_max(count)).unwrap_or_else(|exceeded| panic!("{exceeded}"));
+    state.last_event = match end {
+        End::Quiet { last } => last.unwrap_or(Nanos::ZERO),
+        End::Stopped { at, .. } => at,
+    };
     Ok(state.finish())
 }
+
 
 /// The policy's name as the CLI and the trace spell it.
 pub fn policy_name(policy: &Policy) -> &'static str {
@@ -470,22 +482,84 @@ pub fn policy_name(policy: &Policy) -> &'static str {
     }
 }
 
-/// The earlier of two optional instants (written out: building an array of options to
-/// take its minimum costs the hot loop a third of its time in store-forwarding stalls).
-#[inline]
-pub(crate) fn earliest(a: Option<Nanos>, b: Option<Nanos>) -> Option<Nanos> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, None) => a,
-        (None, b) => b,
-    }
-}
-
 /// Bound on the instants the loop visits: every instant delivers at least one arrival,
 /// completion or timeout, and there are at most three of those per write, plus the
 /// periodic ticks (bounded by the writes too: a tick with nothing to sync stops them).
-fn instants_max(writes: u64) -> u64 {
-    writes.saturating_mul(4).saturating_add(16)
+fn instants_max(writes: u64) -> InstantBound {
+    InstantBound { name: "sim commit instants", instants_max: writes.saturating_mul(4).saturating_add(16) }
+}
+
+impl Simulation for Loop<'_> {
+    /// The run is over (every write answered, or the log failed with nothing in flight).
+    type Stop = ();
+
+    #[inline]
+    fn next_arrival(&self) -> Option<Nanos> {
+        self.next_arrival
+    }
+
+    #[inline]
+    fn next_completion(&self) -> Option<Nanos> {
+        let mut next_done: Option<Nanos> = None;
+        for running in &self.running {
+            next_done = earliest(next_done, Some(running.done_at));
+        }
+        next_done
+    }
+
+    #[inline]
+    fn next_timeout(&self) -> Option<Nanos> {
+        self.machine.poll_timeout()
+    }
+
+    #[inline]
+    fn complete(&mut self, now: Nanos) -> ControlFlow<()> {
+        while let Some(index) = self.running.iter().position(|running| running.done_at == now) {
+            let running = self.running.swap_remove(index);
+            self.complete_persist(now, running);
+        }
+        ControlFlow::Continue(())
+    }
+
+    #[inline]
+    fn arrive(&mut self, now: Nanos) -> ControlFlow<()> {
+        while self.next_arrival == Some(now) {
+            self.first_arrival.get_or_insert(now);
+            let id = self.next_write;
+            self.next_write += 1;
+            self.trace(now, || Event::Arrive { write: id });
+            if self.keep_writes() {
+                self.writes.push(WriteRecord { id, arrival: now, ack: None, durable: None, batch: None });
+            }
+            self.summary.writes += 1;
+            self.offer(now, id, now);
+            self.next_arrival = self.arrivals.next();
+        }
+        ControlFlow::Continue(())
+    }
+
+    #[inline]
+    fn time_out(&mut self, now: Nanos) {
+        self.machine.handle_timeout(now);
+    }
+
+    #[inline]
+    fn act(&mut self, now: Nanos) -> ControlFlow<()> {
+        self.drain(now);
+        let arrivals_done = self.next_arrival.is_none();
+        if self.machine.failed().is_some() && arrivals_done && self.running.is_empty() {
+            return ControlFlow::Break(());
+        }
+        if arrivals_done && self.running.is_empty() && self.paused.is_empty() && self.waiting.is_empty() {
+            // Periodic: one last tick makes the tail durable, then the run ends.
+            if !matches!(self.setup.config.policy, Policy::Periodic { .. })
+                || self.machine.durable_lsn() == self.machine.appended_lsn()
+            {
+                return ControlFlow::Break(());
+            }
+        }
+        ControlFlow::Continue(())
+    }
 }
 
 impl Loop<'_> {
@@ -508,59 +582,6 @@ impl Loop<'_> {
     fn trace(&mut self, at: Nanos, event: impl FnOnce() -> Event) {
         if let Some(trace) = &mut self.trace {
             trace.push(at, event());
-        }
-    }
-
-    fn run(&mut self, arrivals: &Arrivals) {
-        let mut stream = arrivals.stream();
-        let mut next_arrival = stream.next();
-        let instants_max = instants_max(arrivals.count());
-        let mut instants = 0u64;
-        loop {
-            let mut next_done: Option<Nanos> = None;
-            for running in &self.running {
-                next_done = earliest(next_done, Some(running.done_at));
-            }
-            let timeout = self.machine.poll_timeout();
-            let now = match earliest(earliest(next_arrival, next_done), timeout) {
-                Some(now) => now,
-                None => break,
-            };
-            instants += 1;
-            assert!(instants <= instants_max, "simulation exceeded its instant bound");
-            self.last_event = now;
-            // Every input of this instant first: completions, arrivals, timeouts.
-            while let Some(index) = self.running.iter().position(|running| running.done_at == now) {
-                let running = self.running.swap_remove(index);
-                self.complete(now, running);
-            }
-            while next_arrival == Some(now) {
-                self.first_arrival.get_or_insert(now);
-                let id = self.next_write;
-                self.next_write += 1;
-                self.trace(now, || Event::Arrive { write: id });
-                if self.keep_writes() {
-                    self.writes.push(WriteRecord { id, arrival: now, ack: None, durable: None, batch: None });
-                }
-                self.summary.writes += 1;
-                self.offer(now, id, now);
-                next_arrival = stream.next();
-            }
-            if timeout.is_some_and(|deadline| deadline <= now) {
-                self.machine.handle_timeout(now);
-            }
-            self.drain(now);
-            if self.machine.failed().is_some() && next_arrival.is_none() && self.running.is_empty() {
-                break;
-            }
-            if next_arrival.is_none() && self.running.is_empty() && self.paused.is_empty() && self.waiting.is_empty() {
-                // Periodic: one last tick makes the tail durable, then the run ends.
-                if !matches!(self.setup.config.policy, Policy::Periodic { .. })
-                    || self.machine.durable_lsn() == self.machine.appended_lsn()
-                {
-                    break;
-                }
-            }
         }
     }
 
@@ -723,7 +744,7 @@ impl Loop<'_> {
         self.trace(now, || Event::Ack { first_write: tickets.first.0, writes: tickets.count });
     }
 
-    fn complete(&mut self, now: Nanos, running: Running) {
+    fn complete_persist(&mut self, now: Nanos, running: Running) {
         self.machine
             .handle_persisted(now, running.batch, Ok(()))
             .expect("the simulator completes only batches it was given");

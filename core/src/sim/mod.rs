@@ -5,7 +5,8 @@
 //! machines every input that happens then (arrivals, sync completions, timeouts), and
 //! only then asks them for actions. That ordering is what makes exact ties behave as
 //! the teaching page says (a write arriving as a sync completes joins the *next* batch),
-//! whatever order the inputs of one instant are listed in.
+//! whatever order the inputs of one instant are listed in. That loop is written once,
+//! in [`clock`]; [`commit`], [`tiny`] and [`crate::quorum`] run on it.
 //!
 //! - [`commit`]: group commit alone, one log, no device: the Part 5 schedules, the
 //!   steady-load runs (evenly spaced and Poisson arrivals) and the benchmark.
@@ -22,6 +23,7 @@
 //! power cut keeps) comes from [`crate::rng::Rng`] and the portable logarithm below, so
 //! a scenario plus a seed gives the same run on every target.
 
+pub mod clock;
 pub mod commit;
 pub mod remote;
 pub mod tiny;

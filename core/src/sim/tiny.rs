@@ -45,6 +45,9 @@
 //!   acknowledges the writes. On a flushed file, the store writes no manifest edit and
 //!   deletes nothing, and stops background work.
 
+use std::ops::ControlFlow;
+
+use super::clock::{self, End, InstantBound, Simulation};
 use crate::checksum::crc32c;
 use crate::codec::Op;
 use crate::device::{Device, FileId, Image, UnitRef};
@@ -454,10 +457,12 @@ struct TinyLoop {
     segment_deleted_at: Vec<Option<Nanos>>,
     background_stopped: bool,
     next_sync_number: u64,
+    /// Index into [`WRITES`] of the next write to arrive.
+    next_write: usize,
 }
 
 /// Bound on the instants a tiny-store run visits (24 arrivals and a few syncs each).
-const TINY_INSTANTS_MAX: usize = 10_000;
+pub const TINY_INSTANTS: InstantBound = InstantBound { name: "tiny-store instants", instants_max: 10_000 };
 
 /// Runs the tiny store.
 pub fn run(setup: &TinySetup) -> Result<TinyRun, TinySetupError> {
@@ -522,6 +527,7 @@ pub fn run(setup: &TinySetup) -> Result<TinyRun, TinySetupError> {
         segment_deleted_at: vec![None; SEGMENTS as usize],
         background_stopped: false,
         next_sync_number: 1,
+        next_write: 0,
     };
     let ended_at = state.run();
     Ok(TinyRun {
@@ -538,46 +544,75 @@ pub fn run(setup: &TinySetup) -> Result<TinyRun, TinySetupError> {
     })
 }
 
-impl TinyLoop {
-    fn run(&mut self) -> Nanos {
-        let mut next_write = 0usize;
-        let mut last = Nanos::ZERO;
-        for _ in 0..TINY_INSTANTS_MAX {
-            let next_arrival = WRITES.get(next_write).map(|write| write.arrival);
-            let next_done = self.pending.iter().map(|pending| pending.done_at).min();
-            let idle = next_arrival.is_none() && next_done.is_none();
-            let timeout = if idle && self.machine.durable_lsn() == self.machine.appended_lsn() {
-                None
-            } else {
-                self.machine.poll_timeout()
-            };
-            let Some(now) = [next_arrival, next_done, timeout].into_iter().flatten().min() else {
-                return last;
-            };
-            if let Some(cut) = self.setup.power_cut {
-                if now >= cut {
-                    self.trace.push(cut, Event::PowerCut);
-                    return cut;
-                }
-            }
-            last = now;
-            while let Some(index) = self.pending.iter().position(|pending| pending.done_at == now) {
-                let pending = self.pending.remove(index);
-                self.complete(now, pending);
-            }
-            while WRITES.get(next_write).is_some_and(|write| write.arrival == now) {
-                self.arrive(now, &WRITES[next_write]);
-                next_write += 1;
-            }
-            if timeout.is_some_and(|deadline| deadline <= now) {
-                self.machine.handle_timeout(now);
-            }
-            self.drain(now);
-        }
-        panic!("tiny-store run exceeded {TINY_INSTANTS_MAX} instants");
+impl Simulation for TinyLoop {
+    /// The power cut's instant.
+    type Stop = Nanos;
+
+    fn next_arrival(&self) -> Option<Nanos> {
+        WRITES.get(self.next_write).map(|write| write.arrival)
     }
 
-    fn arrive(&mut self, now: Nanos, write: &tiny_store::TinyWrite) {
+    fn next_completion(&self) -> Option<Nanos> {
+        self.pending.iter().map(|pending| pending.done_at).min()
+    }
+
+    fn next_timeout(&self) -> Option<Nanos> {
+        // An idle, durable log needs no more ticks: a periodic timer would tick forever.
+        let idle = self.next_arrival().is_none() && self.next_completion().is_none();
+        if idle && self.machine.durable_lsn() == self.machine.appended_lsn() {
+            None
+        } else {
+            self.machine.poll_timeout()
+        }
+    }
+
+    fn begin(&mut self, now: Nanos) -> ControlFlow<Nanos> {
+        match self.setup.power_cut {
+            Some(cut) if now >= cut => {
+                self.trace.push(cut, Event::PowerCut);
+                ControlFlow::Break(cut)
+            }
+            _ => ControlFlow::Continue(()),
+        }
+    }
+
+    fn complete(&mut self, now: Nanos) -> ControlFlow<Nanos> {
+        while let Some(index) = self.pending.iter().position(|pending| pending.done_at == now) {
+            let pending = self.pending.remove(index);
+            self.complete_sync(now, pending);
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn arrive(&mut self, now: Nanos) -> ControlFlow<Nanos> {
+        while WRITES.get(self.next_write).is_some_and(|write| write.arrival == now) {
+            self.arrive_write(now, &WRITES[self.next_write]);
+            self.next_write += 1;
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn time_out(&mut self, now: Nanos) {
+        self.machine.handle_timeout(now);
+    }
+
+    fn act(&mut self, now: Nanos) -> ControlFlow<Nanos> {
+        self.drain(now);
+        ControlFlow::Continue(())
+    }
+}
+
+impl TinyLoop {
+    /// Runs to the power cut or to the last event; returns that instant.
+    fn run(&mut self) -> Nanos {
+        match clock::run(self, TINY_INSTANTS) {
+            Ok(End::Quiet { last }) => last.unwrap_or(Nanos::ZERO),
+            Ok(End::Stopped { stop: cut, .. }) => cut,
+            Err(exceeded) => panic!("{exceeded}"),
+        }
+    }
+
+    fn arrive_write(&mut self, now: Nanos, write: &tiny_store::TinyWrite) {
         self.trace.push(now, Event::Arrive { write: write.id });
         let segment = write.segment();
         let index = (segment - 1) as usize;
@@ -688,7 +723,7 @@ impl TinyLoop {
         self.start_sync(now, file, None, latency, Purpose::Table { table, segment });
     }
 
-    fn complete(&mut self, now: Nanos, pending: Pending) {
+    fn complete_sync(&mut self, now: Nanos, pending: Pending) {
         let (file, sync, number) = pending.syncs.first().copied().unwrap_or((self.files.manifest, crate::device::SyncId(0), 0));
         match pending.purpose {
             Purpose::Log { batch } => {
