@@ -73,7 +73,9 @@
 //! CRC32 (IEEE) of the cluster id in 8 lowercase hex digits ([`slot_table_name`]). The
 //! settings ride in the `--wal` URL's query and are taken out before the rest goes to
 //! the Postgres client ([`split_wal_url`]). [`startup_checks`] and [`timeline_verdict`]
-//! decide what the server's state means; the native backend only asks the questions.
+//! decide what the server's state means, [`clean_up_plan`] and [`ring_change`] what the
+//! start-up does to the tables, [`ChainRecovery::resume_point`] where appends resume; the
+//! native backend only asks the questions and runs the statements.
 //! [`schedule`] decides when a batch may be inserted, what a failure fails, and how far
 //! confirmations trim.
 
@@ -1060,6 +1062,114 @@ pub fn timeline_verdict(recorded: Option<u32>, current: u32, synchronous_standby
         Some(recorded) if current < recorded => TimelineVerdict::Lower { recorded, current },
         Some(recorded) if synchronous_standby => TimelineVerdict::HigherSynchronous { recorded, current },
         Some(recorded) => TimelineVerdict::HigherAsynchronous { recorded, current },
+    }
+}
+
+/// What the writer does to one slot table at start-up, under the fence, once the chain
+/// is known ([`clean_up_plan`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SlotCleanUp {
+    /// The slot keeps a generation the log still holds: its rows at or beyond the
+    /// chain's head were never acknowledged and are deleted.
+    DeleteFrom { head: u64 },
+    /// The slot keeps nothing (its generations were released, or never written): it is
+    /// truncated.
+    Truncate,
+}
+
+/// The start-up clean-up, one entry per slot: the slots of the generations from the
+/// trim offset's to the head's keep their rows before `head`, every other slot is
+/// emptied.
+pub fn clean_up_plan(geometry: &RingGeometry, trim_offset: u64, head: u64) -> Vec<SlotCleanUp> {
+    let first = geometry.first_kept_generation(trim_offset);
+    let last = geometry.generation(head).max(first);
+    // Past `segments` generations every slot is kept: the walk stops there.
+    let kept_generations = (last - first).saturating_add(1).min(geometry.segments);
+    let mut plan = vec![SlotCleanUp::Truncate; usize::try_from(geometry.segments).unwrap_or(usize::MAX)];
+    for generation in first..first + kept_generations {
+        plan[geometry.slot(generation) as usize] = SlotCleanUp::DeleteFrom { head };
+    }
+    plan
+}
+
+/// Whether the ring the URL asks for replaces the stored one at this start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RingChange {
+    /// The URL names no ring, or the stored one.
+    Unchanged,
+    /// The WAL is drained (nothing to replay): the stored ring's tables are dropped and
+    /// the requested ring's are created.
+    Apply,
+    /// Records are still to be replayed: the stored ring stays until a drained start.
+    Deferred,
+}
+
+/// The ring decision at start-up: a ring named in the URL (`given`) that differs from
+/// the stored one applies only when the WAL is `drained`.
+pub fn ring_change(stored: &RingGeometry, requested: &RingGeometry, given: bool, drained: bool) -> RingChange {
+    if !given || requested == stored {
+        RingChange::Unchanged
+    } else if drained {
+        RingChange::Apply
+    } else {
+        RingChange::Deferred
+    }
+}
+
+/// The timeline in the first 8 hex digits of a WAL file's name (`pg_walfile_name`).
+pub fn parse_timeline(hex: &str) -> Option<u32> {
+    u32::from_str_radix(hex, 16).ok()
+}
+
+/// Where a writer resumes after [`recover_chain`], in a ring of `geometry`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResumePoint {
+    /// (last seq, end offset) of each row on the chain, oldest first: what confirmations
+    /// are mapped with ([`schedule::RingSchedule::new`]).
+    pub confirmations: std::collections::VecDeque<(u64, u64)>,
+    /// Every generation from the trim offset's to the head's, with the last seq of the
+    /// rows on the chain in it (none when the chain has no row there).
+    pub segments: Vec<(u64, Option<u64>)>,
+    /// The head's generation and the bytes already in it.
+    pub segment: u64,
+    pub segment_bytes: u64,
+}
+
+impl ChainRecovery {
+    /// Where appends resume, and what the confirmations map starts with.
+    pub fn resume_point(&self, geometry: &RingGeometry, trim_offset: u64) -> ResumePoint {
+        let mut record_index = 0usize;
+        let mut last_seqs = Vec::with_capacity(self.rows.len());
+        for &(_, _, _, count) in &self.rows {
+            record_index += count;
+            last_seqs.push(self.records[..record_index].last().map(|record| record.seq));
+        }
+        let confirmations = self
+            .rows
+            .iter()
+            .zip(&last_seqs)
+            .filter_map(|(&(_, _, end, _), last_seq)| last_seq.map(|seq| (seq, end)))
+            .collect();
+        let head_generation = geometry.generation(self.head);
+        let first_generation = geometry.first_kept_generation(trim_offset.min(self.head));
+        let segments = (first_generation..=head_generation)
+            .map(|generation| {
+                let last = self
+                    .rows
+                    .iter()
+                    .zip(&last_seqs)
+                    .filter(|((_, start, _, _), _)| geometry.generation(*start) == generation)
+                    .filter_map(|(_, last_seq)| *last_seq)
+                    .next_back();
+                (generation, last)
+            })
+            .collect();
+        ResumePoint {
+            confirmations,
+            segments,
+            segment: head_generation,
+            segment_bytes: self.head - geometry.generation_start(head_generation),
+        }
     }
 }
 

@@ -259,3 +259,48 @@ fn the_timeline_table() {
     "#]]
     .assert_debug_eq(&verdicts);
 }
+
+#[test]
+fn the_start_up_clean_up_keeps_the_live_slots_below_the_head() {
+    let g = geometry(4, 1000);
+    let keep = SlotCleanUp::DeleteFrom { head: 2500 };
+    // Trim in generation 1, head in generation 2: slots 1 and 2 keep their rows.
+    assert_eq!(clean_up_plan(&g, 1200, 2500), [SlotCleanUp::Truncate, keep, keep, SlotCleanUp::Truncate]);
+    // Round the ring: generations 3 to 5 live in slots 3, 0 and 1.
+    let keep = SlotCleanUp::DeleteFrom { head: 5100 };
+    assert_eq!(clean_up_plan(&g, 3001, 5100), [keep, keep, SlotCleanUp::Truncate, keep]);
+    // An empty log: only the trim offset's generation is kept.
+    assert_eq!(clean_up_plan(&g, 0, 0)[..2], [SlotCleanUp::DeleteFrom { head: 0 }, SlotCleanUp::Truncate]);
+    // A head a whole ring ahead keeps every slot.
+    assert!(clean_up_plan(&g, 0, 9000).iter().all(|step| *step == SlotCleanUp::DeleteFrom { head: 9000 }));
+}
+
+#[test]
+fn a_new_ring_applies_only_to_a_drained_wal() {
+    let (stored, other) = (geometry(4, 1000), geometry(6, 1000));
+    assert_eq!(ring_change(&stored, &other, true, true), RingChange::Apply);
+    assert_eq!(ring_change(&stored, &other, true, false), RingChange::Deferred);
+    assert_eq!(ring_change(&stored, &other, false, true), RingChange::Unchanged, "the URL names no ring");
+    assert_eq!(ring_change(&stored, &stored, true, true), RingChange::Unchanged);
+    assert_eq!(parse_timeline("00000002"), Some(2));
+    assert_eq!(parse_timeline("0000000G"), None);
+}
+
+#[test]
+fn appends_resume_at_the_head_with_every_kept_generation_listed() {
+    let g = geometry(3, 200);
+    let r1 = row(&g, 600, 1, 1, 2); // gen 3
+    let r2 = row(&g, r1.end_offset, 1, 3, 2); // gen 3
+    let r3 = row(&g, 800, 2, 5, 1); // gen 4
+    let rows = vec![r1.clone(), r2.clone(), r3.clone()];
+    let recovery = recover_chain(&g, 600, 2, &rows).unwrap();
+    let resume = recovery.resume_point(&g, 600);
+    assert_eq!(resume.confirmations, [(2, r1.end_offset), (4, r2.end_offset), (5, r3.end_offset)]);
+    assert_eq!(resume.segments, [(2, None), (3, Some(4)), (4, Some(5))], "the trim offset 600 ends generation 2, which is kept");
+    assert_eq!((resume.segment, resume.segment_bytes), (4, r3.end_offset - 800));
+    // Everything trimmed: nothing to confirm, the head's generation alone.
+    let recovery = recover_chain(&g, r3.end_offset, 2, &rows).unwrap();
+    let resume = recovery.resume_point(&g, r3.end_offset);
+    assert!(resume.confirmations.is_empty());
+    assert_eq!(resume.segments, [(4, None)]);
+}

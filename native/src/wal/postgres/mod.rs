@@ -46,7 +46,7 @@
 pub mod cluster;
 pub mod sql;
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -197,12 +197,22 @@ impl Target {
             // Ends when the client is dropped or the server goes away.
             let _ = connection.await;
         });
-        client.batch_execute(&format!("SET synchronous_commit = {}", self.settings.synchronous_commit.as_sql())).await?;
+        client.batch_execute(&sql::set_synchronous_commit(self.settings.synchronous_commit)).await?;
         Ok(client)
     }
 
     fn table(&self, slot: u64) -> String {
         ring::slot_table_name(&self.cluster, &self.node, slot).expect("names were checked when the backend was made")
+    }
+
+    /// The slot tables of a ring, slot 0 first.
+    fn tables(&self, geometry: &RingGeometry) -> Vec<String> {
+        (0..geometry.segments).map(|slot| self.table(slot)).collect()
+    }
+
+    /// A start-up failure: `what` failed, with the server's message.
+    fn open_error(&self, what: &str, error: tokio_postgres::Error) -> WalError {
+        WalError::Open(format!("{}: {what}: {}", self.name, error_text(&error)))
     }
 }
 
@@ -291,82 +301,27 @@ impl PgBackend {
         self.notes.push(note);
     }
 
+    /// Start-up, step by step: judge the server, claim (or for `dump` read) the node
+    /// row, read the slots and follow the chain, clean up and apply a new ring under the
+    /// fence, check the timeline, and resume the schedule at the head.
     async fn recover_async(&mut self) -> Result<Recovered, WalError> {
         let target = self.target.clone();
-        let open_error = |what: &str, e: tokio_postgres::Error| WalError::Open(format!("{}: {what}: {}", target.name, error_text(&e)));
-        let mut client = target.connect().await.map_err(|e| open_error("cannot connect", e))?;
-
-        // The seed's start-up checks.
-        let row = client.query_one(sql::SERVER_STATE, &[]).await.map_err(|e| open_error("server state", e))?;
-        let fsync: String = row.get(1);
-        let state = ServerState { in_recovery: row.get(0), fsync: fsync != "off", synchronous_standby_names: row.get(2) };
-        let warnings = ring::startup_checks(&state, target.settings.allow_unsafe)
-            .map_err(|refusal| WalError::Open(format!("{}: refused: {refusal}", target.name)))?;
-        for warning in warnings {
-            self.note(StartupNote::Warning(warning));
-        }
-        let synchronous_standby = !state.synchronous_standby_names.trim().is_empty();
-
-        let requested = target.settings.geometry;
-        let (cluster, node) = (target.cluster.as_str(), target.node.as_str());
-        let node_row = if self.create {
-            sql::create_tables(&mut client, &[]).await.map_err(|e| open_error("cannot create pico_wal_node", e))?;
-            Some(claim_next(&mut client, &target).await?)
-        } else {
-            let exists: bool =
-                client.query_one(sql::TABLE_EXISTS, &[&ring::NODE_TABLE]).await.map_err(|e| open_error("catalog", e))?.get(0);
-            if exists {
-                client
-                    .query_opt(&sql::read_node_row(), &[&cluster, &node])
-                    .await
-                    .map_err(|e| open_error("reading pico_wal_node", e))?
-                    .map(|row| NodeRow::from_row(&row))
-            } else {
-                None
-            }
-        };
-        let Some(node_row) = node_row else {
-            return Err(WalError::Open(format!("{}: no WAL for this cluster and node (nothing was ever appended)", target.name)));
-        };
-        let stored = RingGeometry {
-            segments: node_row.segments as u64,
-            segment_bytes: node_row.segment_bytes as u64,
-        };
+        let mut client = target.connect().await.map_err(|e| target.open_error("cannot connect", e))?;
+        let synchronous_standby = self.check_server(&client).await?;
+        let node_row = self.node_row(&mut client).await?;
+        let stored = node_row.geometry();
+        let (epoch, trim_offset) = (node_row.epoch as u64, node_row.trim_offset as u64);
         if self.create {
             // `dump` forms no batches; a writer's batches must fit the stored ring.
             stored
                 .validate(target.settings.batch_bytes_max, target.settings.unflushed_bytes_max)
                 .map_err(|e| WalError::Open(format!("{}: the stored ring does not fit the URL's settings: {e}", target.name)))?;
         }
-        let epoch = node_row.epoch as u64;
-        let trim_offset = node_row.trim_offset as u64;
-        let tables: Vec<String> = (0..stored.segments).map(|slot| target.table(slot)).collect();
+        let tables = target.tables(&stored);
         if self.create {
-            sql::create_tables(&mut client, &tables).await.map_err(|e| open_error("cannot create the slot tables", e))?;
+            sql::create_tables(&mut client, &tables).await.map_err(|e| target.open_error("cannot create the slot tables", e))?;
         }
-
-        // Read every slot and follow the chain.
-        let mut rows = Vec::new();
-        for (slot, table) in tables.iter().enumerate() {
-            let exists: bool = client
-                .query_one(sql::TABLE_EXISTS, &[&table.as_str()])
-                .await
-                .map_err(|e| open_error("catalog", e))?
-                .get(0);
-            if !exists {
-                continue;
-            }
-            let trim = to_i64(trim_offset);
-            for row in client.query(&sql::rows_from(table), &[&trim]).await.map_err(|e| open_error(table, e))? {
-                rows.push(SlotRow {
-                    slot: slot as u64,
-                    start_offset: row.get::<_, i64>(0) as u64,
-                    end_offset: row.get::<_, i64>(1) as u64,
-                    epoch: row.get::<_, i64>(2) as u64,
-                    body: row.get(3),
-                });
-            }
-        }
+        let rows = read_slots(&client, &target, &tables, trim_offset).await?;
         let chain = ring::recover_chain(&stored, trim_offset, epoch, &rows)
             .map_err(|e| WalError::Corrupt(format!("{}: {e}", target.name)))?;
         drop(rows);
@@ -374,116 +329,109 @@ impl PgBackend {
         let mut geometry = stored;
         let mut repaired = None;
         if self.create {
-            // Clean up under the fence: delete what lies beyond the chain, truncate the
-            // slots of released generations.
-            let head = chain.head;
-            let live: BTreeSet<u64> = (stored.first_kept_generation(trim_offset)..=stored.generation(head))
-                .map(|g| stored.slot(g))
-                .collect();
-            let transaction = client.transaction().await.map_err(|e| open_error("clean-up", e))?;
-            hold(&transaction, &target, epoch).await?;
-            for (slot, table) in tables.iter().enumerate() {
-                if live.contains(&(slot as u64)) {
-                    transaction
-                        .execute(&format!("DELETE FROM {table} WHERE start_offset >= $1"), &[&to_i64(head)])
-                        .await
-                        .map_err(|e| open_error("clean-up", e))?;
-                } else {
-                    transaction
-                        .batch_execute(&format!("TRUNCATE {table}"))
-                        .await
-                        .map_err(|e| open_error("clean-up", e))?;
-                }
-            }
-            transaction.commit().await.map_err(|e| open_error("clean-up", e))?;
+            clean_up(&mut client, &target, &tables, ring::clean_up_plan(&stored, trim_offset, chain.head), epoch).await?;
             if let ChainStop::Gap { at, rows_beyond } = chain.stop {
                 let note = StartupNote::RowsBeyondGapDeleted { at, rows: rows_beyond };
                 repaired = Some(format!("{}: {note}", target.name));
                 self.note(note);
             }
-
-            // A new ring only when nothing is left to replay.
-            if target.geometry_given && requested != stored {
-                if chain.records.is_empty() {
-                    let transaction = client.transaction().await.map_err(|e| open_error("ring change", e))?;
-                    hold(&transaction, &target, epoch).await?;
-                    for table in &tables {
-                        transaction.batch_execute(&format!("DROP TABLE IF EXISTS {table}")).await.map_err(|e| open_error("ring change", e))?;
-                    }
-                    transaction
-                        .execute(
-                            &sql::update_geometry(),
-                            &[&cluster, &node, &to_i64(epoch), &to_i64(requested.segments), &to_i64(requested.segment_bytes)],
-                        )
-                        .await
-                        .map_err(|e| open_error("ring change", e))?;
-                    transaction.commit().await.map_err(|e| open_error("ring change", e))?;
-                    let new_tables: Vec<String> = (0..requested.segments).map(|slot| target.table(slot)).collect();
-                    sql::create_tables(&mut client, &new_tables).await.map_err(|e| open_error("cannot create the slot tables", e))?;
+            let requested = target.settings.geometry;
+            match ring::ring_change(&stored, &requested, target.geometry_given, chain.records.is_empty()) {
+                ring::RingChange::Unchanged => {}
+                ring::RingChange::Deferred => self.note(StartupNote::GeometryKept { stored, requested }),
+                ring::RingChange::Apply => {
+                    change_ring(&mut client, &target, &tables, &requested, epoch).await?;
                     geometry = requested;
                     self.note(StartupNote::GeometryChanged { from: stored, to: requested });
-                } else {
-                    self.note(StartupNote::GeometryKept { stored, requested });
                 }
             }
         }
+        self.check_timeline(&client, node_row.timeline, synchronous_standby, epoch).await?;
 
-        // The timeline against the last start's.
-        let timeline_hex: String = client.query_one(sql::TIMELINE, &[]).await.map_err(|e| open_error("timeline", e))?.get(0);
-        let timeline = u32::from_str_radix(&timeline_hex, 16)
-            .map_err(|_| WalError::Open(format!("{}: cannot read the timeline from {timeline_hex:?}", target.name)))?;
-        let verdict = ring::timeline_verdict(node_row.timeline.map(|t| t as u32), timeline, synchronous_standby);
+        let resume = chain.resume_point(&geometry, trim_offset);
+        {
+            let mut state = self.shared.lock();
+            state.schedule = RingSchedule::new(geometry, trim_offset, resume.confirmations);
+            state.epoch = epoch;
+        }
+        if self.create {
+            self.runtime.spawn(trim_loop(Arc::clone(&self.shared), target));
+        }
+        Ok(Recovered {
+            next_seq: chain.next_seq(),
+            records: chain.records,
+            lsn: chain.head,
+            segment: resume.segment,
+            segment_bytes: resume.segment_bytes,
+            segments: resume.segments,
+            repaired,
+        })
+    }
+
+    /// The start-up checks on the server's state; true when a synchronous standby is
+    /// configured (the timeline verdict needs it).
+    async fn check_server(&mut self, client: &Client) -> Result<bool, WalError> {
+        let target = &self.target;
+        let row = client.query_one(sql::SERVER_STATE, &[]).await.map_err(|e| target.open_error("server state", e))?;
+        let fsync: String = row.get(1);
+        let state = ServerState { in_recovery: row.get(0), fsync: fsync != "off", synchronous_standby_names: row.get(2) };
+        let warnings = ring::startup_checks(&state, target.settings.allow_unsafe)
+            .map_err(|refusal| WalError::Open(format!("{}: refused: {refusal}", target.name)))?;
+        for warning in warnings {
+            self.note(StartupNote::Warning(warning));
+        }
+        Ok(!state.synchronous_standby_names.trim().is_empty())
+    }
+
+    /// A writer claims the node row with the next epoch; `dump` reads it as it is.
+    async fn node_row(&self, client: &mut Client) -> Result<NodeRow, WalError> {
+        let target = &self.target;
+        let node_row = if self.create {
+            sql::create_tables(client, &[]).await.map_err(|e| target.open_error("cannot create pico_wal_node", e))?;
+            Some(claim_next(client, target).await?)
+        } else {
+            let exists: bool =
+                client.query_one(sql::TABLE_EXISTS, &[&ring::NODE_TABLE]).await.map_err(|e| target.open_error("catalog", e))?.get(0);
+            if exists {
+                client
+                    .query_opt(&sql::read_node_row(), &[&target.cluster, &target.node])
+                    .await
+                    .map_err(|e| target.open_error("reading pico_wal_node", e))?
+                    .map(|row| NodeRow::from_row(&row))
+            } else {
+                None
+            }
+        };
+        node_row.ok_or_else(|| WalError::Open(format!("{}: no WAL for this cluster and node (nothing was ever appended)", target.name)))
+    }
+
+    /// The timeline against the one recorded at the last start; a writer records the
+    /// current one.
+    async fn check_timeline(
+        &mut self,
+        client: &Client,
+        recorded: Option<i64>,
+        synchronous_standby: bool,
+        epoch: u64,
+    ) -> Result<(), WalError> {
+        let target = self.target.clone();
+        let timeline_hex: String = client.query_one(sql::TIMELINE, &[]).await.map_err(|e| target.open_error("timeline", e))?.get(0);
+        let timeline = ring::parse_timeline(&timeline_hex)
+            .ok_or_else(|| WalError::Open(format!("{}: cannot read the timeline from {timeline_hex:?}", target.name)))?;
+        let verdict = ring::timeline_verdict(recorded.map(|t| t as u32), timeline, synchronous_standby);
         if verdict.is_notable() {
             self.note(StartupNote::Timeline(verdict));
         }
         if self.create {
             let updated = client
-                .execute(&sql::update_timeline(), &[&cluster, &node, &to_i64(epoch), &i64::from(timeline)])
+                .execute(&sql::update_timeline(), &[&target.cluster, &target.node, &to_i64(epoch), &i64::from(timeline)])
                 .await
-                .map_err(|e| open_error("recording the timeline", e))?;
+                .map_err(|e| target.open_error("recording the timeline", e))?;
             if updated == 0 {
                 return Err(WalError::Open(format!("{}: fenced during start-up by a newer writer", target.name)));
             }
         }
-
-        // The driver resumes at the head; the confirmations map starts with the chain.
-        let head = chain.head;
-        let mut batches = VecDeque::new();
-        let mut segments: Vec<(u64, Option<u64>)> = Vec::new();
-        let mut record_index = 0usize;
-        for &(_, _, end, count) in &chain.rows {
-            record_index += count;
-            let last_seq = chain.records[record_index - 1].seq;
-            batches.push_back((last_seq, end));
-        }
-        let first_generation = geometry.first_kept_generation(trim_offset.min(head));
-        for generation in first_generation..=geometry.generation(head) {
-            let last = chain
-                .rows
-                .iter()
-                .zip(batches.iter())
-                .filter(|((_, start, _, _), _)| geometry.generation(*start) == generation)
-                .map(|(_, &(last_seq, _))| last_seq)
-                .next_back();
-            segments.push((generation, last));
-        }
-        {
-            let mut state = self.shared.lock();
-            state.schedule = RingSchedule::new(geometry, trim_offset, batches);
-            state.epoch = epoch;
-        }
-        if self.create {
-            self.runtime.spawn(trim_loop(Arc::clone(&self.shared), target.clone()));
-        }
-        Ok(Recovered {
-            next_seq: chain.next_seq(),
-            records: chain.records,
-            lsn: head,
-            segment: geometry.generation(head),
-            segment_bytes: head - geometry.generation_start(geometry.generation(head)),
-            segments,
-            repaired,
-        })
+        Ok(())
     }
 }
 
@@ -513,6 +461,77 @@ impl NodeRow {
     fn from_row(row: &tokio_postgres::Row) -> NodeRow {
         NodeRow { epoch: row.get(0), trim_offset: row.get(1), segments: row.get(2), segment_bytes: row.get(3), timeline: row.get(4) }
     }
+
+    fn geometry(&self) -> RingGeometry {
+        RingGeometry { segments: self.segments as u64, segment_bytes: self.segment_bytes as u64 }
+    }
+}
+
+/// Every row recovery needs (those ending at or after the trim offset), slot by slot.
+async fn read_slots(client: &Client, target: &Target, tables: &[String], trim_offset: u64) -> Result<Vec<SlotRow>, WalError> {
+    let mut rows = Vec::new();
+    for (slot, table) in tables.iter().enumerate() {
+        let exists: bool =
+            client.query_one(sql::TABLE_EXISTS, &[&table.as_str()]).await.map_err(|e| target.open_error("catalog", e))?.get(0);
+        if !exists {
+            continue;
+        }
+        for row in client.query(&sql::rows_from(table), &[&to_i64(trim_offset)]).await.map_err(|e| target.open_error(table, e))? {
+            rows.push(SlotRow {
+                slot: slot as u64,
+                start_offset: row.get::<_, i64>(0) as u64,
+                end_offset: row.get::<_, i64>(1) as u64,
+                epoch: row.get::<_, i64>(2) as u64,
+                body: row.get(3),
+            });
+        }
+    }
+    Ok(rows)
+}
+
+/// Carries out [`ring::clean_up_plan`] in one transaction under the fence.
+async fn clean_up(
+    client: &mut Client,
+    target: &Target,
+    tables: &[String],
+    plan: Vec<ring::SlotCleanUp>,
+    epoch: u64,
+) -> Result<(), WalError> {
+    let error = |e| target.open_error("clean-up", e);
+    let transaction = client.transaction().await.map_err(error)?;
+    hold(&transaction, target, epoch).await?;
+    for (table, step) in tables.iter().zip(plan) {
+        match step {
+            ring::SlotCleanUp::DeleteFrom { head } => {
+                transaction.execute(&sql::delete_from(table), &[&to_i64(head)]).await.map_err(error)?;
+            }
+            ring::SlotCleanUp::Truncate => transaction.batch_execute(&sql::truncate(table)).await.map_err(error)?,
+        }
+    }
+    transaction.commit().await.map_err(error)
+}
+
+/// Replaces the drained ring's tables with `requested`'s, recording it under the fence.
+async fn change_ring(
+    client: &mut Client,
+    target: &Target,
+    tables: &[String],
+    requested: &RingGeometry,
+    epoch: u64,
+) -> Result<(), WalError> {
+    let error = |e| target.open_error("ring change", e);
+    let transaction = client.transaction().await.map_err(error)?;
+    hold(&transaction, target, epoch).await?;
+    for table in tables {
+        transaction.batch_execute(&sql::drop_table(table)).await.map_err(error)?;
+    }
+    let (segments, segment_bytes) = (to_i64(requested.segments), to_i64(requested.segment_bytes));
+    transaction
+        .execute(&sql::update_geometry(), &[&target.cluster, &target.node, &to_i64(epoch), &segments, &segment_bytes])
+        .await
+        .map_err(error)?;
+    transaction.commit().await.map_err(error)?;
+    sql::create_tables(client, &target.tables(requested)).await.map_err(|e| target.open_error("cannot create the slot tables", e))
 }
 
 /// Claims the node row with the next epoch (see [`sql`] for why under a row lock).
@@ -916,7 +935,7 @@ async fn trim_once(
         return Ok(false);
     }
     for generation in released {
-        transaction.batch_execute(&format!("TRUNCATE {}", target.table(geometry.slot(generation)))).await?;
+        transaction.batch_execute(&sql::truncate(&target.table(geometry.slot(generation)))).await?;
     }
     transaction.commit().await?;
     Ok(true)

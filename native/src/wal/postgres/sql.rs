@@ -23,10 +23,15 @@
 
 use tokio_postgres::{Client, Error};
 
-use walab_core::ring::NODE_TABLE;
+use walab_core::ring::{SynchronousCommit, NODE_TABLE};
 
 /// The advisory lock key under which walab creates its tables ("walab" in ASCII).
 pub const DDL_LOCK_KEY: i64 = 0x77_616c_6162;
+
+/// Every connection of a writer commits with the URL's `synchronousCommit`.
+pub fn set_synchronous_commit(level: SynchronousCommit) -> String {
+    format!("SET synchronous_commit = {}", level.as_sql())
+}
 
 /// `CREATE TABLE IF NOT EXISTS` for the node table.
 pub fn create_node_table() -> String {
@@ -146,6 +151,21 @@ pub fn current_epoch() -> String {
 /// Every row of a slot that recovery needs: those ending at or after the trim offset.
 pub fn rows_from(table: &str) -> String {
     format!("SELECT start_offset, end_offset, epoch, body FROM {table} WHERE end_offset >= $1 ORDER BY start_offset")
+}
+
+/// Deletes a kept slot's rows at or beyond the chain's head ($1): never acknowledged.
+pub fn delete_from(table: &str) -> String {
+    format!("DELETE FROM {table} WHERE start_offset >= $1")
+}
+
+/// Empties a slot whose generations were released.
+pub fn truncate(table: &str) -> String {
+    format!("TRUNCATE {table}")
+}
+
+/// Drops a slot table of a drained ring that is being replaced.
+pub fn drop_table(table: &str) -> String {
+    format!("DROP TABLE IF EXISTS {table}")
 }
 
 /// Whether a table exists (`dump` of a log that was never written).
