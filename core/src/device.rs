@@ -36,9 +36,17 @@
 //! with no sync running ([`Device::fail_write_back`]), is reported to the *next* sync of
 //! the file ([`Device::take_reported_error`]), once, as Linux's errseq does.
 //!
+//! A file's size is what a sync makes durable with its data: a write past the end grows
+//! the file in the page cache only, and the media keeps its old size until a sync that
+//! covers the new end returns (or, after a cut, up to the end of the last unit that
+//! landed). Linux counts write-back errors per file ([`Device::write_errors`], its
+//! `errseq_t`): every open made before an error hears of it at its next sync.
+//!
 //! Deleting a file and creating one are modelled as already durable (the unlink or the
 //! create and its directory sync are not the subject here); a created file is zero-filled
-//! at its size on the media, as the tiny store prepares its segments.
+//! at its size on the media, as the tiny store prepares its segments. A file system's
+//! names and their directory syncs live in the layer above (the crash tests' file layer,
+//! `native/src/wal/file/fault_fs.rs`, which runs the real file WAL on this device).
 
 use crate::rng::Rng;
 
@@ -92,6 +100,8 @@ struct DeviceFile {
     volatile: Vec<InTransit>,
     /// A background write-back failed; the next sync reports it.
     error_pending: bool,
+    /// Write-back errors so far (failed syncs and failed background write-backs).
+    write_errors: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -99,6 +109,8 @@ struct RunningSync {
     id: SyncId,
     file: FileId,
     units: Vec<InTransit>,
+    /// The file's size when the sync started: durable once it returns.
+    size: usize,
 }
 
 /// Misuse of the device by its driver (a bug in the caller, reported rather than a panic).
@@ -172,6 +184,7 @@ impl Device {
             dirty: Vec::new(),
             volatile: Vec::new(),
             error_pending: false,
+            write_errors: 0,
         });
         FileId((self.files.len() - 1) as u32)
     }
@@ -192,6 +205,11 @@ impl Device {
         &self.files[file.0 as usize].name
     }
 
+    /// The files that exist now, in id order.
+    pub fn live_files(&self) -> impl Iterator<Item = FileId> + '_ {
+        self.files.iter().enumerate().filter(|(_, entry)| entry.exists).map(|(index, _)| FileId(index as u32))
+    }
+
     pub fn exists(&self, file: FileId) -> bool {
         self.files.get(file.0 as usize).is_some_and(|entry| entry.exists)
     }
@@ -204,17 +222,15 @@ impl Device {
         Ok(entry)
     }
 
-    /// Writes bytes into the page cache at `offset` (growing the file with zeros if
-    /// needed); the units they touch become dirty. Returns those units.
+    /// Writes bytes into the page cache at `offset` (growing the file there with zeros
+    /// if needed; the media keeps its size until a sync); the units they touch become
+    /// dirty. Returns those units.
     pub fn write(&mut self, file: FileId, offset: usize, bytes: &[u8]) -> Result<Vec<u32>, DeviceError> {
         let unit_bytes = self.unit_bytes;
         let entry = self.live(file)?;
         let end = offset + bytes.len();
         if entry.cache.len() < end {
             entry.cache.resize(end, 0);
-        }
-        if entry.media.len() < end {
-            entry.media.resize(end, 0);
         }
         entry.dirty.resize(entry.cache.len().div_ceil(unit_bytes), false);
         entry.cache[offset..end].copy_from_slice(bytes);
@@ -267,9 +283,10 @@ impl Device {
         }
         units.sort_by_key(|transit| transit.unit);
         let covered = units.iter().map(|transit| transit.unit).collect();
+        let size = entry.cache.len();
         let id = SyncId(self.next_sync);
         self.next_sync += 1;
-        self.syncs.push(RunningSync { id, file, units });
+        self.syncs.push(RunningSync { id, file, units, size });
         Ok((id, covered))
     }
 
@@ -285,6 +302,9 @@ impl Device {
         let entry = self.files.get_mut(running.file.0 as usize).ok_or(DeviceError::NoSuchFile(running.file))?;
         let mut persisted = Vec::with_capacity(running.units.len());
         if entry.exists {
+            if entry.media.len() < running.size {
+                entry.media.resize(running.size, 0);
+            }
             for transit in &running.units {
                 let start = transit.unit as usize * unit_bytes;
                 let end = start + transit.bytes.len();
@@ -304,6 +324,9 @@ impl Device {
     pub fn fail_sync(&mut self, sync: SyncId) -> Result<Vec<u32>, DeviceError> {
         let running = self.take_sync(sync)?;
         let units: Vec<u32> = running.units.iter().map(|transit| transit.unit).collect();
+        if let Some(entry) = self.files.get_mut(running.file.0 as usize) {
+            entry.write_errors += 1;
+        }
         self.drop_units(running.file, &units);
         Ok(units)
     }
@@ -314,12 +337,12 @@ impl Device {
         }
         let unit_bytes = self.unit_bytes;
         if let Some(entry) = self.files.get_mut(file.0 as usize) {
+            // Past the media's end the pages revert to zeros (what a read there finds).
             for &unit in units {
                 let start = unit as usize * unit_bytes;
-                let end = (start + unit_bytes).min(entry.cache.len()).min(entry.media.len());
-                if start < end {
-                    let media = entry.media[start..end].to_vec();
-                    entry.cache[start..end].copy_from_slice(&media);
+                let end = (start + unit_bytes).min(entry.cache.len());
+                for offset in start..end {
+                    entry.cache[offset] = entry.media.get(offset).copied().unwrap_or(0);
                 }
             }
         }
@@ -338,6 +361,7 @@ impl Device {
             }
         }
         entry.error_pending = true;
+        entry.write_errors += 1;
         self.drop_units(file, &dropped);
         Ok(dropped)
     }
@@ -351,11 +375,19 @@ impl Device {
         }
     }
 
+    /// Write-back errors on the file so far (Linux's `errseq_t`): an open that recorded
+    /// a lower count than this one hears of an error at its next sync.
+    pub fn write_errors(&self, file: FileId) -> u64 {
+        self.files.get(file.0 as usize).map_or(0, |entry| entry.write_errors)
+    }
+
     /// Deletes a file (durably).
     pub fn delete(&mut self, file: FileId) -> Result<(), DeviceError> {
         let entry = self.live(file)?;
         entry.exists = false;
-        entry.dirty.clear();
+        entry.cache = Vec::new();
+        entry.media = Vec::new();
+        entry.dirty = Vec::new();
         entry.volatile.clear();
         self.syncs.retain(|running| running.file != file);
         Ok(())
@@ -423,11 +455,16 @@ impl Device {
         Image { files: self.files.iter().map(|entry| entry.name.clone()).zip(media).collect() }
     }
 
+    /// Per uncertain unit, whether it reached the media: a seeded coin each.
+    pub fn sample_kept(&self, seed: u64) -> Vec<bool> {
+        let mut rng = Rng::new(seed);
+        self.uncertain_units().iter().map(|_| rng.coin()).collect()
+    }
+
     /// One post-crash state, each uncertain unit kept with probability 1/2 (seeded).
     pub fn sample_power_cut(&self, seed: u64) -> (Vec<UnitRef>, Image) {
         let uncertain = self.uncertain_units();
-        let mut rng = Rng::new(seed);
-        let kept: Vec<bool> = uncertain.iter().map(|_| rng.coin()).collect();
+        let kept = self.sample_kept(seed);
         let image = self.image_after_power_cut(|index| kept[index]);
         let kept_units = uncertain.iter().zip(&kept).filter(|(_, kept)| **kept).map(|(unit, _)| *unit).collect();
         (kept_units, image)
@@ -461,6 +498,34 @@ impl Device {
     /// The media as it is now, as if the machine rebooted with no sync running.
     pub fn media_image(&self) -> Image {
         self.image_after_power_cut(|_| false)
+    }
+
+    /// Background write-back of every file: all dirty units go to the device's volatile
+    /// cache, where a power cut decides each one's fate.
+    pub fn write_back_all(&mut self) {
+        for index in 0..self.files.len() {
+            if self.files[index].exists {
+                let _ = self.write_back(FileId(index as u32));
+            }
+        }
+    }
+
+    /// The power fails now and comes back: the device becomes the post-crash state in
+    /// which uncertain unit `i` reached the media iff `kept(i)`. Running syncs, the
+    /// volatile cache and dirty pages are gone; the page cache starts again from the
+    /// media; a pending background error dies with the kernel that held it.
+    pub fn cut_power(&mut self, kept: impl Fn(usize) -> bool) {
+        let image = self.image_after_power_cut(kept);
+        for (entry, (_, media)) in self.files.iter_mut().zip(image.files) {
+            if let Some(media) = media {
+                entry.dirty = vec![false; media.len().div_ceil(self.unit_bytes)];
+                entry.cache = media.clone();
+                entry.media = media;
+            }
+            entry.volatile.clear();
+            entry.error_pending = false;
+        }
+        self.syncs.clear();
     }
 }
 
@@ -557,6 +622,63 @@ mod tests {
         assert_eq!(units, [0], "a sync flushes what write-back handed over");
         device.finish_sync(sync).unwrap();
         assert_eq!(&device.read_media(file).unwrap()[..2], b"wb");
+    }
+
+    #[test]
+    fn a_file_grows_on_the_media_only_with_a_sync_or_a_unit_that_landed() {
+        let mut device = Device::new(4);
+        let file = device.register("F7");
+        device.create(file, 0).unwrap();
+        device.write(file, 0, b"abcdef").unwrap();
+        assert_eq!(device.read_cache(file).unwrap(), b"abcdef");
+        assert_eq!(device.read_media(file).unwrap(), b"", "the size is not durable yet");
+        let (sync, _) = device.start_sync(file).unwrap();
+        let states = device.enumerate_power_cuts().unwrap();
+        let sizes: Vec<&[u8]> = states.iter().map(|(_, image)| image.file("F7").unwrap()).collect();
+        assert_eq!(sizes, [&b""[..], b"abcd", b"\0\0\0\0ef", b"abcdef"]);
+        device.finish_sync(sync).unwrap();
+        assert_eq!(device.read_media(file).unwrap(), b"abcdef");
+    }
+
+    #[test]
+    fn every_failed_write_back_counts_once_for_every_open() {
+        let (mut device, file) = device_with_file();
+        assert_eq!(device.write_errors(file), 0);
+        device.write(file, 0, b"one!").unwrap();
+        let (sync, _) = device.start_sync(file).unwrap();
+        device.fail_sync(sync).unwrap();
+        assert_eq!(device.write_errors(file), 1);
+        device.write(file, 4, b"two!").unwrap();
+        device.fail_write_back(file).unwrap();
+        assert_eq!(device.write_errors(file), 2);
+    }
+
+    #[test]
+    fn a_cut_power_leaves_the_chosen_post_crash_state_and_a_clean_cache() {
+        let (mut device, file) = device_with_file();
+        device.write(file, 0, b"aaaabbbb").unwrap();
+        device.start_sync(file).unwrap();
+        device.write(file, 8, b"cccc").unwrap();
+        let expected = device.image_after_power_cut(|unit| unit == 1);
+        device.cut_power(|unit| unit == 1);
+        assert_eq!(device.media_image(), expected);
+        assert_eq!(device.cache_image(), expected, "the page cache starts again from the media");
+        assert_eq!(&device.read_media(file).unwrap()[..12], b"\0\0\0\0bbbb\0\0\0\0");
+        assert!(device.uncertain_units().is_empty());
+        let (_, units) = device.start_sync(file).unwrap();
+        assert!(units.is_empty(), "nothing is dirty after the reboot");
+    }
+
+    #[test]
+    fn btrfs_reverts_a_failed_extension_to_zeros() {
+        let mut device = Device::with_profile(4, FailureProfile::RevertCache);
+        let file = device.register("F7");
+        device.create(file, 0).unwrap();
+        device.write(file, 0, b"lost").unwrap();
+        let (sync, _) = device.start_sync(file).unwrap();
+        device.fail_sync(sync).unwrap();
+        assert_eq!(device.read_cache(file).unwrap(), [0; 4]);
+        assert_eq!(device.read_media(file).unwrap(), b"");
     }
 
     #[test]

@@ -16,7 +16,8 @@
 //!
 //! # `--power-loss --cuts K`: the power fails
 //!
-//! The load runs in this process over [`crate::wal::file::fault_fs::FaultFs`], a disk that
+//! The load runs in this process over [`crate::wal::file::fault_fs::FaultFs`], the
+//! core's simulated device (the one the lab draws) behind the file WAL's file calls: it
 //! knows what was synced. Each round schedules a power cut on a random upcoming
 //! file-system call (seeded), lets writers append until the cut stops the log, then
 //! "reboots" (the disk keeps only what a real device would have: synced bytes, plus a

@@ -1,5 +1,5 @@
 //! A disk that can fail: the fault-injecting [`WalFs`], in the manner of RocksDB's
-//! `FaultInjectionTestFS`.
+//! `FaultInjectionTestFS`, as a thin file layer over the lab's device model.
 //!
 //! Killing a process with SIGKILL tests less than it seems: the kernel's page cache
 //! survives the kill, so every byte the process wrote is still readable afterwards,
@@ -7,26 +7,32 @@
 //! tests. Only a power loss separates "written" from "durable", and this module makes one
 //! that a test can cause at will.
 //!
-//! [`FaultFs`] keeps every file in memory twice: the bytes as the page cache holds them
-//! (`current`) and the bytes as the device holds them (`durable`), plus the set of
-//! *units* (atomic device sectors, `unit_bytes` each) written since the last sync.
-//! Directories are modelled the same way: the names a listing shows now, and the names a
-//! power loss would leave (those made durable by a directory sync).
+//! The disk itself is [`walab_core::device::Device`], the model the teaching page draws:
+//! page cache, atomic units, per-file syncs, failed-sync semantics per file system
+//! ([`FailureProfile`]), power cuts that decide each in-flight unit's fate. So the crash
+//! tests run the real file WAL on the very disk the lab shows, as TigerBeetle's simulated
+//! storage serves its real code. This layer adds only what a file system has and a device
+//! does not:
 //!
-//! - `sync_data` copies the file's dirty units to the device and clears them.
-//! - A sync chosen with [`FaultFs::fail_sync`] returns EIO and does what Linux may do: it
-//!   marks the dirty pages clean *without* writing them, so a later sync succeeds with
-//!   nothing to do, and the page cache still shows bytes the device never got
-//!   ([`FaultFs::read_page_cache`] shows them; [`WalFs::read_from_device`] does not).
-//!   Like Linux's per-file `errseq_t`, every handle opened *before* the failure is told
-//!   of it once, at its next sync, whichever handle met it: the file WAL's sync threads
-//!   each sync through their own open, and none may miss an error another one met.
-//! - A power cut ([`FaultFs::cut_power`], or scheduled with [`FaultFs::schedule_cut`]
-//!   to fall on the n-th mutating call) keeps, for every dirty unit, either nothing
-//!   ([`CutMode::DropUnsynced`]) or a seeded coin's choice of old or new bytes
-//!   ([`CutMode::Tear`]): units reach the media whole, in any order. Names not made
-//!   durable by a directory sync vanish; removes not made durable come back. From then
-//!   on every call fails with EIO until [`FaultFs::restart`], which is the reboot.
+//! - **Names.** Each created file is a device file; a directory table maps paths to them,
+//!   twice: the names a listing shows now, and the names a power loss would leave (made
+//!   durable by a directory sync). A file no name points at, now or durably, is deleted
+//!   from the device.
+//! - **Opens.** `sync_data` is the device's sync started and finished in one call. Like
+//!   Linux's per-file `errseq_t` ([`Device::write_errors`]), every handle opened *before*
+//!   a failure is told of it once, at its next sync, whichever handle met it: the file
+//!   WAL's sync threads each sync through their own open, and none may miss an error
+//!   another one met.
+//! - **Faults on demand.** A chosen sync of a file fails ([`FaultFs::fail_sync_of`]: the
+//!   device marks its units clean without writing them, so a later sync succeeds with
+//!   nothing to do, and under ext4's and XFS's profile the page cache still shows bytes
+//!   the media never got); a chosen write fails with an errno; a power cut
+//!   ([`FaultFs::cut_power`], or scheduled with [`FaultFs::schedule_cut`] to fall on the
+//!   n-th mutating call) either drops every unsynced unit ([`CutMode::DropUnsynced`]) or
+//!   lets the kernel's write-back hand them all to the device first, where a seeded coin
+//!   decides each one ([`CutMode::Tear`]): units reach the media whole, in any order.
+//!   Names not made durable vanish; removes not made durable come back. From then on
+//!   every call fails with EIO until [`FaultFs::restart`], the reboot.
 //!
 //! Directories created with `create_dir_all` are durable at once (a simplification: the
 //! WAL syncs their parents anyway, and the interesting losses are the log files).
@@ -37,7 +43,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-use walab_core::rng::Rng;
+use walab_core::device::{Device, DeviceError, FailureProfile, FileId};
 
 use super::fs::{WalFile, WalFs};
 
@@ -50,44 +56,23 @@ pub enum CutMode {
     Tear,
 }
 
-#[derive(Debug, Default)]
-struct Inode {
-    /// What the page cache holds.
-    current: Vec<u8>,
-    /// What the device holds.
-    durable: Vec<u8>,
-    /// Units written since the last sync.
-    dirty_units: BTreeSet<u64>,
-    /// Write-back errors so far (Linux's `errseq_t` on the file's mapping): a handle
-    /// opened before an error is told of it by its next sync, whichever handle's sync
-    /// met it first.
-    write_errors: u64,
-}
-
 #[derive(Debug)]
 struct State {
-    unit_bytes: u64,
-    inodes: HashMap<u64, Inode>,
-    next_inode: u64,
-    names: BTreeMap<PathBuf, u64>,
-    durable_names: BTreeMap<PathBuf, u64>,
+    device: Device,
+    names: BTreeMap<PathBuf, FileId>,
+    durable_names: BTreeMap<PathBuf, FileId>,
     dirs: BTreeSet<PathBuf>,
     powered: bool,
+    /// When on, [`WalFs::read_from_device`] reads the page cache, as a plain `read` does.
+    reads_through_cache: bool,
     /// Mutating calls so far (writes, syncs, creates, removes, renames, directory syncs).
     ops: u64,
-    /// `sync_data` calls so far.
-    syncs: u64,
-    fail_syncs: BTreeSet<u64>,
-    /// Per inode: `sync_data` calls on that file so far, and which of them fail.
-    inode_syncs: HashMap<u64, u64>,
-    fail_inode_syncs: BTreeSet<(u64, u64)>,
-    /// (write number, errno): that `write_at` call fails.
-    fail_write: Option<(u64, i32)>,
-    /// (inode, errno): that file's next `write_at` fails.
-    fail_inode_write: Option<(u64, i32)>,
-    writes: u64,
+    /// Per file: `sync_data` calls on it so far, and which of them fail.
+    file_syncs: HashMap<FileId, u64>,
+    fail_file_syncs: BTreeSet<(FileId, u64)>,
+    /// (file, errno): that file's next `write_at` fails.
+    fail_file_write: Option<(FileId, i32)>,
     scheduled_cut: Option<(u64, CutMode, u64)>,
-    cuts: u64,
 }
 
 /// The in-memory, fault-injecting file system. Clones share one disk.
@@ -105,13 +90,13 @@ struct SyncGate {
     permits: Mutex<Option<u64>>,
     changed: Condvar,
     waiting: AtomicUsize,
-    /// The one file (inode) whose syncs the gate holds; others pass.
-    inode: AtomicU64,
+    /// The one file whose syncs the gate holds (its id + 1; 0 holds none); others pass.
+    file: AtomicU64,
 }
 
 impl SyncGate {
-    fn pass(&self, inode: u64) {
-        if self.inode.load(Ordering::SeqCst) != inode {
+    fn pass(&self, file: FileId) {
+        if self.file.load(Ordering::SeqCst) != u64::from(file.0) + 1 {
             return;
         }
         let mut permits = self.permits.lock().unwrap_or_else(|p| p.into_inner());
@@ -126,8 +111,13 @@ impl SyncGate {
     }
 }
 
-fn power_off_error() -> io::Error {
+fn eio() -> io::Error {
     io::Error::from_raw_os_error(libc::EIO)
+}
+
+/// A handle whose file the device no longer has (removed and forgotten, or lost to a cut).
+fn stale(_: DeviceError) -> io::Error {
+    io::Error::from_raw_os_error(libc::ESTALE)
 }
 
 fn not_found(path: &Path) -> io::Error {
@@ -135,84 +125,80 @@ fn not_found(path: &Path) -> io::Error {
 }
 
 impl State {
-    /// Counts a mutating call; cuts the power if this is the scheduled one (and then the
-    /// call fails). `tear_inode` is the file whose sync is in progress, if any: its dirty
-    /// units are what the cut tears.
-    fn mutating_call(&mut self) -> io::Result<()> {
-        if !self.powered {
-            return Err(power_off_error());
+    fn powered(&self) -> io::Result<()> {
+        if self.powered {
+            Ok(())
+        } else {
+            Err(eio())
         }
+    }
+
+    /// Counts a mutating call; cuts the power if this is the scheduled one (and then the
+    /// call fails).
+    fn mutating_call(&mut self) -> io::Result<()> {
+        self.powered()?;
         self.ops += 1;
         if let Some((at, mode, seed)) = self.scheduled_cut {
             if self.ops >= at {
                 self.scheduled_cut = None;
                 self.cut(mode, seed);
-                return Err(power_off_error());
+                return Err(eio());
             }
         }
         Ok(())
     }
 
     fn cut(&mut self, mode: CutMode, seed: u64) {
-        let mut rng = Rng::new(seed);
-        let unit = self.unit_bytes;
-        for inode in self.inodes.values_mut() {
-            for &index in &inode.dirty_units {
-                let keep = match mode {
-                    CutMode::DropUnsynced => false,
-                    CutMode::Tear => rng.coin(),
-                };
-                if !keep {
-                    continue;
-                }
-                let start = index * unit;
-                let end = ((index + 1) * unit).min(inode.current.len() as u64);
-                if start >= end {
-                    continue;
-                }
-                if (inode.durable.len() as u64) < end {
-                    inode.durable.resize(end as usize, 0);
-                }
-                inode.durable[start as usize..end as usize].copy_from_slice(&inode.current[start as usize..end as usize]);
+        match mode {
+            CutMode::DropUnsynced => self.device.cut_power(|_| false),
+            CutMode::Tear => {
+                self.device.write_back_all();
+                let kept = self.device.sample_kept(seed);
+                self.device.cut_power(|unit| kept[unit]);
             }
-            inode.dirty_units.clear();
-            inode.current = inode.durable.clone();
         }
         self.names = self.durable_names.clone();
-        let live: BTreeSet<u64> = self.names.values().copied().collect();
-        self.inodes.retain(|id, _| live.contains(id));
+        self.forget_unnamed();
         self.powered = false;
-        self.cuts += 1;
     }
 
-    fn inode_of(&self, path: &Path) -> io::Result<u64> {
+    /// Deletes from the device every file no name points at, now or durably.
+    fn forget_unnamed(&mut self) {
+        let named: BTreeSet<FileId> = self.names.values().chain(self.durable_names.values()).copied().collect();
+        let unnamed: Vec<FileId> = self.device.live_files().filter(|file| !named.contains(file)).collect();
+        for file in unnamed {
+            let _ = self.device.delete(file);
+        }
+    }
+
+    fn file_of(&self, path: &Path) -> io::Result<FileId> {
         self.names.get(path).copied().ok_or_else(|| not_found(path))
     }
 }
 
 impl FaultFs {
-    /// An empty disk whose atomic unit is `unit_bytes` (512 or 4096 on real devices).
+    /// An empty disk whose atomic unit is `unit_bytes` (512 or 4096 on real devices), on
+    /// ext4's or XFS's terms (a failed write-back keeps its bytes in the page cache).
     pub fn new(unit_bytes: u64) -> FaultFs {
+        FaultFs::with_profile(unit_bytes, FailureProfile::KeepCache)
+    }
+
+    /// An empty disk whose file system handles failed write-backs as `profile` says.
+    pub fn with_profile(unit_bytes: u64, profile: FailureProfile) -> FaultFs {
         assert!(unit_bytes > 0, "unit_bytes > 0");
         FaultFs {
             state: Arc::new(Mutex::new(State {
-                unit_bytes,
-                inodes: HashMap::new(),
-                next_inode: 1,
+                device: Device::with_profile(unit_bytes as usize, profile),
                 names: BTreeMap::new(),
                 durable_names: BTreeMap::new(),
                 dirs: BTreeSet::new(),
                 powered: true,
+                reads_through_cache: false,
                 ops: 0,
-                syncs: 0,
-                fail_syncs: BTreeSet::new(),
-                inode_syncs: HashMap::new(),
-                fail_inode_syncs: BTreeSet::new(),
-                fail_write: None,
-                fail_inode_write: None,
-                writes: 0,
+                file_syncs: HashMap::new(),
+                fail_file_syncs: BTreeSet::new(),
+                fail_file_write: None,
                 scheduled_cut: None,
-                cuts: 0,
             })),
             gate: Arc::default(),
         }
@@ -221,8 +207,8 @@ impl FaultFs {
     /// Holds every later sync of the file at `path` (others, like a spare segment being
     /// zero-filled, pass) at a gate until [`FaultFs::allow_syncs`] lets it through.
     pub fn close_sync_gate_of(&self, path: &Path) -> io::Result<()> {
-        let inode = *self.lock().names.get(path).ok_or_else(|| io::Error::from_raw_os_error(libc::ENOENT))?;
-        self.gate.inode.store(inode, Ordering::SeqCst);
+        let file = self.lock().file_of(path)?;
+        self.gate.file.store(u64::from(file.0) + 1, Ordering::SeqCst);
         *self.gate.permits.lock().unwrap_or_else(|p| p.into_inner()) = Some(0);
         self.gate.changed.notify_all();
         Ok(())
@@ -251,38 +237,24 @@ impl FaultFs {
         self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Makes the `n`-th `sync_data` from now (1 = the next one) fail with EIO, marking
-    /// the file's dirty pages clean without writing them.
-    pub fn fail_sync(&self, n: u64) {
-        let mut state = self.lock();
-        let at = state.syncs + n;
-        state.fail_syncs.insert(at);
-    }
-
     /// Makes the `n`-th `sync_data` of the file at `path` from now (1 = its next one)
-    /// fail with EIO. Unlike [`FaultFs::fail_sync`], syncs of other files (a spare
-    /// segment being prepared on another thread) neither count nor take the failure.
+    /// fail with EIO. Syncs of other files (a spare segment being prepared on another
+    /// thread) neither count nor take the failure.
     pub fn fail_sync_of(&self, path: &Path, n: u64) -> io::Result<()> {
         let mut state = self.lock();
-        let inode = *state.names.get(path).ok_or_else(|| io::Error::from_raw_os_error(libc::ENOENT))?;
-        let at = state.inode_syncs.get(&inode).copied().unwrap_or(0) + n;
-        state.fail_inode_syncs.insert((inode, at));
+        let file = state.file_of(path)?;
+        let at = state.file_syncs.get(&file).copied().unwrap_or(0) + n;
+        state.fail_file_syncs.insert((file, at));
         Ok(())
     }
 
-    /// Makes the `n`-th `write_at` from now fail with `errno` (ENOSPC for a full disk).
-    pub fn fail_write(&self, n: u64, errno: i32) {
-        let mut state = self.lock();
-        let at = state.writes + n;
-        state.fail_write = Some((at, errno));
-    }
-
-    /// Makes the next `write_at` of the file at `path` fail with `errno`; writes to other
-    /// files (a spare segment being zero-filled on another thread) pass.
+    /// Makes the next `write_at` of the file at `path` fail with `errno` (ENOSPC for a
+    /// full disk); writes to other files (a spare segment being zero-filled on another
+    /// thread) pass.
     pub fn fail_next_write_of(&self, path: &Path, errno: i32) -> io::Result<()> {
         let mut state = self.lock();
-        let inode = state.inode_of(path)?;
-        state.fail_inode_write = Some((inode, errno));
+        let file = state.file_of(path)?;
+        state.fail_file_write = Some((file, errno));
         Ok(())
     }
 
@@ -303,15 +275,13 @@ impl FaultFs {
         }
     }
 
-    /// Powers the disk back on (the reboot after a cut). The files are what the device kept.
+    /// Powers the disk back on (the reboot after a cut). The files are what the media kept.
     pub fn restart(&self) {
         let mut state = self.lock();
         state.powered = true;
         state.scheduled_cut = None;
-        state.fail_syncs.clear();
-        state.fail_inode_syncs.clear();
-        state.fail_write = None;
-        state.fail_inode_write = None;
+        state.fail_file_syncs.clear();
+        state.fail_file_write = None;
     }
 
     /// True while the power is on.
@@ -323,16 +293,22 @@ impl FaultFs {
     /// failed sync), for tests that show why recovery must not read through the cache.
     pub fn read_page_cache(&self, path: &Path) -> io::Result<Vec<u8>> {
         let state = self.lock();
-        let id = state.inode_of(path)?;
-        Ok(state.inodes[&id].current.clone())
+        let file = state.file_of(path)?;
+        state.device.read_cache(file).map(<[u8]>::to_vec).ok_or_else(|| not_found(path))
+    }
+
+    /// Makes [`WalFs::read_from_device`] read through the page cache, as a recovery that
+    /// forgot to drop the cached pages would: for tests that show what that costs.
+    pub fn read_through_page_cache(&self, on: bool) {
+        self.lock().reads_through_cache = on;
     }
 }
 
 struct FaultFile {
     state: Arc<Mutex<State>>,
     gate: Arc<SyncGate>,
-    inode: u64,
-    /// The inode's write-back errors this handle has been told of (or that happened
+    file: FileId,
+    /// The file's write-back errors this handle has been told of (or that happened
     /// before it was opened).
     errors_seen: u64,
 }
@@ -347,92 +323,58 @@ impl WalFile for FaultFile {
     fn write_at(&mut self, offset: u64, bytes: &[u8]) -> io::Result<()> {
         let mut state = self.lock();
         state.mutating_call()?;
-        state.writes += 1;
-        if let Some((at, errno)) = state.fail_write {
-            if state.writes == at {
-                state.fail_write = None;
+        if let Some((file, errno)) = state.fail_file_write {
+            if file == self.file {
+                state.fail_file_write = None;
                 return Err(io::Error::from_raw_os_error(errno));
             }
         }
-        if let Some((inode, errno)) = state.fail_inode_write {
-            if inode == self.inode {
-                state.fail_inode_write = None;
-                return Err(io::Error::from_raw_os_error(errno));
-            }
-        }
-        let unit = state.unit_bytes;
-        let inode = state.inodes.get_mut(&self.inode).ok_or_else(|| io::Error::from_raw_os_error(libc::ESTALE))?;
-        let end = offset as usize + bytes.len();
-        if inode.current.len() < end {
-            inode.current.resize(end, 0);
-        }
-        inode.current[offset as usize..end].copy_from_slice(bytes);
-        if !bytes.is_empty() {
-            for index in offset / unit..=(end as u64 - 1) / unit {
-                inode.dirty_units.insert(index);
-            }
-        }
+        state.device.write(self.file, offset as usize, bytes).map_err(stale)?;
         Ok(())
     }
 
     fn sync_data(&mut self) -> io::Result<()> {
-        self.gate.pass(self.inode);
+        self.gate.pass(self.file);
         let shared = Arc::clone(&self.state);
         let mut state = shared.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         state.mutating_call()?;
-        state.syncs += 1;
-        let sync_number = state.syncs;
-        let inode_sync_number = {
-            let count = state.inode_syncs.entry(self.inode).or_insert(0);
+        let number = {
+            let count = state.file_syncs.entry(self.file).or_insert(0);
             *count += 1;
             *count
         };
-        let failing = state.fail_syncs.remove(&sync_number) | state.fail_inode_syncs.remove(&(self.inode, inode_sync_number));
-        let unit = state.unit_bytes;
-        let inode = state.inodes.get_mut(&self.inode).ok_or_else(|| io::Error::from_raw_os_error(libc::ESTALE))?;
+        let failing = state.fail_file_syncs.remove(&(self.file, number));
+        let device = &mut state.device;
+        let (sync, _) = device.start_sync(self.file).map_err(stale)?;
         if failing {
             // Linux after a write-back error: the pages are marked clean, not written,
             // and every open of the file learns of the error at its next sync.
-            inode.dirty_units.clear();
-            inode.write_errors += 1;
-            self.errors_seen = inode.write_errors;
-            return Err(io::Error::from_raw_os_error(libc::EIO));
+            device.fail_sync(sync).map_err(stale)?;
+            self.errors_seen = device.write_errors(self.file);
+            return Err(eio());
         }
-        if self.errors_seen < inode.write_errors {
+        device.finish_sync(sync).map_err(stale)?;
+        let errors = device.write_errors(self.file);
+        if self.errors_seen < errors {
             // Another handle's sync met an error this handle has not been told of.
-            self.errors_seen = inode.write_errors;
-            return Err(io::Error::from_raw_os_error(libc::EIO));
-        }
-        let dirty = std::mem::take(&mut inode.dirty_units);
-        if inode.durable.len() < inode.current.len() {
-            inode.durable.resize(inode.current.len(), 0);
-        }
-        for index in dirty {
-            let start = (index * unit) as usize;
-            let end = ((index + 1) * unit).min(inode.current.len() as u64) as usize;
-            if start < end {
-                inode.durable[start..end].copy_from_slice(&inode.current[start..end]);
-            }
+            self.errors_seen = errors;
+            return Err(eio());
         }
         Ok(())
     }
 
     fn len(&self) -> io::Result<u64> {
         let state = self.lock();
-        if !state.powered {
-            return Err(power_off_error());
-        }
-        let inode = state.inodes.get(&self.inode).ok_or_else(|| io::Error::from_raw_os_error(libc::ESTALE))?;
-        Ok(inode.current.len() as u64)
+        state.powered()?;
+        let bytes = state.device.read_cache(self.file).ok_or_else(|| io::Error::from_raw_os_error(libc::ESTALE))?;
+        Ok(bytes.len() as u64)
     }
 }
 
 impl WalFs for FaultFs {
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
         let mut state = self.lock();
-        if !state.powered {
-            return Err(power_off_error());
-        }
+        state.powered()?;
         let mut cursor = Some(dir);
         while let Some(current) = cursor {
             if current.as_os_str().is_empty() {
@@ -450,37 +392,31 @@ impl WalFs for FaultFs {
         if state.names.contains_key(path) {
             return Err(io::Error::from(io::ErrorKind::AlreadyExists));
         }
-        let id = state.next_inode;
-        state.next_inode += 1;
-        state.inodes.insert(id, Inode::default());
-        state.names.insert(path.to_path_buf(), id);
-        Ok(Box::new(FaultFile { state: Arc::clone(&self.state), gate: Arc::clone(&self.gate), inode: id, errors_seen: 0 }))
+        let file = state.device.register(&path.to_string_lossy());
+        state.device.create(file, 0).map_err(stale)?;
+        state.names.insert(path.to_path_buf(), file);
+        Ok(Box::new(FaultFile { state: Arc::clone(&self.state), gate: Arc::clone(&self.gate), file, errors_seen: 0 }))
     }
 
     fn open_write(&self, path: &Path) -> io::Result<Box<dyn WalFile>> {
         let state = self.lock();
-        if !state.powered {
-            return Err(power_off_error());
-        }
-        let id = state.inode_of(path)?;
-        let errors_seen = state.inodes.get(&id).map_or(0, |inode| inode.write_errors);
-        Ok(Box::new(FaultFile { state: Arc::clone(&self.state), gate: Arc::clone(&self.gate), inode: id, errors_seen }))
+        state.powered()?;
+        let file = state.file_of(path)?;
+        let errors_seen = state.device.write_errors(file);
+        Ok(Box::new(FaultFile { state: Arc::clone(&self.state), gate: Arc::clone(&self.gate), file, errors_seen }))
     }
 
     fn read_from_device(&self, path: &Path) -> io::Result<Vec<u8>> {
         let state = self.lock();
-        if !state.powered {
-            return Err(power_off_error());
-        }
-        let id = state.inode_of(path)?;
-        Ok(state.inodes[&id].durable.clone())
+        state.powered()?;
+        let file = state.file_of(path)?;
+        let bytes = if state.reads_through_cache { state.device.read_cache(file) } else { state.device.read_media(file) };
+        bytes.map(<[u8]>::to_vec).ok_or_else(|| not_found(path))
     }
 
     fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
         let state = self.lock();
-        if !state.powered {
-            return Err(power_off_error());
-        }
+        state.powered()?;
         if !state.dirs.contains(dir) {
             return Err(not_found(dir));
         }
@@ -499,29 +435,26 @@ impl WalFs for FaultFs {
     fn remove(&self, path: &Path) -> io::Result<()> {
         let mut state = self.lock();
         state.mutating_call()?;
-        state.names.remove(path).map(|_| ()).ok_or_else(|| not_found(path))?;
-        // The inode lives on while a durable name still points at it.
-        Ok(())
+        // The device file lives on while a durable name still points at it.
+        state.names.remove(path).map(|_| ()).ok_or_else(|| not_found(path))
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         let mut state = self.lock();
         state.mutating_call()?;
-        let id = state.names.remove(from).ok_or_else(|| not_found(from))?;
-        state.names.insert(to.to_path_buf(), id);
+        let file = state.names.remove(from).ok_or_else(|| not_found(from))?;
+        state.names.insert(to.to_path_buf(), file);
         Ok(())
     }
 
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         let mut state = self.lock();
         state.mutating_call()?;
-        let now: Vec<(PathBuf, u64)> =
-            state.names.iter().filter(|(path, _)| path.parent() == Some(dir)).map(|(p, id)| (p.clone(), *id)).collect();
+        let now: Vec<(PathBuf, FileId)> =
+            state.names.iter().filter(|(path, _)| path.parent() == Some(dir)).map(|(p, file)| (p.clone(), *file)).collect();
         state.durable_names.retain(|path, _| path.parent() != Some(dir));
         state.durable_names.extend(now);
-        // Inodes no name points at, now or durably, are gone for good.
-        let live: BTreeSet<u64> = state.names.values().chain(state.durable_names.values()).copied().collect();
-        state.inodes.retain(|id, _| live.contains(id));
+        state.forget_unnamed();
         Ok(())
     }
 
@@ -607,7 +540,7 @@ mod tests {
         let mut file = fs.create_new(&p("a")).unwrap();
         fs.sync_dir(Path::new("/d")).unwrap();
         file.write_at(0, b"lost").unwrap();
-        fs.fail_sync(1);
+        fs.fail_sync_of(&p("a"), 1).unwrap();
         assert_eq!(file.sync_data().unwrap_err().raw_os_error(), Some(libc::EIO));
         // The retry "succeeds": nothing is dirty any more. This is fsyncgate.
         file.sync_data().unwrap();
@@ -622,7 +555,7 @@ mod tests {
         let mut first = fs.open_write(&p("a")).unwrap();
         let mut second = fs.open_write(&p("a")).unwrap();
         writer.write_at(0, b"lost").unwrap();
-        fs.fail_sync(1);
+        fs.fail_sync_of(&p("a"), 1).unwrap();
         assert_eq!(first.sync_data().unwrap_err().raw_os_error(), Some(libc::EIO));
         // Nothing is dirty any more, yet the other open learns of the error: a sync on
         // it cannot vouch for "lost".
@@ -650,7 +583,7 @@ mod tests {
     fn a_failed_write_reports_the_chosen_errno() {
         let fs = setup();
         let mut file = fs.create_new(&p("a")).unwrap();
-        fs.fail_write(1, libc::ENOSPC);
+        fs.fail_next_write_of(&p("a"), libc::ENOSPC).unwrap();
         assert_eq!(file.write_at(0, b"x").unwrap_err().raw_os_error(), Some(libc::ENOSPC));
         file.write_at(0, b"x").unwrap();
     }

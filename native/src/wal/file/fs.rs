@@ -8,9 +8,10 @@
 //!
 //! - [`RealFs`]: the operating system's files, with `File::sync_data` for `fdatasync`
 //!   and an `fsync` of the directory after every create, rename and remove.
-//! - [`super::fault_fs::FaultFs`]: an in-memory disk that remembers, for every file, what
-//!   has been synced and what has only been written, so that a test can fail a chosen
-//!   sync with EIO or cut the power and keep only what a real device would have kept.
+//! - [`super::fault_fs::FaultFs`]: the core's simulated device
+//!   ([`walab_core::device::Device`], the one the lab draws) behind these calls, so that
+//!   a test can fail a chosen sync with EIO or cut the power and keep only what a real
+//!   device would have kept.
 //!
 //! Keeping the interface this small is what makes the fault-injecting version honest: it
 //! has to model only these calls, and the WAL cannot reach around it.

@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use walab_core::device::FailureProfile;
 use walab_core::group_commit::{Config, Policy, SyncError};
 
 use super::fault_fs::{CutMode, FaultFs};
@@ -83,6 +84,39 @@ fn a_failed_sync_fails_every_waiter_and_stops_the_log_until_reopened() {
     assert_eq!(keys_of(&recovered.records), vec!["durable"]);
     let mut writer = wal.writer();
     assert_eq!(writer.append(b"again", b"4").unwrap(), 2);
+}
+
+/// Opens a WAL on `fs`, acknowledges `durable`, fails the sync of `unknown`, closes.
+fn fail_the_second_record(fs: &FaultFs) {
+    let (wal, _) = Wal::open(fault_backend(fs, 1 << 16), WalOptions::default()).unwrap();
+    let mut writer = wal.writer();
+    writer.append(b"durable", b"1").unwrap();
+    fs.fail_sync_of(&first_segment(), 1).unwrap();
+    assert_eq!(writer.append(b"unknown", b"2"), Err(WalError::Failed(SyncError::Io)));
+}
+
+#[test]
+fn a_failed_sync_leaves_its_record_in_the_page_cache_on_ext4_and_xfs_but_not_on_btrfs() {
+    for (profile, kept_in_cache) in [(FailureProfile::KeepCache, true), (FailureProfile::RevertCache, false)] {
+        // The WAL's recovery reads past the page cache: on every file system it finds
+        // only what was acknowledged, and the next record takes seq 2.
+        let fs = FaultFs::with_profile(512, profile);
+        fail_the_second_record(&fs);
+        let cached = fs.read_page_cache(&first_segment()).unwrap();
+        assert_eq!(cached.windows(7).any(|w| w == b"unknown"), kept_in_cache, "{profile:?}");
+        let (wal, recovered) = Wal::open(fault_backend(&fs, 1 << 16), WalOptions::default()).unwrap();
+        assert_eq!(keys_of(&recovered.records), vec!["durable"], "{profile:?}");
+        assert_eq!(wal.writer().append(b"again", b"3").unwrap(), 2, "{profile:?}");
+        drop(wal);
+        // A recovery that read through the cache would bring the failed record back
+        // where the cache keeps it (ext4, XFS): its writer was told it failed.
+        let fs = FaultFs::with_profile(512, profile);
+        fail_the_second_record(&fs);
+        fs.read_through_page_cache(true);
+        let (_wal, recovered) = Wal::open(fault_backend(&fs, 1 << 16), WalOptions::default()).unwrap();
+        let expected: &[&str] = if kept_in_cache { &["durable", "unknown"] } else { &["durable"] };
+        assert_eq!(keys_of(&recovered.records), expected, "{profile:?}");
+    }
 }
 
 #[test]
