@@ -85,7 +85,7 @@ use core::fmt;
 use core::ops::Range;
 
 use crate::checksum::{crc32, crc32c};
-use crate::codec::stream::{decode_body, encode_frame, BodyError, StreamFrame, FRAME_HEADER_BYTES};
+use crate::codec::stream::{decode_body, encode_frame_records, BodyError, FRAME_HEADER_BYTES};
 use crate::codec::tiny::{self, PayloadError, TinyRecord};
 use crate::time::Nanos;
 
@@ -683,35 +683,19 @@ impl fmt::Display for RowError {
     }
 }
 
-/// Splits concatenated tiny records (a batch's bytes) into records, checking only their
-/// lengths. The driver formed them, so a failure here is a bug upstream.
-fn split_tiny(bytes: &[u8]) -> Result<Vec<&[u8]>, RowError> {
-    let mut records = Vec::new();
-    let mut rest = bytes;
-    // Bounded by the bytes: every record takes at least a header.
-    while !rest.is_empty() {
-        if rest.len() < tiny::HEADER_BYTES {
-            return Err(RowError::RecordLength { record: records.len() });
-        }
-        let length = tiny::HEADER_BYTES + usize::from(u16::from_le_bytes([rest[4], rest[5]]));
-        if rest.len() < length {
-            return Err(RowError::RecordLength { record: records.len() });
-        }
-        records.push(&rest[..length]);
-        rest = &rest[length..];
-    }
-    Ok(records)
+/// The body of the row for a batch: the stream frame at `start_offset` holding the batch
+/// header (`epoch`) and each of the batch's tiny records, as the group-commit machine
+/// hands them out ([`Batch::records`](crate::group_commit::Batch::records)).
+pub fn encode_row_body<'a>(start_offset: u64, epoch: u64, records: impl Iterator<Item = &'a [u8]> + Clone) -> Vec<u8> {
+    let header = epoch.to_le_bytes();
+    let header: &[u8] = &header;
+    encode_frame_records(start_offset, core::iter::once(header).chain(records.map(|record| -> &[u8] { record })))
 }
 
-/// The body of the row for a batch: the stream frame at `start_offset` holding the batch
-/// header (`epoch`) and each of the batch's tiny records. `batch` is the records'
-/// concatenation, as the group-commit machine hands it out.
-pub fn encode_row_body(start_offset: u64, epoch: u64, batch: &[u8]) -> Result<Vec<u8>, RowError> {
-    let tiny_records = split_tiny(batch)?;
-    let mut records = Vec::with_capacity(tiny_records.len() + 1);
-    records.push(epoch.to_le_bytes().to_vec());
-    records.extend(tiny_records.into_iter().map(<[u8]>::to_vec));
-    Ok(encode_frame(&StreamFrame { frame_offset: start_offset, records }))
+/// True when `record` is exactly one tiny record by its length field.
+fn is_one_tiny_record(record: &[u8]) -> bool {
+    record.len() >= tiny::HEADER_BYTES
+        && record.len() == tiny::HEADER_BYTES + usize::from(u16::from_le_bytes([record[4], record[5]]))
 }
 
 /// A row as read back from a slot table.
@@ -753,8 +737,7 @@ pub fn decode_row(row: &SlotRow) -> Result<Vec<TinyRecord>, RowError> {
     let mut records = Vec::new();
     let mut bytes = 0u64;
     for (index, record) in frame_records.enumerate() {
-        let whole = split_tiny(&record).ok().filter(|parts| parts.len() == 1);
-        if whole.is_none() {
+        if !is_one_tiny_record(&record) {
             return Err(RowError::RecordLength { record: index });
         }
         let stored = u32::from_le_bytes(record[..4].try_into().expect("four bytes"));

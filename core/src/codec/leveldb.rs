@@ -151,17 +151,42 @@ impl Fragment {
 /// The log writer: LevelDB's `log::Writer` and RocksDB's, as a pure byte producer.
 ///
 /// `add_record` returns nothing and appends to an in-memory buffer; a driver writes
-/// [`LogWriter::bytes`] (or the new part of it) to a file.
+/// [`LogWriter::bytes`] to a file at [`LogWriter::start_offset`]. A writer for a file
+/// that already holds records ([`LogWriter::resume`]) keeps only the new bytes, so a
+/// long-lived log never sits in memory.
 #[derive(Clone, Debug)]
 pub struct LogWriter {
     kind: HeaderKind,
+    /// The file offset of `bytes[0]`.
+    start_offset: u64,
     bytes: Vec<u8>,
 }
 
 impl LogWriter {
     /// A writer for an empty log.
     pub fn new(kind: HeaderKind) -> LogWriter {
-        LogWriter { kind, bytes: Vec::new() }
+        LogWriter::resume(kind, 0, Vec::new())
+    }
+
+    /// A writer whose next record goes at `offset` of a file written by this format up to
+    /// there; `buffer` (cleared) holds the new bytes, so a caller can reuse one.
+    pub fn resume(kind: HeaderKind, offset: u64, mut buffer: Vec<u8>) -> LogWriter {
+        buffer.clear();
+        LogWriter { kind, start_offset: offset, bytes: buffer }
+    }
+
+    /// The file offset of the first byte of [`LogWriter::bytes`].
+    pub fn start_offset(&self) -> u64 {
+        self.start_offset
+    }
+
+    /// The file offset just past the last byte written.
+    pub fn end_offset(&self) -> u64 {
+        self.start_offset + self.bytes.len() as u64
+    }
+
+    fn block_left(&self) -> usize {
+        BLOCK_BYTES - (self.end_offset() % BLOCK_BYTES as u64) as usize
     }
 
     /// Appends one logical record, fragmenting it across blocks as the real writers do.
@@ -172,7 +197,7 @@ impl LogWriter {
         // Bounded: each pass writes a fragment of at least one byte, except a zero-byte
         // FIRST fragment, which can only happen once (at a block's end), or a trailer.
         loop {
-            let block_left = BLOCK_BYTES - self.bytes.len() % BLOCK_BYTES;
+            let block_left = self.block_left();
             if block_left < header_bytes {
                 self.bytes.resize(self.bytes.len() + block_left, 0);
                 continue;
@@ -217,7 +242,7 @@ impl LogWriter {
         self.add_record(&encode_batch(batch));
     }
 
-    /// Everything written so far.
+    /// Everything written so far (since [`LogWriter::resume`]'s offset).
     pub fn bytes(&self) -> &[u8] {
         &self.bytes
     }
@@ -638,6 +663,25 @@ mod tests {
         assert_eq!(bytes[BLOCK_BYTES + 6], TYPE_FULL);
         let (records, _) = read_records(LogFormat::LevelDb, one(bytes)[0]);
         assert_eq!(records[1].0, BLOCK_BYTES as u64);
+    }
+
+    #[test]
+    fn a_resumed_writer_lays_out_what_one_writer_would() {
+        let payloads: Vec<Vec<u8>> = (0..40usize).map(|n| vec![n as u8; (n * 997) % 70_000]).collect();
+        let mut whole = LogWriter::new(HeaderKind::Legacy);
+        let mut pieces = Vec::new();
+        let mut buffer = Vec::new();
+        for payload in &payloads {
+            whole.add_record(payload);
+            let mut writer = LogWriter::resume(HeaderKind::Legacy, pieces.len() as u64, buffer);
+            writer.add_record(payload);
+            assert_eq!(writer.start_offset(), pieces.len() as u64);
+            pieces.extend_from_slice(writer.bytes());
+            assert_eq!(writer.end_offset(), pieces.len() as u64);
+            buffer = writer.into_bytes();
+        }
+        assert_eq!(pieces, whole.bytes());
+        assert_eq!(read_records(LogFormat::LevelDb, one(&pieces)[0]).0.len(), 40);
     }
 
     #[test]

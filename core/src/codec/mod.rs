@@ -9,11 +9,14 @@
 //! - [`tiny`]: the tiny store's one-record-per-write format from Part 4 of the teaching page.
 //! - [`leveldb`]: LevelDB's and RocksDB's log: 32 KiB blocks, fragments, the recyclable
 //!   header; [`write_batch`]: the batch each of its logical records carries.
+//! - [`tiny_group`]: a commit group of tiny records as one LevelDB record (the file WAL's
+//!   `--format leveldb`).
 //! - [`stream`]: the stream store's WAL frame (offset, length, CRC32 over the body).
 
 pub mod leveldb;
 pub mod stream;
 pub mod tiny;
+pub mod tiny_group;
 pub mod varint;
 pub mod write_batch;
 

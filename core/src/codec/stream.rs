@@ -82,14 +82,22 @@ pub fn encode_frame(frame: &StreamFrame) -> Vec<u8> {
     encode_frame_slices(frame.frame_offset, &records)
 }
 
-/// [`encode_frame`] for records borrowed from elsewhere (a batch's buffer): the frame is
-/// the only copy made. Panics as [`encode_frame`] does.
+/// [`encode_frame`] for records borrowed from elsewhere: the frame is the only copy made.
+/// Panics as [`encode_frame`] does.
 pub fn encode_frame_slices(frame_offset: u64, records: &[&[u8]]) -> Vec<u8> {
-    let count = u32::try_from(records.len()).expect("record count fits in u32");
-    let body_len = 4 + records
-        .iter()
-        .map(|record| super::varint::varint_len(record.len() as u64) + record.len())
-        .sum::<usize>();
+    encode_frame_records(frame_offset, records.iter().copied())
+}
+
+/// [`encode_frame_slices`] for records handed out one by one (a group-commit batch's
+/// [`records`](crate::group_commit::Batch::records)): read twice, once to size the body.
+pub fn encode_frame_records<'a, I>(frame_offset: u64, records: I) -> Vec<u8>
+where
+    I: Iterator<Item = &'a [u8]> + Clone,
+{
+    let (count, body_len) = records.clone().fold((0usize, 4usize), |(count, bytes), record| {
+        (count + 1, bytes + super::varint::varint_len(record.len() as u64) + record.len())
+    });
+    let count = u32::try_from(count).expect("record count fits in u32");
     assert!(body_len as u64 <= FRAME_BODY_BYTES_MAX, "frame body over {FRAME_BODY_BYTES_MAX} bytes");
     let mut out = Vec::with_capacity(FRAME_HEADER_BYTES + body_len);
     out.extend_from_slice(&frame_offset.to_le_bytes());

@@ -39,7 +39,9 @@
 //!    [`Action`]:
 //!    - [`Action::Persist`]: write the batch's bytes at `offset` of log segment `segment`
 //!      and make them durable; when that has *returned*, call `handle_persisted` with
-//!      the batch's id. What "persisted" means is the backend's business: for a file it
+//!      the batch's id. The batch carries where each record ends
+//!      ([`Batch::records`]), so a storage that frames records one by one (an object,
+//!      a row, a LevelDB group) never parses the bytes to find them. What "persisted" means is the backend's business: for a file it
 //!      is `pwrite` + `fdatasync` both returned; for S3 the PUT of the batch's object
 //!      returned 200; for Postgres the `COMMIT` of the batch's INSERT returned.
 //!    - [`Action::Write`]: hand the bytes to the OS (page cache) without syncing; no
@@ -424,6 +426,10 @@ pub struct Batch {
     pub tickets: Tickets,
     /// The records, concatenated.
     pub bytes: Vec<u8>,
+    /// Where each record ends in `bytes`, one per ticket, in order: record `i` is
+    /// `bytes[record_ends[i - 1]..record_ends[i]]` (from 0 for the first). A backend that
+    /// frames records one by one reads them with [`Batch::records`], never by parsing.
+    pub record_ends: Vec<usize>,
     /// Persist this batch on the driver's own thread, blocking until it is durable, and
     /// answer earlier batches' writers first ([`schedule::persists_inline`] decides;
     /// always false unless [`Config::inline_persists`]).
@@ -434,6 +440,15 @@ impl Batch {
     /// Log position just after the batch.
     pub fn lsn_end(&self) -> u64 {
         self.lsn_start + self.bytes.len() as u64
+    }
+
+    /// The batch's records, each as it was appended, in ticket order.
+    pub fn records(&self) -> impl ExactSizeIterator<Item = &[u8]> + Clone + '_ {
+        let ends = &self.record_ends;
+        (0..ends.len()).map(move |index| {
+            let start = if index == 0 { 0 } else { ends[index - 1] };
+            &self.bytes[start..ends[index]]
+        })
     }
 }
 
@@ -462,6 +477,8 @@ struct Gathering {
     lsn_start: u64,
     tickets: Tickets,
     bytes: Vec<u8>,
+    /// Where each record ends in `bytes` (see [`Batch::record_ends`]).
+    record_ends: Vec<usize>,
     /// When the window closes (window policy only).
     deadline: Option<Nanos>,
 }
@@ -542,6 +559,8 @@ pub struct GroupCommit {
 
 /// How many emptied batch buffers are kept for reuse.
 const SPARE_BUFFERS_MAX: usize = 8;
+/// The most record ends a new batch reserves room for up front (it grows past it).
+const RECORD_ENDS_CAPACITY_MAX: u64 = 4096;
 
 impl GroupCommit {
     /// A fresh log: tickets from 1, log position 0, segment 1.
@@ -617,17 +636,21 @@ impl GroupCommit {
                 _ => None,
             };
             let bytes = self.spare_buffers.pop().unwrap_or_default();
+            // One allocation per batch, sized like the last one, never one per record.
+            let record_ends = Vec::with_capacity(self.last_batch_records.clamp(1, RECORD_ENDS_CAPACITY_MAX) as usize);
             self.open = Some(Gathering {
                 segment,
                 offset: self.segment_bytes,
                 lsn_start: self.appended_lsn,
                 tickets: Tickets::empty_at(ticket),
                 bytes,
+                record_ends,
                 deadline,
             });
         }
         let open = self.open.as_mut().expect("an open batch was just ensured");
         open.bytes.extend_from_slice(record);
+        open.record_ends.push(open.bytes.len());
         open.tickets.count += 1;
         self.appended_lsn += record.len() as u64;
         self.segment_bytes += record.len() as u64;
@@ -840,6 +863,7 @@ impl GroupCommit {
             lsn_start: gathering.lsn_start,
             tickets: gathering.tickets,
             bytes: gathering.bytes,
+            record_ends: gathering.record_ends,
             inline: false,
         }
     }

@@ -384,3 +384,25 @@ fn bad_configs_are_refused() {
         Err(CompletionError::UnknownBatch(BatchId(9)))
     );
 }
+
+#[test]
+fn a_batch_carries_each_record_s_boundaries() {
+    let mut driver = FakeDriver::new(Config::file(Policy::Group));
+    driver.machine.handle_append(at(0), 1, b"first").unwrap();
+    driver.drain();
+    for record in [&b"ab"[..], b"cde", b"f"] {
+        driver.machine.handle_append(at(1), 1, record).unwrap();
+    }
+    driver.complete(at(10), 1, Ok(()));
+    driver.drain();
+    let records: Vec<Vec<&[u8]>> = driver.persists.iter().map(|batch| batch.records().collect()).collect();
+    assert_eq!(records, [vec![&b"first"[..]], vec![&b"ab"[..], b"cde", b"f"]]);
+    assert_eq!(driver.persists[1].record_ends, [2, 5, 6]);
+    assert_eq!(driver.persists[1].records().len() as u64, driver.persists[1].tickets.count);
+    // The no-sync policies' writes carry them too.
+    let mut driver = FakeDriver::new(Config::file(Policy::NoSync));
+    driver.machine.handle_append(at(0), 1, b"xy").unwrap();
+    driver.machine.handle_append(at(0), 1, b"z").unwrap();
+    driver.drain();
+    assert_eq!(driver.writes[0].records().collect::<Vec<_>>(), [&b"xy"[..], b"z"]);
+}

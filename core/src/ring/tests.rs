@@ -5,20 +5,21 @@ fn geometry(segments: u64, segment_bytes: u64) -> RingGeometry {
     RingGeometry { segments, segment_bytes }
 }
 
-/// Tiny records for seqs `first..first + count`, concatenated as the machine hands them.
-fn batch_bytes(first: u64, count: u64) -> Vec<u8> {
-    (first..first + count).flat_map(|seq| tiny::encode(seq, Op::Put, format!("k{seq}").as_bytes(), b"value")).collect()
+/// Tiny records for seqs `first..first + count`, as the machine's batch hands them out.
+fn batch_records(first: u64, count: u64) -> Vec<Vec<u8>> {
+    (first..first + count).map(|seq| tiny::encode(seq, Op::Put, format!("k{seq}").as_bytes(), b"value")).collect()
 }
 
 /// A row as the writer makes it: `count` records from seq `first` at `start`.
 fn row(g: &RingGeometry, start: u64, epoch: u64, first: u64, count: u64) -> SlotRow {
-    let bytes = batch_bytes(first, count);
+    let records = batch_records(first, count);
+    let bytes: usize = records.iter().map(Vec::len).sum();
     SlotRow {
         slot: g.slot(g.generation(start)),
         start_offset: start,
-        end_offset: start + bytes.len() as u64,
+        end_offset: start + bytes as u64,
         epoch,
-        body: encode_row_body(start, epoch, &bytes).unwrap(),
+        body: encode_row_body(start, epoch, records.iter().map(Vec::as_slice)),
     }
 }
 
@@ -303,4 +304,14 @@ fn appends_resume_at_the_head_with_every_kept_generation_listed() {
     let resume = recovery.resume_point(&g, r3.end_offset);
     assert!(resume.confirmations.is_empty());
     assert_eq!(resume.segments, [(4, None)]);
+}
+
+#[test]
+fn a_row_body_is_the_stream_frame_of_the_epoch_and_the_records() {
+    use crate::codec::stream::{encode_frame, StreamFrame};
+    let records = batch_records(7, 3);
+    let mut frame_records = vec![9u64.to_le_bytes().to_vec()];
+    frame_records.extend(records.iter().cloned());
+    let expected = encode_frame(&StreamFrame { frame_offset: 500, records: frame_records });
+    assert_eq!(encode_row_body(500, 9, records.iter().map(Vec::as_slice)), expected);
 }

@@ -70,7 +70,9 @@
 //!    (one PUT, one INSERT) and calls [`Completion::complete`] from wherever the answer
 //!    arrives; `machine_config` returns `Config::remote(..)` for several batches in
 //!    flight; `remove_segments` is trim. A batch's bytes are tiny-store records
-//!    back to back; a remote backend wraps them in its own frame (the stream WAL frame).
+//!    back to back, and [`Batch::records`](walab_core::group_commit::Batch::records)
+//!    hands them out one by one; a remote backend wraps them in its own frame (the
+//!    stream WAL frame) with the core's codec.
 //! 2. Add a [`url::WalUrl`] variant and its arm in [`url::WalArgs::backend`].
 //!
 //! `load`, `dump`, `bench` and `crash-test --kills` then work unchanged, and the

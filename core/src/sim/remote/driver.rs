@@ -7,7 +7,7 @@ use super::{
     BulkOutcome, BulkRow, Load, RecordRow, RemoteBackend, RemoteError, RemoteRun, RemoteSetup,
     RingWait, TakeoverReport, TrimRow, OWNER_EPOCH, RECORD_KEY_BYTES,
 };
-use crate::codec::stream::encode_frame_slices;
+use crate::codec::stream::encode_frame_records;
 use crate::codec::tiny;
 use crate::codec::Op;
 use crate::group_commit::{Action, AppendError, GroupCommit, SyncError, Ticket};
@@ -58,8 +58,8 @@ struct Driver<'a> {
     bulks: Vec<BulkRow>,
     bulk_of_batch: BTreeMap<u64, usize>,
     bulk_tickets: Vec<(u64, u64)>,
-    /// Postgres: each batch's bytes (the row body and the retry's comparison need them).
-    bulk_bytes: Vec<Vec<u8>>,
+    /// Postgres: each batch's row body (the INSERT and the retry's comparison need it).
+    bulk_bodies: Vec<Vec<u8>>,
     requests: Vec<Request>,
     pending: VecDeque<usize>,
     next_put: u64,
@@ -74,7 +74,6 @@ struct Driver<'a> {
     paused: VecDeque<u64>,
     retry_paused: bool,
     value: Vec<u8>,
-    record_len: usize,
     fenced_bulks: Vec<u64>,
     // The object store.
     registration: Registration,
@@ -130,7 +129,7 @@ impl<'a> Driver<'a> {
             bulks: Vec::new(),
             bulk_of_batch: BTreeMap::new(),
             bulk_tickets: Vec::new(),
-            bulk_bytes: Vec::new(),
+            bulk_bodies: Vec::new(),
             requests: Vec::new(),
             pending: VecDeque::new(),
             next_put: 1,
@@ -144,7 +143,6 @@ impl<'a> Driver<'a> {
             paused: VecDeque::new(),
             retry_paused: false,
             value: vec![0x5a; value_bytes(setup.record_bytes)],
-            record_len: tiny::record_len(RECORD_KEY_BYTES, value_bytes(setup.record_bytes)),
             fenced_bulks: Vec::new(),
             registration,
             objects: Vec::new(),
@@ -397,8 +395,7 @@ impl<'a> Driver<'a> {
         }
         let (first_offset, end_offset, generation) = match self.setup.backend {
             RemoteBackend::S3 => {
-                let records: Vec<&[u8]> = batch.bytes.chunks(self.record_len).collect();
-                let frame_bytes = encode_frame_slices(self.next_offset, &records).len() as u64;
+                let frame_bytes = encode_frame_records(self.next_offset, batch.records()).len() as u64;
                 let start = self.next_offset;
                 self.next_offset += frame_bytes;
                 (start, self.next_offset, None)
@@ -432,12 +429,13 @@ impl<'a> Driver<'a> {
             .push((batch.tickets.first.0, batch.tickets.end().0));
         match self.setup.backend {
             RemoteBackend::S3 => {
-                self.bulk_bytes.push(Vec::new());
+                self.bulk_bodies.push(Vec::new());
                 self.machine.recycle_buffer(batch.bytes);
                 self.send(now, index);
             }
             RemoteBackend::Postgres => {
-                self.bulk_bytes.push(batch.bytes);
+                self.bulk_bodies.push(ring::encode_row_body(first_offset, OWNER_EPOCH, batch.records()));
+                self.machine.recycle_buffer(batch.bytes);
                 self.pending.push_back(index);
             }
         }
@@ -541,9 +539,7 @@ impl<'a> Driver<'a> {
                     self.fenced_bulks.push(bulk.bulk);
                     return Some((index, Err(SyncError::Fenced)));
                 }
-                let body =
-                    ring::encode_row_body(bulk.first_offset, bulk.epoch, &self.bulk_bytes[index])
-                        .expect("the batch holds whole tiny records");
+                let body = self.bulk_bodies[index].clone();
                 if request.compare {
                     // The retry finds a row at its offset and compares it with the batch.
                     let stored = self

@@ -84,6 +84,7 @@ use std::thread::JoinHandle;
 
 use walab_core::group_commit::{self, Batch, Policy, SyncError};
 use walab_core::codec::leveldb::{scan_log, LogFormat, LogSegment};
+use walab_core::codec::tiny_group;
 use walab_core::scan::{scan_tiny, ScanStop, StopReason};
 
 use self::fs::{create_zero_filled, create_zero_filled_paced, WalFile, WalFs};
@@ -158,8 +159,8 @@ pub struct FileBackend {
     dir: PathBuf,
     segment_bytes_max: u64,
     format: SegmentFormat,
-    /// Where the next LevelDB group record goes in the current segment.
-    physical_offset: u64,
+    /// `--format leveldb`: where the next group record goes in the current segment.
+    group_log: leveldb_segment::GroupLog,
     /// The segment being appended to, and its open file.
     current: Option<(u64, Box<dyn WalFile>)>,
     /// The next segment being zero-filled by a helper thread.
@@ -196,7 +197,7 @@ impl FileBackend {
             dir,
             segment_bytes_max,
             format,
-            physical_offset: 0,
+            group_log: leveldb_segment::GroupLog::default(),
             current: None,
             spare: None,
             create,
@@ -241,7 +242,7 @@ impl FileBackend {
     fn set_current(&mut self, segment: u64, file: Box<dyn WalFile>) -> io::Result<()> {
         self.sync_handles = None;
         self.current = Some((segment, file));
-        self.physical_offset = 0;
+        self.group_log.restart();
         if let Some(pool) = &self.pool {
             // Opened before the first batch is written: every write-back error of this
             // segment reaches every handle (see `sync_pool`).
@@ -260,7 +261,7 @@ impl FileBackend {
     fn file_bytes(&self) -> u64 {
         match self.format {
             SegmentFormat::Tiny => self.segment_bytes_max,
-            SegmentFormat::Leveldb => leveldb_segment::physical_segment_bytes(self.segment_bytes_max),
+            SegmentFormat::Leveldb => tiny_group::log_bytes_max(self.segment_bytes_max),
         }
     }
 
@@ -390,7 +391,7 @@ impl FileBackend {
                 let scan = scan_log(LogFormat::LevelDb, &segments, 0);
                 let mut found = Vec::new();
                 for accepted in scan.records {
-                    for record in leveldb_segment::batch_records(&accepted.batch) {
+                    for record in tiny_group::group_records(&accepted.batch) {
                         found.push(Found { segment: accepted.segment, offset: accepted.offset, len: accepted.len, record });
                     }
                 }
@@ -433,15 +434,7 @@ impl FileBackend {
                 assert!(end <= file_bytes, "a batch never passes its segment's end");
                 file.write_at(batch.offset, &batch.bytes)
             }
-            SegmentFormat::Leveldb => {
-                let payload = leveldb_segment::transcode_batch(&batch.bytes);
-                let bytes = leveldb_segment::frame_at(self.physical_offset, &payload);
-                let end = self.physical_offset + bytes.len() as u64;
-                assert!(end <= file_bytes, "a group record never passes its segment's end");
-                file.write_at(self.physical_offset, &bytes)?;
-                self.physical_offset = end;
-                Ok(())
-            }
+            SegmentFormat::Leveldb => self.group_log.write(file.as_mut(), batch, file_bytes),
         }
     }
 }

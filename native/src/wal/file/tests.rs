@@ -321,6 +321,51 @@ fn the_leveldb_format_writes_one_record_per_group_that_leveldb_s_scan_reads() {
     assert_eq!(recovered.records.len(), 201);
 }
 
+#[test]
+fn a_leveldb_segment_holds_each_batch_as_the_write_batch_of_its_records() {
+    use walab_core::codec::leveldb::{HeaderKind, LogWriter};
+    use walab_core::codec::tiny::{self, HEADER_BYTES};
+    use walab_core::codec::write_batch::{BatchOp, WriteBatch};
+    use walab_core::codec::Op;
+    use walab_core::group_commit::{Action, GroupCommit};
+    use walab_core::time::Nanos;
+    use crate::wal::Backend;
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut backend = leveldb_backend(dir.path(), 1 << 20);
+    backend.recover().unwrap();
+    let mut machine = GroupCommit::new(Config::file(Policy::Group)).unwrap();
+    // What the old path did: decode every record and encode the group as a WriteBatch.
+    let mut expected = LogWriter::new(HeaderKind::Legacy);
+    let mut seq = 0u64;
+    for (batch_index, records) in [1u64, 3, 40, 2, 300].into_iter().enumerate() {
+        for _ in 0..records {
+            seq += 1;
+            let value = vec![seq as u8; (seq as usize * 131) % 3000];
+            machine.handle_append(Nanos(seq), 1, &tiny::encode(seq, Op::Put, format!("key-{seq}").as_bytes(), &value)).unwrap();
+        }
+        let Some(Action::Persist(batch)) = machine.poll_action() else { panic!("a batch to persist") };
+        let ops = batch
+            .records()
+            .map(|record| {
+                let decoded = tiny::decode_payload(&record[HEADER_BYTES..]).unwrap();
+                BatchOp::Put { column_family: 0, key: decoded.key, value: decoded.value }
+            })
+            .collect();
+        expected.add_batch(&WriteBatch::new(batch.tickets.first.0, ops));
+        backend.write_unsynced(&batch).unwrap();
+        machine.handle_persisted(Nanos(seq), batch.id, Ok(())).unwrap();
+        while machine.poll_action().is_some() {}
+        assert_eq!(batch_index as u64 + 1, batch.id.0);
+    }
+    drop(backend);
+    let file = std::fs::read(dir.path().join(segment_file_name(1))).unwrap();
+    let written = expected.bytes();
+    assert!(written.len() > 3 * walab_core::codec::leveldb::BLOCK_BYTES, "groups cross blocks");
+    assert_eq!(&file[..written.len()], written);
+    assert!(file[written.len()..].iter().all(|&byte| byte == 0));
+}
+
 /// A backend whose persist panics: a bug in a backend must not leave writers blocked.
 struct PanickingBackend;
 

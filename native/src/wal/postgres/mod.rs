@@ -628,7 +628,7 @@ impl Backend for PgBackend {
             generation,
         };
         self.runtime.spawn(async move {
-            let result = task.run(&batch.bytes).await;
+            let result = task.run(&batch).await;
             done.complete(result, batch.bytes);
         });
     }
@@ -674,8 +674,8 @@ struct PersistTask {
 }
 
 impl PersistTask {
-    async fn run(&self, bytes: &[u8]) -> Result<(), SyncError> {
-        let result = self.run_inner(bytes).await;
+    async fn run(&self, batch: &Batch) -> Result<(), SyncError> {
+        let result = self.run_inner(batch).await;
         if let Err(error) = result {
             self.shared.lock().schedule.record_failure(error);
             self.shared.changed.notify_waiters();
@@ -686,8 +686,8 @@ impl PersistTask {
         result
     }
 
-    async fn run_inner(&self, bytes: &[u8]) -> Result<(), SyncError> {
-        let end = self.start + bytes.len() as u64;
+    async fn run_inner(&self, batch: &Batch) -> Result<(), SyncError> {
+        let end = self.start + batch.bytes.len() as u64;
         // Wait for the slot and, at a generation's start, for every earlier batch.
         let epoch = loop {
             let changed = self.shared.changed.notified();
@@ -716,10 +716,7 @@ impl PersistTask {
             }
             changed.await;
         };
-        let body = ring::encode_row_body(self.start, epoch, bytes).map_err(|e| {
-            eprintln!("walab: {}: cannot frame the batch at offset {}: {e}", self.target.name, self.start);
-            SyncError::Io
-        })?;
+        let body = ring::encode_row_body(self.start, epoch, batch.records());
         let slot = self.shared.lock().schedule.geometry().slot(self.generation);
         let _permit = self.permits.acquire().await.map_err(|_| SyncError::Unavailable)?;
         let fault = self.shared.lock().fault.take();

@@ -137,7 +137,7 @@ use futures::{StreamExt, TryStreamExt};
 use object_store::aws::AmazonS3Builder;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};
-use walab_core::codec::stream::{encode_frame_slices, scan_stream};
+use walab_core::codec::stream::{encode_frame_records, scan_stream};
 use walab_core::codec::tiny::{self, TinyRecord};
 use walab_core::group_commit::{Batch, Config, Policy, SyncError};
 use walab_core::scan::{scan_tiny, StopReason};
@@ -235,21 +235,6 @@ fn store_error(subject: &str, error: &object_store::Error) -> String {
     // object_store's messages span lines; keep the CLI's one-line rule.
     let text = error.to_string().replace('\n', " ");
     format!("{subject}: {text}")
-}
-
-/// Splits a batch's concatenated tiny-store records (each `7 + length` bytes).
-fn split_records(bytes: &[u8]) -> Vec<&[u8]> {
-    let mut records = Vec::new();
-    let mut rest = bytes;
-    // Bounded by the batch: every record takes at least its header.
-    while rest.len() >= tiny::HEADER_BYTES {
-        let length = usize::from(u16::from_le_bytes([rest[4], rest[5]]));
-        let (record, after) = rest.split_at((tiny::HEADER_BYTES + length).min(rest.len()));
-        records.push(record);
-        rest = after;
-    }
-    assert!(rest.is_empty(), "a batch holds whole records");
-    records
 }
 
 /// Why an object failed its check at recovery.
@@ -745,7 +730,7 @@ impl Backend for S3Backend {
     }
 
     fn persist(&mut self, batch: Batch, done: Completion) {
-        let bytes = encode_frame_slices(self.next_offset, &split_records(&batch.bytes));
+        let bytes = encode_frame_records(self.next_offset, batch.records());
         let object = WalObject { epoch: self.epoch, start: self.next_offset, end: self.next_offset + bytes.len() as u64 };
         self.next_offset = object.end;
         let path = Self::path(&object.key(&self.location.node_prefix));
