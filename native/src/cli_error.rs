@@ -34,6 +34,21 @@ impl From<anyhow::Error> for CliError {
     }
 }
 
+/// A flag's value that a typed `value_parser` refused; the command line prints it as
+/// `--flag: <reason>`, the same one line as every other usage problem.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct BadValue(pub String);
+
+/// "a, b or c".
+pub fn one_of(names: &[&str]) -> String {
+    match names.split_last() {
+        Some((last, [])) => last.to_string(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
+    }
+}
+
 /// Prints the error line, if any, and turns the result into the process's exit code.
 pub fn finish(result: Result<ExitCode, CliError>) -> ExitCode {
     match result {

@@ -27,7 +27,7 @@ pub fn power_cut_command(params: &LabParams, at: Nanos) -> Result<String, String
     let mut command = format!(
         "walab sim power-cut --at-ms {} --policy {}",
         format_millis(at),
-        walab_core::sim::commit::policy_name(&policy)
+        policy.kind().name()
     );
     if let CorePolicy::Window { window } = policy {
         if window != Nanos::from_millis(2) {

@@ -15,7 +15,7 @@ use crate::benches::dropped::{DroppedTrace, MeasuredLatency};
 use crate::benches::{self, BenchRef};
 use crate::player::{PlayerAction, PlayerState};
 use crate::url_state::{
-    format_millis, parse_millis_in, parse_query, power_parts_text, Fault, Handling, LabParams, PageProtection, Policy, Scenario, UrlProblem,
+    format_millis, parse_millis_in, parse_query, power_parts_text, Fault, Handling, LabParams, PageProtection, PolicyKind, Scenario, UrlProblem,
     CUT_MAX, PART_COUNT, PREDICT_MAX,
 };
 
@@ -149,7 +149,7 @@ pub enum LabAction {
     GoToPart(u8),
     Player(PlayerAction),
     SetScenario(Scenario),
-    SetPolicy(Policy),
+    SetPolicy(PolicyKind),
     SetSyncLatency(Nanos),
     SetLoad(u64),
     SetWindow(Nanos),

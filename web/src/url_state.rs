@@ -11,45 +11,16 @@
 
 use walab_core::time::Nanos;
 
-/// How the log decides when to sync (the knob Parts 5 and 6 turn).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Policy {
-    /// One sync shared by everyone queued while the previous sync ran.
-    GroupCommit,
-    /// A sync for every write, one at a time.
-    SyncPerWrite,
-    /// Collect writes for a window (or up to a size), then sync once.
-    Window,
-    /// Acknowledge without syncing the log (the fast modes).
-    NoSync,
-}
+/// How the log decides when to sync (the knob Parts 5 and 6 turn): the core's names,
+/// so `policy=group` on the page is `--policy group` on the command line.
+pub use walab_core::group_commit::PolicyKind;
 
-impl Policy {
-    pub const ALL: [Policy; 4] = [Policy::GroupCommit, Policy::SyncPerWrite, Policy::Window, Policy::NoSync];
+/// The policies the page offers (the periodic sync is the command line's only).
+pub const PAGE_POLICIES: [PolicyKind; 4] = [PolicyKind::Group, PolicyKind::PerWrite, PolicyKind::Window, PolicyKind::NoSync];
 
-    /// The name used in the URL.
-    pub fn url_name(self) -> &'static str {
-        match self {
-            Policy::GroupCommit => "group",
-            Policy::SyncPerWrite => "per-write",
-            Policy::Window => "window",
-            Policy::NoSync => "no-sync",
-        }
-    }
-
-    /// The name shown on the page.
-    pub fn label(self) -> &'static str {
-        match self {
-            Policy::GroupCommit => "group commit",
-            Policy::SyncPerWrite => "sync per write",
-            Policy::Window => "window",
-            Policy::NoSync => "no sync before OK",
-        }
-    }
-
-    pub fn from_url_name(name: &str) -> Option<Policy> {
-        Policy::ALL.into_iter().find(|policy| policy.url_name() == name)
-    }
+/// The page's policy named `name` in a URL.
+pub fn page_policy(name: &str) -> Option<PolicyKind> {
+    PolicyKind::from_name(name).filter(|kind| PAGE_POLICIES.contains(kind))
 }
 
 /// Which arrivals a bench runs.
@@ -182,7 +153,7 @@ pub struct LabParams {
     pub scenario: Scenario,
     pub sync_latency: Nanos,
     pub load_per_second: u64,
-    pub policy: Policy,
+    pub policy: PolicyKind,
     pub window: Nanos,
     pub quorum_w: u8,
     pub unit_bytes: u32,
@@ -239,7 +210,7 @@ impl Default for LabParams {
             scenario: Scenario::Tiny,
             sync_latency: Nanos::from_millis(1),
             load_per_second: 100_000,
-            policy: Policy::GroupCommit,
+            policy: PolicyKind::Group,
             window: Nanos::from_millis(2),
             quorum_w: 2,
             unit_bytes: 32,
@@ -328,7 +299,7 @@ pub fn parse_query(query: &str) -> (LabParams, Vec<UrlProblem>) {
                 }
                 _ => Err(problem("not a load; give writes per second from 1 to 1000000")),
             },
-            "policy" => match Policy::from_url_name(&value) {
+            "policy" => match page_policy(&value) {
                 Some(policy) => {
                     params.policy = policy;
                     Ok(())
@@ -476,7 +447,7 @@ pub fn to_query(params: &LabParams) -> String {
         pairs.push(format!("load={}", params.load_per_second));
     }
     if params.policy != defaults.policy {
-        pairs.push(format!("policy={}", params.policy.url_name()));
+        pairs.push(format!("policy={}", params.policy.name()));
     }
     if params.window != defaults.window {
         pairs.push(format!("window={}", format_millis(params.window)));
@@ -576,7 +547,7 @@ mod tests {
             scenario: Scenario::Random,
             sync_latency: Nanos::from_micros(1_500),
             load_per_second: 2_000,
-            policy: Policy::Window,
+            policy: PolicyKind::Window,
             window: Nanos::from_micros(500),
             quorum_w: 3,
             unit_bytes: 4096,

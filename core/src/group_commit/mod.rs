@@ -203,6 +203,60 @@ impl Policy {
     pub fn syncs_before_ack(&self) -> bool {
         matches!(self, Policy::PerWrite | Policy::Group | Policy::Window { .. })
     }
+
+    /// Which policy this is, without its setting.
+    pub fn kind(&self) -> PolicyKind {
+        match self {
+            Policy::PerWrite => PolicyKind::PerWrite,
+            Policy::Group => PolicyKind::Group,
+            Policy::Window { .. } => PolicyKind::Window,
+            Policy::NoSync => PolicyKind::NoSync,
+            Policy::Periodic { .. } => PolicyKind::Periodic,
+        }
+    }
+}
+
+/// A [`Policy`] without its setting (the window, the interval): the one vocabulary the
+/// CLI's `--policy`, the page's `policy=` and a trace's `policy` share.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PolicyKind {
+    PerWrite,
+    Group,
+    Window,
+    NoSync,
+    Periodic,
+}
+
+impl PolicyKind {
+    /// Every policy, in the order the CLI lists them.
+    pub const ALL: [PolicyKind; 5] =
+        [PolicyKind::Group, PolicyKind::PerWrite, PolicyKind::Window, PolicyKind::NoSync, PolicyKind::Periodic];
+
+    /// The name a flag, a URL and a trace use.
+    pub fn name(self) -> &'static str {
+        match self {
+            PolicyKind::PerWrite => "per-write",
+            PolicyKind::Group => "group",
+            PolicyKind::Window => "window",
+            PolicyKind::NoSync => "no-sync",
+            PolicyKind::Periodic => "periodic",
+        }
+    }
+
+    /// The name a reader sees in a table or on the page.
+    pub fn label(self) -> &'static str {
+        match self {
+            PolicyKind::PerWrite => "sync per write",
+            PolicyKind::Group => "group commit",
+            PolicyKind::Window => "window",
+            PolicyKind::NoSync => "no sync before OK",
+            PolicyKind::Periodic => "periodic sync",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<PolicyKind> {
+        PolicyKind::ALL.into_iter().find(|kind| kind.name() == name)
+    }
 }
 
 /// The machine's settings. [`Config::file`] and [`Config::remote`] give the defaults for

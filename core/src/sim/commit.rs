@@ -434,7 +434,7 @@ pub fn run(setup: &CommitSetup, arrivals: &Arrivals) -> Result<CommitRun, SetupE
         next_arrival: None,
     };
     if setup.keep.trace {
-        let mut trace = Trace::new("arrivals", policy_name(&setup.config.policy), 0);
+        let mut trace = Trace::new("arrivals", setup.config.policy.kind().name(), 0);
         trace.events_max = setup.trace_events_max;
         let segments_max = setup.segment_each.as_ref().and_then(|each| each.iter().max().copied()).unwrap_or(1);
         for segment in 1..=segments_max {
@@ -470,17 +470,6 @@ pub fn run(setup: &CommitSetup, arrivals: &Arrivals) -> Result<CommitRun, SetupE
     Ok(state.finish())
 }
 
-
-/// The policy's name as the CLI and the trace spell it.
-pub fn policy_name(policy: &Policy) -> &'static str {
-    match policy {
-        Policy::PerWrite => "per-write",
-        Policy::Group => "group",
-        Policy::Window { .. } => "window",
-        Policy::NoSync => "no-sync",
-        Policy::Periodic { .. } => "periodic",
-    }
-}
 
 /// Bound on the instants the loop visits: every instant delivers at least one arrival,
 /// completion or timeout, and there are at most three of those per write, plus the

@@ -83,6 +83,22 @@ pub enum SyncErrorHandling {
     RetryAndCarryOn,
 }
 
+impl SyncErrorHandling {
+    pub const ALL: [SyncErrorHandling; 2] = [SyncErrorHandling::FailStop, SyncErrorHandling::RetryAndCarryOn];
+
+    /// The name `walab sim power-cut --on-sync-error` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            SyncErrorHandling::FailStop => "fail-stop",
+            SyncErrorHandling::RetryAndCarryOn => "retry",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<SyncErrorHandling> {
+        SyncErrorHandling::ALL.into_iter().find(|handling| handling.name() == name)
+    }
+}
+
 /// One log batch's sync returns EIO (branch E1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LogSyncFault {
@@ -475,7 +491,7 @@ pub fn run(setup: &TinySetup) -> Result<TinyRun, TinySetupError> {
     let unit_bytes = u32::try_from(setup.unit_bytes).map_err(|_| TinySetupError::UnitTooLarge)?;
     let machine = GroupCommit::new(Config::file(setup.policy)).map_err(TinySetupError::Config)?;
     let mut device = Device::new(setup.unit_bytes);
-    let mut trace = Trace::new("tiny-store", super::commit::policy_name(&setup.policy), unit_bytes);
+    let mut trace = Trace::new("tiny-store", setup.policy.kind().name(), unit_bytes);
     let segments: Vec<FileId> = (1..=SEGMENTS)
         .map(|segment| {
             let name = format!("wal-{segment}");

@@ -23,7 +23,7 @@ pub mod sim_remote;
 
 use std::process::ExitCode;
 
-use clap::error::ErrorKind;
+use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{Parser, Subcommand};
 
 #[derive(Parser, Debug)]
@@ -66,6 +66,9 @@ pub fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(error) if matches!(error.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand) => error.exit(),
         Err(error) => {
+            if let Some(line) = bad_value_line(&error) {
+                return crate::cli_error::finish(Err(crate::cli_error::CliError::usage(line)));
+            }
             let rendered = error.render().to_string();
             let first = rendered.lines().next().unwrap_or("bad arguments");
             return crate::cli_error::finish(Err(crate::cli_error::CliError::usage(first.trim_start_matches("error: ").to_string())));
@@ -84,4 +87,16 @@ pub fn main() -> ExitCode {
         Command::Sim(args) => sim::run(args),
     };
     crate::cli_error::finish(result)
+}
+
+/// `--flag: <reason>` for a value a typed `value_parser` refused with a
+/// [`crate::cli_error::BadValue`]; `None` for any other parse error.
+fn bad_value_line(error: &clap::Error) -> Option<String> {
+    let reason = std::error::Error::source(error)?.downcast_ref::<crate::cli_error::BadValue>()?;
+    let Some(ContextValue::String(arg)) = error.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    // clap names the flag with its value: "--policy <POLICY>".
+    let flag = arg.split_whitespace().next()?;
+    Some(format!("{flag}: {reason}"))
 }

@@ -24,14 +24,14 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 use serde::Serialize;
-use walab_core::group_commit::{Config, Policy};
+use walab_core::group_commit::{Config, Policy, PolicyKind};
 use walab_core::sim::commit::{self, Arrivals, CommitSetup, Keep};
 use walab_core::sim::SyncLatency;
 use walab_core::sim::tiny::{self, CdcReader, CrashState, LogSyncFault, SyncErrorHandling, TinySetup};
 use walab_core::time::Nanos;
 use walab_core::trace::Trace;
 
-use crate::cli_error::CliError;
+use crate::cli_error::{one_of, BadValue, CliError};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -66,8 +66,8 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
 #[derive(clap::Args, Debug)]
 pub struct CommitArgs {
     /// group, per-write, window, no-sync or periodic.
-    #[arg(long, default_value = "group")]
-    policy: String,
+    #[arg(long, default_value = "group", value_parser = policy_kind)]
+    policy: PolicyKind,
     /// Sync latency in milliseconds.
     #[arg(long, value_name = "L", allow_hyphen_values = true)]
     sync_ms: Option<String>,
@@ -126,8 +126,8 @@ pub struct PowerCutArgs {
     #[arg(long, value_name = "MS", allow_hyphen_values = true)]
     at_ms: String,
     /// group, per-write, window, no-sync or periodic.
-    #[arg(long, default_value = "group")]
-    policy: String,
+    #[arg(long, default_value = "group", value_parser = policy_kind)]
+    policy: PolicyKind,
     /// Window policy: the window in milliseconds (default 2): the Postgres WAL's
     /// batchInterval.
     #[arg(long, value_name = "W", allow_hyphen_values = true, visible_alias = "batch-interval-ms")]
@@ -148,8 +148,8 @@ pub struct PowerCutArgs {
     #[arg(long, value_name = "BATCH")]
     log_sync_fails: Option<u64>,
     /// What the log does about a failed sync: fail-stop (right) or retry (wrong).
-    #[arg(long, value_name = "HOW", default_value = "fail-stop")]
-    on_sync_error: String,
+    #[arg(long, value_name = "HOW", default_value = "fail-stop", value_parser = sync_error_handling)]
+    on_sync_error: SyncErrorHandling,
     /// Branch E2: this flushed file's sync fails (11 = F11).
     #[arg(long, value_name = "FILE_NUMBER")]
     flush_sync_fails: Option<u64>,
@@ -185,18 +185,30 @@ pub(crate) fn positive_millis(flag: &str, text: &str) -> Result<Nanos, CliError>
     Ok(value)
 }
 
-fn policy(name: &str, window_ms: Option<&str>, interval_ms: Option<&str>) -> Result<Policy, CliError> {
-    let policy = match name {
-        "group" => Policy::Group,
-        "per-write" => Policy::PerWrite,
-        "window" => Policy::Window { window: positive_millis("window-ms", window_ms.unwrap_or("2"))? },
-        "no-sync" => Policy::NoSync,
-        "periodic" => Policy::Periodic { interval: positive_millis("interval-ms", interval_ms.unwrap_or("1000"))? },
-        other => {
-            return Err(CliError::usage(format!(
-                "--policy: unknown policy '{other}' (expected group, per-write, window, no-sync or periodic)"
-            )))
-        }
+/// `--policy`'s parser: the core's names.
+pub(crate) fn policy_kind(text: &str) -> Result<PolicyKind, BadValue> {
+    PolicyKind::from_name(text).ok_or_else(|| {
+        let names: Vec<&str> = PolicyKind::ALL.iter().map(|kind| kind.name()).collect();
+        BadValue(format!("unknown policy '{text}' (expected {})", one_of(&names)))
+    })
+}
+
+/// `--on-sync-error`'s parser: the core's names.
+fn sync_error_handling(text: &str) -> Result<SyncErrorHandling, BadValue> {
+    SyncErrorHandling::from_name(text).ok_or_else(|| {
+        let names: Vec<&str> = SyncErrorHandling::ALL.iter().map(|handling| handling.name()).collect();
+        BadValue(format!("unknown '{text}' (expected {})", one_of(&names)))
+    })
+}
+
+/// The policy with its setting: `--window-ms` and `--interval-ms` belong to one policy each.
+fn policy(kind: PolicyKind, window_ms: Option<&str>, interval_ms: Option<&str>) -> Result<Policy, CliError> {
+    let policy = match kind {
+        PolicyKind::Group => Policy::Group,
+        PolicyKind::PerWrite => Policy::PerWrite,
+        PolicyKind::Window => Policy::Window { window: positive_millis("window-ms", window_ms.unwrap_or("2"))? },
+        PolicyKind::NoSync => Policy::NoSync,
+        PolicyKind::Periodic => Policy::Periodic { interval: positive_millis("interval-ms", interval_ms.unwrap_or("1000"))? },
     };
     if window_ms.is_some() && !matches!(policy, Policy::Window { .. }) {
         return Err(CliError::usage("--window-ms: applies only to --policy window"));
@@ -356,7 +368,7 @@ fn run_commit(args: CommitArgs) -> Result<ExitCode, CliError> {
         (None, Some(path)) => latency_file(path)?,
         _ => return Err(CliError::usage("--sync-ms: give exactly one of --sync-ms and --latency-file")),
     };
-    let policy = policy(&args.policy, args.window_ms.as_deref(), args.interval_ms.as_deref())?;
+    let policy = policy(args.policy, args.window_ms.as_deref(), args.interval_ms.as_deref())?;
     if args.inflight == 0 {
         return Err(CliError::usage("--inflight: must be at least 1"));
     }
@@ -427,7 +439,7 @@ fn run_commit(args: CommitArgs) -> Result<ExitCode, CliError> {
         print_json(&json)?;
     } else {
         let latency = if args.latency_file.is_some() { format!("median {sync_latency}, measured") } else { sync_latency.to_string() };
-        print_commit_table(&json, &args.policy, &latency).map_err(|error| CliError::failed(format!("stdout: {error}")))?;
+        print_commit_table(&json, args.policy.name(), &latency).map_err(|error| CliError::failed(format!("stdout: {error}")))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -560,14 +572,8 @@ fn run_power_cut(args: PowerCutArgs) -> Result<ExitCode, CliError> {
         return Err(CliError::usage(format!("--scenario: unknown scenario '{}' (expected tiny-store)", args.scenario)));
     }
     let at = millis("at-ms", &args.at_ms)?;
-    let policy = policy(&args.policy, args.window_ms.as_deref(), args.interval_ms.as_deref())?;
-    let handling = match args.on_sync_error.as_str() {
-        "fail-stop" => SyncErrorHandling::FailStop,
-        "retry" => SyncErrorHandling::RetryAndCarryOn,
-        other => {
-            return Err(CliError::usage(format!("--on-sync-error: unknown '{other}' (expected fail-stop or retry)")))
-        }
-    };
+    let policy = policy(args.policy, args.window_ms.as_deref(), args.interval_ms.as_deref())?;
+    let handling = args.on_sync_error;
     let setup = TinySetup {
         log_sync_fault: args.log_sync_fails.map(|batch| LogSyncFault { batch, handling }),
         flush_sync_fault: args.flush_sync_fails,
@@ -602,14 +608,14 @@ fn run_power_cut(args: PowerCutArgs) -> Result<ExitCode, CliError> {
             .collect();
         let json = AllStatesJson {
             at_ms: ms(at),
-            policy: args.policy.clone(),
+            policy: args.policy.name().to_string(),
             uncertain_units,
             states: states.iter().map(crash_json).collect(),
         };
         if args.json {
             print_json(&json)?;
         } else {
-            writeln!(out, "power cut at {at}, policy {}: {} legal post-crash states", args.policy, json.states.len()).map_err(io)?;
+            writeln!(out, "power cut at {at}, policy {}: {} legal post-crash states", args.policy.name(), json.states.len()).map_err(io)?;
             for state in &json.states {
                 print_crash(&mut out, state).map_err(io)?;
             }
@@ -626,7 +632,7 @@ fn run_power_cut(args: PowerCutArgs) -> Result<ExitCode, CliError> {
         if args.json {
             print_json(&json)?;
         } else {
-            writeln!(out, "power cut at {at}, policy {}", args.policy).map_err(io)?;
+            writeln!(out, "power cut at {at}, policy {}", args.policy.name()).map_err(io)?;
             print_crash(&mut out, &json).map_err(io)?;
         }
     }

@@ -96,7 +96,7 @@ impl Wal {
             next_reader: 1,
             stats: Arc::clone(&stats),
             trace: options.trace_events_max.map(|events_max| {
-                let policy = walab_core::sim::commit::policy_name(&machine_config.policy);
+                let policy = machine_config.policy.kind().name();
                 TraceRecorder::new("native-file", policy, recovered.next_seq, recovered_segment_bytes_max, events_max)
             }),
             shutting_down: false,

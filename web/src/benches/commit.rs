@@ -14,7 +14,7 @@ use std::rc::Rc;
 use super::dropped::MeasuredLatency;
 use super::trace_view::TraceSpans;
 use super::Timeline;
-use crate::url_state::{LabParams, Policy, Scenario};
+use crate::url_state::{LabParams, PolicyKind, Scenario};
 
 /// Bytes per write in the steady-load runs (the teaching page's "about 100 bytes").
 pub const STEADY_RECORD_BYTES: u32 = 100;
@@ -29,13 +29,15 @@ pub const SWEEP_LOADS: [u64; 11] = [100, 250, 500, 1_000, 2_000, 5_000, 10_000, 
 pub const SWEEP_WRITES_MAX: u64 = 4_000;
 
 /// The core's policy for the page's.
-pub fn core_policy(policy: Policy, window: Nanos) -> CorePolicy {
+pub fn core_policy(policy: PolicyKind, window: Nanos) -> CorePolicy {
     match policy {
-        Policy::GroupCommit => CorePolicy::Group,
-        Policy::SyncPerWrite => CorePolicy::PerWrite,
-        Policy::Window if window > Nanos::ZERO => CorePolicy::Window { window },
-        Policy::Window => CorePolicy::Group,
-        Policy::NoSync => CorePolicy::NoSync,
+        PolicyKind::Group => CorePolicy::Group,
+        PolicyKind::PerWrite => CorePolicy::PerWrite,
+        PolicyKind::Window if window > Nanos::ZERO => CorePolicy::Window { window },
+        PolicyKind::Window => CorePolicy::Group,
+        PolicyKind::NoSync => CorePolicy::NoSync,
+        // Not offered on the page (`PAGE_POLICIES`); the command line's default interval.
+        PolicyKind::Periodic => CorePolicy::Periodic { interval: Nanos::from_millis(1000) },
     }
 }
 
@@ -212,7 +214,7 @@ pub fn steady_caption(steady: &SteadyCommit, t: Nanos) -> String {
 /// One point of the load sweep.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SweepPoint {
-    pub policy: Policy,
+    pub policy: PolicyKind,
     pub rate_per_s: u64,
     pub wait_mean_ms: f64,
     pub wait_max_ms: f64,
@@ -223,13 +225,13 @@ pub struct SweepPoint {
 #[derive(Debug)]
 pub struct CommitBench {
     pub scenario: Scenario,
-    pub policy: Policy,
+    pub policy: PolicyKind,
     pub sync_latency: Nanos,
     pub tiny: Result<TinyCommit, String>,
     pub steady: Result<SteadyCommit, String>,
     pub sweep: Vec<SweepPoint>,
     /// The same steady load under the other policies (for Part 0's comparison).
-    pub steady_by_policy: Vec<(Policy, Result<Summary, String>)>,
+    pub steady_by_policy: Vec<(PolicyKind, Result<Summary, String>)>,
     /// The measured latency the steady runs and the sweep used, if one was loaded.
     pub latency: Option<Rc<MeasuredLatency>>,
     /// Part 0: sync per write's queue (writes waiting for their OK) at every sync
@@ -266,7 +268,7 @@ impl CommitBench {
         let tiny = run_tiny(policy);
         let measured = latency.as_deref();
         let steady = run_steady(params, policy, measured);
-        let steady_by_policy = [Policy::SyncPerWrite, Policy::GroupCommit, Policy::Window]
+        let steady_by_policy = [PolicyKind::PerWrite, PolicyKind::Group, PolicyKind::Window]
             .into_iter()
             .map(|page_policy| {
                 let summary = run_steady_summary(params, core_policy(page_policy, params.window), measured);
@@ -376,9 +378,9 @@ fn run_steady_summary(params: &LabParams, policy: CorePolicy, measured: Option<&
 fn sweep(params: &LabParams, measured: Option<&MeasuredLatency>) -> Vec<SweepPoint> {
     let ceiling_per_s = 1e9 / params.sync_latency.0.max(1) as f64;
     let mut points = Vec::new();
-    for page_policy in [Policy::SyncPerWrite, Policy::GroupCommit, Policy::Window] {
+    for page_policy in [PolicyKind::PerWrite, PolicyKind::Group, PolicyKind::Window] {
         for rate in SWEEP_LOADS {
-            if page_policy == Policy::SyncPerWrite && rate as f64 >= ceiling_per_s {
+            if page_policy == PolicyKind::PerWrite && rate as f64 >= ceiling_per_s {
                 continue;
             }
             let setup = steady_setup(params, core_policy(page_policy, params.window), Keep::SUMMARY, measured);
@@ -462,7 +464,7 @@ mod tests {
     fn part_0_verdicts_agree_with_their_rows() {
         let at = |load: u64| {
             let bench = CommitBench::build(&parse_query(&format!("part=0&load={load}")).0, None);
-            let (_, summary) = bench.steady_by_policy.iter().find(|(policy, _)| *policy == Policy::SyncPerWrite).unwrap();
+            let (_, summary) = bench.steady_by_policy.iter().find(|(policy, _)| *policy == PolicyKind::PerWrite).unwrap();
             let summary = *summary.as_ref().unwrap();
             (keeps_up(&summary, bench.sync_latency, Nanos::ZERO), summary.wait_mean(), bench.per_write_queue)
         };
@@ -481,9 +483,9 @@ mod tests {
         assert!(bench
             .sweep
             .iter()
-            .filter(|point| point.policy == Policy::SyncPerWrite)
+            .filter(|point| point.policy == PolicyKind::PerWrite)
             .all(|point| point.rate_per_s < 1_000));
-        let group: Vec<&SweepPoint> = bench.sweep.iter().filter(|point| point.policy == Policy::GroupCommit).collect();
+        let group: Vec<&SweepPoint> = bench.sweep.iter().filter(|point| point.policy == PolicyKind::Group).collect();
         assert_eq!(group.len(), SWEEP_LOADS.len());
     }
 }

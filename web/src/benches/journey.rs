@@ -20,7 +20,7 @@ use walab_core::trace::{Event, Trace};
 
 use super::chain::{survives, Failure, Stage};
 use super::Timeline;
-use crate::url_state::{LabParams, Policy};
+use crate::url_state::{LabParams, PolicyKind};
 
 /// The display time of one step (the player shows steps, not times).
 pub const STEP: Nanos = Nanos::from_millis(1);
@@ -159,7 +159,7 @@ pub struct JourneyBench {
 
 impl JourneyBench {
     pub fn build(params: &LabParams) -> Result<JourneyBench, String> {
-        let setup = super::tiny::setup_for(params, Policy::GroupCommit);
+        let setup = super::tiny::setup_for(params, PolicyKind::Group);
         let run = tiny::run(&setup).map_err(|error| error.to_string())?;
         Ok(journey(&run.trace))
     }

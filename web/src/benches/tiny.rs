@@ -17,7 +17,7 @@ use super::captions::id_runs;
 use super::fates::{arrived_before, fates, with_fate, Fate};
 use super::trace_view::TraceSpans;
 use super::Timeline;
-use crate::url_state::{Fault, Handling, LabParams, Policy};
+use crate::url_state::{Fault, Handling, LabParams, PolicyKind};
 
 /// Display time given to one recovery check when the player walks through the scan.
 pub const RECOVERY_STEP: Nanos = Nanos::from_micros(100);
@@ -46,7 +46,7 @@ impl CutOutcome {
 /// One durability mode's result at the cut (Part 6's comparison).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ModeAtCut {
-    pub policy: Policy,
+    pub policy: PolicyKind,
     pub acknowledged: Vec<u64>,
     pub lost_acknowledged: Vec<u64>,
     /// Every write that arrived before the cut, with its fate in the worst state.
@@ -59,7 +59,7 @@ pub struct TinyBench {
     pub full: Result<(TinyRun, TraceSpans), String>,
     pub cut: Option<Result<CutOutcome, String>>,
     /// Part 6: every mode at the same cut.
-    pub modes: Vec<(Policy, Result<ModeAtCut, String>)>,
+    pub modes: Vec<(PolicyKind, Result<ModeAtCut, String>)>,
     /// Part 3: what a process restarting without a reboot reads through the page cache.
     pub through_page_cache: Option<Vec<u64>>,
     /// Part 3, E1: the other handling of the failed sync, to draw both paths.
@@ -69,7 +69,7 @@ pub struct TinyBench {
 }
 
 /// The setup a Part runs.
-pub fn setup_for(params: &LabParams, policy: Policy) -> TinySetup {
+pub fn setup_for(params: &LabParams, policy: PolicyKind) -> TinySetup {
     let mut setup = TinySetup::new(core_policy(policy, params.window));
     // The sync-latency knob slows (or speeds) the log's syncs; the tiny store's own
     // figures are for its 1.0 ms.
@@ -103,7 +103,7 @@ impl TinyBench {
         let cut = params.cut.map(|at| cut_outcome(&setup, at, params.seed, params.part == 7));
         let modes = if params.part == 6 {
             let at = params.cut.unwrap_or(walab_core::tiny_store::POWER_CUT);
-            [Policy::GroupCommit, Policy::SyncPerWrite, Policy::NoSync, Policy::Window]
+            [PolicyKind::Group, PolicyKind::PerWrite, PolicyKind::NoSync, PolicyKind::Window]
                 .into_iter()
                 .map(|mode| (mode, mode_at_cut(params, mode, at)))
                 .collect()
@@ -243,7 +243,7 @@ pub fn cut_caption(outcome: &CutOutcome, revealed: bool) -> String {
     text
 }
 
-fn mode_at_cut(params: &LabParams, mode: Policy, at: Nanos) -> Result<ModeAtCut, String> {
+fn mode_at_cut(params: &LabParams, mode: PolicyKind, at: Nanos) -> Result<ModeAtCut, String> {
     let setup = setup_for(params, mode).with_power_cut(at);
     let run = tiny::run(&setup).map_err(|error| error.to_string())?;
     // The worst legal outcome: the state that loses the most acknowledged writes.
@@ -317,7 +317,7 @@ mod tests {
     #[test]
     fn part_6_at_13_5_ms_matches_the_modes_table() {
         let bench = TinyBench::build(&parse_query("part=6&cut=13.5").0);
-        let summary: Vec<(Policy, usize, usize)> = bench
+        let summary: Vec<(PolicyKind, usize, usize)> = bench
             .modes
             .iter()
             .map(|(policy, mode)| {
@@ -325,9 +325,9 @@ mod tests {
                 (*policy, mode.acknowledged.len(), mode.lost_acknowledged.len())
             })
             .collect();
-        let group = summary.iter().find(|row| row.0 == Policy::GroupCommit).unwrap();
-        let per_write = summary.iter().find(|row| row.0 == Policy::SyncPerWrite).unwrap();
-        let no_sync = summary.iter().find(|row| row.0 == Policy::NoSync).unwrap();
+        let group = summary.iter().find(|row| row.0 == PolicyKind::Group).unwrap();
+        let per_write = summary.iter().find(|row| row.0 == PolicyKind::PerWrite).unwrap();
+        let no_sync = summary.iter().find(|row| row.0 == PolicyKind::NoSync).unwrap();
         // Read back from the core's runs: group commit loses nothing, the no-sync mode
         // acknowledged more than it kept.
         assert_eq!(group.2, 0);
@@ -342,7 +342,7 @@ mod tests {
         let outcome = bench.cut.as_ref().unwrap().as_ref().unwrap();
         assert_eq!(with_fate(&outcome.fates, Fate::Lost), (21..=24).collect::<Vec<u64>>());
         assert_eq!(with_fate(&outcome.fates, Fate::Survived), (1..=20).collect::<Vec<u64>>());
-        let (_, no_sync) = bench.modes.iter().find(|(policy, _)| *policy == Policy::NoSync).unwrap();
+        let (_, no_sync) = bench.modes.iter().find(|(policy, _)| *policy == PolicyKind::NoSync).unwrap();
         assert_eq!(with_fate(&no_sync.as_ref().unwrap().fates, Fate::Lost), (21..=24).collect::<Vec<u64>>());
         assert!(cut_caption(outcome, true).contains("4 are lost (21-24)"), "{}", cut_caption(outcome, true));
         assert!(!cut_caption(outcome, false).contains("lost"));

@@ -12,7 +12,7 @@ use walab_core::time::Nanos;
 use walab_core::trace::Event;
 
 use super::Timeline;
-use crate::url_state::{LabParams, Policy};
+use crate::url_state::{LabParams, PolicyKind};
 
 /// The display time of one station (the player shows steps).
 pub const STEP: Nanos = Nanos::from_millis(1);
@@ -86,7 +86,7 @@ pub struct PathStep {
 
 /// The stations of write 1, from the tiny store's run (empty if the run failed).
 pub fn path(params: &LabParams) -> Vec<PathStep> {
-    let Ok(run) = tiny::run(&super::tiny::setup_for(params, Policy::GroupCommit)) else { return Vec::new() };
+    let Ok(run) = tiny::run(&super::tiny::setup_for(params, PolicyKind::Group)) else { return Vec::new() };
     let trace = &run.trace;
     let Some(write) = trace.writes.iter().find(|write| write.id == WRITE) else { return Vec::new() };
     let segment = trace.file_index(&format!("wal-{}", write.segment));

@@ -19,7 +19,7 @@ use crate::benches::{Bench, BenchRef};
 use crate::charts::{Bar, BarChart, LineChart, Series};
 use crate::player::{format_fixed_millis, Player, PlayerState};
 use crate::state::LabAction;
-use crate::url_state::{format_millis, Policy, Scenario};
+use crate::url_state::{format_millis, PolicyKind, Scenario};
 
 #[component]
 pub fn GroupCommitChapter(props: &ChapterProps) -> Html {
@@ -35,7 +35,7 @@ pub fn GroupCommitChapter(props: &ChapterProps) -> Html {
         policies_sync_only: true,
         load: props.params.scenario != Scenario::Tiny,
         sync: props.params.scenario != Scenario::Tiny,
-        window: props.params.policy == Policy::Window,
+        window: props.params.policy == PolicyKind::Window,
         seed: props.params.scenario == Scenario::Random,
     };
     let on_player = props.on_action.reform(LabAction::Player);
@@ -114,12 +114,12 @@ fn dropped_view(trace: &Rc<DroppedTrace>, props: &ChapterProps) -> Html {
     }
 }
 
-fn policy_color(policy: Policy) -> (u8, u8, u8) {
+fn policy_color(policy: PolicyKind) -> (u8, u8, u8) {
     match policy {
-        Policy::GroupCommit => (31, 95, 191),
-        Policy::SyncPerWrite => (179, 38, 30),
-        Policy::Window => (27, 122, 61),
-        Policy::NoSync => (120, 120, 120),
+        PolicyKind::Group => (31, 95, 191),
+        PolicyKind::PerWrite => (179, 38, 30),
+        PolicyKind::Window => (27, 122, 61),
+        PolicyKind::NoSync | PolicyKind::Periodic => (120, 120, 120),
     }
 }
 
@@ -133,7 +133,7 @@ fn SweepCharts(props: &SweepChartsProps) -> Html {
     let series_of = |value: fn(&SweepPoint) -> f64| -> Rc<Vec<Series>> {
         let mut series = Vec::new();
         // Sync per write last, so its line is drawn over group commit's where they meet.
-        for policy in [Policy::GroupCommit, Policy::Window, Policy::SyncPerWrite] {
+        for policy in [PolicyKind::Group, PolicyKind::Window, PolicyKind::PerWrite] {
             let points: Vec<(f64, f64)> = props
                 .sweep
                 .iter()

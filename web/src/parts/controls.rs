@@ -5,7 +5,7 @@ use walab_core::time::Nanos;
 use yew::prelude::*;
 
 use crate::state::LabAction;
-use crate::url_state::{format_millis, LabParams, Policy, Scenario, LOAD_PER_SECOND_MAX};
+use crate::url_state::{format_millis, LabParams, PolicyKind, Scenario, LOAD_PER_SECOND_MAX};
 
 /// Which controls a bench shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -43,7 +43,7 @@ pub fn Controls(props: &ControlsProps) -> Html {
     });
     let on_policy = props.on_action.reform(|event: Event| {
         let select: web_sys::HtmlSelectElement = event.target_unchecked_into();
-        LabAction::SetPolicy(Policy::from_url_name(&select.value()).unwrap_or(Policy::GroupCommit))
+        LabAction::SetPolicy(crate::url_state::page_policy(&select.value()).unwrap_or(PolicyKind::Group))
     });
     let on_load = props.on_action.reform(|event: InputEvent| {
         let input: web_sys::HtmlInputElement = event.target_unchecked_into();
@@ -81,10 +81,10 @@ pub fn Controls(props: &ControlsProps) -> Html {
     };
     let seed_problem = props.field_problem.as_ref().filter(|problem| problem.field == crate::state::Field::Seed).map(|problem| problem.message.clone());
     let load_step = LOAD_STEPS.iter().position(|load| *load >= params.load_per_second).unwrap_or(LOAD_STEPS.len() - 1);
-    let policies: Vec<Policy> = if shown.policies_sync_only {
-        vec![Policy::GroupCommit, Policy::SyncPerWrite, Policy::Window]
+    let policies: Vec<PolicyKind> = if shown.policies_sync_only {
+        vec![PolicyKind::Group, PolicyKind::PerWrite, PolicyKind::Window]
     } else {
-        Policy::ALL.to_vec()
+        crate::url_state::PAGE_POLICIES.to_vec()
     };
     let sync_choices = ["0.1", "0.25", "0.5", "1", "2", "5", "10"];
     let window_choices = ["0.5", "1", "2", "5"];
@@ -105,7 +105,7 @@ pub fn Controls(props: &ControlsProps) -> Html {
                 <label>{ "policy " }
                     <select class="policy" onchange={on_policy}>
                         { for policies.iter().map(|policy| html! {
-                            <option value={policy.url_name()} selected={*policy == params.policy}>{ policy.label() }</option>
+                            <option value={policy.name()} selected={*policy == params.policy}>{ policy.label() }</option>
                         }) }
                     </select>
                 </label>

@@ -15,7 +15,7 @@ use crate::figures::chain::ChainFigure;
 use crate::figures::write_path::{LogQueue, WritePath};
 use crate::player::{Clock, Player};
 use crate::state::LabAction;
-use crate::url_state::{format_millis, Policy};
+use crate::url_state::{format_millis, PolicyKind};
 
 #[component]
 pub fn StartChapter(props: &ChapterProps) -> Html {
@@ -29,11 +29,11 @@ pub fn StartChapter(props: &ChapterProps) -> Html {
             .map(|(policy, summary)| match summary {
                 Ok(summary) => {
                     // The verdict is read from the same run as the row's numbers.
-                    let window = if *policy == Policy::Window { params.window } else { Nanos::ZERO };
+                    let window = if *policy == PolicyKind::Window { params.window } else { Nanos::ZERO };
                     let keeps_up = keeps_up(summary, params.sync_latency, window);
                     let bound = Nanos(2 * params.sync_latency.0 + window.0);
                     html! {
-                        <tr data-policy={policy.url_name()}>
+                        <tr data-policy={policy.name()}>
                             <td>{ policy.label() }</td>
                             <td class="num">{ format!("{:.0}", summary.syncs_per_s()) }</td>
                             <td class="num">{ format!("{:.1}", summary.batch_mean()) }</td>

@@ -12,7 +12,7 @@ use super::{ChapterProps, Source};
 use crate::figures::modes::{ModeRow, ModesFigure};
 use crate::player::Player;
 use crate::state::LabAction;
-use crate::url_state::{format_millis, Policy};
+use crate::url_state::{format_millis, PolicyKind};
 
 #[component]
 pub fn ModesChapter(props: &ChapterProps) -> Html {
@@ -23,7 +23,7 @@ pub fn ModesChapter(props: &ChapterProps) -> Html {
     let shown = Shown { policy: true, sync: true, ..Shown::default() };
     let modes = bench.modes.iter().map(|(policy, mode)| match mode {
         Ok(mode) => html! {
-            <tr data-policy={policy.url_name()} data-acknowledged={mode.acknowledged.len().to_string()} data-lost={mode.lost_acknowledged.len().to_string()}>
+            <tr data-policy={policy.name()} data-acknowledged={mode.acknowledged.len().to_string()} data-lost={mode.lost_acknowledged.len().to_string()}>
                 <td>{ policy.label() }</td>
                 <td class="num">{ mode.acknowledged.len() }</td>
                 <td class={classes!("num", (!mode.lost_acknowledged.is_empty()).then_some("danger"))}>{ mode.lost_acknowledged.len() }</td>
@@ -33,12 +33,12 @@ pub fn ModesChapter(props: &ChapterProps) -> Html {
         Err(error) => html! { <tr><td>{ policy.label() }</td><td colspan="3" class="error">{ error.clone() }</td></tr> },
     });
     let at = props.params.cut.unwrap_or(tiny_store::POWER_CUT);
-    let no_sync_lost = bench.modes.iter().find(|(policy, _)| *policy == Policy::NoSync)
+    let no_sync_lost = bench.modes.iter().find(|(policy, _)| *policy == PolicyKind::NoSync)
         .and_then(|(_, mode)| mode.as_ref().ok()).map(|mode| mode.lost_acknowledged.len() as u32);
     let rows: Vec<ModeRow> = bench
         .modes
         .iter()
-        .filter_map(|(policy, mode)| mode.as_ref().ok().map(|mode| ModeRow { name: policy.label().to_string(), url_name: policy.url_name().to_string(), fates: mode.fates.clone() }))
+        .filter_map(|(policy, mode)| mode.as_ref().ok().map(|mode| ModeRow { name: policy.label().to_string(), url_name: policy.name().to_string(), fates: mode.fates.clone() }))
         .collect();
     html! {
         <>
@@ -77,7 +77,7 @@ pub fn ModesChapter(props: &ChapterProps) -> Html {
         if props.params.cut.is_some() && !revealed {
             <AnswerPending what="The four modes at your cut appear once you predict what recovery finds (below), or ask to see the answer." />
         } else {
-            <Predict question={format!("cut at {} ms, how many acknowledged writes does “{}” lose?", format_millis(at), Policy::NoSync.label())}
+            <Predict question={format!("cut at {} ms, how many acknowledged writes does “{}” lose?", format_millis(at), PolicyKind::NoSync.label())}
                 answer={no_sync_lost} params={props.params.clone()} on_action={props.on_action.clone()}>
                 <table class="modes">
                     <thead><tr><th>{ "mode" }</th><th class="num">{ "acknowledged" }</th><th class="num">{ "acknowledged and lost" }</th><th>{ "lost writes" }</th></tr></thead>
