@@ -29,6 +29,8 @@
 //! - [`pages`]: Part 9, a page-based engine with pageLSN redo, full-page images and a
 //!   doublewrite buffer, torn page by page at a power cut.
 //! - [`budget`]: Parts 11 and 12, syncs, IOPS and MB/s against an EBS volume's limits.
+//! - [`stream_store`]: `walab serve`'s pure half: the WAL record of an append, idempotent
+//!   producers, the log cache.
 //! - [`quorum`]: Part 10, quorum commit on the group-commit machine, and what each sync
 //!   policy survives.
 
@@ -45,6 +47,7 @@ pub mod remote;
 pub mod ring;
 pub mod rng;
 pub mod sim;
+pub mod stream_store;
 pub mod scan;
 pub mod time;
 pub mod trace;
