@@ -29,7 +29,8 @@ pub struct CachedRecord {
     pub offset: u64,
     pub producer: Option<ProducerStamp>,
     pub value: Vec<u8>,
-    /// The WAL's seq of the record holding it (what trimming the WAL is counted in).
+    /// The WAL's seq of the record holding it (what trimming the WAL is counted in),
+    /// known once the WAL has acknowledged it; 0 before.
     pub wal_seq: u64,
 }
 
@@ -88,11 +89,14 @@ impl StreamLog {
         self.records.push_back(record);
     }
 
-    /// The WAL acknowledged everything of this stream below `end`.
-    pub fn mark_durable(&mut self, end: u64) {
-        assert!(end <= self.end(), "only submitted records become durable");
-        self.durable_end = self.durable_end.max(end);
-        assert!(self.durable_end >= self.start);
+    /// The WAL acknowledged the record at `offset` as its record `wal_seq`, and with it
+    /// every record of this stream below.
+    pub fn mark_durable(&mut self, offset: u64, wal_seq: u64) {
+        assert!(offset < self.end(), "only submitted records become durable");
+        if offset >= self.start {
+            self.records[(offset - self.start) as usize].wal_seq = wal_seq;
+        }
+        self.durable_end = self.durable_end.max(offset + 1);
     }
 
     /// Up to `max` durable records from offset `from` (at most [`READ_RECORDS_MAX`]).
@@ -114,7 +118,7 @@ mod tests {
     use super::*;
 
     fn record(offset: u64) -> CachedRecord {
-        CachedRecord { offset, producer: None, value: vec![offset as u8], wal_seq: offset + 100 }
+        CachedRecord { offset, producer: None, value: vec![offset as u8], wal_seq: 0 }
     }
 
     fn offsets<'a>(records: impl Iterator<Item = &'a CachedRecord>) -> Vec<u64> {
@@ -128,8 +132,8 @@ mod tests {
             log.push(record(offset));
         }
         assert_eq!(offsets(log.read(10, 100).unwrap()), Vec::<u64>::new());
-        log.mark_durable(14); // offset 13's answer ran first
-        log.mark_durable(12); // offset 11's later
+        log.mark_durable(13, 113); // offset 13's answer ran first
+        log.mark_durable(11, 111); // offset 11's later
         assert_eq!(log.durable_end(), 14);
         assert_eq!(offsets(log.read(10, 100).unwrap()), vec![10, 11, 12, 13]);
         assert_eq!(offsets(log.read(12, 1).unwrap()), vec![12]);
@@ -137,6 +141,8 @@ mod tests {
         assert_eq!(log.read(15, 5).err(), Some(ReadError::PastEnd { from: 15, durable_end: 14 }));
         assert_eq!(log.read(9, 5).err(), Some(ReadError::BelowCache { from: 9, start: 10 }));
         assert_eq!(log.end(), 15);
+        let wal_seqs: Vec<u64> = log.read(10, 100).unwrap().map(|r| r.wal_seq).collect();
+        assert_eq!(wal_seqs, vec![0, 111, 0, 113]);
     }
 
     #[test]

@@ -18,6 +18,7 @@ pub mod quorum;
 pub mod redo;
 pub mod reset;
 pub mod scenario;
+pub mod serve;
 pub mod sim;
 pub mod sim_remote;
 
@@ -55,6 +56,8 @@ pub enum Command {
     Reset(reset::Args),
     /// Run the deterministic simulator: group commit schedules, power cuts.
     Sim(sim::Args),
+    /// Serve streams over HTTP on a WAL: appends with idempotent producers, reads.
+    Serve(serve::Args),
 }
 
 /// Parses the command line, runs the command, prints a failure as one line, and gives the
@@ -85,6 +88,7 @@ pub fn main() -> ExitCode {
         Command::CrashTest(args) => crash_test::run(args),
         Command::Reset(args) => reset::run(args),
         Command::Sim(args) => sim::run(args),
+        Command::Serve(args) => serve::run(args),
     };
     crate::cli_error::finish(result)
 }

@@ -120,4 +120,4 @@ pub use backend::{sync_error_of, Backend, Completion, Recovered, WalError};
 pub use handle::{ReaderId, Wal, WalOptions};
 pub use os::limit_malloc_arenas;
 pub use stats::WalStats;
-pub use writer::{frame_unsequenced, seal_record, AsyncWriter, Writer};
+pub use writer::{frame_unsequenced, seal_record, AsyncWriter, PendingAppend, Writer};

@@ -208,6 +208,37 @@ impl AsyncWriter {
         self.buffer = buffer;
         result
     }
+    /// Sends one put to the driver now and returns its pending answer, for a caller that
+    /// must fix the order of its appends under a lock and wait outside it (the stream
+    /// store: offsets are assigned and records submitted under the stream's lock). Appends
+    /// submitted one after another reach the WAL in that order. The record cannot be
+    /// withdrawn once submitted: dropping the [`PendingAppend`] only stops listening.
+    pub fn submit(&self, key: &[u8], value: &[u8]) -> Result<PendingAppend, WalError> {
+        let mut record = Vec::new();
+        frame_unsequenced(&mut record, key, value)?;
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        self.events
+            .send(Event::Append { record, key_bytes: key.len(), reply: ReplyTo::Task(reply) })
+            .map_err(|_| WalError::Closed)?;
+        Ok(PendingAppend { answer })
+    }
+}
+
+/// The answer to an append made by [`AsyncWriter::submit`].
+pub struct PendingAppend {
+    answer: tokio::sync::oneshot::Receiver<Reply>,
+}
+
+impl PendingAppend {
+    /// Resolves once the record is durable (`Ok(seq)`) or its outcome is unknown
+    /// (`Err(WalError::Failed)`). The driver answers every append it took, also on its
+    /// way out; a driver that died drops the sender, which ends the wait with `Closed`.
+    pub async fn durable(self) -> Result<u64, WalError> {
+        match self.answer.await {
+            Ok((result, _buffer)) => result,
+            Err(_) => Err(WalError::Closed),
+        }
+    }
 }
 
 
