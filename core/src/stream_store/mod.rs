@@ -17,15 +17,24 @@
 //!   after a restart.
 //! - [`log_cache`]: one stream's records in offset order, with the end assigned so far
 //!   and the end known durable; reads never pass the durable end.
+//! - [`upload`]: when pending records are sealed into a block, and how a block splits
+//!   into one stream-set object and stream objects for large runs; [`object`] their codec.
+//! - [`meta`]: the metadata log's state machine (reserve ids, commit objects and advance
+//!   every involved stream's committed end at once, expire orphans) and its codec.
 //!
 //! Why the producer table is kept per stream: the check and the offset assignment happen
 //! under the stream's lock, so a producer's seq is checked against that stream's state
 //! without any lock shared by all streams. A producer writing to two streams keeps one
 //! seq per stream (as a Kafka producer keeps one per partition).
 
+mod bytes;
+pub use bytes::DecodeError;
 pub mod log_cache;
+pub mod meta;
+pub mod object;
 pub mod producers;
 pub mod record;
+pub mod upload;
 
 /// The most bytes in a stream or producer name.
 pub const NAME_BYTES_MAX: usize = 128;
