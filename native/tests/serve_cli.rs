@@ -10,29 +10,39 @@ use serde_json::Value;
 struct Server {
     child: Child,
     base: String,
+    /// What the server printed before it listened.
+    preamble: Vec<String>,
 }
 
 impl Server {
+    /// A server that uploads nothing during a test (its blocks seal after an hour).
     fn start(wal_dir: &Path) -> Server {
+        Server::start_with(wal_dir, &["--block-ms", "3600000"])
+    }
+
+    fn start_with(wal_dir: &Path, flags: &[&str]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_walab"))
             .args(["serve", "--wal", &format!("file://{}", wal_dir.display()), "--listen", "127.0.0.1:0"])
+            .args(flags)
             .stderr(Stdio::piped())
             .spawn()
             .expect("walab serve starts");
         let mut stderr = BufReader::new(child.stderr.take().expect("stderr is piped"));
-        let mut line = String::new();
-        stderr.read_line(&mut line).expect("a line on stderr");
-        let address = line
-            .trim()
-            .strip_prefix("walab serve: listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-            .to_string();
+        let mut preamble = Vec::new();
+        let address = loop {
+            let mut line = String::new();
+            assert!(stderr.read_line(&mut line).expect("stderr") > 0, "the server ended before it listened: {preamble:?}");
+            match line.trim().strip_prefix("walab serve: listening on ") {
+                Some(address) => break address.to_string(),
+                None => preamble.push(line.trim().to_string()),
+            }
+        };
         // Keep reading stderr so that the server never writes into a full or closed pipe.
         std::thread::spawn(move || {
             let mut rest = String::new();
             let _ = stderr.read_to_string(&mut rest);
         });
-        Server { child, base: address }
+        Server { child, base: address, preamble }
     }
 
     fn url(&self, path: &str) -> String {
@@ -211,4 +221,130 @@ async fn a_producer_retry_is_a_duplicate_also_after_a_crash() {
         (7, "new 0".into(), Some(2), Some(0)),
     ];
     assert_eq!(table, expected);
+}
+
+/// Waits (at most a minute, polling) until `done` holds.
+async fn eventually(what: &str, mut done: impl AsyncFnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !done().await {
+        assert!(std::time::Instant::now() < deadline, "never happened: {what}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// Every record of `stream`, paging with `next` until the end: (offset, value, seq).
+async fn read_all(client: &reqwest::Client, server: &Server, stream: &str) -> Vec<(u64, Vec<u8>, Option<u64>)> {
+    let mut records = Vec::new();
+    let mut from = 0;
+    loop {
+        let (status, page) = get(client, &server.url(&format!("/streams/{stream}/records?from={from}&max=1000"))).await;
+        assert_eq!(status, 200, "{page}");
+        for record in page["records"].as_array().unwrap() {
+            records.push((record["offset"].as_u64().unwrap(), decoded(record), record["seq"].as_u64()));
+        }
+        let next = page["next"].as_u64().unwrap();
+        if next == page["end"].as_u64().unwrap() {
+            return records;
+        }
+        assert!(next > from, "a read made no progress at {from}");
+        from = next;
+    }
+}
+
+fn files_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|entries| entries.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+async fn committed(client: &reqwest::Client, server: &Server, stream: &str) -> u64 {
+    get(client, &server.url(&format!("/streams/{stream}"))).await.1["committed"].as_u64().unwrap_or(0)
+}
+
+const SMALL_BLOCKS: &[&str] =
+    &["--block-bytes", "4096", "--block-ms", "20", "--stream-object-bytes", "2048", "--segment-bytes", "65536"];
+
+#[tokio::test]
+async fn records_read_across_objects_and_the_log_cache_are_one_gapless_sequence_also_after_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = reqwest::Client::new();
+    let server = Server::start_with(dir.path(), SMALL_BLOCKS);
+    let value = |n: u64| format!("{n:0>100}").into_bytes();
+    for chunk in (0..1000u64).collect::<Vec<_>>().chunks(50) {
+        let appends = chunk.iter().map(|&n| {
+            let (client, server) = (&client, &server);
+            async move {
+                let a = post(client, &server.url("/streams/a/records"), &value(n), None).await;
+                assert_eq!(a.0, 200, "{}", a.1);
+            }
+        });
+        futures::future::join_all(appends).await;
+    }
+    // One producer on stream b, one seq after the other.
+    for seq in 0..200u64 {
+        let (status, body) = post(&client, &server.url("/streams/b/records"), &value(seq), Some(("p", 1, seq))).await;
+        assert_eq!((status, body["offset"].as_u64()), (200, Some(seq)));
+    }
+    eventually("everything committed", async || {
+        committed(&client, &server, "a").await == 1000 && committed(&client, &server, "b").await == 200
+    })
+    .await;
+    let wal_dir = dir.path().join("default/0");
+    eventually("the WAL's first segment removed", async || {
+        !files_in(&wal_dir).contains(&"wal-00000000000000000000.log".to_string())
+    })
+    .await;
+    let objects = files_in(&dir.path().join("default/0.serve/objects"));
+    assert!(objects.len() >= 2, "objects: {objects:?}");
+
+    let a = read_all(&client, &server, "a").await;
+    assert_eq!(a.iter().map(|r| r.0).collect::<Vec<u64>>(), (0..1000).collect::<Vec<u64>>(), "offsets without a gap");
+    let mut values: Vec<Vec<u8>> = a.iter().map(|r| r.1.clone()).collect();
+    values.sort();
+    assert_eq!(values, (0..1000).map(value).collect::<Vec<_>>(), "every value once");
+    let b = read_all(&client, &server, "b").await;
+    assert_eq!(b, (0..200).map(|n| (n, value(n), Some(n))).collect::<Vec<_>>());
+    // Ten more stay in the log cache or join an object: the sequence goes on either way.
+    for n in 1000..1010 {
+        assert_eq!(post(&client, &server.url("/streams/a/records"), &value(n), None).await.1["offset"].as_u64(), Some(n));
+    }
+    server.crash();
+
+    let server = Server::start_with(dir.path(), SMALL_BLOCKS);
+    let again = read_all(&client, &server, "a").await;
+    assert_eq!(again.len(), 1010);
+    assert_eq!(&again[..1000], &a[..]);
+    assert_eq!(again[1000..].iter().map(|r| r.1.clone()).collect::<Vec<_>>(), (1000..1010).map(value).collect::<Vec<_>>());
+    assert_eq!(read_all(&client, &server, "b").await, b);
+    // The producer's state came back from the commit: the WAL records are trimmed.
+    let (status, body) = post(&client, &server.url("/streams/b/records"), &value(199), Some(("p", 1, 199))).await;
+    assert_eq!((status, body), (200, serde_json::json!({"offset": 199, "duplicate": true})));
+    let (status, body) = post(&client, &server.url("/streams/b/records"), b"late", Some(("p", 1, 150))).await;
+    assert_eq!((status, body["expected_seq"].as_u64()), (409, Some(200)));
+}
+
+#[tokio::test]
+async fn a_crash_between_upload_and_commit_leaves_an_orphan_that_expires() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = reqwest::Client::new();
+    let objects_dir = dir.path().join("default/0.serve/objects");
+    let mut server = Server::start_with(dir.path(), &["--block-ms", "20", "--crash-before-commit"]);
+    let (status, body) = post(&client, &server.url("/streams/s/records"), b"first", None).await;
+    assert_eq!((status, body), (200, serde_json::json!({"offset": 0})));
+    let exit = server.child.wait().expect("the server ends");
+    assert!(!exit.success(), "the server aborted: {exit:?}");
+    assert_eq!(files_in(&objects_dir), vec![format!("{:020}", 0)], "the orphan is uploaded");
+
+    let server = Server::start_with(dir.path(), &["--block-ms", "20"]);
+    assert!(server.preamble.iter().any(|line| line.contains("expired 1 object ids")), "{:?}", server.preamble);
+    let (status, body) = post(&client, &server.url("/streams/s/records"), b"second", None).await;
+    assert_eq!((status, body), (200, serde_json::json!({"offset": 1})));
+    eventually("both records committed", async || committed(&client, &server, "s").await == 2).await;
+    // Id 0 expired with its object; the commits used new ids.
+    let objects = files_in(&objects_dir);
+    assert!(!objects.is_empty() && !objects.contains(&format!("{:020}", 0)), "objects: {objects:?}");
+    let records = read_all(&client, &server, "s").await;
+    assert_eq!(records, vec![(0, b"first".to_vec(), None), (1, b"second".to_vec(), None)]);
 }

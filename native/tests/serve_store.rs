@@ -4,9 +4,11 @@
 use std::sync::Arc;
 
 use serde_json::{json, Value};
+use walab::serve::objects::Objects;
 use walab::serve::{http, Store};
 use walab::wal::{Backend, Completion, Recovered, Wal, WalError, WalOptions};
 use walab_core::group_commit::{Batch, SyncError};
+use walab_core::stream_store::meta::MetaState;
 
 /// A storage whose first `good_batches` persists succeed and every later one fails.
 struct FailingAfter {
@@ -47,7 +49,9 @@ async fn answer(response: reqwest::Response) -> (u16, Value) {
 #[tokio::test]
 async fn a_failed_wal_answers_503_unknown_and_stops_appends() {
     let (wal, recovered) = Wal::open(Box::new(FailingAfter { good_batches: 1 }), WalOptions::default()).unwrap();
-    let store = Arc::new(Store::recover(wal, recovered).unwrap());
+    let objects_dir = tempfile::tempdir().unwrap();
+    let objects = Arc::new(Objects::local(objects_dir.path().to_path_buf()).unwrap());
+    let store = Arc::new(Store::recover(wal, recovered, &MetaState::default(), objects).unwrap());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, http::router(store)).await });

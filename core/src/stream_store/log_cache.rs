@@ -99,6 +99,24 @@ impl StreamLog {
         self.durable_end = self.durable_end.max(offset + 1);
     }
 
+    /// The oldest cached record.
+    pub fn first(&self) -> Option<&CachedRecord> {
+        self.records.front()
+    }
+
+    /// Forgets the records below `offset` (they are committed elsewhere); returns the
+    /// bytes they held as the upload counts them (value + 32 each).
+    pub fn drop_below(&mut self, offset: u64) -> usize {
+        assert!(offset <= self.durable_end, "only durable records are dropped");
+        let mut bytes = 0;
+        while self.start < offset {
+            let record = self.records.pop_front().expect("records up to the durable end are cached");
+            bytes += record.value.len() + 32;
+            self.start += 1;
+        }
+        bytes
+    }
+
     /// Up to `max` durable records from offset `from` (at most [`READ_RECORDS_MAX`]).
     pub fn read(&self, from: u64, max: usize) -> Result<impl Iterator<Item = &CachedRecord>, ReadError> {
         if from > self.durable_end {
@@ -143,6 +161,11 @@ mod tests {
         assert_eq!(log.end(), 15);
         let wal_seqs: Vec<u64> = log.read(10, 100).unwrap().map(|r| r.wal_seq).collect();
         assert_eq!(wal_seqs, vec![0, 111, 0, 113]);
+        // Committed records leave the cache; what is not durable stays.
+        assert_eq!(log.drop_below(12), 2 * (1 + 32));
+        assert_eq!((log.start(), log.first().map(|r| r.offset)), (12, Some(12)));
+        assert_eq!(log.read(11, 5).err(), Some(ReadError::BelowCache { from: 11, start: 12 }));
+        assert_eq!(offsets(log.read(12, 5).unwrap()), vec![12, 13]);
     }
 
     #[test]

@@ -122,6 +122,8 @@ fn read_failure(failure: ReadFailure) -> Response {
         ReadFailure::Range(ReadError::PastEnd { .. }) => StatusCode::BAD_REQUEST,
         // Records below the cache are in objects the store has lost track of: its bug.
         ReadFailure::Range(ReadError::BelowCache { .. }) => StatusCode::INTERNAL_SERVER_ERROR,
+        // A committed object that cannot be read: the object store's trouble.
+        ReadFailure::Object(_) => StatusCode::BAD_GATEWAY,
     };
     error(status, failure.to_string())
 }
@@ -143,7 +145,7 @@ async fn read(
     if !(1..=READ_RECORDS_MAX).contains(&max) {
         return error(StatusCode::BAD_REQUEST, format!("max {max}: must be between 1 and {READ_RECORDS_MAX}"));
     }
-    let answer = match store.read(&stream, params.from.unwrap_or(0), max) {
+    let answer = match store.read(&stream, params.from.unwrap_or(0), max).await {
         Ok(answer) => answer,
         Err(failure) => return read_failure(failure),
     };

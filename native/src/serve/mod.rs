@@ -32,13 +32,24 @@
 //! fixed, so the store keeps its in-flight bytes under [`store::INFLIGHT_BYTES_MAX`]
 //! before it assigns offsets.
 //!
-//! # Not yet here
+//! # Behind the WAL
 //!
-//! The log cache holds every record since the WAL began and the WAL is never trimmed:
-//! uploading sealed blocks to objects, the metadata log and the trim behind a commit are
-//! still to come, so memory and recovery time grow with the log.
+//! The WAL only stages records: [`uploader`] seals the durable records above every
+//! stream's committed end into blocks, uploads each as objects ([`objects`]: a stream-set
+//! object, and a stream object for each large run), commits them through the metadata
+//! log ([`meta_log`]) in one command that advances every stream in the block at once,
+//! drops them from the log cache and lets the WAL trim below the oldest uncommitted
+//! record. Reads below the log cache go to the committed objects. At start: the metadata
+//! log is replayed (committed ends, object runs, producers), orphaned reservations are
+//! deleted and expired, and only WAL records past the committed ends are replayed.
+//!
+//! The metadata log is never compacted yet, and a read below the log cache fetches its
+//! object each time (no object cache).
 
 pub mod http;
+pub mod meta_log;
+pub mod objects;
 pub mod store;
+pub mod uploader;
 
 pub use store::Store;

@@ -1,15 +1,22 @@
 //! [`Store`]: the streams, their producers and log caches, over one open [`Wal`].
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Instant;
 
 use tokio::sync::{watch, Semaphore};
 use walab_core::codec::tiny;
 use walab_core::stream_store::log_cache::{CachedRecord, ReadError, StreamLog};
+use walab_core::stream_store::meta::{MetaState, ObjectEntry};
+use walab_core::stream_store::object::{self, Run, StoredRecord};
 use walab_core::stream_store::producers::{ProducerTable, Verdict};
 use walab_core::stream_store::record::{AppendRecord, ProducerStamp, RecordError};
+use walab_core::stream_store::upload::SealPolicy;
 use walab_core::stream_store::{check_name, NameError};
+use walab_core::time::Nanos;
 
+use super::objects::Objects;
 use crate::wal::{AsyncWriter, Recovered, Wal, WalError};
 
 /// The most streams one store holds; an append that would create one more is refused.
@@ -62,6 +69,9 @@ pub enum ReadFailure {
     NoSuchStream(String),
     #[error("{0}")]
     Range(ReadError),
+    /// A committed object could not be read.
+    #[error("{0}")]
+    Object(String),
 }
 
 /// A read's answer: durable records from `from`, the next offset to read, the end.
@@ -86,6 +96,19 @@ struct StreamState {
     log: StreamLog,
     producers: ProducerTable,
     committed: u64,
+    /// `(start, end, object id)` of the committed runs, by start: they tile `0..committed`.
+    runs: Vec<(u64, u64, u64)>,
+}
+
+impl StreamState {
+    fn empty() -> StreamState {
+        StreamState { log: StreamLog::starting_at(0), producers: ProducerTable::default(), committed: 0, runs: Vec::new() }
+    }
+}
+
+/// What the upload counts a record as (its value and room for its fields).
+fn pending_bytes_of(value: &[u8]) -> i64 {
+    value.len() as i64 + 32
 }
 
 type Stream = Arc<Mutex<StreamState>>;
@@ -94,6 +117,17 @@ type Stream = Arc<Mutex<StreamState>>;
 pub struct Store {
     streams: Mutex<BTreeMap<String, Stream>>,
     writer: AsyncWriter,
+    /// The WAL seq the next submitted record gets, held across the submission: the driver
+    /// numbers records in the order they reach it, so the store knows each record's seq
+    /// before it is acknowledged (and checks it after).
+    next_wal_seq: Mutex<u64>,
+    objects: Arc<Objects>,
+    /// Durable record bytes above the committed ends (may dip below 0 for a moment: an
+    /// acknowledgement can be counted after its record was uploaded).
+    pending_bytes: AtomicI64,
+    /// Since when bytes have been pending (nanoseconds since `started`).
+    pending_since: Mutex<Option<Nanos>>,
+    started: Instant,
     inflight_bytes: Arc<Semaphore>,
     /// Set once, by the first failed append; from then on appends are refused.
     failure: OnceLock<String>,
@@ -110,16 +144,30 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 impl Store {
     /// Rebuilds the streams from what the WAL's recovery found: every record goes back to
     /// its stream's log cache at its offset, durable, and into the producers' table.
-    pub fn recover(wal: Wal, recovered: Recovered) -> Result<Store, String> {
+    ///
+    /// The metadata's committed ends come first: a WAL record below its stream's committed
+    /// end is already in an object (the WAL was not trimmed that far yet) and is skipped.
+    pub fn recover(wal: Wal, recovered: Recovered, meta: &MetaState, objects: Arc<Objects>) -> Result<Store, String> {
         let mut streams: BTreeMap<String, StreamState> = BTreeMap::new();
+        for (name, committed) in meta.streams() {
+            streams.insert(
+                name.to_string(),
+                StreamState {
+                    log: StreamLog::starting_at(committed.committed),
+                    producers: meta.producers(name).cloned().unwrap_or_default(),
+                    committed: committed.committed,
+                    runs: committed.runs.clone(),
+                },
+            );
+        }
+        let mut pending_bytes = 0;
         for record in &recovered.records {
             let append = AppendRecord::decode(&record.key, &record.value)
                 .map_err(|error| format!("{}: WAL record {}: {error}", wal.name(), record.seq))?;
-            let state = streams.entry(append.stream.clone()).or_insert_with(|| StreamState {
-                log: StreamLog::starting_at(0),
-                producers: ProducerTable::default(),
-                committed: 0,
-            });
+            let state = streams.entry(append.stream.clone()).or_insert_with(StreamState::empty);
+            if append.offset < state.committed {
+                continue;
+            }
             if append.offset != state.log.end() {
                 return Err(format!(
                     "{}: WAL record {}: stream {} offset {}, expected offset {}",
@@ -133,6 +181,7 @@ impl Store {
             if let Some(producer) = &append.producer {
                 state.producers.record(&producer.id, producer.epoch, producer.seq, append.offset);
             }
+            pending_bytes += pending_bytes_of(&append.value);
             state.log.push(CachedRecord {
                 offset: append.offset,
                 producer: append.producer,
@@ -145,6 +194,11 @@ impl Store {
         Ok(Store {
             streams: Mutex::new(streams),
             writer: wal.async_writer(),
+            next_wal_seq: Mutex::new(recovered.next_seq),
+            objects,
+            pending_bytes: AtomicI64::new(pending_bytes),
+            pending_since: Mutex::new((pending_bytes > 0).then_some(Nanos(0))),
+            started: Instant::now(),
             inflight_bytes: Arc::new(Semaphore::new(INFLIGHT_BYTES_MAX)),
             failure: OnceLock::new(),
             progress: watch::Sender::new(0),
@@ -169,11 +223,7 @@ impl Store {
         if streams.len() >= STREAMS_MAX {
             return Err(AppendError::TooManyStreams);
         }
-        let stream = Arc::new(Mutex::new(StreamState {
-            log: StreamLog::starting_at(0),
-            producers: ProducerTable::default(),
-            committed: 0,
-        }));
+        let stream = Arc::new(Mutex::new(StreamState::empty()));
         streams.insert(name.to_string(), Arc::clone(&stream));
         Ok(stream)
     }
@@ -193,6 +243,7 @@ impl Store {
         value: Vec<u8>,
     ) -> Result<Appended, AppendError> {
         let mut record = AppendRecord { stream: stream.to_string(), offset: 0, producer, value };
+        let value_bytes = pending_bytes_of(&record.value);
         record.check().map_err(|error| match error {
             RecordError::BadStream(error) => AppendError::BadName { what: "stream name", name: stream.to_string(), error },
             RecordError::BadProducer(error) => AppendError::BadName {
@@ -233,24 +284,38 @@ impl Store {
             record.offset = state.log.end();
             let mut bytes = Vec::with_capacity(record.value.len() + 32);
             record.encode_value(&mut bytes);
-            let pending = match self.writer.submit(record.key(), &bytes) {
-                Ok(pending) => pending,
-                Err(error) => return Err(AppendError::Stopped(self.fail(&error))),
+            let (wal_seq, pending) = {
+                let mut next_wal_seq = lock(&self.next_wal_seq);
+                match self.writer.submit(record.key(), &bytes) {
+                    Ok(pending) => {
+                        *next_wal_seq += 1;
+                        (*next_wal_seq - 1, pending)
+                    }
+                    Err(error) => return Err(AppendError::Stopped(self.fail(&error))),
+                }
             };
             if let Some(stamp) = &record.producer {
                 state.producers.record(&stamp.id, stamp.epoch, stamp.seq, record.offset);
             }
             let offset = record.offset;
-            state.log.push(CachedRecord { offset, producer: record.producer, value: record.value, wal_seq: 0 });
-            Ok((offset, pending))
+            state.log.push(CachedRecord { offset, producer: record.producer, value: record.value, wal_seq });
+            Ok((offset, wal_seq, pending))
         };
-        let (offset, pending) = match submitted {
+        let (offset, expected_wal_seq, pending) = match submitted {
             Ok(submitted) => submitted,
             Err(duplicate_of) => return self.duplicate(&handle, duplicate_of).await,
         };
         match pending.durable().await {
+            Ok(wal_seq) if wal_seq != expected_wal_seq => {
+                let error = WalError::Refused(format!("the WAL gave seq {wal_seq} to the record expecting {expected_wal_seq}"));
+                Err(AppendError::Unknown(self.fail(&error)))
+            }
             Ok(wal_seq) => {
                 lock(&handle).log.mark_durable(offset, wal_seq);
+                if self.pending_bytes.fetch_add(value_bytes, Ordering::AcqRel) <= 0 {
+                    let now = self.now();
+                    lock(&self.pending_since).get_or_insert(now);
+                }
                 self.progress.send_modify(|n| *n += 1);
                 Ok(Appended { offset, duplicate: false })
             }
@@ -276,14 +341,122 @@ impl Store {
         }
     }
 
-    /// Up to `max` durable records of `stream` from `from`.
-    pub fn read(&self, stream: &str, from: u64, max: usize) -> Result<ReadAnswer, ReadFailure> {
+    /// Up to `max` durable records of `stream` from `from`: from the log cache, or, below
+    /// it, from the one committed object holding `from` (the answer then ends with that
+    /// object's run; `next` says where to go on).
+    pub async fn read(&self, stream: &str, from: u64, max: usize) -> Result<ReadAnswer, ReadFailure> {
         check_name(stream).map_err(|error| ReadFailure::BadStream(stream.to_string(), error))?;
         let handle = self.stream(stream).ok_or_else(|| ReadFailure::NoSuchStream(stream.to_string()))?;
-        let state = lock(&handle);
-        let records: Vec<CachedRecord> = state.log.read(from, max).map_err(ReadFailure::Range)?.cloned().collect();
+        let (run, end) = {
+            let state = lock(&handle);
+            let end = state.log.durable_end();
+            if from >= state.log.start() {
+                let records: Vec<CachedRecord> = state.log.read(from, max).map_err(ReadFailure::Range)?.cloned().collect();
+                let next = from + records.len() as u64;
+                return Ok(ReadAnswer { records, next, end });
+            }
+            let at = state.runs.partition_point(|&(_, run_end, _)| run_end <= from);
+            match state.runs.get(at) {
+                Some(&run) if run.0 <= from => (run, end),
+                _ => {
+                    return Err(ReadFailure::Range(ReadError::BelowCache { from, start: state.log.start() }));
+                }
+            }
+        };
+        let (start, run_end, id) = run;
+        let bytes = self.objects.get(id).await.map_err(ReadFailure::Object)?;
+        let runs = object::decode(&bytes).map_err(|error| ReadFailure::Object(format!("{}: object {id}: {error}", self.objects.name())))?;
+        let Some(found) = runs.into_iter().find(|r| r.stream == stream && r.start == start && r.end() == run_end) else {
+            return Err(ReadFailure::Object(format!("{}: object {id} has no run {stream}@{start}..{run_end}", self.objects.name())));
+        };
+        let skip = (from - start) as usize;
+        let take = max.min(walab_core::stream_store::log_cache::READ_RECORDS_MAX);
+        let records: Vec<CachedRecord> = found
+            .records
+            .into_iter()
+            .enumerate()
+            .skip(skip)
+            .take(take)
+            .map(|(index, stored)| CachedRecord {
+                offset: start + index as u64,
+                producer: stored.producer,
+                value: stored.value,
+                wal_seq: 0,
+            })
+            .collect();
         let next = from + records.len() as u64;
-        Ok(ReadAnswer { records, next, end: state.log.durable_end() })
+        Ok(ReadAnswer { records, next, end })
+    }
+
+    fn now(&self) -> Nanos {
+        Nanos(self.started.elapsed().as_nanos() as u64)
+    }
+
+    /// Whether the upload task should seal a block now.
+    pub fn upload_due(&self, policy: &SealPolicy) -> bool {
+        let pending = self.pending_bytes.load(Ordering::Acquire).max(0) as usize;
+        policy.due(pending, *lock(&self.pending_since), self.now())
+    }
+
+    /// The durable records above every stream's committed end, in stream-name order,
+    /// copied until about `bytes_max` record bytes (at least one record).
+    pub fn pending_runs(&self, bytes_max: usize) -> Vec<Run> {
+        let streams: Vec<(String, Stream)> =
+            lock(&self.streams).iter().map(|(name, stream)| (name.clone(), Arc::clone(stream))).collect();
+        let mut runs = Vec::new();
+        let mut bytes = 0;
+        for (name, handle) in streams {
+            if bytes >= bytes_max {
+                break;
+            }
+            let state = lock(&handle);
+            let Ok(records) = state.log.read(state.committed, usize::MAX) else { continue };
+            let mut run = Run { stream: name, start: state.committed, records: Vec::new() };
+            for record in records {
+                if bytes >= bytes_max {
+                    break;
+                }
+                bytes += record.value.len() + 32;
+                run.records.push(StoredRecord { producer: record.producer.clone(), value: record.value.clone() });
+            }
+            if !run.records.is_empty() {
+                runs.push(run);
+            }
+        }
+        runs
+    }
+
+    /// A commit is durable: advance the streams, drop what it covers from the log cache,
+    /// and confirm the WAL below the oldest record not yet committed.
+    pub fn committed(&self, objects: &[ObjectEntry]) {
+        let mut dropped = 0;
+        for object in objects {
+            for run in &object.runs {
+                let Some(handle) = self.stream(&run.stream) else { continue };
+                let mut state = lock(&handle);
+                assert_eq!(state.committed, run.start, "a commit continues its stream");
+                state.runs.push((run.start, run.end, object.id));
+                state.committed = run.end;
+                dropped += state.log.drop_below(run.end);
+            }
+        }
+        let left = self.pending_bytes.fetch_sub(dropped as i64, Ordering::AcqRel) - dropped as i64;
+        *lock(&self.pending_since) = (left > 0).then(|| self.now());
+        self.wal.confirm_consumer(self.trim_through());
+    }
+
+    /// The WAL seq through which every record is committed.
+    fn trim_through(&self) -> u64 {
+        // Read first: a record submitted after this gets a larger seq.
+        let next = *lock(&self.next_wal_seq);
+        let streams: Vec<Stream> = lock(&self.streams).values().cloned().collect();
+        let mut through = next.saturating_sub(1);
+        for handle in streams {
+            if let Some(first) = lock(&handle).log.first() {
+                through = through.min(first.wal_seq.saturating_sub(1));
+            }
+        }
+        through
     }
 
     /// One stream's positions.

@@ -1,0 +1,101 @@
+//! The background upload: sealed blocks of the log cache become objects, one commit in
+//! the metadata log makes them the streams' committed records, and the WAL is trimmed
+//! behind them.
+//!
+//! One upload, in this order, each step durable before the next:
+//!
+//! 1. seal a block ([`walab_core::stream_store::upload::seal`]) from the durable records
+//!    above every stream's committed end;
+//! 2. reserve one object id per object in the metadata log;
+//! 3. PUT the objects;
+//! 4. commit: one metadata record registers the objects and advances every stream in
+//!    them, with the producers' state at the new ends;
+//! 5. drop the committed records from the log cache and confirm the WAL below the oldest
+//!    record still uncommitted, which lets the WAL remove the segments behind it.
+//!
+//! A crash before step 4 leaves objects under reserved ids that nothing names: the next
+//! start deletes them and expires the ids, and their records are still in the WAL. A crash
+//! between 4 and 5 leaves committed records in the WAL too: recovery skips every record
+//! below its stream's committed end, so nothing is read twice.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use walab_core::stream_store::meta::MetaCommand;
+use walab_core::stream_store::object;
+use walab_core::stream_store::upload::{seal, SealPolicy};
+
+use super::meta_log::MetaLog;
+use super::objects::Objects;
+use super::store::Store;
+
+/// The upload task's state.
+pub struct Uploader {
+    pub store: Arc<Store>,
+    pub meta: MetaLog,
+    pub objects: Arc<Objects>,
+    pub policy: SealPolicy,
+    /// A fault for the crash tests: abort the process after the PUTs, before the commit.
+    pub crash_before_commit: bool,
+}
+
+/// How long the task waits after a failed upload before it tries again.
+const RETRY_AFTER: Duration = Duration::from_secs(1);
+
+impl Uploader {
+    /// Expires the ids a crashed upload reserved and never committed, deleting their
+    /// objects first. Called at start, before any upload.
+    pub async fn expire_orphans(&mut self) -> Result<usize, String> {
+        let orphans = self.meta.state().reserved_ids();
+        if orphans.is_empty() {
+            return Ok(0);
+        }
+        for &id in &orphans {
+            self.objects.delete(id).await?;
+        }
+        let count = orphans.len();
+        self.meta.append(MetaCommand::Expire { ids: orphans }).await?;
+        Ok(count)
+    }
+
+    /// Uploads whenever a block is due, until the metadata log fails.
+    pub async fn run(mut self) {
+        let tick = Duration::from_nanos(self.policy.block_age.0 / 4).clamp(Duration::from_millis(5), Duration::from_secs(1));
+        loop {
+            tokio::time::sleep(tick).await;
+            if !self.store.upload_due(&self.policy) {
+                continue;
+            }
+            if let Err(error) = self.upload_once().await {
+                eprintln!("walab serve: upload: {error}");
+                if self.meta.failed() {
+                    eprintln!("walab serve: uploads stopped until a restart; appends go on into the WAL");
+                    return;
+                }
+                tokio::time::sleep(RETRY_AFTER).await;
+            }
+        }
+    }
+
+    /// Seals, uploads and commits one block; `false` when nothing was pending.
+    pub async fn upload_once(&mut self) -> Result<bool, String> {
+        let Some(block) = seal(self.store.pending_runs(self.policy.block_bytes), &self.policy) else {
+            return Ok(false);
+        };
+        let reserve = self.meta.state().reserve(block.objects.len() as u32);
+        let MetaCommand::Reserve { first, count } = reserve else { unreachable!("reserve gives a reservation") };
+        self.meta.append(reserve).await?;
+        let ids: Vec<u64> = (first..first + u64::from(count)).collect();
+        for (runs, &id) in block.objects.iter().zip(&ids) {
+            self.objects.put(id, object::encode(runs)).await?;
+        }
+        if self.crash_before_commit {
+            eprintln!("walab serve: crashing before the commit of objects {ids:?} (--crash-before-commit)");
+            std::process::abort();
+        }
+        let entries = block.commit_entries(&ids);
+        self.meta.append(MetaCommand::Commit { objects: entries.clone(), producers: block.producers }).await?;
+        self.store.committed(&entries);
+        Ok(true)
+    }
+}
