@@ -416,47 +416,74 @@ impl WriterLoop {
     }
 }
 
+/// One writer count's run, in its steps: open the log, start the writers, play the
+/// consumer (and the raw turns) for `--seconds`, stop and join the writers, report.
 fn run_one(args: &Args, writers: usize, run_id: &str) -> Result<(RunJson, Option<Trace>), CliError> {
+    let (run, mut raw) = open_run(args)?;
+    let handles = spawn_writers(args, &run, writers, run_id)?;
+    let consumed = consume(args, &run, raw.as_mut())?;
+    run.shared.stop.store(true, Ordering::Relaxed);
+    let histogram = join_writers(handles);
+    let elapsed = run.started.elapsed().as_secs_f64();
+    let after = run.wal.stats();
+    let wal = Arc::try_unwrap(run.wal).map_err(|_| CliError::failed("bench: writers still hold the log"))?;
+    let trace = wal.close();
+    if let Some(message) = run.shared.failure.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        return Err(CliError::failed(format!("{}: {message}", args.wal.wal)));
+    }
+    let measured = Measured { elapsed, before: run.before, after, histogram, consumed, sync_cpus: run.sync_cpus };
+    Ok((report(args, writers, measured, raw), trace))
+}
+
+/// An open log and what its writers will share, before any writer starts.
+struct BenchRun {
+    wal: Arc<Wal>,
+    shared: WriterShared,
+    sync_cpus: Option<String>,
+    before: crate::wal::WalStats,
+    started: Instant,
+}
+
+/// Opens the log, and the raw test file beside it for `--against-raw-ms` (the writers
+/// then start paused, for the first turn is the raw one's to open).
+fn open_run(args: &Args) -> Result<(BenchRun, Option<RawTurns>), CliError> {
     let backend = args.wal.backend(true).map_err(CliError::usage)?;
     let options = WalOptions { trace_events_max: args.trace.is_some().then_some(TRACE_EVENTS_MAX), ..WalOptions::default() };
     let (wal, _) = Wal::open(backend, options).map_err(crate::cmd::common::open_failure)?;
     let sync_cpus = wal.sync_cpus().map(crate::wal::file::affinity::format_cpu_list);
-    let wal = Arc::new(wal);
-    let stop = Arc::new(AtomicBool::new(false));
-    let newest_acked = Arc::new(AtomicU64::new(0));
-    let failure: Arc<std::sync::Mutex<Option<String>>> = Arc::default();
-    let value = vec![b'v'; args.record_bytes];
     let before = wal.stats();
     let started = Instant::now();
-    let go = Arc::new(AtomicBool::new(true));
-    let inflight = Arc::new(AtomicUsize::new(0));
     let shared = WriterShared {
-        stop: Arc::clone(&stop),
-        go: Arc::clone(&go),
-        inflight: Arc::clone(&inflight),
-        newest_acked: Arc::clone(&newest_acked),
-        failure: Arc::clone(&failure),
+        stop: Arc::new(AtomicBool::new(false)),
+        go: Arc::new(AtomicBool::new(true)),
+        inflight: Arc::new(AtomicUsize::new(0)),
+        newest_acked: Arc::new(AtomicU64::new(0)),
+        failure: Arc::default(),
         turnstile: Arc::default(),
     };
-    let turnstile = Arc::clone(&shared.turnstile);
     let raw_dir = match crate::wal::url::parse_wal_url(&args.wal.wal) {
         Ok(crate::wal::url::WalUrl::File(base)) => Some(base),
         _ => None,
     };
-    let mut raw = match (args.against_raw_ms, raw_dir) {
+    let raw = match (args.against_raw_ms, raw_dir) {
         (Some(turn_ms), Some(dir)) => Some(RawTurns::new(&dir, Duration::from_millis(turn_ms))?),
         _ => None,
     };
     if raw.is_some() {
-        go.store(false, Ordering::Release);
+        shared.go.store(false, Ordering::Release);
     }
-    let loops = (0..writers).map(|w| WriterLoop::new(format!("{run_id}-{writers}w-{w}-"), value.clone(), shared.clone()));
-    let writer_kind = args.writer_kind;
-    let handles = match writer_kind {
+    Ok((BenchRun { wal: Arc::new(wal), shared, sync_cpus, before, started }, raw))
+}
+
+/// Starts `writers` closed-loop writers, as threads or as tasks.
+fn spawn_writers(args: &Args, run: &BenchRun, writers: usize, run_id: &str) -> Result<Handles, CliError> {
+    let value = vec![b'v'; args.record_bytes];
+    let loops = (0..writers).map(|w| WriterLoop::new(format!("{run_id}-{writers}w-{w}-"), value.clone(), run.shared.clone()));
+    Ok(match args.writer_kind {
         WriterKind::Threads => Handles::Threads(
             loops
                 .map(|mut job| {
-                    let mut writer = wal.writer();
+                    let mut writer = run.wal.writer();
                     std::thread::spawn(move || {
                         loop {
                             match job.next_step() {
@@ -485,7 +512,7 @@ fn run_one(args: &Args, writers: usize, run_id: &str) -> Result<(RunJson, Option
                 .map_err(|error| CliError::failed(format!("bench: cannot start the writers' runtime: {error}")))?;
             let tasks = loops
                 .map(|mut job| {
-                    let mut writer = wal.async_writer();
+                    let mut writer = run.wal.async_writer();
                     runtime.spawn(async move {
                         loop {
                             match job.next_step() {
@@ -507,43 +534,60 @@ fn run_one(args: &Args, writers: usize, run_id: &str) -> Result<(RunJson, Option
                 .collect();
             Handles::Tasks(runtime, tasks)
         }
-    };
-    // The consumer: confirm all but the last `trim_lag` records, every 10 ms.
-    let run_for = Duration::from_secs_f64(args.seconds);
-    let mut rss_kib_after_1s = None;
-    // With raw turns, the WAL's numbers are summed over its own turns only.
-    let mut wal_turns = WalTurns::default();
-    while started.elapsed() < run_for && !stop.load(Ordering::Relaxed) {
-        if rss_kib_after_1s.is_none() && started.elapsed() >= Duration::from_secs(1) {
-            rss_kib_after_1s = rss_kib();
-        }
-        if let Some(raw) = raw.as_mut() {
-            // A WAL turn, the writers quiesced, then a raw turn on the same disk.
-            let (turn_start, stats_start) = (Instant::now(), wal.stats());
-            turnstile.open(&go);
-            while turn_start.elapsed() < raw.turn && !stop.load(Ordering::Relaxed) {
-                std::thread::sleep(Duration::from_millis(5));
-                let newest = newest_acked.load(Ordering::Relaxed);
-                if newest > args.trim_lag {
-                    wal.confirm_consumer(newest - args.trim_lag);
-                }
-            }
-            go.store(false, Ordering::Release);
-            while inflight.load(Ordering::Acquire) > 0 && !stop.load(Ordering::Relaxed) {
-                std::thread::sleep(Duration::from_micros(100));
-            }
-            wal_turns.add(turn_start.elapsed(), &stats_start, &wal.stats());
-            raw.run_turn().map_err(|e| CliError::failed(format!("bench: raw turn: {e}")))?;
-            continue;
-        }
-        std::thread::sleep(Duration::from_millis(10).min(run_for.saturating_sub(started.elapsed())));
-        let newest = newest_acked.load(Ordering::Relaxed);
-        if newest > args.trim_lag {
-            wal.confirm_consumer(newest - args.trim_lag);
-        }
+    })
+}
+
+/// What the consumer saw while the writers ran.
+struct Consumed {
+    /// With raw turns, the WAL's numbers summed over its own turns only.
+    wal_turns: WalTurns,
+    rss_kib_after_1s: Option<u64>,
+    rss_kib_at_end: Option<u64>,
+}
+
+/// Confirms all but the last `--trim-lag` acknowledged records as consumed.
+fn confirm(args: &Args, run: &BenchRun) {
+    let newest = run.shared.newest_acked.load(Ordering::Relaxed);
+    if newest > args.trim_lag {
+        run.wal.confirm_consumer(newest - args.trim_lag);
     }
-    let rss_kib_at_end = rss_kib();
-    stop.store(true, Ordering::Relaxed);
+}
+
+/// The consumer, every few milliseconds for `--seconds` (or until a writer failed); with
+/// `--against-raw-ms`, in turns: the WAL's, the writers quiesced, then a raw turn on the
+/// same disk.
+fn consume(args: &Args, run: &BenchRun, mut raw: Option<&mut RawTurns>) -> Result<Consumed, CliError> {
+    let run_for = Duration::from_secs_f64(args.seconds);
+    let shared = &run.shared;
+    let mut consumed = Consumed { wal_turns: WalTurns::default(), rss_kib_after_1s: None, rss_kib_at_end: None };
+    while run.started.elapsed() < run_for && !shared.stop.load(Ordering::Relaxed) {
+        if consumed.rss_kib_after_1s.is_none() && run.started.elapsed() >= Duration::from_secs(1) {
+            consumed.rss_kib_after_1s = rss_kib();
+        }
+        let Some(raw) = raw.as_deref_mut() else {
+            std::thread::sleep(Duration::from_millis(10).min(run_for.saturating_sub(run.started.elapsed())));
+            confirm(args, run);
+            continue;
+        };
+        let (turn_start, stats_start) = (Instant::now(), run.wal.stats());
+        shared.turnstile.open(&shared.go);
+        while turn_start.elapsed() < raw.turn && !shared.stop.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(5));
+            confirm(args, run);
+        }
+        shared.go.store(false, Ordering::Release);
+        while shared.inflight.load(Ordering::Acquire) > 0 && !shared.stop.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_micros(100));
+        }
+        consumed.wal_turns.add(turn_start.elapsed(), &stats_start, &run.wal.stats());
+        raw.run_turn().map_err(|e| CliError::failed(format!("bench: raw turn: {e}")))?;
+    }
+    consumed.rss_kib_at_end = rss_kib();
+    Ok(consumed)
+}
+
+/// Waits for every writer (they have been told to stop) and merges their latencies.
+fn join_writers(handles: Handles) -> Histogram {
     let mut histogram = Histogram::new();
     match handles {
         Handles::Threads(threads) => {
@@ -561,15 +605,27 @@ fn run_one(args: &Args, writers: usize, run_id: &str) -> Result<(RunJson, Option
             }
         }
     }
-    let elapsed = started.elapsed().as_secs_f64();
-    let after = wal.stats();
-    let wal = Arc::try_unwrap(wal).map_err(|_| CliError::failed("bench: writers still hold the log"))?;
-    let trace = wal.close();
-    if let Some(message) = failure.lock().unwrap_or_else(|p| p.into_inner()).take() {
-        return Err(CliError::failed(format!("{}: {message}", args.wal.wal)));
-    }
+    histogram
+}
+
+/// A finished run's raw numbers.
+struct Measured {
+    elapsed: f64,
+    before: crate::wal::WalStats,
+    after: crate::wal::WalStats,
+    histogram: Histogram,
+    consumed: Consumed,
+    sync_cpus: Option<String>,
+}
+
+/// The run's row: rates over the WAL's own time, the model's batch beside the measured one.
+fn report(args: &Args, writers: usize, measured: Measured, raw: Option<RawTurns>) -> RunJson {
+    let Measured { elapsed, before, after, histogram, consumed, sync_cpus } = measured;
     let (elapsed, acked, persists, persist_ns) = match &raw {
-        Some(_) => (wal_turns.seconds, wal_turns.acked, wal_turns.persists, wal_turns.persist_ns),
+        Some(_) => {
+            let turns = &consumed.wal_turns;
+            (turns.seconds, turns.acked, turns.persists, turns.persist_ns)
+        }
         None => (
             elapsed,
             after.acked - before.acked,
@@ -581,30 +637,29 @@ fn run_one(args: &Args, writers: usize, run_id: &str) -> Result<(RunJson, Option
     let acked_per_s = if elapsed > 0.0 { acked as f64 / elapsed } else { 0.0 };
     let p50_ms = histogram.quantile(500) as f64 / 1e6;
     let raw_json = raw.map(|raw| raw.finish(p50_ms, persists as f64 / elapsed.max(1e-9)));
-    Ok((
-        RunJson {
-            writers,
-            writer_kind,
-            seconds: elapsed,
-            acked,
-            acked_per_s,
-            syncs_per_s: if elapsed > 0.0 { persists as f64 / elapsed } else { 0.0 },
-            batch_mean: if persists == 0 { 0.0 } else { acked as f64 / persists as f64 },
-            persist_mean_ms: persist_mean_s * 1e3,
-            latency_ms: LatencyMs { p50: histogram.quantile(500) as f64 / 1e6, p99: histogram.quantile(990) as f64 / 1e6 },
-            model_batch: acked_per_s * persist_mean_s,
-            segments_removed: after.segments_removed - before.segments_removed,
-            handoff_us_mean: {
-                let handoffs = after.handoffs - before.handoffs;
-                if handoffs == 0 { 0.0 } else { (after.handoff_ns_total - before.handoff_ns_total) as f64 / handoffs as f64 / 1e3 }
-            },
-            rss_kib_after_1s,
-            rss_kib_at_end,
-            sync_cpus,
-            raw: raw_json,
+    let handoffs = after.handoffs - before.handoffs;
+    RunJson {
+        writers,
+        writer_kind: args.writer_kind,
+        seconds: elapsed,
+        acked,
+        acked_per_s,
+        syncs_per_s: if elapsed > 0.0 { persists as f64 / elapsed } else { 0.0 },
+        batch_mean: if persists == 0 { 0.0 } else { acked as f64 / persists as f64 },
+        persist_mean_ms: persist_mean_s * 1e3,
+        latency_ms: LatencyMs { p50: p50_ms, p99: histogram.quantile(990) as f64 / 1e6 },
+        model_batch: acked_per_s * persist_mean_s,
+        segments_removed: after.segments_removed - before.segments_removed,
+        handoff_us_mean: if handoffs == 0 {
+            0.0
+        } else {
+            (after.handoff_ns_total - before.handoff_ns_total) as f64 / handoffs as f64 / 1e3
         },
-        trace,
-    ))
+        rss_kib_after_1s: consumed.rss_kib_after_1s,
+        rss_kib_at_end: consumed.rss_kib_at_end,
+        sync_cpus,
+        raw: raw_json,
+    }
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
@@ -647,11 +702,17 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         std::fs::write(path, text + "\n").map_err(|e| CliError::usage(format!("{}: {e}", path.display())))?;
     }
     let report = BenchJson { wal: args.wal.wal.clone(), record_bytes: args.record_bytes, runs, peak_rss_kib: peak_rss_kib() };
-    let mut out = std::io::stdout().lock();
     if args.json {
-        let _ = writeln!(out, "{}", serde_json::to_string(&report).expect("plain data serializes"));
-        return Ok(ExitCode::SUCCESS);
+        let _ = writeln!(std::io::stdout().lock(), "{}", serde_json::to_string(&report).expect("plain data serializes"));
+    } else {
+        print_table(&report);
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The report as a table, one row per writer count, and the raw turns' lines.
+fn print_table(report: &BenchJson) {
+    let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "{}, {} B values", report.wal, report.record_bytes);
     let _ = writeln!(
         out,
@@ -696,7 +757,6 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     if let Some(rss) = report.peak_rss_kib {
         let _ = writeln!(out, "peak RSS {rss} KiB");
     }
-    Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(test)]
