@@ -11,10 +11,14 @@
 //! - [`layout`]: where the object-store WAL's objects live (keys carrying the epoch), the
 //!   registration that fences a taken-over node, and the recovery plan over a LIST
 //!   ([`layout::plan_chain`]). The native S3 backend and the simulator both decide with it.
+//! - [`recovery`]: the walk over the objects once read: each one's check
+//!   ([`recovery::decode_object`]), what is kept, left out, deleted, or refused
+//!   ([`recovery::walk_chain`]). The native S3 backend's recovery is its reads plus this.
 //! - The simulated object store and Postgres that run the same decisions under chosen
 //!   latencies and faults are in [`crate::sim::remote`].
 
 pub mod layout;
+pub mod recovery;
 
 use crate::ring::RingGeometry;
 

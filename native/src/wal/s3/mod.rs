@@ -100,7 +100,8 @@
 //! # Recovery
 //!
 //! Lists the node's prefix, keeps the objects [`layout::plan_chain`] says are valid,
-//! reads them (16 at a time) and checks each: its frame must start at the key's
+//! reads them (16 at a time), and hands them to the core's
+//! [`walab_core::remote::recovery::walk_chain`], which checks each: its frame must start at the key's
 //! `start`, end at its `end`, carry a matching CRC32, and hold tiny-store records whose
 //! CRC32C and seqs (each one more than the last) check out. The walk stops at the first
 //! gap or bad object. A gap followed by objects of the same session is normal (a later
@@ -137,12 +138,14 @@ use futures::{StreamExt, TryStreamExt};
 use object_store::aws::AmazonS3Builder;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};
-use walab_core::codec::stream::{encode_frame_records, scan_stream};
+use walab_core::codec::stream::encode_frame_records;
 use walab_core::codec::tiny::{self, TinyRecord};
 use walab_core::group_commit::{Batch, Config, Policy, SyncError};
-use walab_core::scan::{scan_tiny, StopReason};
+use walab_core::remote::recovery::{walk_chain, LeftOut, OutOfReach, WalkStop, Walked};
 
-use self::layout::{parse_key, plan_chain, registration_key, ChainStop, KeyKind, Registration, RegistrationJson, WalObject};
+use self::layout::{parse_key, plan_chain, registration_key, KeyKind, Registration, RegistrationJson, WalObject};
+/// Checks one recovered object (the core's; the tests damage objects through it).
+pub use walab_core::remote::recovery::{decode_object, ObjectDamage};
 use super::{Backend, Completion, Recovered, WalError};
 
 /// Attempts at claiming the registration before giving up (each lost one re-reads).
@@ -235,61 +238,6 @@ fn store_error(subject: &str, error: &object_store::Error) -> String {
     // object_store's messages span lines; keep the CLI's one-line rule.
     let text = error.to_string().replace('\n', " ");
     format!("{subject}: {text}")
-}
-
-/// Why an object failed its check at recovery.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum ObjectDamage {
-    /// The frame scan stopped before the object's end (checksum, length, offset, ...).
-    #[error("frame stops with {}", .0.name())]
-    Frame(StopReason),
-    /// The object holds more or less than one frame ending at the key's `end`.
-    #[error("{found} bytes of frame, the key says {expected}")]
-    Size { expected: u64, found: u64 },
-    /// A record inside failed its own check.
-    #[error("a record inside stops with {}", .0.name())]
-    Record(StopReason),
-    /// A record's seq is not one more than the previous record's.
-    #[error("record seq {found} where {expected} was next")]
-    SeqOrder { expected: u64, found: u64 },
-}
-
-/// Checks one object's bytes against its name and decodes its records. `expected_seq`
-/// is the seq the first record must carry (`None` for the first object of the log).
-pub fn decode_object(
-    object: &WalObject,
-    bytes: &[u8],
-    expected_seq: Option<u64>,
-) -> Result<Vec<TinyRecord>, ObjectDamage> {
-    let scan = scan_stream(&[bytes], Some(object.start), 0);
-    if scan.frames.len() != 1 || !scan.stop.reason.is_clean() {
-        return Err(ObjectDamage::Frame(if scan.stop.reason.is_clean() { StopReason::BadLength } else { scan.stop.reason }));
-    }
-    let found = bytes.len() as u64;
-    if scan.next_offset != Some(object.end) || found != object.bytes() {
-        return Err(ObjectDamage::Size { expected: object.bytes(), found });
-    }
-    let joined: Vec<u8> = scan.frames[0].frame.records.concat();
-    let records = scan_tiny(&[&joined], 0);
-    if records.stop.reason != StopReason::End || records.records.len() != scan.frames[0].frame.records.len() {
-        return Err(ObjectDamage::Record(if records.stop.reason == StopReason::End {
-            StopReason::BadLength
-        } else {
-            records.stop.reason
-        }));
-    }
-    let mut expected = expected_seq;
-    let mut out = Vec::with_capacity(records.records.len());
-    for accepted in records.records {
-        if let Some(expected) = expected {
-            if accepted.record.seq != expected {
-                return Err(ObjectDamage::SeqOrder { expected, found: accepted.record.seq });
-            }
-        }
-        expected = Some(accepted.record.seq + 1);
-        out.push(accepted.record);
-    }
-    Ok(out)
 }
 
 /// What [`S3Backend::claim`] got: the registration as written, and its version.
@@ -424,18 +372,32 @@ impl S3Backend {
         )))
     }
 
-    /// Steps 1 and 2: claim (unless only reading), list, read and check the chain.
+    /// Steps 1 and 2: claim (unless only reading), list, read, and let the core decide
+    /// what the objects read make of the log ([`walk_chain`]).
     async fn find(&self, take_over: bool) -> Result<Found, WalError> {
-        let claim = if take_over {
-            self.claim().await?
-        } else {
-            let key = Self::path(&registration_key(&self.location.node_prefix));
-            self.counts.other.fetch_add(1, Ordering::Relaxed);
-            match Self::read_registration(self.store.as_ref(), &key).await? {
-                Some((registration, version)) => Claim { registration, version },
-                None => return Err(WalError::Open(format!("{}: no log here", self.location.describe()))),
-            }
-        };
+        let claim = if take_over { self.claim().await? } else { self.read_claim().await? };
+        let sessions = &claim.registration.sessions;
+        let plan = plan_chain(&self.list_wal_objects().await?, sessions);
+        let bodies = self.read_objects(&plan.chain).await?;
+        let claimed_epoch = take_over.then_some(claim.registration.epoch);
+        let walked = walk_chain(&plan, &bodies, sessions, claimed_epoch).map_err(|refusal| self.refusal(refusal))?;
+        let repaired = walked.left_out.as_ref().map(|left_out| self.left_out_note(left_out));
+        let Walked { chain, start_offset, next_seq, garbage, .. } = walked;
+        Ok(Found { claim, chain, start_offset, next_seq, repaired, garbage })
+    }
+
+    /// The registration as it is, for a reader that claims nothing.
+    async fn read_claim(&self) -> Result<Claim, WalError> {
+        let key = Self::path(&registration_key(&self.location.node_prefix));
+        self.counts.other.fetch_add(1, Ordering::Relaxed);
+        match Self::read_registration(self.store.as_ref(), &key).await? {
+            Some((registration, version)) => Ok(Claim { registration, version }),
+            None => Err(WalError::Open(format!("{}: no log here", self.location.describe()))),
+        }
+    }
+
+    /// Every WAL object under the node prefix (one LIST).
+    async fn list_wal_objects(&self) -> Result<Vec<WalObject>, WalError> {
         let prefix = &self.location.node_prefix;
         self.counts.other.fetch_add(1, Ordering::Relaxed);
         let listed: Vec<object_store::ObjectMeta> = self
@@ -444,19 +406,20 @@ impl S3Backend {
             .try_collect()
             .await
             .map_err(|e| WalError::Open(store_error(&self.location.describe(), &e)))?;
-        let objects: Vec<WalObject> = listed
+        Ok(listed
             .iter()
             .filter_map(|meta| match parse_key(prefix, meta.location.as_ref()) {
                 KeyKind::Wal(object) => Some(object),
                 _ => None,
             })
-            .collect();
-        let sessions = &claim.registration.sessions;
-        let plan = plan_chain(&objects, sessions);
-        let session_of = |epoch: u64| sessions.iter().find(|s| s.epoch == epoch).copied();
-        let fetches = plan.chain.iter().map(|object| {
+            .collect())
+    }
+
+    /// The objects' bodies, in order, [`RECOVERY_READS_INFLIGHT_MAX`] GETs at a time.
+    async fn read_objects(&self, objects: &[WalObject]) -> Result<Vec<bytes::Bytes>, WalError> {
+        let fetches = objects.iter().map(|object| {
             let store = Arc::clone(&self.store);
-            let path = Self::path(&object.key(prefix));
+            let path = Self::path(&object.key(&self.location.node_prefix));
             self.counts.other.fetch_add(1, Ordering::Relaxed);
             async move {
                 let result = match store.get(&path).await {
@@ -466,76 +429,33 @@ impl S3Backend {
                 result.map_err(|e| WalError::Open(store_error(path.as_ref(), &e)))
             }
         });
-        let bodies: Vec<bytes::Bytes> =
-            futures::stream::iter(fetches).buffered(RECOVERY_READS_INFLIGHT_MAX).try_collect().await?;
+        futures::stream::iter(fetches).buffered(RECOVERY_READS_INFLIGHT_MAX).try_collect().await
+    }
 
-        let mut chain = Vec::new();
-        let mut expected_seq = None;
-        let mut damage: Option<(WalObject, ObjectDamage)> = None;
-        for (object, body) in plan.chain.iter().zip(&bodies) {
-            match decode_object(object, body, expected_seq) {
-                Ok(records) => {
-                    if let Some(last) = records.last() {
-                        expected_seq = Some(last.seq + 1);
-                    }
-                    chain.push((*object, records));
-                }
-                Err(error) => {
-                    damage = Some((*object, error));
-                    break;
-                }
-            }
-        }
-        let start_offset = chain.last().map(|(object, _)| object.end).unwrap_or_else(|| {
-            plan.chain.first().map(|o| o.start).or(sessions.last().map(|s| s.start_offset)).unwrap_or(0)
-        });
-        // What lies beyond the stop. A damaged object cannot be a torn write (a PUT is
-        // all or nothing), so anything valid after one is out of reach: refuse. After a
-        // gap, objects of the same session are a pipeline's unacknowledged tail; but a
-        // *later* session's object there was recovered (and maybe acknowledged) by
-        // someone past this gap: refuse too.
-        let beyond: Vec<WalObject> = plan
-            .chain
-            .iter()
-            .skip(chain.len() + usize::from(damage.is_some()))
-            .copied()
-            .chain(plan.ignored.iter().filter(|(_, why)| *why == layout::Ignored::AfterGap).map(|(o, _)| *o))
-            .collect();
-        let out_of_reach = match &damage {
-            Some(_) => beyond.first(),
-            None => beyond.iter().find(|object| session_of(object.epoch).is_some_and(|s| s.start_offset > start_offset)),
+    /// The one-line refusal for a log with acknowledged records out of reach.
+    fn refusal(&self, refusal: OutOfReach) -> WalError {
+        let prefix = &self.location.node_prefix;
+        let what = match refusal.stop {
+            WalkStop::Damaged { object, damage } => format!("{}: {damage}", object.key(prefix)),
+            WalkStop::Gap { offset } => format!("no object starts at {offset}"),
+            WalkStop::EarlyEnd => "the log ends early".to_string(),
         };
-        if let Some(later) = out_of_reach {
-            let what = match (&damage, plan.stop) {
-                (Some((object, error)), _) => format!("{}: {error}", object.key(prefix)),
-                (None, ChainStop::Gap { offset }) => format!("no object starts at {offset}"),
-                (None, ChainStop::End) => "the log ends early".to_string(),
-            };
-            return Err(WalError::Corrupt(format!(
-                "{}: {what}, and {} lies beyond it",
+        WalError::Corrupt(format!("{}: {what}, and {} lies beyond it", self.location.describe(), refusal.beyond.key(prefix)))
+    }
+
+    /// The one-line note for what recovery left out.
+    fn left_out_note(&self, left_out: &LeftOut) -> String {
+        match left_out {
+            LeftOut::LastObject { object, damage } => format!(
+                "{}: left out the last object {}: {damage}",
                 self.location.describe(),
-                later.key(prefix)
-            )));
+                object.key(&self.location.node_prefix)
+            ),
+            LeftOut::AfterGap { offset, objects } => format!(
+                "{}: no object starts at {offset}; left out {objects} later unacknowledged objects",
+                self.location.describe()
+            ),
         }
-        let repaired = match (&damage, plan.stop) {
-            (Some((object, error)), _) => {
-                Some(format!("{}: left out the last object {}: {error}", self.location.describe(), object.key(prefix)))
-            }
-            (None, ChainStop::Gap { offset }) => Some(format!(
-                "{}: no object starts at {offset}; left out {} later unacknowledged objects",
-                self.location.describe(),
-                beyond.len()
-            )),
-            (None, ChainStop::End) => None,
-        };
-        let next_seq = expected_seq.unwrap_or_else(|| sessions.last().map_or(1, |s| s.first_seq));
-        let mut garbage: Vec<WalObject> = plan.ignored.iter().map(|(object, _)| *object).collect();
-        garbage.extend(beyond);
-        garbage.extend(damage.map(|(object, _)| object));
-        garbage.sort();
-        garbage.dedup();
-        garbage.retain(|object| take_over && object.epoch < claim.registration.epoch);
-        Ok(Found { claim, chain, start_offset, next_seq, repaired, garbage })
     }
 
     /// Step 3: record this process's session, starting at `start_offset`. Returns the
