@@ -1,4 +1,4 @@
-//! The `walab` binary against a real S3-compatible server (s3s-fs on 127.0.0.1, started
+//! The `walab` binary against a real S3-compatible server (walab's test server on 127.0.0.1, started
 //! by each test): load, dump, reset, bench, crash-test with kills, and a takeover race
 //! between two `walab load` processes.
 

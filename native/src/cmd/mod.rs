@@ -17,6 +17,7 @@ pub mod load;
 pub mod quorum;
 pub mod redo;
 pub mod reset;
+pub mod s3_server;
 pub mod scenario;
 pub mod serve;
 pub mod sim;
@@ -58,6 +59,8 @@ pub enum Command {
     Sim(sim::Args),
     /// Serve streams over HTTP on a WAL: appends with idempotent producers, reads.
     Serve(serve::Args),
+    /// Serve S3 on a local directory (the test server: atomic conditional PUTs, latency profiles, faults).
+    S3Server(s3_server::Args),
 }
 
 /// Parses the command line, runs the command, prints a failure as one line, and gives the
@@ -89,6 +92,7 @@ pub fn main() -> ExitCode {
         Command::Reset(args) => reset::run(args),
         Command::Sim(args) => sim::run(args),
         Command::Serve(args) => serve::run(args),
+        Command::S3Server(args) => s3_server::run(args),
     };
     crate::cli_error::finish(result)
 }

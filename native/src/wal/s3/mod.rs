@@ -58,12 +58,12 @@
 //!    owner (a claim, or a store that spells ETags differently on HEAD and PUT; a body
 //!    that still names the writer then lends its ETag to later checks).
 //!
-//! A HEAD carries no body, and that is most of a bulk's latency on s3s-fs: its GET
-//! response leaves as two writes (headers, then the body read from the file) on a
-//! socket without `TCP_NODELAY`, so the body waits for the client's delayed ACK, about
-//! 40 ms, while a HEAD or PUT answer is one write (`examples/s3_floor.rs` measures
-//! each: GET ~43 ms, HEAD ~0.2 ms, PUT ~2 ms there). A GET per bulk held every bulk
-//! to ~44 ms; a HEAD leaves one PUT round trip and a fraction.
+//! A HEAD carries no body, which once was most of a bulk's latency: s3s-fs's own binary
+//! sends a GET's answer as two writes (headers, then the body read from the file) on a
+//! socket without `TCP_NODELAY`, so the body waited for the client's delayed ACK, about
+//! 40 ms, while a HEAD or PUT answer is one write (`examples/s3_floor.rs` measured GET
+//! ~43 ms, HEAD ~0.2 ms, PUT ~2 ms there; the test server now sets `TCP_NODELAY`). On
+//! S3 a HEAD is still the cheaper read: no body to send, and the same request price.
 //!
 //! The argument, for a store whose reads see every completed write (S3 has been
 //! strongly consistent since 2020, HEAD included; R2, GCS and MinIO are too): a bulk is
@@ -78,9 +78,11 @@
 //!
 //! ## What still holds when the conditional PUT is not atomic
 //!
-//! s3s-fs, the local server the tests use, checks the ETag and then writes, without a
-//! lock: two claimers that read the same registration at the same moment can both
-//! succeed. Then both hold the same epoch. What still holds:
+//! Some S3-compatible servers check the ETag and then write, without a lock (s3s-fs
+//! alone does; walab's test server, [`crate::s3_server`], holds a per-key lock across
+//! both, and its tests show the race with the lock switched off): two claimers that
+//! read the same registration at the same moment can both succeed. Then both hold the
+//! same epoch. What still holds:
 //!
 //! - *Sequential* takeovers (the one that matters: a node dies or stalls, another takes
 //!   over) are exactly as above: nothing races the claim.
@@ -93,9 +95,9 @@
 //!   window, overwrites it): the remaining hole is two same-epoch claimers both passing
 //!   the claim check *and* the read-back, which needs their claim requests to interleave
 //!   inside the server. On a store with atomic conditional writes (S3, R2, MinIO, GCS)
-//!   that cannot happen. The tests do not depend on it either way: their takeover race
-//!   starts the second process while the first is writing, and checks every
-//!   acknowledgement of both.
+//!   (nor on the test server) that cannot happen. The takeover race test does not
+//!   depend on it either way: it starts the second process while the first is writing,
+//!   and checks every acknowledgement of both.
 //!
 //! # Recovery
 //!

@@ -1,4 +1,4 @@
-//! The S3 WAL against a real s3s-fs on 127.0.0.1 (started by each test, see
+//! The S3 WAL against a real S3 server on 127.0.0.1 (walab's test server, started by each test, see
 //! [`super::local_server`]): the contract (Append, Read, Trim, Reset), ordered
 //! acknowledgements around a slow PUT, a failed PUT, a takeover, a server restart, and
 //! the fence check's reads (one HEAD per upload; a GET when the HEAD cannot decide).
