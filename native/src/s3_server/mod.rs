@@ -75,7 +75,7 @@ impl ServerConfig {
 /// Builds the S3 service for `config`, its faults and switches in `control`.
 fn service(config: &ServerConfig, control: Arc<Control>) -> Result<s3s::service::S3Service, String> {
     let fs = s3s_fs::FileSystem::new(&config.root)
-        .map_err(|error| format!("{}: cannot serve this root: {error}", config.root.display()))?;
+        .map_err(|error| format!("{}: cannot serve this root: {error:?}", config.root.display()))?;
     let store = store::Store::new(fs, config.latency.clone(), config.seed, control);
     let mut builder = S3ServiceBuilder::new(store);
     builder.set_auth(SimpleAuth::from_single(config.access_key.clone(), config.secret_key.clone()));
@@ -105,9 +105,10 @@ pub async fn serve(config: &ServerConfig, control: Arc<Control>, listener: TcpLi
                 request.extensions_mut().insert(drop_flag.clone());
                 let response = hyper::service::Service::call(&s3, request).await;
                 if drop_flag.0.load(Ordering::SeqCst) {
-                    return Err(Box::<dyn std::error::Error + Send + Sync>::from("injected fault: connection dropped"));
+                    let dropped = std::io::Error::other("injected fault: connection dropped");
+                    return Err(s3s::HttpError::new(Box::new(dropped)));
                 }
-                response.map_err(Box::<dyn std::error::Error + Send + Sync>::from)
+                response
             }
         });
         let connection = http.serve_connection(TokioIo::new(socket), handler).into_owned();

@@ -48,14 +48,14 @@ fn runtime() -> tokio::runtime::Runtime {
 /// released at once: both create it (`If-None-Match: *`, a node never claimed), or both
 /// replace the version they both read (`If-Match`, a takeover). With `stall`, each of
 /// the two PUTs is held that long between the server's check and its write. Returns
-/// how many of the two PUTs succeeded, per round.
-fn race(server: &LocalS3, rounds: usize, stall: Option<Duration>) -> Vec<usize> {
+/// how many of the two PUTs succeeded, per round. Keys are `race-{tag}/{round}/...`.
+fn race(server: &LocalS3, tag: &str, rounds: usize, stall: Option<Duration>) -> Vec<usize> {
     let runtime = runtime();
     let claimers = [client(server), client(server)];
     let setup = client(server);
     let mut wins = Vec::with_capacity(rounds);
     for round in 0..rounds {
-        let key = Path::from(format!("race/{round}/registration"));
+        let key = Path::from(format!("race-{tag}/{round}/registration"));
         let mode = if round % 2 == 0 {
             PutMode::Create
         } else {
@@ -97,11 +97,11 @@ fn race(server: &LocalS3, rounds: usize, stall: Option<Duration>) -> Vec<usize> 
 #[test]
 fn racing_claimers_of_one_registration_have_exactly_one_winner_every_time() {
     let server = LocalS3::start();
-    let plain = race(&server, RACE_ROUNDS, None);
+    let plain = race(&server, "plain", RACE_ROUNDS, None);
     assert!(plain.iter().all(|&won| won == 1), "winners per round: {plain:?}");
     // Held between check and write, both claims are in the server at once: the second
     // waits for the key's lock, then finds the first's write.
-    let stalled = race(&server, RACE_ROUNDS, Some(RACE_STALL));
+    let stalled = race(&server, "stalled", RACE_ROUNDS, Some(RACE_STALL));
     assert!(stalled.iter().all(|&won| won == 1), "winners per round: {stalled:?}");
 }
 
@@ -111,7 +111,7 @@ fn without_the_lock_racing_claimers_both_win_at_least_once() {
     // fail, and this is how.
     let server = LocalS3::start();
     server.control().set_locking(false);
-    let stalled = race(&server, RACE_ROUNDS, Some(RACE_STALL));
+    let stalled = race(&server, "stalled", RACE_ROUNDS, Some(RACE_STALL));
     assert!(stalled.iter().all(|&won| won >= 1), "winners per round: {stalled:?}");
     assert!(stalled.contains(&2), "no double win in {RACE_ROUNDS} rounds: {stalled:?}");
 }
@@ -158,7 +158,7 @@ fn a_failed_put_writes_nothing_and_a_retry_gets_through() {
     server.control().fail_put(server.control().puts_seen() + 1);
     let once = client_without_retries(&server);
     let failed = runtime.block_on(once.put(&key, PutPayload::from_static(b"x")));
-    assert!(failed.is_err(), "{failed:?}");
+    assert!(format!("{failed:?}").contains("status: 500"), "{failed:?}");
     assert!(matches!(runtime.block_on(once.head(&key)), Err(object_store::Error::NotFound { .. })));
     // The client the WAL uses retries a 500: the fault costs one more PUT.
     let before = server.control().puts_seen();
@@ -177,11 +177,14 @@ fn a_dropped_connection_before_the_write_stores_nothing_after_it_stores_the_obje
     server.control().drop_put_connection(server.control().puts_seen() + 1, false);
     let answer = runtime.block_on(store.put(&before, PutPayload::from_static(b"x")));
     assert!(answer.is_err(), "{answer:?}");
+    // No status came back: the connection closed without an answer.
+    assert!(!format!("{answer:?}").contains("Status {"), "{answer:?}");
     assert!(matches!(runtime.block_on(store.head(&before)), Err(object_store::Error::NotFound { .. })));
     let after = Path::from("dropped-after");
     server.control().drop_put_connection(server.control().puts_seen() + 1, true);
     let answer = runtime.block_on(store.put(&after, PutPayload::from_static(b"x")));
     assert!(answer.is_err(), "{answer:?}");
+    assert!(!format!("{answer:?}").contains("Status {"), "{answer:?}");
     let stored = runtime.block_on(async { store.get(&after).await.unwrap().bytes().await.unwrap() });
     assert_eq!(&stored[..], b"x");
     // The connection is gone, not the server: the next request is answered.
