@@ -40,6 +40,7 @@ pub mod budget;
 pub mod checksum;
 pub mod codec;
 pub mod device;
+pub mod file_log;
 pub mod group_commit;
 pub mod pages;
 pub mod quorum;

@@ -383,6 +383,28 @@ struct Partial {
 
 type OnRecord<'c> = dyn FnMut(u64, u64, u32, bool, Vec<u8>, &mut Vec<ScanCheck>) -> Result<(), StopReason> + 'c;
 
+/// One physical record whose header, length and checksum checked out.
+#[derive(Clone, Copy)]
+struct Piece<'a> {
+    fragment: Fragment,
+    recyclable: bool,
+    data: &'a [u8],
+}
+
+/// The scan of one file in progress: where it is, and what the records so far say about
+/// the file (its header kind, its log number, a fragmented record in progress).
+struct SegmentScan<'a, 'c> {
+    format: LogFormat,
+    segment: usize,
+    bytes: &'a [u8],
+    offset: usize,
+    expected_log_number: Option<u32>,
+    /// Set by the first record: is this file written with recyclable headers?
+    file_recyclable: Option<bool>,
+    partial: Option<Partial>,
+    checks: &'c mut Vec<ScanCheck>,
+}
+
 /// Scans one file; calls `on_record(offset, len, fragments, recyclable, payload, checks)`
 /// for every complete logical record, which may refuse it with a stop reason.
 fn scan_segment(
@@ -392,64 +414,82 @@ fn scan_segment(
     checks: &mut Vec<ScanCheck>,
     on_record: &mut OnRecord<'_>,
 ) -> ScanStop {
-    let bytes = input.bytes;
-    let mut expected_log_number = input.log_number;
-    // Set by the first record: is this file written with recyclable headers?
-    let mut file_recyclable: Option<bool> = None;
-    let mut partial: Option<Partial> = None;
-    let mut offset: usize = 0;
-    // Where to cut if the scan stops here: the start of a fragmented record in progress.
-    let stop_at = |partial: &Option<Partial>, at: u64, reason: StopReason| {
-        let reason = match (partial, reason.is_clean()) {
-            (Some(_), true) => StopReason::Short,
-            _ => reason,
-        };
-        ScanStop { reason, segment, offset: partial.as_ref().map_or(at, |partial| partial.offset) }
+    let mut scan = SegmentScan {
+        format,
+        segment,
+        bytes: input.bytes,
+        offset: 0,
+        expected_log_number: input.log_number,
+        file_recyclable: None,
+        partial: None,
+        checks,
     };
     // Bounded by the file: every pass moves `offset` forward by at least one byte (a
     // trailer) or a header, or returns.
     loop {
-        let at = offset as u64;
-        let block_left = BLOCK_BYTES - offset % BLOCK_BYTES;
-        let rest = &bytes[offset..];
-        let trailer_under = if file_recyclable == Some(true) { RECYCLABLE_HEADER_BYTES } else { LEGACY_HEADER_BYTES };
-        if block_left < trailer_under && !rest.is_empty() {
-            let trailer = &rest[..block_left.min(rest.len())];
-            checks.push(ScanCheck::BlockTrailer {
-                segment,
-                offset: at,
-                bytes: trailer.len() as u64,
-                all_zero: trailer.iter().all(|&b| b == 0),
-            });
-            offset += trailer.len();
+        if scan.skip_trailer() {
             continue;
         }
-        if let Err(reason) = crate::scan::read_header(checks, segment, rest, at, LEGACY_HEADER_BYTES) {
-            return stop_at(&partial, at, reason);
-        }
-        let record_type = rest[6];
-        let known = Fragment::from_type(record_type)
-            .filter(|&(_, header)| format == LogFormat::RocksDb || header == LEGACY_HEADER_BYTES);
-        let Some((fragment, header_bytes)) = known else {
-            checks.push(ScanCheck::Fragment {
-                segment,
-                offset: at,
-                record_type,
-                in_fragmented_record: partial.is_some(),
-                ok: false,
-            });
-            return stop_at(&partial, at, StopReason::BadFragment);
+        let at = scan.offset as u64;
+        let piece = match scan.next_piece(at) {
+            Ok(piece) => piece,
+            Err(reason) => return scan.stop_at(at, reason),
         };
-        if rest.len() < header_bytes {
-            checks.push(ScanCheck::HeaderShort { segment, offset: at, available: rest.len() as u64, all_zero: false });
-            return stop_at(&partial, at, StopReason::Short);
+        if let Some(record) = scan.assemble(at, piece) {
+            let len = scan.offset as u64 - record.offset;
+            if let Err(reason) =
+                on_record(record.offset, len, record.fragments, piece.recyclable, record.payload, scan.checks)
+            {
+                return ScanStop { reason, segment, offset: record.offset };
+            }
         }
+    }
+}
+
+impl<'a> SegmentScan<'a, '_> {
+    /// Where to cut if the scan stops at `at`: the start of a fragmented record in
+    /// progress, which a clean end leaves torn.
+    fn stop_at(&self, at: u64, reason: StopReason) -> ScanStop {
+        let reason = match (&self.partial, reason.is_clean()) {
+            (Some(_), true) => StopReason::Short,
+            _ => reason,
+        };
+        ScanStop { reason, segment: self.segment, offset: self.partial.as_ref().map_or(at, |partial| partial.offset) }
+    }
+
+    /// Check 1: fewer bytes than a header at a block's end are its trailer, skipped.
+    fn skip_trailer(&mut self) -> bool {
+        let block_left = BLOCK_BYTES - self.offset % BLOCK_BYTES;
+        let rest = &self.bytes[self.offset..];
+        let trailer_under =
+            if self.file_recyclable == Some(true) { RECYCLABLE_HEADER_BYTES } else { LEGACY_HEADER_BYTES };
+        if block_left >= trailer_under || rest.is_empty() {
+            return false;
+        }
+        let trailer = &rest[..block_left.min(rest.len())];
+        self.checks.push(ScanCheck::BlockTrailer {
+            segment: self.segment,
+            offset: self.offset as u64,
+            bytes: trailer.len() as u64,
+            all_zero: trailer.iter().all(|&b| b == 0),
+        });
+        self.offset += trailer.len();
+        true
+    }
+
+    /// Checks 2 to 7 on the physical record at `at`; moves past it when it passes.
+    fn next_piece(&mut self, at: u64) -> Result<Piece<'a>, StopReason> {
+        let bytes: &'a [u8] = self.bytes;
+        let rest = &bytes[self.offset..];
+        crate::scan::read_header(self.checks, self.segment, rest, at, LEGACY_HEADER_BYTES)?;
+        let record_type = rest[6];
+        let (fragment, header_bytes) = self.known_type(rest, at, record_type)?;
         let stored_checksum = u32::from_le_bytes(rest[..4].try_into().expect("four bytes"));
         let length = usize::from(u16::from_le_bytes([rest[4], rest[5]]));
         let recyclable = header_bytes == RECYCLABLE_HEADER_BYTES;
         let log_number = recyclable.then(|| u32::from_le_bytes(rest[7..11].try_into().expect("four bytes")));
-        checks.push(ScanCheck::Header {
-            segment,
+        self.checks.push(ScanCheck::Header {
+            segment: self.segment,
             offset: at,
             header_bytes: header_bytes as u64,
             stored_checksum,
@@ -458,43 +498,78 @@ fn scan_segment(
             log_number,
             frame_offset: None,
         });
-        // A file is written with one header kind; a legacy record after recyclable ones is
-        // the file's earlier life showing through.
-        match (file_recyclable, recyclable) {
-            (Some(true), false) => {
-                checks.push(ScanCheck::Fragment {
-                    segment,
-                    offset: at,
-                    record_type,
-                    in_fragmented_record: partial.is_some(),
-                    ok: false,
-                });
-                return stop_at(&partial, at, StopReason::OldRecord);
-            }
-            (Some(false), true) => {
-                checks.push(ScanCheck::Fragment {
-                    segment,
-                    offset: at,
-                    record_type,
-                    in_fragmented_record: partial.is_some(),
-                    ok: false,
-                });
-                return stop_at(&partial, at, StopReason::BadFragment);
-            }
-            _ => {}
+        self.check_header_kind(at, record_type, recyclable)?;
+        self.check_log_number(at, log_number)?;
+        self.check_length(at, rest, header_bytes, length)?;
+        let data = &rest[header_bytes..header_bytes + length];
+        self.check_checksum(at, record_type, log_number, stored_checksum, data)?;
+        self.check_order(at, record_type, fragment)?;
+        self.file_recyclable = Some(recyclable);
+        self.offset += header_bytes + length;
+        Ok(Piece { fragment, recyclable, data })
+    }
+
+    fn fragment_check(&mut self, at: u64, record_type: u8, ok: bool) {
+        self.checks.push(ScanCheck::Fragment {
+            segment: self.segment,
+            offset: at,
+            record_type,
+            in_fragmented_record: self.partial.is_some(),
+            ok,
+        });
+    }
+
+    /// Check 3: a type the format defines, with all of its header present.
+    fn known_type(&mut self, rest: &[u8], at: u64, record_type: u8) -> Result<(Fragment, usize), StopReason> {
+        let known = Fragment::from_type(record_type)
+            .filter(|&(_, header)| self.format == LogFormat::RocksDb || header == LEGACY_HEADER_BYTES);
+        let Some((fragment, header_bytes)) = known else {
+            self.fragment_check(at, record_type, false);
+            return Err(StopReason::BadFragment);
+        };
+        if rest.len() < header_bytes {
+            self.checks.push(ScanCheck::HeaderShort {
+                segment: self.segment,
+                offset: at,
+                available: rest.len() as u64,
+                all_zero: false,
+            });
+            return Err(StopReason::Short);
         }
-        if let Some(found) = log_number {
-            let expected = *expected_log_number.get_or_insert(found);
-            let ok = expected == found;
-            checks.push(ScanCheck::LogNumber { segment, offset: at, expected, found, ok });
-            if !ok {
-                return stop_at(&partial, at, StopReason::OldRecord);
-            }
+        Ok((fragment, header_bytes))
+    }
+
+    /// Check 4, first half: a file is written with one header kind; a legacy record after
+    /// recyclable ones is the file's earlier life showing through.
+    fn check_header_kind(&mut self, at: u64, record_type: u8, recyclable: bool) -> Result<(), StopReason> {
+        let refusal = match (self.file_recyclable, recyclable) {
+            (Some(true), false) => StopReason::OldRecord,
+            (Some(false), true) => StopReason::BadFragment,
+            _ => return Ok(()),
+        };
+        self.fragment_check(at, record_type, false);
+        Err(refusal)
+    }
+
+    /// Check 4, second half: a recyclable record carries the log's number.
+    fn check_log_number(&mut self, at: u64, log_number: Option<u32>) -> Result<(), StopReason> {
+        let Some(found) = log_number else { return Ok(()) };
+        let expected = *self.expected_log_number.get_or_insert(found);
+        let ok = expected == found;
+        self.checks.push(ScanCheck::LogNumber { segment: self.segment, offset: at, expected, found, ok });
+        if ok {
+            Ok(())
+        } else {
+            Err(StopReason::OldRecord)
         }
-        let room = block_left - header_bytes;
+    }
+
+    /// Check 5: the fragment ends inside its block and inside the data.
+    fn check_length(&mut self, at: u64, rest: &[u8], header_bytes: usize, length: usize) -> Result<(), StopReason> {
+        let room = BLOCK_BYTES - self.offset % BLOCK_BYTES - header_bytes;
         let fits_block = length <= room;
-        checks.push(ScanCheck::LengthBound {
-            segment,
+        self.checks.push(ScanCheck::LengthBound {
+            segment: self.segment,
             offset: at,
             length: length as u64,
             min: 0,
@@ -502,77 +577,88 @@ fn scan_segment(
             ok: fits_block,
         });
         if !fits_block {
-            return stop_at(&partial, at, StopReason::BadLength);
+            return Err(StopReason::BadLength);
         }
         let available = rest.len() - header_bytes;
         let present = length <= available;
-        checks.push(ScanCheck::PayloadPresent {
-            segment,
+        self.checks.push(ScanCheck::PayloadPresent {
+            segment: self.segment,
             offset: at,
             length: length as u64,
             available: available as u64,
             ok: present,
         });
-        if !present {
-            return stop_at(&partial, at, StopReason::Short);
+        if present {
+            Ok(())
+        } else {
+            Err(StopReason::Short)
         }
-        let data = &rest[header_bytes..header_bytes + length];
+    }
+
+    /// Check 6: the masked CRC32C over the type, the log number and the data.
+    fn check_checksum(
+        &mut self,
+        at: u64,
+        record_type: u8,
+        log_number: Option<u32>,
+        stored: u32,
+        data: &[u8],
+    ) -> Result<(), StopReason> {
         let computed = match log_number {
             None => crc32c(&[&[record_type], data]),
             Some(number) => crc32c(&[&[record_type], &number.to_le_bytes(), data]),
         };
-        let checksum_ok = unmask_crc32c(stored_checksum) == computed;
-        checks.push(ScanCheck::Checksum {
-            segment,
+        let ok = unmask_crc32c(stored) == computed;
+        self.checks.push(ScanCheck::Checksum {
+            segment: self.segment,
             offset: at,
-            stored: stored_checksum,
+            stored,
             computed: mask_crc32c(computed),
-            ok: checksum_ok,
+            ok,
         });
-        if !checksum_ok {
-            return stop_at(&partial, at, StopReason::Checksum);
+        if ok {
+            Ok(())
+        } else {
+            Err(StopReason::Checksum)
         }
-        let order_ok = matches!(
-            (&partial, fragment),
+    }
+
+    /// Check 7: FULL or FIRST outside a fragmented record, MIDDLE or LAST inside one.
+    fn check_order(&mut self, at: u64, record_type: u8, fragment: Fragment) -> Result<(), StopReason> {
+        let ok = matches!(
+            (&self.partial, fragment),
             (None, Fragment::Full | Fragment::First) | (Some(_), Fragment::Middle | Fragment::Last)
         );
-        checks.push(ScanCheck::Fragment {
-            segment,
-            offset: at,
-            record_type,
-            in_fragmented_record: partial.is_some(),
-            ok: order_ok,
-        });
-        if !order_ok {
-            return stop_at(&partial, at, StopReason::BadFragment);
+        self.fragment_check(at, record_type, ok);
+        if ok {
+            Ok(())
+        } else {
+            Err(StopReason::BadFragment)
         }
-        file_recyclable = Some(recyclable);
-        offset += header_bytes + length;
-        let complete = match fragment {
-            Fragment::Full => Some(Partial { offset: at, fragments: 1, payload: data.to_vec() }),
+    }
+
+    /// Adds a checked piece to the record in progress; the record, once complete.
+    fn assemble(&mut self, at: u64, piece: Piece<'_>) -> Option<Partial> {
+        match piece.fragment {
+            Fragment::Full => Some(Partial { offset: at, fragments: 1, payload: piece.data.to_vec() }),
             Fragment::First => {
-                partial = Some(Partial { offset: at, fragments: 1, payload: data.to_vec() });
+                self.partial = Some(Partial { offset: at, fragments: 1, payload: piece.data.to_vec() });
                 None
             }
             Fragment::Middle | Fragment::Last => {
-                let in_progress = partial.as_mut().expect("order checked above");
+                let in_progress = self.partial.as_mut().expect("order checked above");
                 in_progress.fragments += 1;
-                in_progress.payload.extend_from_slice(data);
-                if fragment == Fragment::Last {
-                    partial.take()
+                in_progress.payload.extend_from_slice(piece.data);
+                if piece.fragment == Fragment::Last {
+                    self.partial.take()
                 } else {
                     None
                 }
             }
-        };
-        if let Some(record) = complete {
-            let len = offset as u64 - record.offset;
-            if let Err(reason) = on_record(record.offset, len, record.fragments, recyclable, record.payload, checks) {
-                return ScanStop { reason, segment, offset: record.offset };
-            }
         }
     }
 }
+
 
 #[cfg(test)]
 mod tests {

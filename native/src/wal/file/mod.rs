@@ -65,6 +65,9 @@
 //! - a damaged record with records in a *later* segment: the log is corrupt, and
 //!   opening fails with [`WalError::Corrupt`] naming the segment and the byte.
 //!
+//! These decisions are the core's ([`walab_core::file_log::plan_recovery`]); this backend
+//! reads the files, runs the scan, and carries the plan out.
+//!
 //! Empty segments after the last one with records (a prepared spare, or one left half
 //! zero-filled by a crash) are removed and appending resumes in the last segment with
 //! records, right after its last good record.
@@ -84,8 +87,10 @@ use std::thread::JoinHandle;
 
 use walab_core::group_commit::{self, Batch, Policy, SyncError};
 use walab_core::codec::leveldb::{scan_log, LogFormat, LogSegment};
+use walab_core::codec::tiny::TinyRecord;
 use walab_core::codec::tiny_group;
-use walab_core::scan::{scan_tiny, ScanStop, StopReason};
+use walab_core::file_log::{plan_recovery, FoundRecord, RecoveryPlan, SegmentFile, SegmentLayout, TornTail};
+use walab_core::scan::{scan_tiny, ScanStop};
 
 use self::fs::{create_zero_filled, create_zero_filled_paced, WalFile, WalFs};
 use self::sync_pool::{SyncHandles, SyncPool};
@@ -144,14 +149,6 @@ impl SegmentFormat {
 pub const FORMAT_FILE_NAME: &str = "FORMAT";
 /// Where FORMAT is written before it is renamed into place.
 const FORMAT_TEMPORARY_NAME: &str = "FORMAT.tmp";
-
-/// One accepted record and where its bytes are (a LevelDB group's writes share them).
-struct Found {
-    segment: usize,
-    offset: u64,
-    len: u64,
-    record: walab_core::codec::tiny::TinyRecord,
-}
 
 /// A log in one directory, through a [`WalFs`].
 pub struct FileBackend {
@@ -372,32 +369,118 @@ impl FileBackend {
         Ok(())
     }
 
-    /// Runs the core's recovery scan for the log's format over the segment images.
-    fn scan(&self, images: &[Vec<u8>]) -> (Vec<Found>, ScanStop) {
-        match self.format {
+    /// Runs the core's recovery scan for the log's format over the segment images: where
+    /// each accepted record lies, the records, and where the scan stopped.
+    fn scan(&self, images: &[Vec<u8>]) -> (Vec<FoundRecord>, Vec<TinyRecord>, ScanStop) {
+        let (mut found, mut records) = (Vec::new(), Vec::new());
+        let stop = match self.format {
             SegmentFormat::Tiny => {
                 let slices: Vec<&[u8]> = images.iter().map(|image| image.as_slice()).collect();
                 let scan = scan_tiny(&slices, 0);
-                let found = scan
-                    .records
-                    .into_iter()
-                    .map(|a| Found { segment: a.segment, offset: a.offset, len: a.len, record: a.record })
-                    .collect();
-                (found, scan.stop)
+                for a in scan.records {
+                    found.push(FoundRecord { segment: a.segment, offset: a.offset, len: a.len, seq: a.record.seq });
+                    records.push(a.record);
+                }
+                scan.stop
             }
             SegmentFormat::Leveldb => {
                 let segments: Vec<LogSegment<'_>> =
                     images.iter().map(|image| LogSegment { bytes: image, log_number: None }).collect();
                 let scan = scan_log(LogFormat::LevelDb, &segments, 0);
-                let mut found = Vec::new();
-                for accepted in scan.records {
-                    for record in tiny_group::group_records(&accepted.batch) {
-                        found.push(Found { segment: accepted.segment, offset: accepted.offset, len: accepted.len, record });
+                for a in scan.records {
+                    for record in tiny_group::group_records(&a.batch) {
+                        found.push(FoundRecord { segment: a.segment, offset: a.offset, len: a.len, seq: record.seq });
+                        records.push(record);
                     }
                 }
-                (found, scan.stop)
+                scan.stop
             }
+        };
+        (found, records, stop)
+    }
+
+    /// Step 1 of opening: the directory (made if need be), its lock, its FORMAT; the
+    /// names in it.
+    fn open_dir(&mut self) -> Result<Vec<String>, WalError> {
+        if self.create {
+            self.fs.create_dir_all(&self.dir).map_err(|e| self.open_error("cannot create the log directory", e))?;
+        } else if self.fs.list(&self.dir).is_err() {
+            return Err(WalError::Open(format!("{}: no log here", self.dir.display())));
         }
+        let listed = self.fs.list(&self.dir).map_err(|e| self.open_error("cannot list the log directory", e))?;
+        // A reader takes the lock only where a writer made one: it creates nothing.
+        if self.create || listed.iter().any(|name| name == "LOCK") {
+            let lock = self.fs.lock_dir(&self.dir).map_err(|e| self.open_error("cannot lock the log", e))?;
+            self._lock = Some(lock);
+        }
+        let names = self.fs.list(&self.dir).map_err(|e| self.open_error("cannot list the log directory", e))?;
+        self.check_format(&names)?;
+        Ok(names)
+    }
+
+    /// Step 2: every segment's bytes as the device holds them, oldest first.
+    fn read_segments(&self, names: &[String]) -> Result<(Vec<u64>, Vec<Vec<u8>>), WalError> {
+        let mut numbers: Vec<u64> = names.iter().filter_map(|name| parse_segment_file_name(name)).collect();
+        numbers.sort_unstable();
+        let mut images = Vec::with_capacity(numbers.len());
+        for &segment in &numbers {
+            let bytes = self
+                .fs
+                .read_from_device(&self.path(segment))
+                .map_err(|e| self.open_error(&format!("cannot read {}", segment_file_name(segment)), e))?;
+            images.push(bytes);
+        }
+        Ok((numbers, images))
+    }
+
+    /// Step 4: cuts the torn tail the plan found (reading only: reports it), in words.
+    fn repair_torn_tail(&self, tail: Option<TornTail>) -> Result<Option<String>, WalError> {
+        let Some(tail) = tail else { return Ok(None) };
+        let (name, bytes, words) = (segment_file_name(tail.segment), tail.to - tail.from, stop_words(tail.reason));
+        if !self.create {
+            return Ok(Some(format!(
+                "{name}: {bytes} bytes of torn tail at byte {} ({words}), left as they are (reading only)",
+                tail.from
+            )));
+        }
+        self.cut_tail(tail.segment, tail.from, tail.to)?;
+        Ok(Some(format!("{name}: cut {bytes} bytes of torn tail at byte {} ({words})", tail.from)))
+    }
+
+    /// Step 5 (writers only): removes what the plan dooms, opens the append segment and
+    /// keeps or starts preparing the spare.
+    fn get_ready_to_append(&mut self, plan: &RecoveryPlan) -> Result<(), WalError> {
+        if !plan.remove.is_empty() {
+            for &number in &plan.remove {
+                self.fs
+                    .remove(&self.path(number))
+                    .map_err(|e| self.open_error(&format!("cannot remove {}", segment_file_name(number)), e))?;
+            }
+            self.fs.sync_dir(&self.dir).map_err(|e| self.open_error("cannot sync the log directory", e))?;
+        }
+        let segment = plan.segment;
+        let path = self.path(segment);
+        let file = match self.fs.open_write(&path) {
+            Ok(file) => file,
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {
+                create_zero_filled(self.fs.as_ref(), &path, self.file_bytes())
+                    .map_err(|e| self.open_error(&format!("cannot create {}", segment_file_name(segment)), e))?
+            }
+            Err(error) => return Err(self.open_error(&format!("cannot open {}", segment_file_name(segment)), error)),
+        };
+        self.set_current(segment, file)
+            .map_err(|e| self.open_error(&format!("cannot open {} for the sync threads", segment_file_name(segment)), e))?;
+        match plan.spare {
+            Some(spare) => {
+                let spare_file = self
+                    .fs
+                    .open_write(&self.path(spare))
+                    .map_err(|e| self.open_error(&format!("cannot open {}", segment_file_name(spare)), e))?;
+                self.spare = Some((spare, Spare::Ready(spare_file)));
+            }
+            None => self.prepare_spare(segment + 1),
+        }
+        Ok(())
     }
 
     /// Overwrites `from..to` of a segment with zeros and syncs: the torn tail is cut.
@@ -458,172 +541,39 @@ impl Backend for FileBackend {
     }
 
     fn recover(&mut self) -> Result<Recovered, WalError> {
+        let names = self.open_dir()?;
+        let (numbers, images) = self.read_segments(&names)?;
+        let (found, records, stop) = self.scan(&images);
+        // Step 3: the core decides what the log is and what to repair.
+        let files: Vec<SegmentFile> = numbers
+            .iter()
+            .zip(&images)
+            .map(|(&number, image)| SegmentFile {
+                number,
+                bytes: image.len() as u64,
+                dirty_end: last_nonzero_end(image) as u64,
+            })
+            .collect();
+        let layout = SegmentLayout {
+            file_bytes: self.file_bytes(),
+            fresh_segment_on_open: self.format == SegmentFormat::Leveldb,
+        };
+        let plan = plan_recovery(&files, &found, stop, layout)
+            .map_err(|corruption| WalError::Corrupt(format!("{}: {corruption}", self.path(corruption.segment).display())))?;
+        let repaired = self.repair_torn_tail(plan.torn_tail)?;
         if self.create {
-            self.fs.create_dir_all(&self.dir).map_err(|e| self.open_error("cannot create the log directory", e))?;
-        } else if self.fs.list(&self.dir).is_err() {
-            return Err(WalError::Open(format!("{}: no log here", self.dir.display())));
+            self.get_ready_to_append(&plan)?;
         }
-        let listed = self.fs.list(&self.dir).map_err(|e| self.open_error("cannot list the log directory", e))?;
-        // A reader takes the lock only where a writer made one: it creates nothing.
-        if self.create || listed.iter().any(|name| name == "LOCK") {
-            let lock = self.fs.lock_dir(&self.dir).map_err(|e| self.open_error("cannot lock the log", e))?;
-            self._lock = Some(lock);
-        }
-        let names = self.fs.list(&self.dir).map_err(|e| self.open_error("cannot list the log directory", e))?;
-        self.check_format(&names)?;
-        let mut numbers: Vec<u64> = names.iter().filter_map(|name| parse_segment_file_name(name)).collect();
-        numbers.sort_unstable();
-        let mut images = Vec::with_capacity(numbers.len());
-        for &segment in &numbers {
-            let bytes = self
-                .fs
-                .read_from_device(&self.path(segment))
-                .map_err(|e| self.open_error(&format!("cannot read {}", segment_file_name(segment)), e))?;
-            images.push(bytes);
-        }
-        let (found, stop) = self.scan(&images);
-
-        // Which segments hold records, and each one's last seq.
-        let mut last_seq: Vec<Option<u64>> = vec![None; numbers.len()];
-        let mut lsn = 0u64;
-        let mut previous_end = None;
-        for accepted in &found {
-            last_seq[accepted.segment] = Some(accepted.record.seq);
-            if previous_end != Some((accepted.segment, accepted.offset)) {
-                lsn += accepted.len;
-            }
-            previous_end = Some((accepted.segment, accepted.offset));
-        }
-        let mut repaired = None;
-        if !stop.reason.is_clean() && !numbers.is_empty() {
-            // Damage is a torn tail only if no later segment holds anything.
-            let later_has_bytes = images[stop.segment + 1..].iter().any(|image| last_nonzero_end(image) > 0);
-            if later_has_bytes {
-                return Err(WalError::Corrupt(format!(
-                    "{}: {} at byte {}, and later segments hold records",
-                    self.path(numbers[stop.segment]).display(),
-                    stop_words(stop.reason),
-                    stop.offset
-                )));
-            }
-        }
-        // Appends resume in the segment where the scan stopped on damage, or else in
-        // the last segment with records, right after its last good record.
-        let resume_index = if !stop.reason.is_clean() && !numbers.is_empty() {
-            Some(stop.segment)
-        } else {
-            last_seq.iter().rposition(|last| last.is_some())
-        };
-        let mut remove_from = resume_index.map_or(0, |index| index + 1);
-        let (segment, segment_bytes) = match resume_index {
-            None => (numbers.last().map_or(1, |last| last + 1), 0),
-            Some(index) => {
-                let number = numbers[index];
-                let resume_offset = found
-                    .iter()
-                    .filter(|accepted| accepted.segment == index)
-                    .map(|accepted| accepted.offset + accepted.len)
-                    .max()
-                    .unwrap_or(0);
-                let dirty_end = last_nonzero_end(&images[index]) as u64;
-                if dirty_end > resume_offset && !self.create {
-                    repaired = Some(format!(
-                        "{}: {} bytes of torn tail at byte {} ({}), left as they are (reading only)",
-                        segment_file_name(number),
-                        dirty_end - resume_offset,
-                        resume_offset,
-                        stop_words(stop.reason)
-                    ));
-                } else if dirty_end > resume_offset {
-                    self.cut_tail(number, resume_offset, dirty_end)?;
-                    repaired = Some(format!(
-                        "{}: cut {} bytes of torn tail at byte {} ({})",
-                        segment_file_name(number),
-                        dirty_end - resume_offset,
-                        resume_offset,
-                        stop_words(stop.reason)
-                    ));
-                }
-                let full_size = images[index].len() as u64 == self.file_bytes();
-                if full_size && self.format == SegmentFormat::Leveldb && resume_offset > 0 {
-                    // The LevelDB writer starts each open in a fresh segment.
-                    (number + 1, 0)
-                } else if full_size {
-                    (number, resume_offset)
-                } else if last_seq[index].is_some() {
-                    // Written with another --segment-bytes: keep it, append in a new one.
-                    (number + 1, 0)
-                } else {
-                    // Empty and of the wrong size (a crash during its zero-fill): redo it.
-                    remove_from = index;
-                    (number, 0)
-                }
-            }
-        };
-        // A full-size, all-zero segment right after the resume point is a spare made
-        // before the crash: keep it. Remove every other empty segment past the resume
-        // point (half-made files).
-        let mut kept_spare = None;
-        if let Some(index) = numbers.iter().position(|&number| number == segment + 1) {
-            if index >= remove_from
-                && images[index].len() as u64 == self.file_bytes()
-                && last_nonzero_end(&images[index]) == 0
-            {
-                kept_spare = Some(index);
-            }
-        }
-        let doomed: Vec<u64> =
-            (remove_from..numbers.len()).filter(|&index| Some(index) != kept_spare).map(|index| numbers[index]).collect();
-        let mut segments: Vec<(u64, Option<u64>)> =
-            numbers[..remove_from.min(numbers.len())].iter().zip(&last_seq).map(|(&n, &last)| (n, last)).collect();
-        if segments.last().is_none_or(|(number, _)| *number != segment) {
-            segments.push((segment, None));
-        }
-        let next_seq = found.last().map_or(1, |accepted| accepted.record.seq + 1);
-        let recovered = Recovered {
-            records: found.into_iter().map(|accepted| accepted.record).collect(),
-            next_seq,
-            lsn,
-            segment,
-            segment_bytes,
-            segments,
+        // Reading only: what a writer would remove, create or prepare stays as it is.
+        Ok(Recovered {
+            records,
+            next_seq: plan.next_seq,
+            lsn: plan.lsn,
+            segment: plan.segment,
+            segment_bytes: plan.segment_bytes,
+            segments: plan.segments,
             repaired,
-        };
-        if !self.create {
-            // Reading only: what a writer would remove, create or prepare stays as it is.
-            return Ok(recovered);
-        }
-        if !doomed.is_empty() {
-            for &number in &doomed {
-                self.fs
-                    .remove(&self.path(number))
-                    .map_err(|e| self.open_error(&format!("cannot remove {}", segment_file_name(number)), e))?;
-            }
-            self.fs.sync_dir(&self.dir).map_err(|e| self.open_error("cannot sync the log directory", e))?;
-        }
-        // Open (or create) the segment appends go to.
-        let path = self.path(segment);
-        let file = match self.fs.open_write(&path) {
-            Ok(file) => file,
-            Err(error) if error.kind() == io::ErrorKind::NotFound => {
-                create_zero_filled(self.fs.as_ref(), &path, self.file_bytes())
-                    .map_err(|e| self.open_error(&format!("cannot create {}", segment_file_name(segment)), e))?
-            }
-            Err(error) => return Err(self.open_error(&format!("cannot open {}", segment_file_name(segment)), error)),
-        };
-        self.set_current(segment, file)
-            .map_err(|e| self.open_error(&format!("cannot open {} for the sync threads", segment_file_name(segment)), e))?;
-        match kept_spare {
-            Some(index) => {
-                let spare_file = self
-                    .fs
-                    .open_write(&self.path(numbers[index]))
-                    .map_err(|e| self.open_error(&format!("cannot open {}", segment_file_name(numbers[index])), e))?;
-                self.spare = Some((numbers[index], Spare::Ready(spare_file)));
-            }
-            None => self.prepare_spare(segment + 1),
-        }
-        Ok(recovered)
+        })
     }
 
     fn segment_bytes_max(&self) -> u64 {
@@ -688,17 +638,8 @@ impl Drop for FileBackend {
     }
 }
 
-/// The scan's stop reason in words.
-pub fn stop_words(reason: StopReason) -> &'static str {
-    match reason {
-        StopReason::End | StopReason::Zero => "end of log",
-        StopReason::Short => "torn record (cut short)",
-        StopReason::Checksum => "checksum mismatch",
-        StopReason::BadLength => "bad record length",
-        StopReason::BadFragment => "bad record type",
-        StopReason::OldRecord => "record from an earlier use of the file",
-    }
-}
+/// The scan's stop reason in words (the core's).
+pub use walab_core::file_log::stop_words;
 
 /// The directory of a node's log under a base directory.
 pub fn node_dir(base: &Path, cluster: &str, node: &str) -> PathBuf {
