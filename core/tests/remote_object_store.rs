@@ -54,14 +54,14 @@ fn a_slow_third_put_holds_back_the_acknowledgements_of_the_bulks_behind_it() {
         })
         .collect();
     expect_test::expect![[r#"
-        bulk 1 records   1 sent   0.025 stored  25.025 acked  25.025
-        bulk 2 records  32 sent   1.625 stored  26.625 acked  26.625
-        bulk 3 records  32 sent   3.225 stored 203.225 acked 203.225
-        bulk 4 records  32 sent   4.825 stored  29.825 acked 203.225
-        bulk 5 records 404 sent  25.025 stored  50.025 acked 203.225
-        bulk 6 records  32 sent  26.625 stored  51.625 acked 203.225
-        bulk 7 records  64 sent  29.825 stored  54.825 acked 203.225
-        bulk 8 records 404 sent  50.025 stored  75.025 acked 203.225"#]]
+        bulk 1 records   1 sent   0.025 stored  25.025 acked  50.025
+        bulk 2 records  32 sent   1.625 stored  26.625 acked  51.625
+        bulk 3 records  32 sent   3.225 stored 203.225 acked 228.225
+        bulk 4 records  32 sent   4.825 stored  29.825 acked 228.225
+        bulk 5 records 904 sent  50.025 stored  75.025 acked 228.225
+        bulk 6 records  32 sent  51.625 stored  76.625 acked 228.225
+        bulk 7 records  64 sent  54.825 stored  79.825 acked 228.225
+        bulk 8 records 903 sent 100.025 stored 125.025 acked 228.225"#]]
     .assert_eq(&table.join("\n"));
     let third = bulk(&run, 3);
     for n in [4, 5] {
@@ -79,10 +79,12 @@ fn a_slow_third_put_holds_back_the_acknowledgements_of_the_bulks_behind_it() {
             "bulk {n} waited, stored but not acknowledged"
         );
     }
-    assert_eq!(third.stored, third.acked);
+    // A bulk is reported once the fence read after its PUT answers (25 ms here).
+    assert_eq!(third.checked, Some(third.stored.unwrap() + ms(25)));
+    assert_eq!(third.checked, third.acked);
     assert_eq!(
         bulk(&run, 1).acked,
-        bulk(&run, 1).stored,
+        bulk(&run, 1).checked,
         "nothing holds bulk 1 back"
     );
     assert_eq!(run.records_acked, 2_000);
@@ -114,8 +116,29 @@ fn puts_per_record_fall_as_writers_rise() {
 
 #[test]
 fn after_a_takeover_the_new_owner_recovers_every_acknowledged_record_and_no_straggler() {
+    // B's claim, read-back and LIST take a request each, so an upload in flight at the
+    // takeover usually lands before the LIST: a straggler is a PUT slower than those.
+    let base = run(&RemoteSetup {
+        takeover_at: Some(ms(60)),
+        ..s3(
+            Load::Rate {
+                rate_per_s: 20_000,
+                poisson: true,
+            },
+            4_000,
+        )
+    })
+    .unwrap();
+    let last_before = base
+        .bulks
+        .iter()
+        .filter(|b| b.sent.is_some_and(|sent| sent < ms(60)))
+        .filter_map(|b| b.request)
+        .max()
+        .unwrap();
     let setup = RemoteSetup {
         takeover_at: Some(ms(60)),
+        slow_puts: vec![(last_before, ms(300))],
         ..s3(
             Load::Rate {
                 rate_per_s: 20_000,
@@ -139,9 +162,11 @@ fn after_a_takeover_the_new_owner_recovers_every_acknowledged_record_and_no_stra
         run.records
             .iter()
             .filter(|r| r.acked.is_some())
-            .all(|r| r.acked.unwrap() <= ms(60)),
+            .all(|r| r.acked.unwrap() <= takeover.claimed_at),
         "nothing acknowledged after the claim"
     );
+    assert_eq!(takeover.claimed_at, ms(85), "the claim is one 25 ms PUT");
+    assert_eq!(takeover.listed_at, ms(135), "then a read-back and a LIST");
     assert!(takeover.stragglers_ignored >= 1);
     for (object, why) in &takeover.ignored {
         assert_eq!(object.epoch, 5);

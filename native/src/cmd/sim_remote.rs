@@ -16,6 +16,7 @@ use walab_core::ring::RingGeometry;
 use walab_core::sim::remote::{
     self, put_bill_per_million_appends, BulkOutcome, LatencyProfile, Load, RemoteBackend, RemoteRun, RemoteSetup, RingWait,
 };
+use walab_core::sim::remote::upload::{self, AttemptOutcome, ObjectKind, StreamRange, UploadRun, UploadSetup};
 use walab_core::sim::SyncLatency;
 use walab_core::time::Nanos;
 
@@ -82,12 +83,34 @@ pub struct Args {
     /// Postgres: the upload stalls from FROM ms until UNTIL ms (UNTIL empty: for good).
     #[arg(long, value_name = "FROM:UNTIL")]
     stall_upload_ms: Option<String>,
+    /// S3: also run the background upload of the acknowledged records to data objects
+    /// (ids reserved, objects uploaded, one commit, the WAL trimmed), with the lab's sizes.
+    #[arg(long)]
+    upload: bool,
+    /// With --upload: the upload task crashes between block K's upload and its commit.
+    #[arg(long, value_name = "K")]
+    upload_crash_before_commit: Option<u64>,
     /// Print the run as JSON.
     #[arg(long)]
     json: bool,
     /// Write the run's trace (the lab's format) to FILE.
     #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
+}
+
+fn parse_upload(args: &Args, backend: RemoteBackend) -> Result<Option<UploadSetup>, CliError> {
+    if !args.upload {
+        if args.upload_crash_before_commit.is_some() {
+            return Err(CliError::usage("--upload-crash-before-commit: applies only with --upload"));
+        }
+        return Ok(None);
+    }
+    if backend != RemoteBackend::S3 {
+        return Err(CliError::usage("--upload: simulated for --backend s3 only (the Postgres ring trims with --upload-every-ms)"));
+    }
+    let setup = UploadSetup { crash_before_commit: args.upload_crash_before_commit, ..UploadSetup::lab() };
+    setup.validate().map_err(|error| CliError::usage(format!("--upload-crash-before-commit: {error}")))?;
+    Ok(Some(setup))
 }
 
 fn parse(args: &Args) -> Result<RemoteSetup, CliError> {
@@ -157,12 +180,21 @@ fn parse(args: &Args) -> Result<RemoteSetup, CliError> {
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let setup = parse(&args)?;
+    let upload_setup = parse_upload(&args, setup.backend)?;
     let run = remote::run(&setup).map_err(|error| CliError::usage(format!("sim remote: {error}")))?;
+    let upload_run = match &upload_setup {
+        Some(upload_setup) => Some(
+            upload::run(&run, upload_setup, &setup.latency, setup.seed, setup.record_bytes)
+                .map_err(|error| CliError::usage(format!("sim remote: {error}")))?,
+        ),
+        None => None,
+    };
     if let Some(path) = &args.trace {
         let policy = if setup.batch_interval.is_some() { "window" } else { "group" };
         write_trace(path, &remote::to_trace(&run, policy))?;
     }
-    let json = to_json(&run);
+    let mut json = to_json(&run);
+    json.upload = upload_run.as_ref().map(upload_json);
     if args.json {
         print_json(&json)?;
     } else {
@@ -192,6 +224,126 @@ pub struct RemoteJson {
     takeover: Option<TakeoverJson>,
     trims: Vec<TrimJson>,
     end_ms: f64,
+    /// With --upload: the background upload.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    upload: Option<UploadJson>,
+}
+
+#[derive(Serialize)]
+pub struct UploadJson {
+    streams: u64,
+    blocks: Vec<BlockJson>,
+    objects: Vec<ObjectJson>,
+    commits: Vec<CommitJson>,
+    wal_deletes: Vec<DeleteJson>,
+    read_twice: u64,
+    orphan_overlap: u64,
+    end_ms: f64,
+}
+
+#[derive(Serialize)]
+struct BlockJson {
+    block: u64,
+    first_record: u64,
+    records: u64,
+    sealed_ms: f64,
+    attempts: Vec<AttemptJson>,
+}
+
+#[derive(Serialize)]
+struct AttemptJson {
+    reserve_sent_ms: f64,
+    reserved_ms: f64,
+    uploaded_ms: f64,
+    commit_answered_ms: Option<f64>,
+    outcome: AttemptOutcome,
+    ids: Vec<u64>,
+}
+
+#[derive(Serialize)]
+struct ObjectJson {
+    id: u64,
+    kind: ObjectKind,
+    block: u64,
+    attempt: u32,
+    ranges: Vec<StreamRange>,
+    bytes: u64,
+    reserved_ms: f64,
+    stored_ms: f64,
+    committed_ms: Option<f64>,
+    expired_ms: Option<f64>,
+}
+
+#[derive(Serialize)]
+struct CommitJson {
+    at_ms: f64,
+    block: u64,
+    ids: Vec<u64>,
+    stream_ends: Vec<u64>,
+}
+
+#[derive(Serialize)]
+struct DeleteJson {
+    sent_ms: f64,
+    done_ms: f64,
+    bulks: Vec<u64>,
+}
+
+fn upload_json(run: &UploadRun) -> UploadJson {
+    UploadJson {
+        streams: run.streams,
+        blocks: run
+            .blocks
+            .iter()
+            .map(|block| BlockJson {
+                block: block.block,
+                first_record: block.first_record,
+                records: block.records,
+                sealed_ms: ms(block.sealed),
+                attempts: block
+                    .attempts
+                    .iter()
+                    .map(|attempt| AttemptJson {
+                        reserve_sent_ms: ms(attempt.reserve_sent),
+                        reserved_ms: ms(attempt.reserved),
+                        uploaded_ms: ms(attempt.uploaded),
+                        commit_answered_ms: attempt.commit_answered.map(ms),
+                        outcome: attempt.outcome,
+                        ids: attempt.ids.clone(),
+                    })
+                    .collect(),
+            })
+            .collect(),
+        objects: run
+            .objects
+            .iter()
+            .map(|object| ObjectJson {
+                id: object.id,
+                kind: object.kind,
+                block: object.block,
+                attempt: object.attempt,
+                ranges: object.ranges.clone(),
+                bytes: object.bytes,
+                reserved_ms: ms(object.reserved),
+                stored_ms: ms(object.stored),
+                committed_ms: object.committed.map(ms),
+                expired_ms: object.expired.map(ms),
+            })
+            .collect(),
+        commits: run
+            .commits
+            .iter()
+            .map(|commit| CommitJson { at_ms: ms(commit.at), block: commit.block, ids: commit.ids.clone(), stream_ends: commit.stream_ends.clone() })
+            .collect(),
+        wal_deletes: run
+            .deletes
+            .iter()
+            .map(|delete| DeleteJson { sent_ms: ms(delete.sent), done_ms: ms(delete.done), bulks: delete.bulks.clone() })
+            .collect(),
+        read_twice: run.read_twice,
+        orphan_overlap: run.orphan_overlap,
+        end_ms: ms(run.end),
+    }
 }
 
 #[derive(Serialize)]
@@ -205,6 +357,8 @@ struct BulkJson {
     put: Option<u64>,
     sent_ms: Option<f64>,
     stored_ms: Option<f64>,
+    /// S3: the fence read after the PUT answered.
+    checked_ms: Option<f64>,
     acked_ms: Option<f64>,
     outcome: &'static str,
     generation: Option<u64>,
@@ -224,6 +378,8 @@ struct RecordJson {
 struct TakeoverJson {
     at_ms: f64,
     claimed_ms: f64,
+    /// S3: node B's LIST answered.
+    listed_ms: f64,
     old_epoch: u64,
     new_epoch: u64,
     acked_by_old: u64,
@@ -270,6 +426,7 @@ pub fn to_json(run: &RemoteRun) -> RemoteJson {
                 put: bulk.request,
                 sent_ms: bulk.sent.map(ms),
                 stored_ms: bulk.stored.map(ms),
+                checked_ms: bulk.checked.map(ms),
                 acked_ms: bulk.acked.map(ms),
                 outcome: outcome_name(bulk.outcome),
                 generation: bulk.generation,
@@ -297,6 +454,7 @@ pub fn to_json(run: &RemoteRun) -> RemoteJson {
         takeover: run.takeover.as_ref().map(|takeover| TakeoverJson {
             at_ms: ms(takeover.at),
             claimed_ms: ms(takeover.claimed_at),
+            listed_ms: ms(takeover.listed_at),
             old_epoch: takeover.old_epoch,
             new_epoch: takeover.new_epoch,
             acked_by_old: takeover.acked_by_old,
@@ -311,6 +469,7 @@ pub fn to_json(run: &RemoteRun) -> RemoteJson {
             .map(|trim| TrimJson { at_ms: ms(trim.at), trim_offset: trim.trim_offset, truncated_slots: trim.truncated_slots.clone() })
             .collect(),
         end_ms: ms(run.end),
+        upload: None,
     }
 }
 
@@ -349,6 +508,18 @@ fn print_table(out: &mut impl Write, json: &RemoteJson) -> std::io::Result<()> {
     writeln!(out, "{} {}: {} requests for {} acknowledged records ({per_record} per record)", json.backend, if json.backend == "s3" { "PUTs" } else { "INSERTs" }, json.puts, json.records_acked)?;
     if let Some(bill) = json.put_bill_per_million_usd {
         writeln!(out, "PUT bill per million appends at $0.005 per 1,000 PUTs: ${bill:.3} (one PUT per record: $5.000)")?;
+    }
+    if let Some(upload) = &json.upload {
+        let orphans = upload.objects.iter().filter(|object| object.committed_ms.is_none()).count();
+        writeln!(
+            out,
+            "upload: {} blocks, {} objects committed in {} commits, {orphans} orphaned, {} WAL objects deleted, {} records read twice",
+            upload.blocks.len(),
+            upload.objects.len() - orphans,
+            upload.commits.len(),
+            upload.wal_deletes.iter().map(|delete| delete.bulks.len()).sum::<usize>(),
+            upload.read_twice
+        )?;
     }
     if let Some(takeover) = &json.takeover {
         writeln!(out, 

@@ -26,6 +26,7 @@ pub mod moments;
 pub mod pages_view;
 pub mod quorum_view;
 pub mod remote;
+pub mod remote_upload;
 pub mod segments;
 pub mod tiny;
 pub mod torn;

@@ -10,6 +10,7 @@ use walab_core::sim::remote::{
     self, event_loss, put_bill_per_million_appends, restart_after, BulkOutcome, EventLoss, LatencyProfile, Load,
     RemoteBackend, RemoteRun, RemoteSetup, RestartOutcome, Standby, TimelineCase, WalEvent,
 };
+use walab_core::sim::remote::upload::{self, UploadRun, UploadSetup};
 use walab_core::sim::SyncLatency;
 use walab_core::time::Nanos;
 
@@ -53,6 +54,21 @@ pub struct RemoteParams {
     pub one_zone_bucket: bool,
     /// `rtl=equal|lower|higher-sync|higher-async`.
     pub timeline: TimelineCase,
+    /// `rupcrash=K`: the upload task crashes between block K's upload and its commit.
+    pub upload_crash: Option<u64>,
+    /// The Postgres server at the WAL's start: `rrecovery=1` (`pg_is_in_recovery()`),
+    /// `rfsync=off`, `runsafe=1` (`allowUnsafe=true` in the URL), `rssn=empty`
+    /// (`synchronous_standby_names`; a higher timeline's case in `rtl` says it already).
+    pub server: ServerToggles,
+}
+
+/// What the Postgres server says at the WAL's start, as the student sets it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct ServerToggles {
+    pub in_recovery: bool,
+    pub fsync_off: bool,
+    pub allow_unsafe: bool,
+    pub standby_names_empty: bool,
 }
 
 /// The lab's ring: small, so a run fills it (the seed's default holds 448 MiB).
@@ -77,14 +93,16 @@ impl Default for RemoteParams {
             standby: Standby::None,
             one_zone_bucket: false,
             timeline: TimelineCase::Equal,
+            upload_crash: None,
+            server: ServerToggles::default(),
         }
     }
 }
 
 /// The URL parameters the chapters read.
-pub const REMOTE_PARAMS: [&str; 15] = [
+pub const REMOTE_PARAMS: [&str; 20] = [
     "rwriters", "rrate", "rpoisson", "rcount", "rinflight", "rlat", "rslow", "rfail", "rtake", "rstall", "rseg", "rev",
-    "rstandby", "rzone", "rtl",
+    "rstandby", "rzone", "rtl", "rupcrash", "rrecovery", "rfsync", "runsafe", "rssn",
 ];
 
 fn millis(text: &str, max_ms: u64) -> Result<Nanos, String> {
@@ -93,6 +111,14 @@ fn millis(text: &str, max_ms: u64) -> Result<Nanos, String> {
         return Err(format!("out of range; give 0 to {max_ms} ms"));
     }
     Ok(nanos)
+}
+
+fn flag(text: &str, yes: &str, no: &str) -> Result<bool, String> {
+    match text {
+        _ if text == yes => Ok(true),
+        _ if text == no => Ok(false),
+        _ => Err(format!("give {yes} or {no}")),
+    }
 }
 
 fn number(text: &str, min: u64, max: u64, what: &str) -> Result<u64, String> {
@@ -182,6 +208,11 @@ impl RemoteParams {
                     _ => return Err("not a timeline case; use equal, lower, higher-sync or higher-async".into()),
                 }
             }
+            "rupcrash" => self.upload_crash = Some(number(value, 1, 100, "a block number")?),
+            "rrecovery" => self.server.in_recovery = flag(value, "1", "0")?,
+            "runsafe" => self.server.allow_unsafe = flag(value, "1", "0")?,
+            "rfsync" => self.server.fsync_off = flag(value, "off", "on")?,
+            "rssn" => self.server.standby_names_empty = flag(value, "empty", "set")?,
             _ => return Err("not a remote parameter".into()),
         }
         Ok(())
@@ -241,7 +272,54 @@ impl RemoteParams {
         if self.timeline != defaults.timeline {
             pairs.push(format!("rtl={}", timeline_name(self.timeline)));
         }
+        if let Some(block) = self.upload_crash {
+            pairs.push(format!("rupcrash={block}"));
+        }
+        if self.server.in_recovery {
+            pairs.push("rrecovery=1".into());
+        }
+        if self.server.fsync_off {
+            pairs.push("rfsync=off".into());
+        }
+        if self.server.allow_unsafe {
+            pairs.push("runsafe=1".into());
+        }
+        let higher = matches!(self.timeline, TimelineCase::HigherSynchronous | TimelineCase::HigherAsynchronous { .. });
+        if self.server.standby_names_empty && !higher {
+            pairs.push("rssn=empty".into());
+        }
         pairs
+    }
+
+    /// Whether `synchronous_standby_names` is set: a higher timeline's case says so
+    /// itself (a synchronous standby promoted, or an asynchronous one); otherwise `rssn`.
+    pub fn synchronous_standby_set(&self) -> bool {
+        match self.timeline {
+            TimelineCase::HigherSynchronous => true,
+            TimelineCase::HigherAsynchronous { .. } => false,
+            _ => !self.server.standby_names_empty,
+        }
+    }
+
+    /// Sets `synchronous_standby_names`, keeping a higher timeline's case in step.
+    pub fn set_synchronous_standby(&mut self, set: bool) {
+        self.server.standby_names_empty = !set;
+        if matches!(self.timeline, TimelineCase::HigherSynchronous | TimelineCase::HigherAsynchronous { .. }) {
+            self.timeline = if set { TimelineCase::HigherSynchronous } else { TimelineCase::HigherAsynchronous { lag: STANDBY_LAG } };
+        }
+    }
+
+    /// Sets the timeline (`equal`, `lower` or `higher`); a higher one is promoted from a
+    /// synchronous standby exactly when `synchronous_standby_names` is set.
+    pub fn set_timeline(&mut self, which: &str) {
+        let synchronous = self.synchronous_standby_set();
+        self.server.standby_names_empty = !synchronous;
+        self.timeline = match which {
+            "lower" => TimelineCase::Lower { backup_at: BACKUP_AT },
+            "higher" if synchronous => TimelineCase::HigherSynchronous,
+            "higher" => TimelineCase::HigherAsynchronous { lag: STANDBY_LAG },
+            _ => TimelineCase::Equal,
+        };
     }
 
     /// The core's setup for a backend, and the same run as a `walab` command line.
@@ -290,6 +368,12 @@ impl RemoteParams {
                 setup.upload_stall = Some((from, until));
                 let until = if until == Nanos::MAX { String::new() } else { format_millis(until) };
                 cli.push_str(&format!(" --stall-upload-ms {}:{until}", format_millis(from)));
+            }
+        }
+        if backend == RemoteBackend::S3 {
+            cli.push_str(" --upload");
+            if let Some(block) = self.upload_crash {
+                cli.push_str(&format!(" --upload-crash-before-commit {block}"));
             }
         }
         cli.push_str(" --json");
@@ -346,6 +430,8 @@ pub struct RemoteBench {
     pub command: String,
     /// S3: PUTs per record against writers, at the run's latency.
     pub costs: Vec<CostRow>,
+    /// S3: the background upload of the run's acknowledged records to data objects.
+    pub upload: Option<Result<UploadRun, String>>,
 }
 
 impl RemoteBench {
@@ -379,7 +465,17 @@ impl RemoteBench {
         } else {
             Vec::new()
         };
-        RemoteBench { run, command, costs }
+        let upload = match (&run, backend) {
+            (Ok(wal), RemoteBackend::S3) => {
+                let upload_setup = UploadSetup { crash_before_commit: params.upload_crash, ..UploadSetup::lab() };
+                Some(
+                    upload::run(wal, &upload_setup, &setup.latency, setup.seed, setup.record_bytes)
+                        .map_err(|error| error.to_string()),
+                )
+            }
+            _ => None,
+        };
+        RemoteBench { run, command, costs, upload }
     }
 
     /// Every instant a bulk changes, and the run's end.
@@ -395,6 +491,13 @@ impl RemoteBench {
             marks.push(takeover.claimed_at);
         }
         marks.extend(run.trims.iter().map(|trim| trim.at));
+        marks.extend(bulks_drawn(run).iter().filter_map(|bulk| bulk.checked));
+        if let Some(takeover) = &run.takeover {
+            marks.push(takeover.listed_at);
+        }
+        if let Some(Ok(upload)) = &self.upload {
+            marks.extend(super::remote_upload::marks(upload));
+        }
         marks.sort_unstable();
         marks.dedup();
         let end = marks.last().copied().unwrap_or(Nanos::ZERO);
@@ -415,6 +518,8 @@ pub enum BulkState {
     /// Formed, waiting to be sent (Postgres: for its slot, or for earlier batches).
     Waiting,
     InFlight,
+    /// S3: stored; the fence read (a HEAD of the registration) is in flight.
+    Checking,
     /// Stored, but a bulk before it is not: its records wait.
     StoredWaiting,
     Acked,
@@ -430,6 +535,7 @@ impl BulkState {
         match self {
             BulkState::Waiting => "waiting",
             BulkState::InFlight => "in-flight",
+            BulkState::Checking => "fence-read",
             BulkState::StoredWaiting => "stored-not-acked",
             BulkState::Acked => "acked",
             BulkState::Failed => "failed",
@@ -455,6 +561,8 @@ pub fn bulk_state(run: &RemoteRun, bulk: &remote::BulkRow, t: Nanos) -> BulkStat
         Some(stored) if stored <= t => {
             if straggler && run.takeover.as_ref().is_some_and(|takeover| takeover.at <= t) {
                 BulkState::Ignored
+            } else if bulk.checked.is_some_and(|checked| checked > t) {
+                BulkState::Checking
             } else {
                 BulkState::StoredWaiting
             }
@@ -482,6 +590,27 @@ pub fn counts_at(run: &RemoteRun, t: Nanos) -> (usize, usize, u64) {
     (in_flight, held, acked)
 }
 
+/// The caption of the step at `t`: what happened at that instant, in the WAL and (on
+/// the object store) in the upload.
+pub fn caption_with_upload(run: &RemoteRun, upload: Option<&UploadRun>, t: Nanos) -> String {
+    let wal = caption_at(run, t);
+    let Some(upload) = upload else { return wal };
+    let parts = super::remote_upload::caption_parts(upload, t);
+    if parts.is_empty() {
+        return wal;
+    }
+    let mut text = parts.join("; ");
+    if let Some(first) = text.get(..1) {
+        text = first.to_uppercase() + &text[1..];
+    }
+    let text = text + ".";
+    if wal.starts_with("t = ") {
+        text
+    } else {
+        format!("{wal} {text}")
+    }
+}
+
 /// The caption of the step at `t`: what happened at that instant.
 pub fn caption_at(run: &RemoteRun, t: Nanos) -> String {
     let put = if run.backend == RemoteBackend::S3 { "PUT" } else { "INSERT" };
@@ -497,7 +626,9 @@ pub fn caption_at(run: &RemoteRun, t: Nanos) -> String {
             takeover.ignored.iter().any(|(object, _)| object.start == bulk.first_offset && object.epoch == bulk.epoch)
         });
         let fenced_here = run.takeover.as_ref().is_some_and(|takeover| takeover.fenced_bulks.first() == Some(&bulk.bulk));
-        if bulk.answered == Some(t) && fenced_here {
+        // S3 fences at the read after the PUT, Postgres inside the INSERT.
+        let fenced_at = if run.backend == RemoteBackend::S3 { bulk.checked } else { bulk.answered };
+        if fenced_at == Some(t) && fenced_here {
             parts.push(if run.backend == RemoteBackend::S3 {
                 format!("after bulk {}'s PUT, node A reads the registration and finds the new epoch: A is fenced, fails its waiting writers and stops", bulk.bulk)
             } else {
@@ -509,6 +640,11 @@ pub fn caption_at(run: &RemoteRun, t: Nanos) -> String {
                 "bulk {} lands under epoch {} at or past node B's start: a straggler that every recovery ignores",
                 bulk.bulk, bulk.epoch
             ));
+        } else if bulk.stored == Some(t) && run.backend == RemoteBackend::S3 {
+            parts.push(format!(
+                "bulk {} is stored; node A reads the registration back (a HEAD) to check that it still owns the node before it reports the bulk",
+                bulk.bulk
+            ));
         } else if bulk.stored == Some(t) {
             let held = bulk.acked.is_none_or(|acked| acked > t);
             parts.push(if held {
@@ -516,6 +652,15 @@ pub fn caption_at(run: &RemoteRun, t: Nanos) -> String {
             } else {
                 format!("bulk {} is stored", bulk.bulk)
             });
+        }
+    }
+    for bulk in bulks_drawn(run) {
+        let fenced = run.takeover.as_ref().is_some_and(|takeover| takeover.fenced_bulks.contains(&bulk.bulk));
+        if bulk.checked == Some(t) && !fenced && bulk.acked.is_none_or(|acked| acked > t) {
+            parts.push(format!(
+                "bulk {}'s fence read finds epoch {}: it is stored, but a bulk before it is not yet, so its records wait",
+                bulk.bulk, bulk.epoch
+            ));
         }
     }
     let acked: Vec<u64> = bulks_drawn(run).iter().filter(|b| b.acked == Some(t)).map(|b| b.bulk).collect();
@@ -528,11 +673,26 @@ pub fn caption_at(run: &RemoteRun, t: Nanos) -> String {
         });
     }
     if let Some(takeover) = &run.takeover {
+        let s3 = run.backend == RemoteBackend::S3;
         if takeover.at == t {
-            parts.push(format!("node B claims epoch {} over node A's {}", takeover.new_epoch, takeover.old_epoch));
+            parts.push(if s3 {
+                format!("node B sends its claim: a conditional PUT of the registration with epoch {} over node A's {}", takeover.new_epoch, takeover.old_epoch)
+            } else {
+                format!("node B claims epoch {} over node A's {}", takeover.new_epoch, takeover.old_epoch)
+            });
         }
         if takeover.claimed_at == t && takeover.claimed_at != takeover.at {
-            parts.push("the claim takes effect once A's inserts holding the node row have committed".into());
+            parts.push(if s3 {
+                format!("B's claim is stored: from now on every fence read of node A finds epoch {}", takeover.new_epoch)
+            } else {
+                "the claim takes effect once A's inserts holding the node row have committed".into()
+            });
+        }
+        if s3 && takeover.listed_at == t && takeover.listed_at != takeover.claimed_at {
+            parts.push(format!(
+                "B's LIST answers: it recovers A's objects up to offset {} and starts its own session there",
+                takeover.new_session_start
+            ));
         }
     }
     for trim in run.trims.iter().filter(|trim| trim.at == t) {
@@ -574,6 +734,44 @@ pub fn ring_at(run: &RemoteRun, t: Nanos) -> (u64, u64, Option<(u64, u64)>) {
         .find(|b| b.formed <= t && b.sent.is_none_or(|sent| sent > t) && b.waited == Some(remote::RingWait::Slot))
         .and_then(|b| Some((b.generation?, b.slot?)));
     (trim_offset, head, waiting)
+}
+
+/// What the WAL does when it starts against the server the student set up: the core's
+/// start-up checks (`ring::startup_checks`), then, if it starts, the timeline verdict and
+/// what the restart at `t` loses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StartupView {
+    pub refusal: Option<walab_core::ring::StartupRefusal>,
+    pub warnings: Vec<walab_core::ring::StartupWarning>,
+    /// `None` when the WAL refused to start.
+    pub restart: Option<RestartOutcome>,
+}
+
+pub fn startup_at(run: &RemoteRun, params: &RemoteParams, t: Nanos) -> StartupView {
+    use walab_core::ring::{startup_checks, ServerState};
+    let state = ServerState {
+        in_recovery: params.server.in_recovery,
+        fsync: !params.server.fsync_off,
+        synchronous_standby_names: if params.synchronous_standby_set() { "standby1".into() } else { String::new() },
+    };
+    match startup_checks(&state, params.server.allow_unsafe) {
+        Err(refusal) => StartupView { refusal: Some(refusal), warnings: Vec::new(), restart: None },
+        Ok(warnings) => StartupView { refusal: None, warnings, restart: Some(restart_at(run, params, t)) },
+    }
+}
+
+pub fn refusal_name(refusal: walab_core::ring::StartupRefusal) -> &'static str {
+    match refusal {
+        walab_core::ring::StartupRefusal::InRecovery => "in-recovery",
+        walab_core::ring::StartupRefusal::FsyncOff => "fsync-off",
+    }
+}
+
+pub fn warning_name(warning: walab_core::ring::StartupWarning) -> &'static str {
+    match warning {
+        walab_core::ring::StartupWarning::FsyncOffAllowed => "fsync-off-allowed",
+        walab_core::ring::StartupWarning::NoSynchronousStandby => "no-synchronous-standby",
+    }
 }
 
 /// The start-up checks, each condition with the core's verdict (`ring::startup_checks`).
@@ -619,6 +817,40 @@ mod tests {
         assert_eq!(again, params);
         assert!(RemoteParams::default().parse("rslow", "3").unwrap_err().contains("K:MS"));
         assert!(RemoteParams::default().parse("rseg", "1").is_err());
+    }
+
+    #[test]
+    fn the_start_up_toggles_give_the_cores_verdicts_and_keep_old_links() {
+        use walab_core::ring::{StartupRefusal, StartupWarning, TimelineVerdict};
+        let bench = RemoteBench::build(POSTGRES_PART, &RemoteParams::default(), 1);
+        let run = bench.run.as_ref().unwrap();
+        let at = Nanos::from_millis(30);
+        let view = |pairs: &[(&str, &str)]| {
+            let mut params = RemoteParams::default();
+            for (name, value) in pairs {
+                params.parse(name, value).unwrap();
+            }
+            startup_at(run, &params, at)
+        };
+        assert_eq!(view(&[]), StartupView { refusal: None, warnings: Vec::new(), restart: Some(restart_at(run, &RemoteParams::default(), at)) });
+        assert_eq!(view(&[("rrecovery", "1")]).refusal, Some(StartupRefusal::InRecovery));
+        assert_eq!(view(&[("rfsync", "off")]).refusal, Some(StartupRefusal::FsyncOff));
+        let allowed = view(&[("rfsync", "off"), ("runsafe", "1")]);
+        assert_eq!((allowed.refusal, allowed.warnings), (None, vec![StartupWarning::FsyncOffAllowed]));
+        assert_eq!(view(&[("rssn", "empty")]).warnings, vec![StartupWarning::NoSynchronousStandby]);
+        // An old link's higher-async case is a higher timeline with the names empty.
+        let old = view(&[("rtl", "higher-async")]);
+        assert_eq!(old.warnings, vec![StartupWarning::NoSynchronousStandby]);
+        assert!(matches!(old.restart.unwrap().verdict, TimelineVerdict::HigherAsynchronous { .. }));
+        let mut params = RemoteParams::default();
+        params.parse("rtl", "higher-sync").unwrap();
+        params.set_synchronous_standby(false);
+        assert_eq!(params.to_pairs(), vec!["rtl=higher-async".to_string()]);
+        params.set_timeline("equal");
+        assert_eq!(params.to_pairs(), vec!["rssn=empty".to_string()]);
+        params.set_timeline("higher");
+        assert_eq!(params.timeline, TimelineCase::HigherAsynchronous { lag: STANDBY_LAG });
+        assert!(RemoteParams::default().parse("rfsync", "maybe").unwrap_err().contains("off or on"));
     }
 
     #[test]

@@ -46,10 +46,33 @@ struct Request {
     compare: bool,
 }
 
+/// S3: node B's takeover, one request at a time: the conditional PUT of the
+/// registration, its read-back, the LIST, and the PUT that records B's session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ClaimStage {
+    Claim,
+    ReadBack,
+    List,
+    Session,
+}
+
+struct Claim {
+    stage: ClaimStage,
+    done_at: Nanos,
+}
+
 struct Driver<'a> {
     setup: &'a RemoteSetup,
     machine: GroupCommit,
     latency_rng: Rng,
+    /// S3: the fence reads and node B's requests draw from their own generator, so the
+    /// PUTs' draws stay those of a run without them.
+    control_rng: Rng,
+    /// S3: fence reads in flight, `(answered at, bulk index)`.
+    checks: Vec<(Nanos, usize)>,
+    claim: Option<Claim>,
+    /// S3: what node B's LIST found, kept until its session is recorded.
+    pending_session: Option<(Option<u64>, u64, u64)>,
     now: Nanos,
     records: Vec<RecordRow>,
     /// Ticket t's record is `ticket_record[t - 1]`.
@@ -122,6 +145,10 @@ impl<'a> Driver<'a> {
             setup,
             machine,
             latency_rng: Rng::new(setup.seed ^ 0x5eed_1a7e_0000_0000),
+            control_rng: Rng::new(setup.seed ^ 0xfe2c_e0ead_0000),
+            checks: Vec::new(),
+            claim: None,
+            pending_session: None,
             now: Nanos::ZERO,
             records: Vec::with_capacity(setup.count as usize),
             ticket_record: Vec::with_capacity(setup.count as usize),
@@ -178,7 +205,9 @@ impl<'a> Driver<'a> {
             }
         };
         consider(self.requests.iter().map(|r| r.done_at).min());
-        if self.takeover.is_none() && !self.claim_requested {
+        consider(self.checks.iter().map(|&(at, _)| at).min());
+        consider(self.claim.as_ref().map(|claim| claim.done_at));
+        if self.takeover.is_none() && !self.claim_requested && self.claim.is_none() {
             consider(self.setup.takeover_at.filter(|&t| t >= self.now));
         }
         consider(self.arrivals.get(self.next_arrival).copied());
@@ -231,33 +260,52 @@ impl<'a> Driver<'a> {
                 results.push(result);
             }
         }
-        // 2. The takeover.
+        // 2. The takeover (on S3, each of node B's requests as it is answered).
         self.take_over(now);
-        // 3. The machine hears the results (after the S3 fence check).
+        // 3. S3: a stored object is reported only after a fence read (a HEAD of the
+        // registration) answers; reads answered now see the registration as it is now,
+        // after any claim answered at this instant.
+        let mut heard = Vec::new();
         for (bulk, result) in results {
-            let result = match (self.setup.backend, result) {
+            match (self.setup.backend, result) {
                 (RemoteBackend::S3, Ok(())) => {
                     self.fence_checks += 1;
-                    if self.registration.epoch == OWNER_EPOCH {
-                        Ok(())
-                    } else {
-                        self.fenced_bulks.push(self.bulks[bulk].bulk);
-                        Err(SyncError::Fenced)
-                    }
+                    let answered = now + self.setup.latency.draw(&mut self.control_rng);
+                    self.checks.push((answered, bulk));
                 }
-                (_, result) => result,
-            };
+                (_, result) => heard.push((bulk, result)),
+            }
+        }
+        let mut index = 0;
+        while index < self.checks.len() {
+            if self.checks[index].0 == now {
+                let (_, bulk) = self.checks.swap_remove(index);
+                self.bulks[bulk].checked = Some(now);
+                let result = if self.registration.epoch == OWNER_EPOCH {
+                    Ok(())
+                } else {
+                    self.fenced_bulks.push(self.bulks[bulk].bulk);
+                    Err(SyncError::Fenced)
+                };
+                heard.push((bulk, result));
+            } else {
+                index += 1;
+            }
+        }
+        heard.sort_by_key(|(bulk, _)| *bulk);
+        // 4. The machine hears the results.
+        for (bulk, result) in heard {
             let id = crate::group_commit::BatchId(self.bulks[bulk].bulk);
             self.machine
                 .handle_persisted(now, id, result)
                 .expect("the bulk is in flight");
         }
-        // 4. The upload confirms what was acknowledged; released slots are truncated.
+        // 5. The upload confirms what was acknowledged; released slots are truncated.
         if self.next_trim() == Some(now) {
             self.trim(now);
         }
         self.start_pending(now);
-        // 5. Appends. Refused records wait in arrival order, so record numbers and
+        // 6. Appends. Refused records wait in arrival order, so record numbers and
         // tickets keep the same order.
         if self.retry_paused {
             self.retry_paused = false;
@@ -280,7 +328,7 @@ impl<'a> Driver<'a> {
                 self.offer_paused(now);
             }
         }
-        // 6. A batch window that closes now.
+        // 7. A batch window that closes now.
         if self
             .machine
             .poll_timeout()
@@ -288,7 +336,7 @@ impl<'a> Driver<'a> {
         {
             self.machine.handle_timeout(now);
         }
-        // 7. What the machine decided.
+        // 8. What the machine decided.
         self.drain(now);
         self.start_pending(now);
     }
@@ -423,6 +471,7 @@ impl<'a> Driver<'a> {
             request: None,
             waited: None,
             retried: false,
+            checked: None,
         });
         self.bulk_of_batch.insert(batch.id.0, index);
         self.bulk_tickets
@@ -589,24 +638,12 @@ impl<'a> Driver<'a> {
         let Some(at) = self.setup.takeover_at else {
             return;
         };
-        if self.takeover.is_some() || now < at {
+        if now < at {
             return;
         }
         match self.setup.backend {
-            RemoteBackend::S3 => {
-                // B claims the registration, LISTs the prefix and records its session.
-                let claimed = self.registration.claimed_by("node-b").expect("epoch fits");
-                let listed: Vec<WalObject> =
-                    self.objects.iter().map(|(object, _)| *object).collect();
-                let plan = plan_chain(&listed, &claimed.sessions);
-                let start = plan.chain.last().map_or(0, |object| object.end);
-                let recovered =
-                    self.records_in(plan.chain.iter().filter_map(|o| self.bulk_of_object(o)));
-                let next_seq = recovered.len() as u64 + 1;
-                let lowest = listed.iter().map(|object| object.start).min();
-                self.registration = claimed.with_session(lowest, start, next_seq);
-                self.takeover = Some(self.report(at, now, start));
-            }
+            RemoteBackend::S3 => self.s3_take_over(at, now),
+            RemoteBackend::Postgres if self.takeover.is_some() => {}
             RemoteBackend::Postgres => {
                 self.claim_requested = true;
                 // The claim's UPDATE waits for the inserts holding the node row FOR SHARE.
@@ -627,10 +664,56 @@ impl<'a> Driver<'a> {
         }
     }
 
+    /// S3: node B's requests, each taking a draw of the request latency. The claim is a
+    /// conditional PUT of the registration with epoch + 1: from its answer on, every
+    /// fence read of node A finds the new epoch. B reads the registration back, LISTs
+    /// the prefix (seeing every object stored by the LIST's answer) and records its
+    /// session where what it recovered ends.
+    fn s3_take_over(&mut self, at: Nanos, now: Nanos) {
+        let Some(claim) = self.claim.as_mut() else {
+            if self.takeover.is_none() {
+                let done_at = now + self.setup.latency.draw(&mut self.control_rng);
+                self.claim = Some(Claim { stage: ClaimStage::Claim, done_at });
+            }
+            return;
+        };
+        if claim.done_at != now {
+            return;
+        }
+        let next = match claim.stage {
+            ClaimStage::Claim => {
+                self.registration = self.registration.claimed_by("node-b").expect("epoch fits");
+                self.takeover = Some(self.report(at, now, 0));
+                Some(ClaimStage::ReadBack)
+            }
+            ClaimStage::ReadBack => Some(ClaimStage::List),
+            ClaimStage::List => {
+                let listed: Vec<WalObject> = self.objects.iter().map(|(object, _)| *object).collect();
+                let plan = plan_chain(&listed, &self.registration.sessions);
+                let start = plan.chain.last().map_or(0, |object| object.end);
+                let recovered = self.records_in(plan.chain.iter().filter_map(|o| self.bulk_of_object(o)));
+                let lowest = listed.iter().map(|object| object.start).min();
+                self.pending_session = Some((lowest, start, recovered.len() as u64 + 1));
+                if let Some(report) = self.takeover.as_mut() {
+                    report.new_session_start = start;
+                    report.listed_at = now;
+                }
+                Some(ClaimStage::Session)
+            }
+            ClaimStage::Session => {
+                let (lowest, start, next_seq) = self.pending_session.take().expect("the LIST came first");
+                self.registration = self.registration.with_session(lowest, start, next_seq);
+                None
+            }
+        };
+        self.claim = next.map(|stage| Claim { stage, done_at: now + self.setup.latency.draw(&mut self.control_rng) });
+    }
+
     fn report(&self, at: Nanos, claimed_at: Nanos, start: u64) -> TakeoverReport {
         TakeoverReport {
             at,
             claimed_at,
+            listed_at: claimed_at,
             old_epoch: OWNER_EPOCH,
             new_epoch: OWNER_EPOCH + 1,
             acked_by_old: 0,

@@ -27,11 +27,14 @@
 //!
 //! - The object store is strongly consistent (S3, R2, GCS and MinIO are): an object is
 //!   listed from the instant its PUT returns.
-//! - The fence check after each upload (the native backend's HEAD of the registration)
-//!   is counted but takes no simulated time: the request latency stands for the PUT and
-//!   its check together.
-//! - A takeover is instantaneous on the object store: at `takeover_at` node B claims the
-//!   registration (epoch + 1), LISTs and records its session. On Postgres the claim's
+//! - Every request takes its own draw of the request latency: a PUT, the fence read
+//!   after it (the native backend's HEAD of the registration; a bulk is reported stored
+//!   only when it answers, and it sees the registration as it is at that answer), and
+//!   node B's takeover on the object store, which is four requests one after another:
+//!   the conditional PUT that claims the registration (epoch + 1), its read-back, the
+//!   LIST (which sees every object stored by its answer) and the PUT that records B's
+//!   session. The fence reads and B's requests draw from their own generator, so the
+//!   PUTs' draws do not depend on them. On Postgres the claim's
 //!   `UPDATE` of the node row waits for the inserts that hold the row `FOR SHARE`, so B's
 //!   claim completes once the inserts running at `takeover_at` have committed; every
 //!   insert A starts after `takeover_at` finds no row with its epoch and writes nothing.
@@ -51,6 +54,7 @@
 mod driver;
 mod outcomes;
 mod trace;
+pub mod upload;
 
 pub use driver::run;
 pub use trace::to_trace;
@@ -470,6 +474,8 @@ pub struct BulkRow {
     pub waited: Option<RingWait>,
     /// Postgres: the first answer was lost and the retry found the row and compared it.
     pub retried: bool,
+    /// S3: the fence read after the PUT answered (the bulk is reported stored from then).
+    pub checked: Option<Nanos>,
 }
 
 /// One record.
@@ -497,8 +503,12 @@ pub struct TrimRow {
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct TakeoverReport {
     pub at: Nanos,
-    /// When B's claim took effect (Postgres: after the inserts holding the row).
+    /// When B's claim took effect: S3, the answer of its conditional PUT of the
+    /// registration; Postgres, once the inserts holding the row have committed.
     pub claimed_at: Nanos,
+    /// S3: when B's LIST answered (what it recovered is what was stored by then).
+    /// Postgres: the same as `claimed_at`.
+    pub listed_at: Nanos,
     pub old_epoch: u64,
     pub new_epoch: u64,
     /// Records node A acknowledged.

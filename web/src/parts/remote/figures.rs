@@ -32,7 +32,7 @@ pub fn BulkLanes(props: &BulkLanesProps) -> Html {
     let bulks = bulks_drawn(run);
     let end = bulks
         .iter()
-        .flat_map(|b| [b.acked, b.stored, b.answered, b.sent, Some(b.formed)])
+        .flat_map(|b| [b.acked, b.stored, b.answered, b.checked, b.sent, Some(b.formed)])
         .flatten()
         .max()
         .unwrap_or(Nanos(1))
@@ -55,9 +55,15 @@ pub fn BulkLanes(props: &BulkLanesProps) -> Html {
         let flight = (sent <= now && bulk.sent.is_some()).then(|| {
             html! { <rect class="flight" x={format!("{:.1}", x(sent))} y={format!("{:.1}", y + 4.0)} width={format!("{:.1}", (clip(flight_end) - x(sent)).max(1.5))} height="12" rx="2" /> }
         });
-        let held = bulk.stored.filter(|&stored| stored <= now).map(|stored| {
+        // S3: from the PUT's answer to the fence read's, then held until acknowledged.
+        let check = bulk.stored.filter(|&stored| stored <= now).and_then(|stored| {
+            let checked = bulk.checked?;
+            Some(html! { <rect class="check" x={format!("{:.1}", x(stored))} y={format!("{:.1}", y + 4.0)} width={format!("{:.1}", (clip(checked) - x(stored)).max(0.0))} height="12" /> })
+        });
+        let held_from = bulk.checked.or(bulk.stored);
+        let held = held_from.filter(|&from| from <= now).map(|from| {
             let until = bulk.acked.unwrap_or(end);
-            html! { <rect class="held" x={format!("{:.1}", x(stored))} y={format!("{:.1}", y + 4.0)} width={format!("{:.1}", (clip(until) - x(stored)).max(0.0))} height="12" /> }
+            html! { <rect class="held" x={format!("{:.1}", x(from))} y={format!("{:.1}", y + 4.0)} width={format!("{:.1}", (clip(until) - x(from)).max(0.0))} height="12" /> }
         });
         let ack = bulk.acked.filter(|&acked| acked <= now).map(|acked| {
             html! { <rect class="ack" x={format!("{:.1}", x(acked) - 1.5)} y={format!("{:.1}", y + 1.0)} width="3" height="18" /> }
@@ -67,11 +73,12 @@ pub fn BulkLanes(props: &BulkLanesProps) -> Html {
             <g class={classes!("bulk", state.name())} data-bulk={bulk.bulk.to_string()} data-state={state.name()}
                 data-records={bulk.records.to_string()} data-epoch={bulk.epoch.to_string()}
                 data-sent={bulk.sent.map(|t| format_millis(t))} data-stored={bulk.stored.map(|t| format_millis(t))}
-                data-acked={bulk.acked.map(|t| format_millis(t))}>
+                data-acked={bulk.acked.map(|t| format_millis(t))} data-checked={bulk.checked.map(|t| format_millis(t))}>
                 <title>{ format!("bulk {}: {} records, {put} {}, {}", bulk.bulk, bulk.records, bulk.request.unwrap_or(0), state.name()) }</title>
                 <text class="lane-label" x="4" y={format!("{:.1}", y + 15.0)}>{ label }</text>
                 { waiting.unwrap_or_default() }
                 { flight.unwrap_or_default() }
+                { check.unwrap_or_default() }
                 { held.unwrap_or_default() }
                 { ack.unwrap_or_default() }
             </g>
@@ -107,6 +114,9 @@ pub fn BulkLanes(props: &BulkLanesProps) -> Html {
                     <rect class="held" x="92" y="-9" width="14" height="9" /><text x="110" y="0">{ "stored, not acknowledged" }</text>
                     <rect class="ack" x="296" y="-11" width="3" height="13" /><text x="304" y="0">{ "acknowledged" }</text>
                     <rect class="wait" x="414" y="-6" width="14" height="4" /><text x="432" y="0">{ "waiting to be sent" }</text>
+                    if run.backend == RemoteBackend::S3 {
+                        <rect class="check" x="580" y="-9" width="14" height="9" /><text x="598" y="0">{ "fence read" }</text>
+                    }
                 </g>
             </svg>
         </div>

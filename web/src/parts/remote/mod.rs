@@ -6,6 +6,7 @@
 //! URL parameter (`r...`), so every view is a link.
 
 mod figures;
+mod upload;
 
 use std::rc::Rc;
 
@@ -14,9 +15,10 @@ use walab_core::time::Nanos;
 use yew::prelude::*;
 
 use self::figures::{BulkLanes, RingFigure, WritePathFigure};
+use self::upload::UploadFigure;
 use super::{ChapterProps, Source};
 use crate::benches::remote::{
-    caption_at, event_name, loss_at, restart_at, ring_at, startup_rows, timeline_name, RemoteBench, RemoteLatency, RemoteParams,
+    caption_at, caption_with_upload, event_name, loss_at, restart_at, ring_at, startup_rows, timeline_name, RemoteBench, RemoteLatency, RemoteParams,
     BACKUP_AT, COST_RECORDS, LAB_SEGMENT_BYTES, STANDBY_LAG,
 };
 use crate::benches::Bench;
@@ -143,6 +145,48 @@ fn caption(run: &RemoteRun, player: &PlayerState) -> Option<AttrValue> {
     Some(AttrValue::from(caption_at(run, mark)))
 }
 
+/// Part 13's caption: the WAL's events and the upload's at the step.
+fn caption_s3(bench: &RemoteBench, run: &RemoteRun, player: &PlayerState) -> Option<AttrValue> {
+    let mark = player.marks.get(player.current_mark()?).copied()?;
+    let upload = bench.upload.as_ref().and_then(|upload| upload.as_ref().ok());
+    Some(AttrValue::from(caption_with_upload(run, upload, mark)))
+}
+
+/// The upload from WAL to data objects, under the same player as the bulks.
+fn upload_section(props: &ChapterProps, bench: &RemoteBench, run: &Rc<RemoteRun>) -> Html {
+    let params = &props.params.remote;
+    let control = choice("crash the upload", "upload-crash", vec![opt("", "never"), opt("1", "between block 1's upload and its commit"),
+        opt("2", "between block 2's upload and its commit"), opt("3", "between block 3's upload and its commit")],
+        params.upload_crash.map_or(String::new(), |k| k.to_string()), params, &props.on_action, |p, v| {
+            if v.is_empty() { p.upload_crash = None } else { let _ = p.parse("rupcrash", v); }
+        });
+    let figure = match &bench.upload {
+        Some(Ok(upload)) => html! { <UploadFigure run={run.clone()} upload={Rc::new(upload.clone())} now={props.player.now} /> },
+        Some(Err(error)) => html! { <p class="error">{ format!("the upload could not run: {error}") }</p> },
+        None => Html::default(),
+    };
+    html! {
+        <>
+        <h3>{ "From WAL to committed objects" }</h3>
+        <div class="prose">
+            <p>{ "The WAL is only a staging area: reading a stream back from thousands of small WAL objects would be slow. \
+                  So a background task copies acknowledged records into read-optimized objects. It works on sealed blocks of \
+                  the log cache (the memory that also serves tail reads). A block holds records of many streams side by side; \
+                  the streams with little data in it share one stream-set object, and a stream with a long run gets a stream \
+                  object of its own." }</p>
+            <p>{ "Order matters. First the task asks the metadata log to reserve an id for every object. Then it uploads the \
+                  objects; an object that nothing references yet is invisible, because readers find objects only through the \
+                  metadata. Then one commit registers all the objects and moves every stream's committed end forward at \
+                  once: a reader sees none of it or all of it. Only then are the WAL objects below it deleted. Step the player \
+                  above (→ steps from anywhere on the page) and watch the figure below; then crash the upload \
+                  between an upload and its commit." }</p>
+        </div>
+        <div class="controls remote-controls">{ control }</div>
+        { figure }
+        </>
+    }
+}
+
 /// The run's totals, with the numbers as data for the browser test.
 fn totals(run: &RemoteRun, command: &str) -> Html {
     let per_record = run.puts_per_record();
@@ -176,13 +220,18 @@ fn takeover_panel(run: &RemoteRun, now: Nanos) -> Html {
                 <li>{ format!("B's own objects start at offset {} (the end of what it recovered).", takeover.new_session_start) }</li>
                 <li>{ format!("A's first request to find the new epoch: {fenced}. From there A fails every waiting writer and stops.") }</li>
                 <li>{ format!("A acknowledged {} records before the claim; B's recovery replays {} of A's records{}.",
-                    takeover.acked_by_old, takeover.recovered_by_new,
-                    if takeover.recovered_by_new >= takeover.acked_by_old { ": nothing acknowledged is lost" } else { "" }) }</li>
+ \
+                   takeover.acked_by_old, takeover.recovered_by_new,
+ \
+                   if takeover.recovered_by_new >= takeover.acked_by_old { ": nothing acknowledged is lost" } else { "" }) }</li>
                 if run.backend == RemoteBackend::S3 {
-                    <li class="stragglers">{ format!("{} of A's objects landed under epoch {} at or past B's start: stragglers, ignored by every recovery.",
-                        takeover.stragglers_ignored, takeover.old_epoch) }</li>
+ \
+                   <li class="stragglers">{ format!("{} of A's objects landed under epoch {} at or past B's start: stragglers, ignored by every recovery.",
+ \
+                       takeover.stragglers_ignored, takeover.old_epoch) }</li>
                 } else {
-                    <li class="stragglers">{ "No straggler can land: the epoch is checked inside each insert's transaction, and B's claim waited for the inserts holding the node row." }</li>
+ \
+                   <li class="stragglers">{ "No straggler can land: the epoch is checked inside each insert's transaction, and B's claim waited for the inserts holding the node row." }</li>
                 }
             </ul>
         </div>
@@ -266,9 +315,10 @@ pub fn ObjectStoreChapter(props: &ChapterProps) -> Html {
                   hole. Slow one PUT down and watch the bulks behind it: stored (striped) but not acknowledged, until it lands." }</p>
         </div>
         { common_controls(props, RemoteBackend::S3) }
-        <Player state={props.player.clone()} on_action={on_player} mark_name="event" caption={caption(&run, &props.player)} />
+        <Player state={props.player.clone()} on_action={on_player} mark_name="event" caption={caption_s3(bench, &run, &props.player)} />
         <BulkLanes run={run.clone()} now={props.player.now} />
         { totals(&run, &bench.command) }
+        { upload_section(props, bench, &run) }
         <h3>{ "What a PUT costs" }</h3>
         <div class="prose">
             <p>{ "S3 bills every request. S3 Standard charges $0.005 per 1,000 PUT requests in us-east-1 " }

@@ -1,0 +1,590 @@
+//! From WAL to committed objects: the background upload that keeps the WAL short.
+//!
+//! The WAL is a staging area. Records wait in it only until a background task has
+//! copied them into read-optimized objects and committed those through the metadata
+//! log; then the WAL objects that held them carry nothing unique and are deleted, which
+//! bounds how much a recovery has to replay.
+//!
+//! The task works on the log cache's sealed blocks, one at a time and in order. A block
+//! holds the acknowledged records of many streams side by side; it seals when it holds
+//! `block_bytes`, or `block_age_max` after its first record. For each block:
+//!
+//! 1. **Reserve.** One metadata command reserves an object id for every object the block
+//!    becomes: one stream-set object for the streams with little data in the block, and
+//!    one stream object per stream whose run is at least `stream_object_bytes_min`. A
+//!    reserved id that is not committed within `id_ttl` expires.
+//! 2. **Upload.** The objects are PUT side by side. An uploaded object that nothing
+//!    references is invisible: readers find objects only through the metadata.
+//! 3. **Commit.** One metadata command registers every object of the block and advances
+//!    the committed end of every stream in it, atomically ([`MetadataLog::commit`]): a
+//!    reader sees none of the commit or all of it. The command is refused unless every
+//!    id is still reserved and every range starts exactly at its stream's committed end,
+//!    so no offset is ever covered by two committed objects.
+//! 4. **Trim.** The WAL objects whose records are all committed are deleted.
+//!
+//! A crash between the upload and the commit leaves objects that nothing references and
+//! ids that expire. The restarted task finds the streams' committed ends unchanged and
+//! the WAL still holding the records (nothing was trimmed), reserves fresh ids and
+//! uploads the block again. Nothing is read twice: the orphan was never committed, and
+//! the commit check would refuse it even if it tried.
+//!
+//! The simulation here runs after the WAL's run ([`super::run`]): the upload reads only
+//! what the WAL acknowledged and never holds back an append, so it changes nothing in
+//! the write path on the object store. Request latencies are drawn from the run's
+//! distribution with their own seeded generator; a metadata command takes
+//! `metadata_latency`. After a takeover the old owner's next commit is refused (the
+//! metadata log carries the node's epoch as the registration does) and it uploads no
+//! further block: the new owner's recovery takes over from the committed ends.
+
+use std::collections::BTreeMap;
+
+use super::{RemoteBackend, RemoteRun};
+use crate::rng::Rng;
+use crate::sim::SyncLatency;
+use crate::time::Nanos;
+
+/// Streams on the node in the lab's runs.
+pub const STREAMS: u64 = 4;
+/// Each record's stream is drawn with these weights: one busy stream and three quiet ones.
+pub const STREAM_WEIGHTS: [u64; STREAMS as usize] = [12, 3, 3, 2];
+/// Attempts at one block at most (a crash, an expired id or a refused commit retries).
+pub const ATTEMPTS_MAX: u32 = 4;
+
+/// The upload's settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UploadSetup {
+    /// A log-cache block seals when it holds this many bytes.
+    pub block_bytes: u64,
+    /// ... or this long after its first record was acknowledged.
+    pub block_age_max: Nanos,
+    /// A stream's run in a block at least this big becomes its own stream object.
+    pub stream_object_bytes_min: u64,
+    /// One metadata command (reserve, commit).
+    pub metadata_latency: Nanos,
+    /// A reserved id not committed within this expires.
+    pub id_ttl: Nanos,
+    /// The task restarts this long after it crashed.
+    pub restart_after: Nanos,
+    /// Block k's first attempt crashes after its upload, before its commit.
+    pub crash_before_commit: Option<u64>,
+}
+
+impl UploadSetup {
+    /// The lab's settings: small blocks, so a run of a few hundred records makes several.
+    pub fn lab() -> UploadSetup {
+        UploadSetup {
+            block_bytes: 16 * 1024,
+            block_age_max: Nanos::from_millis(40),
+            stream_object_bytes_min: 4 * 1024,
+            metadata_latency: Nanos::from_millis(2),
+            id_ttl: Nanos::from_millis(150),
+            restart_after: Nanos::from_millis(10),
+            crash_before_commit: None,
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), UploadError> {
+        if self.block_bytes == 0 || self.stream_object_bytes_min == 0 {
+            return Err(UploadError::Setup("block sizes must be above 0"));
+        }
+        if self.block_age_max == Nanos::ZERO || self.metadata_latency == Nanos::ZERO {
+            return Err(UploadError::Setup("the block age and the metadata latency must be above 0"));
+        }
+        if self.id_ttl <= self.metadata_latency {
+            return Err(UploadError::Setup("a reserved id must outlive one metadata command"));
+        }
+        if self.crash_before_commit == Some(0) {
+            return Err(UploadError::Setup("blocks are numbered from 1"));
+        }
+        Ok(())
+    }
+}
+
+/// Why the upload could not run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum UploadError {
+    Setup(&'static str),
+    /// The upload models the object-store WAL only.
+    NotObjectStore,
+}
+
+impl core::fmt::Display for UploadError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            UploadError::Setup(text) => write!(f, "upload: {text}"),
+            UploadError::NotObjectStore => f.write_str("upload: simulated for the object-store WAL only"),
+        }
+    }
+}
+
+impl std::error::Error for UploadError {}
+
+/// A run of one stream's offsets, `start..end` (offsets count that stream's records).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct StreamRange {
+    pub stream: u64,
+    pub start: u64,
+    pub end: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
+pub enum ObjectKind {
+    /// The small runs of several streams in one object.
+    StreamSet,
+    /// One stream's large run on its own.
+    Stream,
+}
+
+/// Why the metadata log refused a commit. It registers nothing then.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CommitError {
+    /// The id was never reserved, has expired, or is committed already.
+    IdNotReserved { id: u64 },
+    /// The range does not start at its stream's committed end.
+    NotContiguous { stream: u64, committed_end: u64, start: u64 },
+    /// The node's epoch has moved on: a newer owner holds the node.
+    Fenced { epoch: u64, current: u64 },
+}
+
+impl core::fmt::Display for CommitError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            CommitError::IdNotReserved { id } => write!(f, "object id {id} is not reserved (expired or never reserved)"),
+            CommitError::NotContiguous { stream, committed_end, start } => {
+                write!(f, "stream {stream} is committed to {committed_end}, the object starts at {start}")
+            }
+            CommitError::Fenced { epoch, current } => write!(f, "epoch {epoch} is fenced (the node is at {current})"),
+        }
+    }
+}
+
+/// The metadata log's part in the upload: object ids, reservations that expire, and the
+/// atomic commit that advances the streams' committed ends.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MetadataLog {
+    next_id: u64,
+    /// Reserved ids and when each expires.
+    reserved: BTreeMap<u64, Nanos>,
+    /// Committed objects by id.
+    committed: BTreeMap<u64, Vec<StreamRange>>,
+    stream_ends: Vec<u64>,
+    epoch: u64,
+}
+
+impl MetadataLog {
+    pub fn new(streams: u64, epoch: u64) -> MetadataLog {
+        MetadataLog {
+            next_id: 1,
+            reserved: BTreeMap::new(),
+            committed: BTreeMap::new(),
+            stream_ends: vec![0; streams as usize],
+            epoch,
+        }
+    }
+
+    /// Reserves `count` fresh ids at `now`; each expires `ttl` later unless committed.
+    pub fn reserve(&mut self, now: Nanos, count: u64, ttl: Nanos) -> Vec<u64> {
+        let ids: Vec<u64> = (self.next_id..self.next_id + count).collect();
+        self.next_id += count;
+        for &id in &ids {
+            self.reserved.insert(id, now + ttl);
+        }
+        ids
+    }
+
+    /// Drops the reservations that expired by `now`; returns their ids.
+    pub fn expire(&mut self, now: Nanos) -> Vec<u64> {
+        let expired: Vec<u64> = self.reserved.iter().filter(|(_, &at)| at <= now).map(|(&id, _)| id).collect();
+        for id in &expired {
+            self.reserved.remove(id);
+        }
+        expired
+    }
+
+    /// A new owner claims the node.
+    pub fn claim(&mut self, epoch: u64) {
+        self.epoch = self.epoch.max(epoch);
+    }
+
+    /// Registers every object and advances every stream, or changes nothing.
+    pub fn commit(&mut self, now: Nanos, epoch: u64, objects: &[(u64, Vec<StreamRange>)]) -> Result<(), CommitError> {
+        self.expire(now);
+        if epoch != self.epoch {
+            return Err(CommitError::Fenced { epoch, current: self.epoch });
+        }
+        let mut ends = self.stream_ends.clone();
+        for (id, ranges) in objects {
+            if !self.reserved.contains_key(id) {
+                return Err(CommitError::IdNotReserved { id: *id });
+            }
+            for range in ranges {
+                let end = &mut ends[range.stream as usize];
+                if range.start != *end {
+                    return Err(CommitError::NotContiguous { stream: range.stream, committed_end: *end, start: range.start });
+                }
+                *end = range.end;
+            }
+        }
+        for (id, ranges) in objects {
+            self.reserved.remove(id);
+            self.committed.insert(*id, ranges.clone());
+        }
+        self.stream_ends = ends;
+        Ok(())
+    }
+
+    pub fn stream_ends(&self) -> &[u64] {
+        &self.stream_ends
+    }
+
+    /// How many committed objects cover each offset of `stream` below its committed end:
+    /// what a reader reading the stream from 0 reads each record as.
+    pub fn coverage(&self, stream: u64) -> Vec<u32> {
+        let mut counts = vec![0u32; self.stream_ends[stream as usize] as usize];
+        for range in self.committed.values().flatten().filter(|range| range.stream == stream) {
+            for offset in range.start..range.end {
+                if let Some(count) = counts.get_mut(offset as usize) {
+                    *count += 1;
+                }
+            }
+        }
+        counts
+    }
+}
+
+/// How an attempt at a block ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
+pub enum AttemptOutcome {
+    Committed,
+    /// The task crashed after the upload, before the commit.
+    CrashedBeforeCommit,
+    /// The commit was refused: an id had expired.
+    Expired,
+    /// The commit was refused: the node was taken over.
+    Fenced,
+}
+
+/// One attempt at a block: reserve, upload, commit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AttemptRow {
+    pub reserve_sent: Nanos,
+    pub reserved: Nanos,
+    /// Every object of the attempt is stored.
+    pub uploaded: Nanos,
+    /// The commit's answer (committed or refused); `None` after a crash.
+    pub commit_answered: Option<Nanos>,
+    pub outcome: AttemptOutcome,
+    /// The attempt's object ids (indices into [`UploadRun::objects`] are `id - 1`).
+    pub ids: Vec<u64>,
+}
+
+/// One sealed log-cache block.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlockRow {
+    pub block: u64,
+    /// Records `first_record ..` (`records` of them), numbered as in the WAL's run.
+    pub first_record: u64,
+    pub records: u64,
+    pub bytes: u64,
+    pub sealed: Nanos,
+    pub attempts: Vec<AttemptRow>,
+}
+
+/// One uploaded object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObjectRow {
+    pub id: u64,
+    pub kind: ObjectKind,
+    pub block: u64,
+    /// 1 for the block's first attempt.
+    pub attempt: u32,
+    pub ranges: Vec<StreamRange>,
+    pub bytes: u64,
+    pub reserved: Nanos,
+    pub stored: Nanos,
+    pub committed: Option<Nanos>,
+    /// Never committed: the id expired then, and the object is garbage.
+    pub expired: Option<Nanos>,
+}
+
+/// A commit: the streams' committed ends after it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CommitRow {
+    pub at: Nanos,
+    pub block: u64,
+    pub ids: Vec<u64>,
+    pub stream_ends: Vec<u64>,
+}
+
+/// A trim: WAL objects deleted once their records are committed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WalDeleteRow {
+    pub sent: Nanos,
+    pub done: Nanos,
+    /// The WAL bulks whose objects are deleted.
+    pub bulks: Vec<u64>,
+}
+
+/// The whole upload.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UploadRun {
+    pub streams: u64,
+    /// Record r's stream is `record_stream[r - 1]`, its offset in it `record_offset[r - 1]`.
+    pub record_stream: Vec<u64>,
+    pub record_offset: Vec<u64>,
+    pub blocks: Vec<BlockRow>,
+    pub objects: Vec<ObjectRow>,
+    pub commits: Vec<CommitRow>,
+    pub deletes: Vec<WalDeleteRow>,
+    /// Offsets a reader of the committed objects would read more than once (0, always).
+    pub read_twice: u64,
+    /// Offsets held by an orphan that a committed object also holds: what a reader that
+    /// trusted unreferenced objects would read twice.
+    pub orphan_overlap: u64,
+    pub end: Nanos,
+}
+
+impl UploadRun {
+    /// Each stream's committed end at `t`.
+    pub fn stream_ends_at(&self, t: Nanos) -> Vec<u64> {
+        self.commits
+            .iter()
+            .rev()
+            .find(|commit| commit.at <= t)
+            .map_or_else(|| vec![0; self.streams as usize], |commit| commit.stream_ends.clone())
+    }
+
+    /// The WAL bulks deleted by `t`.
+    pub fn deleted_by(&self, t: Nanos) -> impl Iterator<Item = u64> + '_ {
+        self.deletes.iter().filter(move |delete| delete.done <= t).flat_map(|delete| delete.bulks.iter().copied())
+    }
+}
+
+/// Each record's stream, drawn from `seed` with [`STREAM_WEIGHTS`].
+pub fn record_streams(records: u64, seed: u64) -> Vec<u64> {
+    let mut rng = Rng::new(seed ^ 0x5715_ea35_0000_0000);
+    let total: u64 = STREAM_WEIGHTS.iter().sum();
+    (0..records)
+        .map(|_| {
+            let mut draw = rng.below(total);
+            let mut stream = 0;
+            for (index, &weight) in STREAM_WEIGHTS.iter().enumerate() {
+                if draw < weight {
+                    stream = index as u64;
+                    break;
+                }
+                draw -= weight;
+            }
+            stream
+        })
+        .collect()
+}
+
+/// Splits a block into its objects: a stream object per large run, one stream-set
+/// object for the rest (none if nothing is left).
+pub fn split_block(ranges: &[StreamRange], record_bytes: u64, stream_object_bytes_min: u64) -> Vec<(ObjectKind, Vec<StreamRange>)> {
+    let mut objects = Vec::new();
+    let mut small = Vec::new();
+    for range in ranges.iter().filter(|range| range.end > range.start) {
+        if (range.end - range.start) * record_bytes >= stream_object_bytes_min {
+            objects.push((ObjectKind::Stream, vec![*range]));
+        } else {
+            small.push(*range);
+        }
+    }
+    if !small.is_empty() {
+        objects.insert(0, (ObjectKind::StreamSet, small));
+    }
+    objects
+}
+
+/// Runs the upload over the records the WAL's run acknowledged.
+pub fn run(wal: &RemoteRun, setup: &UploadSetup, latency: &SyncLatency, seed: u64, record_bytes: u32) -> Result<UploadRun, UploadError> {
+    setup.validate()?;
+    if wal.backend != RemoteBackend::S3 {
+        return Err(UploadError::NotObjectStore);
+    }
+    let record_bytes = u64::from(record_bytes);
+    let record_stream = record_streams(wal.records.len() as u64, seed);
+    let mut next_offset = vec![0u64; STREAMS as usize];
+    let record_offset: Vec<u64> = record_stream
+        .iter()
+        .map(|&stream| {
+            let offset = next_offset[stream as usize];
+            next_offset[stream as usize] += 1;
+            offset
+        })
+        .collect();
+    // Acknowledgements go out in record order, so the acknowledged records are a prefix.
+    let acked: Vec<Nanos> = wal.records.iter().map_while(|record| record.acked).collect();
+    assert!(wal.records[acked.len()..].iter().all(|record| record.acked.is_none()), "acknowledged records form a prefix");
+    let blocks = seal_blocks(&acked, setup, record_bytes);
+    let claim = wal.takeover.as_ref().map(|takeover| (takeover.claimed_at, takeover.new_epoch));
+    let mut rng = Rng::new(seed ^ 0x0b1e_c75a_0000_0000);
+    let mut metadata = MetadataLog::new(STREAMS, super::OWNER_EPOCH);
+    let mut out = UploadRun {
+        streams: STREAMS,
+        record_stream,
+        record_offset,
+        blocks: Vec::new(),
+        objects: Vec::new(),
+        commits: Vec::new(),
+        deletes: Vec::new(),
+        read_twice: 0,
+        orphan_overlap: 0,
+        end: Nanos::ZERO,
+    };
+    let mut ready = Nanos::ZERO;
+    let mut deleted_bulks = 0usize;
+    let mut stopped = false;
+    for (index, &(first_record, records, sealed)) in blocks.iter().enumerate() {
+        let block = index as u64 + 1;
+        let mut row = BlockRow { block, first_record, records, bytes: records * record_bytes, sealed, attempts: Vec::new() };
+        let ranges = block_ranges(&out, first_record, records);
+        for attempt in 1..=ATTEMPTS_MAX {
+            let start = ready.max(sealed);
+            if claim.is_some_and(|(claimed_at, _)| start >= claimed_at) {
+                stopped = true;
+                break;
+            }
+            let objects = split_block(&ranges, record_bytes, setup.stream_object_bytes_min);
+            let reserved = start + setup.metadata_latency;
+            let ids = metadata.reserve(reserved, objects.len() as u64, setup.id_ttl);
+            let mut uploaded = reserved;
+            for (&id, (kind, object_ranges)) in ids.iter().zip(&objects) {
+                let stored = reserved + latency.draw(&mut rng);
+                uploaded = uploaded.max(stored);
+                let bytes = object_ranges.iter().map(|range| (range.end - range.start) * record_bytes).sum();
+                out.objects.push(ObjectRow {
+                    id,
+                    kind: *kind,
+                    block,
+                    attempt,
+                    ranges: object_ranges.clone(),
+                    bytes,
+                    reserved,
+                    stored,
+                    committed: None,
+                    expired: None,
+                });
+            }
+            let crash = setup.crash_before_commit == Some(block) && attempt == 1;
+            if crash {
+                row.attempts.push(AttemptRow { reserve_sent: start, reserved, uploaded, commit_answered: None, outcome: AttemptOutcome::CrashedBeforeCommit, ids });
+                ready = uploaded + setup.restart_after;
+                continue;
+            }
+            let answered = uploaded + setup.metadata_latency;
+            if let Some((claimed_at, epoch)) = claim {
+                if claimed_at <= answered {
+                    metadata.claim(epoch);
+                }
+            }
+            let commit: Vec<(u64, Vec<StreamRange>)> = ids.iter().copied().zip(objects.iter().map(|(_, r)| r.clone())).collect();
+            let outcome = match metadata.commit(answered, super::OWNER_EPOCH, &commit) {
+                Ok(()) => AttemptOutcome::Committed,
+                Err(CommitError::Fenced { .. }) => AttemptOutcome::Fenced,
+                Err(CommitError::IdNotReserved { .. }) => AttemptOutcome::Expired,
+                Err(error @ CommitError::NotContiguous { .. }) => unreachable!("the task uploads from the committed ends: {error}"),
+            };
+            row.attempts.push(AttemptRow { reserve_sent: start, reserved, uploaded, commit_answered: Some(answered), outcome, ids: ids.clone() });
+            ready = answered;
+            match outcome {
+                AttemptOutcome::Committed => {
+                    for &id in &ids {
+                        out.objects[id as usize - 1].committed = Some(answered);
+                    }
+                    out.commits.push(CommitRow { at: answered, block, ids, stream_ends: metadata.stream_ends().to_vec() });
+                    // Trim: the WAL objects whose records are all committed now.
+                    let committed_through = first_record + records;
+                    let covered: Vec<u64> = wal.bulks[deleted_bulks..]
+                        .iter()
+                        .take_while(|bulk| bulk.acked.is_some() && bulk.first_record + bulk.records <= committed_through)
+                        .map(|bulk| bulk.bulk)
+                        .collect();
+                    if !covered.is_empty() {
+                        deleted_bulks += covered.len();
+                        let done = answered + latency.draw(&mut rng);
+                        out.deletes.push(WalDeleteRow { sent: answered, done, bulks: covered });
+                    }
+                    break;
+                }
+                AttemptOutcome::Fenced => {
+                    stopped = true;
+                    break;
+                }
+                AttemptOutcome::Expired | AttemptOutcome::CrashedBeforeCommit => {}
+            }
+        }
+        if !row.attempts.is_empty() {
+            out.blocks.push(row);
+        }
+        if stopped {
+            break;
+        }
+    }
+    // Reservations never committed expire; their objects are garbage from then on.
+    for object in out.objects.iter_mut().filter(|object| object.committed.is_none()) {
+        object.expired = Some(object.reserved + setup.id_ttl);
+    }
+    let final_time = out.objects.iter().filter_map(|object| object.expired).max().unwrap_or(Nanos::ZERO);
+    metadata.expire(final_time);
+    out.read_twice = (0..STREAMS).map(|stream| metadata.coverage(stream).iter().filter(|&&count| count > 1).count() as u64).sum();
+    out.orphan_overlap = out
+        .objects
+        .iter()
+        .filter(|object| object.committed.is_none())
+        .flat_map(|object| object.ranges.iter())
+        .map(|range| range.end.min(metadata.stream_ends()[range.stream as usize]).saturating_sub(range.start))
+        .sum();
+    out.end = [
+        out.objects.iter().flat_map(|o| [Some(o.stored), o.committed, o.expired]).flatten().max(),
+        out.deletes.iter().map(|d| d.done).max(),
+        out.blocks.iter().flat_map(|b| b.attempts.iter().filter_map(|a| a.commit_answered)).max(),
+    ]
+    .into_iter()
+    .flatten()
+    .max()
+    .unwrap_or(Nanos::ZERO);
+    Ok(out)
+}
+
+/// The blocks the log cache seals over the acknowledged records (their acknowledgement
+/// times, in record order): `(first_record, records, sealed)`.
+fn seal_blocks(acked: &[Nanos], setup: &UploadSetup, record_bytes: u64) -> Vec<(u64, u64, Nanos)> {
+    let per_block = (setup.block_bytes / record_bytes).max(1);
+    let mut blocks = Vec::new();
+    let mut first = 0usize;
+    // Bounded by the records: each pass consumes at least one.
+    while first < acked.len() {
+        let opened = acked[first];
+        let deadline = opened + setup.block_age_max;
+        let mut end = first;
+        while end < acked.len() && ((end - first) as u64) < per_block && acked[end] <= deadline {
+            end += 1;
+        }
+        let full = (end - first) as u64 == per_block;
+        let sealed = if full { acked[end - 1] } else { deadline };
+        blocks.push((first as u64 + 1, (end - first) as u64, sealed));
+        first = end;
+    }
+    blocks
+}
+
+/// Each stream's run among records `first_record ..` (`records` of them).
+fn block_ranges(out: &UploadRun, first_record: u64, records: u64) -> Vec<StreamRange> {
+    let mut ranges: Vec<Option<StreamRange>> = vec![None; out.streams as usize];
+    for record in first_record..first_record + records {
+        let stream = out.record_stream[record as usize - 1];
+        let offset = out.record_offset[record as usize - 1];
+        let range = ranges[stream as usize].get_or_insert(StreamRange { stream, start: offset, end: offset });
+        assert_eq!(range.end, offset, "a stream's records are contiguous in its offsets");
+        range.end = offset + 1;
+    }
+    ranges.into_iter().flatten().collect()
+}

@@ -1,0 +1,172 @@
+//! The upload from WAL to committed objects, computed from simulated runs: ids reserved
+//! before the upload, one atomic commit advancing every stream, the WAL objects below it
+//! deleted; a crash between upload and commit leaves orphans that expire, and no record
+//! is read twice.
+
+use walab_core::sim::remote::upload::{self, AttemptOutcome, ObjectKind, UploadRun, UploadSetup, STREAMS};
+use walab_core::sim::remote::{run, Load, RemoteBackend, RemoteRun, RemoteSetup};
+use walab_core::sim::SyncLatency;
+use walab_core::time::Nanos;
+
+fn ms(millis: u64) -> Nanos {
+    Nanos::from_millis(millis)
+}
+
+fn wal(takeover_at: Option<Nanos>) -> (RemoteSetup, RemoteRun) {
+    let setup = RemoteSetup {
+        latency: SyncLatency::fixed(ms(25)),
+        takeover_at,
+        ..RemoteSetup::new(RemoteBackend::S3, Load::Rate { rate_per_s: 20_000, poisson: false }, 600)
+    };
+    let run = run(&setup).unwrap();
+    (setup, run)
+}
+
+fn upload(setup: &RemoteSetup, wal: &RemoteRun, crash: Option<u64>) -> UploadRun {
+    let upload_setup = UploadSetup { crash_before_commit: crash, ..UploadSetup::lab() };
+    upload::run(wal, &upload_setup, &setup.latency, setup.seed, setup.record_bytes).unwrap()
+}
+
+fn t(at: Option<Nanos>) -> String {
+    at.map_or("-".to_string(), |at| format!("{:.3}", at.as_millis_f64()))
+}
+
+fn table(run: &UploadRun) -> String {
+    let mut lines = Vec::new();
+    for block in &run.blocks {
+        lines.push(format!("block {} records {}..{} sealed {}", block.block, block.first_record, block.first_record + block.records, t(Some(block.sealed))));
+        for attempt in &block.attempts {
+            lines.push(format!(
+                "  reserve {} ids {:?} reserved {} uploaded {} answered {} {:?}",
+                t(Some(attempt.reserve_sent)),
+                attempt.ids,
+                t(Some(attempt.reserved)),
+                t(Some(attempt.uploaded)),
+                t(attempt.commit_answered),
+                attempt.outcome
+            ));
+        }
+    }
+    for object in &run.objects {
+        let ranges: Vec<String> = object.ranges.iter().map(|r| format!("s{}:{}..{}", r.stream + 1, r.start, r.end)).collect();
+        lines.push(format!("object {} {:?} [{}] committed {} expired {}", object.id, object.kind, ranges.join(" "), t(object.committed), t(object.expired)));
+    }
+    for commit in &run.commits {
+        lines.push(format!("commit {} block {} ends {:?}", t(Some(commit.at)), commit.block, commit.stream_ends));
+    }
+    for delete in &run.deletes {
+        lines.push(format!("delete {}..{} bulks {}..={}", t(Some(delete.sent)), t(Some(delete.done)), delete.bulks[0], delete.bulks[delete.bulks.len() - 1]));
+    }
+    lines.join("\n")
+}
+
+#[test]
+fn blocks_become_stream_set_and_stream_objects_committed_in_order_then_the_wal_is_trimmed() {
+    let (setup, wal) = wal(None);
+    let run = upload(&setup, &wal, None);
+    expect_test::expect![[r#"
+        block 1 records 1..98 sealed 90.025
+          reserve 90.025 ids [1, 2] reserved 92.025 uploaded 117.025 answered 119.025 Committed
+        block 2 records 98..246 sealed 100.025
+          reserve 119.025 ids [3, 4] reserved 121.025 uploaded 146.025 answered 148.025 Committed
+        block 3 records 246..394 sealed 100.025
+          reserve 148.025 ids [5, 6] reserved 150.025 uploaded 175.025 answered 177.025 Committed
+        block 4 records 394..542 sealed 100.025
+          reserve 177.025 ids [7, 8] reserved 179.025 uploaded 204.025 answered 206.025 Committed
+        block 5 records 542..601 sealed 140.025
+          reserve 206.025 ids [9] reserved 208.025 uploaded 233.025 answered 235.025 Committed
+        object 1 StreamSet [s2:0..17 s3:0..16 s4:0..8] committed 119.025 expired -
+        object 2 Stream [s1:0..56] committed 119.025 expired -
+        object 3 StreamSet [s2:17..38 s3:16..37 s4:8..24] committed 148.025 expired -
+        object 4 Stream [s1:56..146] committed 148.025 expired -
+        object 5 StreamSet [s2:38..51 s3:37..58 s4:24..38] committed 177.025 expired -
+        object 6 Stream [s1:146..246] committed 177.025 expired -
+        object 7 StreamSet [s2:51..81 s3:58..80 s4:38..54] committed 206.025 expired -
+        object 8 Stream [s1:246..326] committed 206.025 expired -
+        object 9 StreamSet [s1:326..355 s2:81..89 s3:80..96 s4:54..60] committed 235.025 expired -
+        commit 119.025 block 1 ends [56, 17, 16, 8]
+        commit 148.025 block 2 ends [146, 38, 37, 24]
+        commit 177.025 block 3 ends [246, 51, 58, 38]
+        commit 206.025 block 4 ends [326, 81, 80, 54]
+        commit 235.025 block 5 ends [355, 89, 96, 60]
+        delete 119.025..144.025 bulks 1..=4
+        delete 235.025..260.025 bulks 5..=5"#]].assert_eq(&table(&run));
+    // Every acknowledged record ends up committed exactly once, in its own stream.
+    let ends = run.stream_ends_at(Nanos::MAX);
+    assert_eq!(ends.iter().sum::<u64>(), wal.records_acked);
+    assert_eq!(run.read_twice, 0);
+    for block in &run.blocks {
+        let attempt = block.attempts.last().unwrap();
+        assert_eq!(attempt.outcome, AttemptOutcome::Committed);
+        assert!(attempt.reserved < attempt.uploaded, "ids are reserved before the upload");
+        for &id in &attempt.ids {
+            let object = &run.objects[id as usize - 1];
+            assert!(object.stored <= attempt.uploaded && object.committed == attempt.commit_answered);
+        }
+    }
+    assert!(run.objects.iter().any(|o| o.kind == ObjectKind::Stream), "the busy stream's runs get stream objects");
+    assert!(run.objects.iter().any(|o| o.kind == ObjectKind::StreamSet));
+    // Every WAL object is deleted once its records are committed, never before.
+    let deleted: Vec<u64> = run.deleted_by(Nanos::MAX).collect();
+    assert_eq!(deleted.len(), wal.bulks.len());
+    for delete in &run.deletes {
+        let commit = run.commits.iter().find(|c| c.at == delete.sent).expect("a delete follows a commit");
+        let through = run.blocks.iter().find(|b| b.block == commit.block).map(|b| b.first_record + b.records).unwrap();
+        for bulk in &delete.bulks {
+            let bulk = wal.bulks.iter().find(|b| b.bulk == *bulk).unwrap();
+            assert!(bulk.first_record + bulk.records <= through);
+        }
+    }
+    assert_eq!(STREAMS, 4);
+}
+
+#[test]
+fn a_crash_between_upload_and_commit_leaves_an_orphan_id_that_expires_and_nothing_is_read_twice() {
+    let (setup, wal) = wal(None);
+    let clean = upload(&setup, &wal, None);
+    let crashed = upload(&setup, &wal, Some(2));
+    let block = &crashed.blocks[1];
+    assert_eq!(block.attempts.len(), 2);
+    assert_eq!(block.attempts[0].outcome, AttemptOutcome::CrashedBeforeCommit);
+    assert_eq!(block.attempts[1].outcome, AttemptOutcome::Committed);
+    let orphans: Vec<_> = crashed.objects.iter().filter(|o| o.committed.is_none()).collect();
+    assert_eq!(orphans.len(), block.attempts[0].ids.len());
+    for orphan in &orphans {
+        assert!(block.attempts[0].ids.contains(&orphan.id));
+        assert_eq!(orphan.expired, Some(orphan.reserved + UploadSetup::lab().id_ttl));
+        assert!(!block.attempts[1].ids.contains(&orphan.id), "the retry reserves fresh ids");
+    }
+    // The retry uploads the same records again; only the commit decides what readers see.
+    assert!(crashed.orphan_overlap > 0);
+    assert_eq!(crashed.orphan_overlap, block.records);
+    assert_eq!(crashed.read_twice, 0);
+    assert_eq!(crashed.stream_ends_at(Nanos::MAX), clean.stream_ends_at(Nanos::MAX));
+    // Nothing is trimmed from the WAL for block 2 until its retry commits.
+    let retry_commit = block.attempts[1].commit_answered.unwrap();
+    let first_after_block_1 = crashed.deletes.iter().find(|d| d.bulks.iter().any(|&b| {
+        let bulk = wal.bulks.iter().find(|x| x.bulk == b).unwrap();
+        bulk.first_record + bulk.records > block.first_record
+    }));
+    assert!(first_after_block_1.is_none_or(|d| d.sent >= retry_commit));
+}
+
+#[test]
+fn after_a_takeover_the_old_owners_commit_is_refused_and_its_ids_expire() {
+    // Node B claims the node while block 1 is being uploaded.
+    let (setup, clean_wal) = wal(None);
+    let clean = upload(&setup, &clean_wal, None);
+    let (setup, wal) = wal(Some(clean.blocks[0].attempts[0].reserve_sent));
+    let run = upload(&setup, &wal, None);
+    let claimed = wal.takeover.as_ref().unwrap().claimed_at;
+    assert!(run.commits.is_empty(), "no commit by A after B's claim");
+    assert_eq!(run.blocks.len(), 1, "A uploads no further block");
+    let attempt = &run.blocks[0].attempts[0];
+    assert_eq!(attempt.outcome, AttemptOutcome::Fenced);
+    assert!(attempt.reserve_sent < claimed && attempt.commit_answered.unwrap() >= claimed);
+    for &id in &attempt.ids {
+        let object = &run.objects[id as usize - 1];
+        assert_eq!((object.committed, object.expired), (None, Some(object.reserved + UploadSetup::lab().id_ttl)));
+    }
+    assert!(run.deletes.is_empty(), "nothing is trimmed from the WAL B recovers");
+    assert_eq!(run.read_twice, 0);
+}
