@@ -25,10 +25,12 @@ fn a_slow_third_put_holds_back_bulks_four_and_five() {
     assert_eq!(run["backend"], "s3");
     let third = bulk(&run, 3);
     assert_eq!(third["stored_ms"], 203.225);
+    // Reported once the fence read after the PUT (its own 25 ms) answers.
+    assert_eq!(third["checked_ms"], 228.225);
     for n in [4, 5] {
         let later = bulk(&run, n);
         assert!(later["stored_ms"].as_f64().unwrap() < 203.225);
-        assert_eq!(later["acked_ms"], 203.225);
+        assert_eq!(later["acked_ms"], 228.225);
     }
     assert_eq!(run["records_acked"], 2000);
     assert_eq!(run["records"].as_array().unwrap().len(), 2000);
@@ -40,14 +42,36 @@ fn a_slow_third_put_holds_back_bulks_four_and_five() {
 
 #[test]
 fn a_takeover_reports_the_stragglers_it_ignored() {
-    let run = json(&["sim", "remote", "--backend", "s3", "--rate", "20000", "--poisson", "--count", "4000", "--put-ms", "25", "--takeover-at-ms", "60", "--json"]);
+    // PUT 8, the last sent before 60 ms, is slower than B's claim, read-back and LIST.
+    let run = json(&["sim", "remote", "--backend", "s3", "--rate", "20000", "--poisson", "--count", "4000", "--put-ms", "25", "--takeover-at-ms", "60", "--slow-put", "8:300", "--json"]);
     let takeover = &run["takeover"];
+    assert_eq!((takeover["claimed_ms"].as_f64(), takeover["listed_ms"].as_f64()), (Some(85.0), Some(135.0)));
     assert_eq!((takeover["old_epoch"].as_u64(), takeover["new_epoch"].as_u64()), (Some(5), Some(6)));
     assert_eq!(takeover["acked_by_old"], run["records_acked"]);
-    assert_eq!(takeover["recovered_by_new"], takeover["acked_by_old"]);
+    // B recovers everything stored before its LIST answered: every record A acknowledged,
+    // and those whose fence read found epoch 6 (stored, never acknowledged).
+    assert!(takeover["recovered_by_new"].as_u64() >= takeover["acked_by_old"].as_u64());
+    assert!(takeover["recovered_by_new"].as_u64() > takeover["acked_by_old"].as_u64(), "A's fenced bulks were listed before B's start");
     assert!(takeover["stragglers_ignored"].as_u64().unwrap() >= 1);
     let never = run["records"].as_array().unwrap().iter().filter(|r| r["acked_ms"].is_null()).count();
     assert!(never > 0, "records after the fence are never acknowledged (null)");
+}
+
+#[test]
+fn the_upload_commits_every_acknowledged_record_once_and_a_crash_leaves_orphans_that_expire() {
+    let run = json(&["sim", "remote", "--backend", "s3", "--rate", "20000", "--count", "600", "--put-ms", "25", "--upload", "--upload-crash-before-commit", "2", "--json"]);
+    let upload = &run["upload"];
+    assert_eq!(upload["read_twice"], 0);
+    let ends: u64 = upload["commits"].as_array().unwrap().last().unwrap()["stream_ends"].as_array().unwrap().iter().map(|e| e.as_u64().unwrap()).sum();
+    assert_eq!(Some(ends), run["records_acked"].as_u64());
+    let attempts = upload["blocks"][1]["attempts"].as_array().unwrap();
+    assert_eq!((attempts[0]["outcome"].as_str(), attempts[1]["outcome"].as_str()), (Some("crashed-before-commit"), Some("committed")));
+    for object in upload["objects"].as_array().unwrap() {
+        assert_ne!(object["committed_ms"].is_null(), object["expired_ms"].is_null(), "committed or expired: {object}");
+    }
+    assert!(run.get("upload").is_some());
+    let without = json(&["sim", "remote", "--backend", "s3", "--rate", "20000", "--count", "600", "--put-ms", "25", "--json"]);
+    assert!(without.get("upload").is_none());
 }
 
 #[test]
@@ -79,6 +103,9 @@ fn bad_flags_get_one_line() {
         (vec!["--backend", "s3", "--rate", "10", "--count", "5", "--segments", "3"], "only to --backend postgres"),
         (vec!["--backend", "postgres", "--rate", "10", "--count", "5", "--segments", "1"], "at least 2"),
         (vec!["--backend", "s3", "--rate", "10", "--count", "5", "--profile", "tape"], "unknown profile"),
+        (vec!["--backend", "s3", "--rate", "10", "--count", "5", "--upload-crash-before-commit", "2"], "only with --upload"),
+        (vec!["--backend", "postgres", "--rate", "10", "--count", "5", "--upload"], "--backend s3 only"),
+        (vec!["--backend", "s3", "--rate", "10", "--count", "5", "--upload", "--upload-crash-before-commit", "0"], "numbered from 1"),
     ] {
         let mut full = vec!["sim", "remote"];
         full.extend(args);

@@ -10,7 +10,7 @@ mod upload;
 
 use std::rc::Rc;
 
-use walab_core::sim::remote::{LatencyProfile, Load, RemoteBackend, RemoteRun, Standby, WalEvent};
+use walab_core::sim::remote::{LatencyProfile, Load, RemoteBackend, RemoteRun, Standby, TimelineCase, WalEvent};
 use walab_core::time::Nanos;
 use yew::prelude::*;
 
@@ -18,7 +18,7 @@ use self::figures::{BulkLanes, RingFigure, WritePathFigure};
 use self::upload::UploadFigure;
 use super::{ChapterProps, Source};
 use crate::benches::remote::{
-    caption_at, caption_with_upload, event_name, loss_at, restart_at, ring_at, startup_rows, timeline_name, RemoteBench, RemoteLatency, RemoteParams,
+    caption_at, caption_with_upload, event_name, loss_at, refusal_name, ring_at, startup_at, startup_rows, timeline_name, warning_name, RemoteBench, RemoteLatency, RemoteParams,
     BACKUP_AT, COST_RECORDS, LAB_SEGMENT_BYTES, STANDBY_LAG,
 };
 use crate::benches::Bench;
@@ -108,6 +108,11 @@ fn common_controls(props: &ChapterProps, backend: RemoteBackend) -> Html {
         };
         load_options.push((current_load.clone(), text));
     }
+    let mut slow_options = vec![opt("", "none"), opt("3:200", "the 3rd takes 200 ms"), opt("2:100", "the 2nd takes 100 ms"), opt("5:400", "the 5th takes 400 ms")];
+    let current_slow = params.slow_put.map_or(String::new(), |(k, ms)| format!("{k}:{}", format_millis(ms)));
+    if let Some((k, ms)) = params.slow_put.filter(|_| !slow_options.iter().any(|(value, _)| *value == current_slow)) {
+        slow_options.push((current_slow.clone(), format!("request {k} takes {} ms", format_millis(ms))));
+    }
     html! {
         <div class="controls remote-controls">
             { choice("latency", "latency", latency_options, current_latency, params, on, |p, v| {
@@ -124,8 +129,7 @@ fn common_controls(props: &ChapterProps, backend: RemoteBackend) -> Html {
             { choice("in flight", "inflight", (1..=8).map(|n| (n.to_string(), n.to_string())).collect(), params.inflight.to_string(), params, on, |p, v| {
                 let _ = p.parse("rinflight", v);
             }) }
-            { choice("slow request", "slow-put", vec![opt("", "none"), opt("3:200", "the 3rd takes 200 ms"), opt("2:100", "the 2nd takes 100 ms"), opt("5:400", "the 5th takes 400 ms")],
-                params.slow_put.map_or(String::new(), |(k, ms)| format!("{k}:{}", format_millis(ms))), params, on, |p, v| {
+            { choice("slow request", "slow-put", slow_options, current_slow, params, on, |p, v| {
                 if v.is_empty() { p.slow_put = None } else { let _ = p.parse("rslow", v); }
             }) }
             { choice(if backend == RemoteBackend::S3 { "failed PUT" } else { "lost INSERT answer" }, "fail-put", vec![opt("", "none"), opt("3", "request 3"), opt("6", "request 6")],
@@ -220,18 +224,13 @@ fn takeover_panel(run: &RemoteRun, now: Nanos) -> Html {
                 <li>{ format!("B's own objects start at offset {} (the end of what it recovered).", takeover.new_session_start) }</li>
                 <li>{ format!("A's first request to find the new epoch: {fenced}. From there A fails every waiting writer and stops.") }</li>
                 <li>{ format!("A acknowledged {} records before the claim; B's recovery replays {} of A's records{}.",
- \
-                   takeover.acked_by_old, takeover.recovered_by_new,
- \
-                   if takeover.recovered_by_new >= takeover.acked_by_old { ": nothing acknowledged is lost" } else { "" }) }</li>
+                    takeover.acked_by_old, takeover.recovered_by_new,
+                    if takeover.recovered_by_new >= takeover.acked_by_old { ": nothing acknowledged is lost" } else { "" }) }</li>
                 if run.backend == RemoteBackend::S3 {
- \
-                   <li class="stragglers">{ format!("{} of A's objects landed under epoch {} at or past B's start: stragglers, ignored by every recovery.",
- \
-                       takeover.stragglers_ignored, takeover.old_epoch) }</li>
+                    <li class="stragglers">{ format!("{} of A's objects landed under epoch {} at or past B's start: stragglers, ignored by every recovery.",
+                        takeover.stragglers_ignored, takeover.old_epoch) }</li>
                 } else {
- \
-                   <li class="stragglers">{ "No straggler can land: the epoch is checked inside each insert's transaction, and B's claim waited for the inserts holding the node row." }</li>
+                    <li class="stragglers">{ "No straggler can land: the epoch is checked inside each insert's transaction, and B's claim waited for the inserts holding the node row." }</li>
                 }
             </ul>
         </div>
@@ -338,10 +337,12 @@ pub fn ObjectStoreChapter(props: &ChapterProps) -> Html {
         <div class="prose">
             <p>{ "A node's log has one writer at a time, identified by its epoch: a number that grows by one each time a process \
                   takes the node over. Every object's key carries the writer's epoch: {prefix}{epoch}/wal/{start}-{end}. When node B takes the node \
-                  over it raises the epoch in a registration object (5 becomes 6), lists what is there, and records where its own \
-                  objects begin. Node A may still have uploads in flight: they land under epoch 5 at or past B's start, and every \
-                  recovery ignores them. After each upload A reads the registration back; the first read that shows epoch 6 fences \
-                  it, and it stops. Pick the moment of the takeover above." }</p>
+                  over it raises the epoch in a registration object (5 becomes 6), reads it back, lists what is there, and records \
+                  where its own objects begin: four requests, each as slow as any other. After each upload A reads the \
+                  registration (a HEAD, one more request) before it reports the bulk; the first read that shows epoch 6 fences \
+                  it, and it stops. An upload of A's that is slower than B's claim and LIST lands under epoch 5 at or past B's \
+                  start: a straggler, which every recovery ignores. Pick the moment of the takeover above, and slow down a PUT \
+                  that is in flight then to make a straggler." }</p>
         </div>
         { takeover_panel(&run, props.player.now) }
         <h3>{ "Recovery" }</h3>
@@ -357,6 +358,70 @@ pub fn ObjectStoreChapter(props: &ChapterProps) -> Html {
     }
 }
 
+/// A checkbox that rewrites the remote parameters.
+fn toggle(label: &'static str, class: &'static str, checked: bool, params: &RemoteParams, on_action: &Callback<LabAction>, apply: fn(&mut RemoteParams, bool)) -> Html {
+    let params = params.clone();
+    let onchange = on_action.reform(move |event: Event| {
+        let input: web_sys::HtmlInputElement = event.target_unchecked_into();
+        let mut next = params.clone();
+        apply(&mut next, input.checked());
+        LabAction::SetRemote(next)
+    });
+    html! { <label class={classes!("remote-control", "toggle", class)}><input type="checkbox" {checked} {onchange} />{ " " }{ label }</label> }
+}
+
+/// Part 14's start-up: the server's state as toggles, and what the core's start-up
+/// checks and timeline verdict make of it at a restart at the playhead.
+fn startup_panel(props: &ChapterProps, run: &RemoteRun) -> Html {
+    let params = &props.params.remote;
+    let on = &props.on_action;
+    let timeline = match params.timeline {
+        TimelineCase::Equal => "equal",
+        TimelineCase::Lower { .. } => "lower",
+        TimelineCase::HigherSynchronous | TimelineCase::HigherAsynchronous { .. } => "higher",
+    };
+    let controls = html! {
+        <div class="controls remote-controls startup-controls">
+            { choice("timeline now, against the one recorded at the last start", "timeline", vec![opt("equal", "equal: a normal restart"),
+                opt("lower", "lower: restored from a backup (taken at 20 ms)"), opt("higher", "higher: a standby was promoted")],
+                timeline.to_string(), params, on, |p, v| p.set_timeline(v)) }
+            { toggle("synchronous_standby_names is set (a synchronous standby)", "ssn", params.synchronous_standby_set(), params, on, |p, on| p.set_synchronous_standby(on)) }
+            { toggle("pg_is_in_recovery() is true (the server is a standby)", "recovery", params.server.in_recovery, params, on, |p, on| p.server.in_recovery = on) }
+            { toggle("fsync = off on the server", "fsync", params.server.fsync_off, params, on, |p, on| p.server.fsync_off = on) }
+            { toggle("allowUnsafe=true in the WAL's URL", "unsafe", params.server.allow_unsafe, params, on, |p, on| p.server.allow_unsafe = on) }
+        </div>
+    };
+    let now = props.player.now;
+    let view = startup_at(run, params, now);
+    let warnings: Vec<&str> = view.warnings.iter().map(|w| warning_name(*w)).collect();
+    let warning_items = view.warnings.iter().map(|warning| html! { <li class="warning">{ format!("Warning: {warning}.") }</li> });
+    let verdict = match (&view.refusal, &view.restart) {
+        (Some(refusal), _) => html! {
+            <p class="refusal">{ format!("The WAL refuses to start: {refusal}. Nothing is recovered and nothing is acknowledged until the server is fixed.") }</p>
+        },
+        (None, Some(restart)) => html! {
+            <p class="timeline-verdict" data-case={timeline_name(params.timeline)} data-severity={format!("{:?}", restart.severity).to_lowercase()}
+                data-lost={restart.lost.len().to_string()}>
+                { format!("It starts. Restart at {} ms: {}. Logged as {}. Of {} acknowledged records, {} are lost.", format_millis(now), restart.verdict,
+                    format!("{:?}", restart.severity).to_lowercase(), restart.acked, restart.lost.len()) }
+            </p>
+        },
+        (None, None) => Html::default(),
+    };
+    html! {
+        <>
+        { controls }
+        <div class="startup-verdict" data-verdict={if view.refusal.is_some() { "refused" } else { "starts" }}
+            data-refusal={view.refusal.map(refusal_name)} data-warnings={warnings.join(" ")}
+            data-timeline={view.restart.as_ref().map(|_| timeline_name(params.timeline))}
+            data-lost={view.restart.as_ref().map(|r| r.lost.len().to_string())} aria-live="polite">
+            { verdict }
+            <ul class="startup-warnings">{ for warning_items }</ul>
+        </div>
+        </>
+    }
+}
+
 #[component]
 pub fn PostgresChapter(props: &ChapterProps) -> Html {
     let Some(bench) = bench_of(props) else { return html! { <p class="error">{ "this Part's bench did not run" }</p> } };
@@ -367,7 +432,6 @@ pub fn PostgresChapter(props: &ChapterProps) -> Html {
     let params = &props.params.remote;
     let on_player = props.on_action.reform(LabAction::Player);
     let (trim_offset, head, waiting) = ring_at(&run, props.player.now);
-    let restart = restart_at(&run, params, props.player.now);
     let startup = startup_rows().into_iter().map(|(condition, verdict)| html! { <tr><td>{ condition }</td><td>{ verdict }</td></tr> });
     let ring_controls = html! {
         <div class="controls remote-controls">
@@ -414,16 +478,13 @@ pub fn PostgresChapter(props: &ChapterProps) -> Html {
         <div class="prose">
             <p>{ "Recovery scans from the trim offset across the slot tables, each row starting where the last ended, and stops \
                   at the first gap; every record's CRC is checked and each row's epoch must match the epoch framed inside it. \
-                  The database's timeline is compared with the one recorded at the last start:" }</p>
+                  Before any of that, the WAL asks the server two questions and refuses to start on a wrong answer: is it a \
+                  standby (pg_is_in_recovery()), which cannot take writes, and is fsync off, which lets a COMMIT return before its bytes \
+                  are safe on disk? Then it compares the database's timeline (a number Postgres raises at every promotion) \
+                  with the one recorded at the last start. Set the server up below; the verdicts are the core's start-up \
+                  checks, the same code the native backend runs, and the restart happens at the playhead." }</p>
         </div>
-        { choice("timeline at restart", "timeline", vec![opt("equal", "equal: a normal restart"), opt("lower", "lower: restored from a backup (20 ms)"),
-            opt("higher-sync", "higher, synchronous standby promoted"), opt("higher-async", "higher, asynchronous standby promoted (10 ms behind)")],
-            timeline_name(params.timeline).to_string(), params, &props.on_action, |p, v| { let _ = p.parse("rtl", v); }) }
-        <p class="timeline-verdict" data-case={timeline_name(params.timeline)} data-severity={format!("{:?}", restart.severity).to_lowercase()}
-            data-lost={restart.lost.len().to_string()}>
-            { format!("Restart at {} ms: {}. Logged as {}. Of {} acknowledged records, {} are lost.", format_millis(props.player.now), restart.verdict,
-                format!("{:?}", restart.severity).to_lowercase(), restart.acked, restart.lost.len()) }
-        </p>
+        { startup_panel(props, &run) }
         <p class="note">{ format!("(The backup point is {} ms and the asynchronous standby replays {} ms behind.)", format_millis(BACKUP_AT), format_millis(STANDBY_LAG)) }</p>
         <table class="startup-checks"><thead><tr><th>{ "at start" }</th><th>{ "the WAL" }</th></tr></thead><tbody>{ for startup }</tbody></table>
         <h3>{ "What each event loses" }</h3>
