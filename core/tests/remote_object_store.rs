@@ -190,3 +190,43 @@ fn after_a_takeover_the_new_owner_recovers_every_acknowledged_record_and_no_stra
         "A's next check fences it"
     );
 }
+
+#[test]
+fn a_trace_of_a_run_reads_back_into_the_same_bulks_records_and_takeover() {
+    use walab_core::sim::remote::{from_trace, to_trace};
+    let setup = RemoteSetup {
+        takeover_at: Some(ms(60)),
+        slow_puts: vec![(8, ms(300))],
+        ..s3(
+            Load::Rate {
+                rate_per_s: 20_000,
+                poisson: true,
+            },
+            4_000,
+        )
+    };
+    let run = run(&setup).unwrap();
+    let back = from_trace(&to_trace(&run, "group")).unwrap();
+    let times = |run: &RemoteRun| -> Vec<_> {
+        run.bulks
+            .iter()
+            .map(|b| (b.bulk, b.records, b.first_offset, b.end_offset, b.formed, b.sent, b.stored, b.checked, b.acked, b.outcome))
+            .collect()
+    };
+    assert_eq!(times(&back), times(&run));
+    assert_eq!(back.records, run.records);
+    assert_eq!((back.puts, back.records_acked), (run.puts, run.records_acked));
+    let (original, read) = (run.takeover.clone().unwrap(), back.takeover.clone().unwrap());
+    assert_eq!((read.at, read.claimed_at, read.listed_at), (original.at, original.claimed_at, original.listed_at));
+    assert_eq!((read.old_epoch, read.new_epoch, read.new_session_start), (original.old_epoch, original.new_epoch, original.new_session_start));
+    assert_eq!(read.fenced_bulks, original.fenced_bulks);
+    assert_eq!(read.stragglers_ignored, original.stragglers_ignored);
+    assert!(read.stragglers_ignored >= 1);
+    assert_eq!(read.recovered_by_new, original.recovered_by_new);
+    let mut not_remote = to_trace(&back, "group");
+    not_remote.scenario = "tiny-store".into();
+    assert_eq!(
+        from_trace(&not_remote).unwrap_err().to_string(),
+        "scenario 'tiny-store' is not a run of walab sim remote (remote-s3 or remote-postgres)"
+    );
+}

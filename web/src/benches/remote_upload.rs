@@ -110,6 +110,12 @@ pub fn marks(upload: &UploadRun) -> Vec<Nanos> {
 /// The upload's part of the caption at `t`.
 pub fn caption_parts(upload: &UploadRun, t: Nanos) -> Vec<String> {
     let mut parts = Vec::new();
+    let stored: Vec<u64> = upload.objects.iter().filter(|o| o.stored == t).map(|o| o.id).collect();
+    if !stored.is_empty() {
+        let ids: Vec<String> = stored.iter().map(u64::to_string).collect();
+        let (noun, pronoun) = if stored.len() == 1 { ("object", "it") } else { ("objects", "them") };
+        parts.push(format!("{noun} {} stored; no reader can find {pronoun} before the commit", ids.join(" and ")));
+    }
     for block in &upload.blocks {
         if block.sealed == t {
             parts.push(format!("log-cache block {} seals with {} acknowledged records", block.block, block.records));
@@ -146,10 +152,6 @@ pub fn caption_parts(upload: &UploadRun, t: Nanos) -> Vec<String> {
                 });
             }
         }
-    }
-    let stored: Vec<u64> = upload.objects.iter().filter(|o| o.stored == t).map(|o| o.id).collect();
-    if !stored.is_empty() {
-        parts.push(format!("object {} stored; no reader can find it before the commit", stored.iter().map(u64::to_string).collect::<Vec<_>>().join(" and ")));
     }
     let expired: Vec<u64> = upload.objects.iter().filter(|o| o.expired == Some(t)).map(|o| o.id).collect();
     if !expired.is_empty() {

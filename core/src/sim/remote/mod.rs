@@ -57,7 +57,7 @@ mod trace;
 pub mod upload;
 
 pub use driver::run;
-pub use trace::to_trace;
+pub use trace::{from_trace, to_trace, FromTraceError};
 pub use outcomes::{
     event_loss, restart_after, EventLoss, RestartOutcome, Standby, TimelineCase, WalEvent,
 };

@@ -1,17 +1,26 @@
 //! A remote run as the lab's [`Trace`], so `walab sim remote --trace` files play in the
-//! browser's lanes like every other run: each bulk is a batch whose "sync" is its PUT or
-//! INSERT, from the request going out to the object stored or the row committed.
+//! browser like every other run: each bulk is a batch whose "sync" is its PUT or INSERT,
+//! from the request going out to the object stored or the row committed; on the object
+//! store the fence read after it is a second sync of the same batch, on the
+//! `registration` file. [`from_trace`] reads such a trace back into a [`RemoteRun`] for
+//! Parts 13 and 14, recomputing what recovery keeps with the core's own planning.
 
-use super::{BulkOutcome, RemoteRun};
+use super::{BulkOutcome, BulkRow, RecordRow, RemoteBackend, RemoteRun, TakeoverReport, OWNER_EPOCH};
 use crate::group_commit::SyncError;
+use crate::remote::layout::{plan_chain, Session, WalObject};
+use crate::ring::RingGeometry;
 use crate::time::Nanos;
 use crate::trace::{Event, FileKind, Trace, TraceWrite};
 
-/// The run's trace: arrivals, bulks formed, requests out and back, acknowledgements,
-/// failures, and the takeover as a note.
+/// Fence reads are syncs numbered from here (bulk k's is `FENCE_SYNC_BASE + k`).
+pub const FENCE_SYNC_BASE: u64 = 1 << 40;
+
+/// The run's trace: arrivals, bulks formed, requests out and back, fence reads,
+/// acknowledgements, and the takeover as a note.
 pub fn to_trace(run: &RemoteRun, policy: &str) -> Trace {
     let mut trace = Trace::new(&format!("remote-{}", run.backend.name()), policy, 0);
     let file = trace.add_file("wal", FileKind::Log, 0);
+    let registration = trace.add_file("registration", FileKind::Manifest, 0);
     let mut events: Vec<(Nanos, u8, Event)> = Vec::new();
     for record in &run.records {
         let Some(arrived) = record.arrived else { continue };
@@ -44,11 +53,18 @@ pub fn to_trace(run: &RemoteRun, policy: &str) -> Trace {
         }
         let (ended, ok, error) = match (bulk.stored, bulk.outcome) {
             (Some(stored), _) => (Some(stored), true, None),
-            (None, Some(BulkOutcome::Fenced)) => (bulk.sent, false, Some(SyncError::Fenced)),
-            (None, _) => (bulk.sent, false, Some(SyncError::Unavailable)),
+            (None, Some(BulkOutcome::Fenced)) => (bulk.answered.or(bulk.sent), false, Some(SyncError::Fenced)),
+            (None, _) => (bulk.answered.or(bulk.sent), false, Some(SyncError::Unavailable)),
         };
         if let Some(ended) = ended {
             events.push((ended, 3, Event::SyncEnd { sync: bulk.bulk, file, ok, error }));
+        }
+        if let (Some(stored), Some(checked)) = (bulk.stored, bulk.checked) {
+            let sync = FENCE_SYNC_BASE + bulk.bulk;
+            let fenced = run.takeover.as_ref().is_some_and(|takeover| takeover.fenced_bulks.contains(&bulk.bulk));
+            events.push((stored, 3, Event::SyncStart { sync, file: registration, batch: Some(bulk.bulk), units: Vec::new() }));
+            let error = fenced.then_some(SyncError::Fenced);
+            events.push((checked, 3, Event::SyncEnd { sync, file: registration, ok: !fenced, error }));
         }
         if let Some(acked) = bulk.acked {
             events.push((acked, 4, Event::Ack { first_write: bulk.first_record, writes: bulk.records }));
@@ -56,8 +72,8 @@ pub fn to_trace(run: &RemoteRun, policy: &str) -> Trace {
     }
     if let Some(takeover) = &run.takeover {
         let text = format!(
-            "node B claims epoch {} (node A had {}); B's session starts at offset {}",
-            takeover.new_epoch, takeover.old_epoch, takeover.new_session_start
+            "node B claims epoch {} (node A had {}); B's session starts at offset {}; sent at {} ns, listed at {} ns",
+            takeover.new_epoch, takeover.old_epoch, takeover.new_session_start, takeover.at.0, takeover.listed_at.0
         );
         events.push((takeover.claimed_at, 5, Event::Note { text }));
     }
@@ -66,4 +82,193 @@ pub fn to_trace(run: &RemoteRun, policy: &str) -> Trace {
         trace.push(at, event);
     }
     trace
+}
+
+/// The numbers of [`to_trace`]'s takeover note.
+fn parse_takeover_note(text: &str) -> Option<(u64, u64, u64, Nanos, Nanos)> {
+    let rest = text.strip_prefix("node B claims epoch ")?;
+    let (new_epoch, rest) = rest.split_once(" (node A had ")?;
+    let (old_epoch, rest) = rest.split_once("); B's session starts at offset ")?;
+    let (start, rest) = rest.split_once("; sent at ")?;
+    let (at, rest) = rest.split_once(" ns, listed at ")?;
+    let listed = rest.strip_suffix(" ns")?;
+    Some((new_epoch.parse().ok()?, old_epoch.parse().ok()?, start.parse().ok()?, Nanos(at.parse().ok()?), Nanos(listed.parse().ok()?)))
+}
+
+/// Why a trace is not a remote run's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FromTraceError {
+    /// The scenario is not `remote-s3` or `remote-postgres`.
+    NotRemote { scenario: String },
+    /// A sync or an acknowledgement names a bulk no `batch_formed` event made.
+    UnknownBulk { bulk: u64 },
+}
+
+impl core::fmt::Display for FromTraceError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            FromTraceError::NotRemote { scenario } => {
+                write!(f, "scenario '{scenario}' is not a run of walab sim remote (remote-s3 or remote-postgres)")
+            }
+            FromTraceError::UnknownBulk { bulk } => write!(f, "bulk {bulk} is used before a batch_formed event made it"),
+        }
+    }
+}
+
+/// Reads a trace written by [`to_trace`] back into a run: bulks, records, the takeover.
+/// What the trace does not carry is left out: the Postgres trims and ring geometry (the
+/// default geometry stands in), retries and ring waits.
+pub fn from_trace(trace: &Trace) -> Result<RemoteRun, FromTraceError> {
+    let backend = match trace.scenario.as_str() {
+        "remote-s3" => RemoteBackend::S3,
+        "remote-postgres" => RemoteBackend::Postgres,
+        other => return Err(FromTraceError::NotRemote { scenario: other.to_string() }),
+    };
+    let mut records: Vec<RecordRow> = trace
+        .writes
+        .iter()
+        .map(|write| RecordRow { record: write.id, arrived: Some(write.arrival), acked: None, bulk: None })
+        .collect();
+    records.sort_by_key(|record| record.record);
+    let mut bulks: Vec<BulkRow> = Vec::new();
+    let mut note = None;
+    let mut fenced_bulks = Vec::new();
+    let index_of = |bulks: &[BulkRow], bulk: u64| bulks.iter().position(|row| row.bulk == bulk).ok_or(FromTraceError::UnknownBulk { bulk });
+    for event in &trace.events {
+        let at = event.at;
+        match &event.event {
+            Event::BatchFormed { batch, segment, first_write, writes, offset, bytes } => bulks.push(BulkRow {
+                bulk: *batch,
+                epoch: OWNER_EPOCH,
+                records: *writes,
+                first_record: *first_write,
+                first_offset: *offset,
+                end_offset: offset + bytes,
+                generation: (backend == RemoteBackend::Postgres).then_some(*segment),
+                slot: None,
+                formed: at,
+                sent: None,
+                stored: None,
+                acked: None,
+                outcome: None,
+                answered: None,
+                request: None,
+                waited: None,
+                retried: false,
+                checked: None,
+            }),
+            Event::SyncStart { sync, .. } if *sync < FENCE_SYNC_BASE => {
+                let index = index_of(&bulks, *sync)?;
+                bulks[index].sent = Some(at);
+                bulks[index].request = Some(index as u64 + 1);
+            }
+            Event::SyncEnd { sync, ok, error, .. } => {
+                let fence = *sync >= FENCE_SYNC_BASE;
+                let index = index_of(&bulks, if fence { sync - FENCE_SYNC_BASE } else { *sync })?;
+                let row = &mut bulks[index];
+                if fence {
+                    row.checked = Some(at);
+                    if *error == Some(SyncError::Fenced) {
+                        fenced_bulks.push(row.bulk);
+                    }
+                } else {
+                    row.answered = Some(at);
+                    if *ok {
+                        row.stored = Some(at);
+                    } else if *error == Some(SyncError::Fenced) {
+                        row.outcome = Some(BulkOutcome::Fenced);
+                        fenced_bulks.push(row.bulk);
+                    }
+                }
+            }
+            Event::Ack { first_write, writes } => {
+                for record in records.iter_mut().filter(|r| (*first_write..first_write + writes).contains(&r.record)) {
+                    record.acked = Some(at);
+                }
+                for row in bulks.iter_mut().filter(|row| row.first_record >= *first_write && row.first_record < first_write + writes) {
+                    row.acked = Some(at);
+                }
+            }
+            Event::Note { text } => note = parse_takeover_note(text).map(|parsed| (at, parsed)),
+            _ => {}
+        }
+    }
+    for row in &mut bulks {
+        for record in records.iter_mut().filter(|r| (row.first_record..row.first_record + row.records).contains(&r.record)) {
+            record.bulk = Some(row.bulk);
+        }
+        if row.outcome.is_none() {
+            row.outcome = Some(match (row.acked, row.stored) {
+                (Some(_), _) => BulkOutcome::Acked,
+                (None, Some(_)) => BulkOutcome::StoredNotAcked,
+                (None, None) => BulkOutcome::Failed,
+            });
+        }
+    }
+    let records_acked = records.iter().filter(|record| record.acked.is_some()).count() as u64;
+    let takeover = note.map(|(claimed_at, (new_epoch, old_epoch, start, at, listed_at))| {
+        let mut report = TakeoverReport {
+            at,
+            claimed_at,
+            listed_at,
+            old_epoch,
+            new_epoch,
+            acked_by_old: records_acked,
+            recovered_by_new: 0,
+            stragglers_ignored: 0,
+            new_session_start: start,
+            fenced_bulks: fenced_bulks.clone(),
+            ignored: Vec::new(),
+            recovered_records: Vec::new(),
+            already_uploaded: 0,
+        };
+        let stored: Vec<&BulkRow> = bulks.iter().filter(|row| row.stored.is_some()).collect();
+        match backend {
+            RemoteBackend::S3 => {
+                // What a recovery after the takeover keeps, by the core's own plan.
+                let listed: Vec<WalObject> = stored.iter().map(|row| WalObject { epoch: row.epoch, start: row.first_offset, end: row.end_offset }).collect();
+                let sessions = [
+                    Session { epoch: old_epoch, start_offset: 0, first_seq: 1 },
+                    Session { epoch: new_epoch, start_offset: start, first_seq: 1 },
+                ];
+                let plan = plan_chain(&listed, &sessions);
+                report.recovered_records = plan
+                    .chain
+                    .iter()
+                    .filter_map(|object| stored.iter().find(|row| row.first_offset == object.start))
+                    .flat_map(|row| row.first_record..row.first_record + row.records)
+                    .collect();
+                report.stragglers_ignored = plan.ignored.iter().filter(|(object, _)| object.epoch == old_epoch).count() as u64;
+                report.ignored = plan.ignored;
+            }
+            RemoteBackend::Postgres => {
+                // The committed rows, in log order up to the first gap.
+                let mut end = 0;
+                for row in &bulks {
+                    if row.stored.is_none() || row.first_offset < end {
+                        break;
+                    }
+                    end = row.end_offset;
+                    report.recovered_records.extend(row.first_record..row.first_record + row.records);
+                }
+            }
+        }
+        report.recovered_by_new = report.recovered_records.len() as u64;
+        report
+    });
+    let puts = bulks.iter().filter(|row| row.sent.is_some()).count() as u64;
+    let fence_checks = bulks.iter().filter(|row| row.checked.is_some()).count() as u64;
+    let end = trace.events.last().map_or(Nanos::ZERO, |event| event.at);
+    Ok(RemoteRun {
+        backend,
+        bulks,
+        records,
+        puts,
+        fence_checks,
+        records_acked,
+        takeover,
+        trims: Vec::new(),
+        ring: RingGeometry::default(),
+        end,
+    })
 }

@@ -43,8 +43,15 @@ pub fn UploadFigure(props: &UploadFigureProps) -> Html {
             </li>
         }
     });
-    let blocks = upload.blocks.iter().filter(|block| block.sealed <= now || block.attempts[0].reserve_sent <= now).map(|block| {
-        let objects = upload.objects.iter().filter(|object| object.block == block.block).map(|object| {
+    let blocks = upload.blocks.iter().filter(|block| block.sealed <= now).map(|block| {
+        // What the block is waiting for while none of its ids is reserved yet.
+        let asking = block.attempts.iter().rev().find(|attempt| attempt.reserve_sent <= now).filter(|attempt| attempt.reserved > now);
+        let waiting = match asking {
+            Some(attempt) => Some(format!("asking the metadata log for {} ids", attempt.ids.len())),
+            None if block.attempts[0].reserve_sent > now => Some("sealed; waiting for the upload task".to_string()),
+            None => None,
+        };
+        let objects = upload.objects.iter().filter(|object| object.block == block.block && object.reserved <= now).map(|object| {
             let state = object_state(upload, object, now);
             let state_text = match state {
                 ObjectState::NotYet => "id not reserved yet",
@@ -73,7 +80,9 @@ pub fn UploadFigure(props: &UploadFigureProps) -> Html {
         html! {
             <li class="upload-block" data-block={block.block.to_string()} data-attempts={block.attempts.iter().filter(|a| a.reserve_sent <= now).count().to_string()}>
                 <span class="block-name">{ format!("block {}: records {}–{}", block.block, block.first_record, block.first_record + block.records - 1) }</span>
-                <ul class="block-objects">{ for objects }</ul>
+                <ul class="block-objects">{ for objects }
+                    if let Some(text) = waiting { <li class="block-waiting">{ text }</li> }
+                </ul>
             </li>
         }
     });
