@@ -66,24 +66,24 @@ fn blocks_become_stream_set_and_stream_objects_committed_in_order_then_the_wal_i
     let run = upload(&setup, &wal, None);
     expect_test::expect![[r#"
         block 1 records 1..98 sealed 90.025
-          reserve 90.025 ids [1, 2] reserved 92.025 uploaded 117.025 answered 119.025 Committed
+          reserve 90.025 ids [0, 1] reserved 92.025 uploaded 117.025 answered 119.025 Committed
         block 2 records 98..246 sealed 100.025
-          reserve 119.025 ids [3, 4] reserved 121.025 uploaded 146.025 answered 148.025 Committed
+          reserve 119.025 ids [2, 3] reserved 121.025 uploaded 146.025 answered 148.025 Committed
         block 3 records 246..394 sealed 100.025
-          reserve 148.025 ids [5, 6] reserved 150.025 uploaded 175.025 answered 177.025 Committed
+          reserve 148.025 ids [4, 5] reserved 150.025 uploaded 175.025 answered 177.025 Committed
         block 4 records 394..542 sealed 100.025
-          reserve 177.025 ids [7, 8] reserved 179.025 uploaded 204.025 answered 206.025 Committed
+          reserve 177.025 ids [6, 7] reserved 179.025 uploaded 204.025 answered 206.025 Committed
         block 5 records 542..601 sealed 140.025
-          reserve 206.025 ids [9] reserved 208.025 uploaded 233.025 answered 235.025 Committed
-        object 1 StreamSet [s2:0..17 s3:0..16 s4:0..8] committed 119.025 expired -
-        object 2 Stream [s1:0..56] committed 119.025 expired -
-        object 3 StreamSet [s2:17..38 s3:16..37 s4:8..24] committed 148.025 expired -
-        object 4 Stream [s1:56..146] committed 148.025 expired -
-        object 5 StreamSet [s2:38..51 s3:37..58 s4:24..38] committed 177.025 expired -
-        object 6 Stream [s1:146..246] committed 177.025 expired -
-        object 7 StreamSet [s2:51..81 s3:58..80 s4:38..54] committed 206.025 expired -
-        object 8 Stream [s1:246..326] committed 206.025 expired -
-        object 9 StreamSet [s1:326..355 s2:81..89 s3:80..96 s4:54..60] committed 235.025 expired -
+          reserve 206.025 ids [8] reserved 208.025 uploaded 233.025 answered 235.025 Committed
+        object 0 StreamSet [s2:0..17 s3:0..16 s4:0..8] committed 119.025 expired -
+        object 1 Stream [s1:0..56] committed 119.025 expired -
+        object 2 StreamSet [s2:17..38 s3:16..37 s4:8..24] committed 148.025 expired -
+        object 3 Stream [s1:56..146] committed 148.025 expired -
+        object 4 StreamSet [s2:38..51 s3:37..58 s4:24..38] committed 177.025 expired -
+        object 5 Stream [s1:146..246] committed 177.025 expired -
+        object 6 StreamSet [s2:51..81 s3:58..80 s4:38..54] committed 206.025 expired -
+        object 7 Stream [s1:246..326] committed 206.025 expired -
+        object 8 StreamSet [s1:326..355 s2:81..89 s3:80..96 s4:54..60] committed 235.025 expired -
         commit 119.025 block 1 ends [56, 17, 16, 8]
         commit 148.025 block 2 ends [146, 38, 37, 24]
         commit 177.025 block 3 ends [246, 51, 58, 38]
@@ -100,7 +100,7 @@ fn blocks_become_stream_set_and_stream_objects_committed_in_order_then_the_wal_i
         assert_eq!(attempt.outcome, AttemptOutcome::Committed);
         assert!(attempt.reserved < attempt.uploaded, "ids are reserved before the upload");
         for &id in &attempt.ids {
-            let object = &run.objects[id as usize - 1];
+            let object = &run.objects[id as usize];
             assert!(object.stored <= attempt.uploaded && object.committed == attempt.commit_answered);
         }
     }
@@ -164,7 +164,7 @@ fn after_a_takeover_the_old_owners_commit_is_refused_and_its_ids_expire() {
     assert_eq!(attempt.outcome, AttemptOutcome::Fenced);
     assert!(attempt.reserve_sent < claimed && attempt.commit_answered.unwrap() >= claimed);
     for &id in &attempt.ids {
-        let object = &run.objects[id as usize - 1];
+        let object = &run.objects[id as usize];
         assert_eq!((object.committed, object.expired), (None, Some(object.reserved + UploadSetup::lab().id_ttl)));
     }
     assert!(run.deletes.is_empty(), "nothing is trimmed from the WAL B recovers");

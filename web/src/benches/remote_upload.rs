@@ -206,10 +206,10 @@ mod tests {
         let upload = bench.upload.as_ref().unwrap().as_ref().unwrap();
         let block = &upload.blocks[1];
         let crash = block.attempts[0].uploaded;
-        let orphan = &upload.objects[block.attempts[0].ids[0] as usize - 1];
+        let orphan = &upload.objects[block.attempts[0].ids[0] as usize];
         assert_eq!(object_state(upload, orphan, crash), ObjectState::Orphan);
         assert_eq!(object_state(upload, orphan, orphan.expired.unwrap()), ObjectState::Expired);
-        let retry = &upload.objects[block.attempts[1].ids[0] as usize - 1];
+        let retry = &upload.objects[block.attempts[1].ids[0] as usize];
         assert_eq!(object_state(upload, retry, block.attempts[1].commit_answered.unwrap()), ObjectState::Committed);
         assert!(caption_parts(upload, crash).iter().any(|p| p.contains("crashes after uploading block 2")));
         assert!(bench.command.contains("--upload-crash-before-commit 2"));

@@ -16,7 +16,8 @@
 //! 2. **Upload.** The objects are PUT side by side. An uploaded object that nothing
 //!    references is invisible: readers find objects only through the metadata.
 //! 3. **Commit.** One metadata command registers every object of the block and advances
-//!    the committed end of every stream in it, atomically ([`MetadataLog::commit`]): a
+//!    the committed end of every stream in it, atomically ([`MetadataLog::commit`], over
+//!    the metadata state machine `walab serve` runs, [`crate::stream_store::meta`]): a
 //!    reader sees none of the commit or all of it. The command is refused unless every
 //!    id is still reserved and every range starts exactly at its stream's committed end,
 //!    so no offset is ever covered by two committed objects.
@@ -40,6 +41,7 @@ use std::collections::BTreeMap;
 
 use super::{RemoteBackend, RemoteRun};
 use crate::rng::Rng;
+use crate::stream_store::meta::{MetaCommand, MetaError, MetaState, ObjectEntry, RunEntry};
 use crate::sim::SyncLatency;
 use crate::time::Nanos;
 
@@ -139,12 +141,11 @@ pub enum ObjectKind {
 }
 
 /// Why the metadata log refused a commit. It registers nothing then.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CommitError {
-    /// The id was never reserved, has expired, or is committed already.
-    IdNotReserved { id: u64 },
-    /// The range does not start at its stream's committed end.
-    NotContiguous { stream: u64, committed_end: u64, start: u64 },
+    /// The metadata state machine refused it: an id not reserved (expired, or never
+    /// reserved), or a run that does not start at its stream's committed end.
+    Refused(MetaError),
     /// The node's epoch has moved on: a newer owner holds the node.
     Fenced { epoch: u64, current: u64 },
 }
@@ -152,56 +153,55 @@ pub enum CommitError {
 impl core::fmt::Display for CommitError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
-            CommitError::IdNotReserved { id } => write!(f, "object id {id} is not reserved (expired or never reserved)"),
-            CommitError::NotContiguous { stream, committed_end, start } => {
-                write!(f, "stream {stream} is committed to {committed_end}, the object starts at {start}")
-            }
+            CommitError::Refused(error) => write!(f, "{error}"),
             CommitError::Fenced { epoch, current } => write!(f, "epoch {epoch} is fenced (the node is at {current})"),
         }
     }
 }
 
-/// The metadata log's part in the upload: object ids, reservations that expire, and the
-/// atomic commit that advances the streams' committed ends.
+/// A stream's name in the metadata: `s1`, `s2`, ... (streams are numbered from 0 here).
+pub fn stream_name(stream: u64) -> String {
+    format!("s{}", stream + 1)
+}
+
+/// The metadata log as the upload meets it: the core's metadata state machine
+/// ([`MetaState`], the one `walab serve` runs: reserve, commit, expire), plus what the
+/// simulation adds around it: when each reservation expires, and the node's epoch that
+/// a commit must carry.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MetadataLog {
-    next_id: u64,
+    state: MetaState,
     /// Reserved ids and when each expires.
-    reserved: BTreeMap<u64, Nanos>,
-    /// Committed objects by id.
-    committed: BTreeMap<u64, Vec<StreamRange>>,
-    stream_ends: Vec<u64>,
+    expires: BTreeMap<u64, Nanos>,
+    streams: u64,
     epoch: u64,
 }
 
 impl MetadataLog {
     pub fn new(streams: u64, epoch: u64) -> MetadataLog {
-        MetadataLog {
-            next_id: 1,
-            reserved: BTreeMap::new(),
-            committed: BTreeMap::new(),
-            stream_ends: vec![0; streams as usize],
-            epoch,
-        }
+        MetadataLog { state: MetaState::default(), expires: BTreeMap::new(), streams, epoch }
     }
 
     /// Reserves `count` fresh ids at `now`; each expires `ttl` later unless committed.
     pub fn reserve(&mut self, now: Nanos, count: u64, ttl: Nanos) -> Vec<u64> {
-        let ids: Vec<u64> = (self.next_id..self.next_id + count).collect();
-        self.next_id += count;
+        let command = self.state.reserve(count as u32);
+        self.state.apply(&command).expect("a reservation at the next free id applies");
+        let MetaCommand::Reserve { first, .. } = command else { unreachable!("reserve gives a Reserve") };
+        let ids: Vec<u64> = (first..first + count).collect();
         for &id in &ids {
-            self.reserved.insert(id, now + ttl);
+            self.expires.insert(id, now + ttl);
         }
         ids
     }
 
-    /// Drops the reservations that expired by `now`; returns their ids.
+    /// Expires the reservations due by `now` (one `Expire` command); returns their ids.
     pub fn expire(&mut self, now: Nanos) -> Vec<u64> {
-        let expired: Vec<u64> = self.reserved.iter().filter(|(_, &at)| at <= now).map(|(&id, _)| id).collect();
-        for id in &expired {
-            self.reserved.remove(id);
+        let reserved = self.state.reserved_ids();
+        let due: Vec<u64> = reserved.into_iter().filter(|id| self.expires.get(id).is_some_and(|&at| at <= now)).collect();
+        if !due.is_empty() {
+            self.state.apply(&MetaCommand::Expire { ids: due.clone() }).expect("the ids are reserved");
         }
-        expired
+        due
     }
 
     /// A new owner claims the node.
@@ -215,39 +215,32 @@ impl MetadataLog {
         if epoch != self.epoch {
             return Err(CommitError::Fenced { epoch, current: self.epoch });
         }
-        let mut ends = self.stream_ends.clone();
-        for (id, ranges) in objects {
-            if !self.reserved.contains_key(id) {
-                return Err(CommitError::IdNotReserved { id: *id });
-            }
-            for range in ranges {
-                let end = &mut ends[range.stream as usize];
-                if range.start != *end {
-                    return Err(CommitError::NotContiguous { stream: range.stream, committed_end: *end, start: range.start });
-                }
-                *end = range.end;
-            }
-        }
-        for (id, ranges) in objects {
-            self.reserved.remove(id);
-            self.committed.insert(*id, ranges.clone());
-        }
-        self.stream_ends = ends;
-        Ok(())
+        let objects = objects
+            .iter()
+            .map(|(id, ranges)| ObjectEntry {
+                id: *id,
+                runs: ranges.iter().map(|r| RunEntry { stream: stream_name(r.stream), start: r.start, end: r.end }).collect(),
+            })
+            .collect();
+        self.state.apply(&MetaCommand::Commit { objects, producers: Vec::new() }).map_err(CommitError::Refused)
     }
 
-    pub fn stream_ends(&self) -> &[u64] {
-        &self.stream_ends
+    /// Each stream's committed end.
+    pub fn stream_ends(&self) -> Vec<u64> {
+        (0..self.streams).map(|stream| self.state.committed(&stream_name(stream))).collect()
     }
 
-    /// How many committed objects cover each offset of `stream` below its committed end:
+    /// How many committed runs cover each offset of `stream` below its committed end:
     /// what a reader reading the stream from 0 reads each record as.
     pub fn coverage(&self, stream: u64) -> Vec<u32> {
-        let mut counts = vec![0u32; self.stream_ends[stream as usize] as usize];
-        for range in self.committed.values().flatten().filter(|range| range.stream == stream) {
-            for offset in range.start..range.end {
-                if let Some(count) = counts.get_mut(offset as usize) {
-                    *count += 1;
+        let name = stream_name(stream);
+        let mut counts = vec![0u32; self.state.committed(&name) as usize];
+        for (_, meta) in self.state.streams().filter(|(other, _)| *other == name) {
+            for &(start, end, _) in &meta.runs {
+                for offset in start..end {
+                    if let Some(count) = counts.get_mut(offset as usize) {
+                        *count += 1;
+                    }
                 }
             }
         }
@@ -279,7 +272,7 @@ pub struct AttemptRow {
     /// The commit's answer (committed or refused); `None` after a crash.
     pub commit_answered: Option<Nanos>,
     pub outcome: AttemptOutcome,
-    /// The attempt's object ids (indices into [`UploadRun::objects`] are `id - 1`).
+    /// The attempt's object ids (ids count from 0: object `id` is `UploadRun::objects[id]`).
     pub ids: Vec<u64>,
 }
 
@@ -489,17 +482,17 @@ pub fn run(wal: &RemoteRun, setup: &UploadSetup, latency: &SyncLatency, seed: u6
             let outcome = match metadata.commit(answered, super::OWNER_EPOCH, &commit) {
                 Ok(()) => AttemptOutcome::Committed,
                 Err(CommitError::Fenced { .. }) => AttemptOutcome::Fenced,
-                Err(CommitError::IdNotReserved { .. }) => AttemptOutcome::Expired,
-                Err(error @ CommitError::NotContiguous { .. }) => unreachable!("the task uploads from the committed ends: {error}"),
+                Err(CommitError::Refused(MetaError::NotReserved { .. })) => AttemptOutcome::Expired,
+                Err(CommitError::Refused(error)) => unreachable!("the task uploads from the committed ends: {error}"),
             };
             row.attempts.push(AttemptRow { reserve_sent: start, reserved, uploaded, commit_answered: Some(answered), outcome, ids: ids.clone() });
             ready = answered;
             match outcome {
                 AttemptOutcome::Committed => {
                     for &id in &ids {
-                        out.objects[id as usize - 1].committed = Some(answered);
+                        out.objects[id as usize].committed = Some(answered);
                     }
-                    out.commits.push(CommitRow { at: answered, block, ids, stream_ends: metadata.stream_ends().to_vec() });
+                    out.commits.push(CommitRow { at: answered, block, ids, stream_ends: metadata.stream_ends() });
                     // Trim: the WAL objects whose records are all committed now.
                     let committed_through = first_record + records;
                     let covered: Vec<u64> = wal.bulks[deleted_bulks..]
@@ -535,12 +528,13 @@ pub fn run(wal: &RemoteRun, setup: &UploadSetup, latency: &SyncLatency, seed: u6
     let final_time = out.objects.iter().filter_map(|object| object.expired).max().unwrap_or(Nanos::ZERO);
     metadata.expire(final_time);
     out.read_twice = (0..STREAMS).map(|stream| metadata.coverage(stream).iter().filter(|&&count| count > 1).count() as u64).sum();
+    let ends = metadata.stream_ends();
     out.orphan_overlap = out
         .objects
         .iter()
         .filter(|object| object.committed.is_none())
         .flat_map(|object| object.ranges.iter())
-        .map(|range| range.end.min(metadata.stream_ends()[range.stream as usize]).saturating_sub(range.start))
+        .map(|range| range.end.min(ends[range.stream as usize]).saturating_sub(range.start))
         .sum();
     out.end = [
         out.objects.iter().flat_map(|o| [Some(o.stored), o.committed, o.expired]).flatten().max(),
