@@ -20,7 +20,17 @@ use crate::wal::{Wal, WalError, WalOptions};
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
-    wal: WalArgs,
+    wal: Option<WalArgs>,
+    /// Append to a running `walab serve` at this URL instead of a WAL (prints
+    /// `ack <stream> <offset> <producer> <seq>`).
+    #[arg(long, value_name = "URL", conflicts_with = "wal")]
+    http: Option<String>,
+    /// With --http: streams the writers append to (writer w to stream w mod K).
+    #[arg(long, value_name = "K", default_value_t = 1)]
+    streams: usize,
+    /// With --http: how many of the writers are idempotent producers (epoch 1, seq from 0).
+    #[arg(long, value_name = "P", default_value_t = 0)]
+    producers: usize,
     /// Concurrent writers.
     #[arg(long, default_value_t = 1)]
     writers: usize,
@@ -49,9 +59,22 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         None => None,
     };
     let total = if deadline.is_some() { u64::MAX } else { args.records.unwrap_or(1000) };
-    let backend = args.wal.backend(true).map_err(CliError::usage)?;
-    let (wal, _recovered) = Wal::open(backend, WalOptions::default()).map_err(open_failure)?;
     let run_id = args.run_id.unwrap_or_else(default_run_id);
+    if let Some(url) = args.http {
+        return super::load_http::run(super::load_http::HttpLoad {
+            url,
+            writers: args.writers,
+            records: total,
+            deadline,
+            record_bytes: args.record_bytes,
+            streams: args.streams,
+            producers: args.producers,
+            run_id,
+        });
+    }
+    let Some(wal) = args.wal else { return Err(CliError::usage("--wal URL or --http URL: say where to append")) };
+    let backend = wal.backend(true).map_err(CliError::usage)?;
+    let (wal, _recovered) = Wal::open(backend, WalOptions::default()).map_err(open_failure)?;
     let stdout = Arc::new(Mutex::new(std::io::stdout()));
     let stop = Arc::new(AtomicBool::new(false));
     let first_error: Arc<Mutex<Option<WalError>>> = Arc::new(Mutex::new(None));

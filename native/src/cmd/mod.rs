@@ -14,6 +14,7 @@ pub mod dump;
 pub mod fsync_test;
 pub mod inspect;
 pub mod load;
+pub mod load_http;
 pub mod quorum;
 pub mod redo;
 pub mod reset;
