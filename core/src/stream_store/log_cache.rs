@@ -117,6 +117,14 @@ impl StreamLog {
         bytes
     }
 
+    /// Every durable record from offset `from` (at least [`StreamLog::start`]), with no
+    /// read bound: what the upload seals, which bounds its block by bytes itself.
+    pub fn durable_from(&self, from: u64) -> impl Iterator<Item = &CachedRecord> {
+        let skip = from.saturating_sub(self.start) as usize;
+        let durable = (self.durable_end - self.start) as usize;
+        self.records.range(skip.min(durable)..durable)
+    }
+
     /// Up to `max` durable records from offset `from` (at most [`READ_RECORDS_MAX`]).
     pub fn read(&self, from: u64, max: usize) -> Result<impl Iterator<Item = &CachedRecord>, ReadError> {
         if from > self.durable_end {
@@ -166,6 +174,8 @@ mod tests {
         assert_eq!((log.start(), log.first().map(|r| r.offset)), (12, Some(12)));
         assert_eq!(log.read(11, 5).err(), Some(ReadError::BelowCache { from: 11, start: 12 }));
         assert_eq!(offsets(log.read(12, 5).unwrap()), vec![12, 13]);
+        assert_eq!(offsets(log.durable_from(13)), vec![13]);
+        assert_eq!(offsets(log.durable_from(0)), vec![12, 13]);
     }
 
     #[test]

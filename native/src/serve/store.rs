@@ -410,7 +410,7 @@ impl Store {
                 break;
             }
             let state = lock(&handle);
-            let Ok(records) = state.log.read(state.committed, usize::MAX) else { continue };
+            let records = state.log.durable_from(state.committed);
             let mut run = Run { stream: name, start: state.committed, records: Vec::new() };
             for record in records {
                 if bytes >= bytes_max {

@@ -66,13 +66,16 @@ impl Uploader {
             if !self.store.upload_due(&self.policy) {
                 continue;
             }
-            if let Err(error) = self.upload_once().await {
-                eprintln!("walab serve: upload: {error}");
-                if self.meta.failed() {
-                    eprintln!("walab serve: uploads stopped until a restart; appends go on into the WAL");
-                    return;
+            // While blocks keep being due (a backlog), upload them back to back.
+            while self.store.upload_due(&self.policy) {
+                if let Err(error) = self.upload_once().await {
+                    eprintln!("walab serve: upload: {error}");
+                    if self.meta.failed() {
+                        eprintln!("walab serve: uploads stopped until a restart; appends go on into the WAL");
+                        return;
+                    }
+                    tokio::time::sleep(RETRY_AFTER).await;
                 }
-                tokio::time::sleep(RETRY_AFTER).await;
             }
         }
     }
