@@ -1156,5 +1156,37 @@ impl ChainRecovery {
     }
 }
 
+/// A row's offsets end, epoch and body, for [`judge_stored_row`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RowAt<'a> {
+    pub end: u64,
+    pub epoch: u64,
+    pub body: &'a [u8],
+}
+
+/// What the row already at a batch's offset means when the batch's fenced insert
+/// inserted nothing ([`judge_stored_row`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StoredRowVerdict {
+    /// The same end, epoch and bytes: an earlier attempt of this insert committed.
+    Committed,
+    /// A row of another epoch: a newer writer owns the log.
+    Fenced,
+    /// The same epoch with other bytes or another end: corruption, never success.
+    Mismatch,
+}
+
+/// A lost reply says nothing about whether the `COMMIT` happened, so a retried insert
+/// that finds a row at its offset compares it with its own batch (`ours`).
+pub fn judge_stored_row(ours: &RowAt<'_>, stored: &RowAt<'_>) -> StoredRowVerdict {
+    if stored == ours {
+        StoredRowVerdict::Committed
+    } else if stored.epoch != ours.epoch {
+        StoredRowVerdict::Fenced
+    } else {
+        StoredRowVerdict::Mismatch
+    }
+}
+
 #[cfg(test)]
 mod tests;

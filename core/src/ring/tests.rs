@@ -315,3 +315,12 @@ fn a_row_body_is_the_stream_frame_of_the_epoch_and_the_records() {
     let expected = encode_frame(&StreamFrame { frame_offset: 500, records: frame_records });
     assert_eq!(encode_row_body(500, 9, records.iter().map(Vec::as_slice)), expected);
 }
+
+#[test]
+fn a_retry_takes_only_its_own_row_for_success() {
+    let ours = RowAt { end: 140, epoch: 3, body: b"batch" };
+    assert_eq!(judge_stored_row(&ours, &ours), StoredRowVerdict::Committed);
+    assert_eq!(judge_stored_row(&ours, &RowAt { epoch: 4, ..ours }), StoredRowVerdict::Fenced);
+    assert_eq!(judge_stored_row(&ours, &RowAt { body: b"other", ..ours }), StoredRowVerdict::Mismatch);
+    assert_eq!(judge_stored_row(&ours, &RowAt { end: 141, ..ours }), StoredRowVerdict::Mismatch);
+}

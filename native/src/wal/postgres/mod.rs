@@ -9,7 +9,8 @@
 //! settings, the start-up verdicts. Group commit (batch interval, batch size, inflight
 //! limit, ordered acknowledgements, backpressure, fail-stop) is the core's machine,
 //! driven by [`super::Wal`]'s driver thread exactly as for files. This module is the
-//! I/O: it owns a small tokio runtime and a pool of connections, and turns each
+//! I/O: it owns a small tokio runtime and a pool of connections (`deadpool-postgres`,
+//! at most `maxInflight`, each caching its prepared inserts), and turns each
 //! `persist(batch)` into one fenced `INSERT`, in its own transaction, on its own
 //! connection, completing the batch when the `COMMIT` returns. The machine keeps up to
 //! `maxInflight` of them running and releases acknowledgements in order.
@@ -46,11 +47,15 @@
 pub mod cluster;
 pub mod sql;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::{Notify, Semaphore};
+use backon::{ExponentialBuilder, Retryable};
+use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod};
+use futures::future::BoxFuture;
+use tokio::sync::Notify;
 use tokio_postgres::{Client, NoTls, Statement};
 
 use walab_core::group_commit::{self, Batch, Policy, SyncError};
@@ -71,16 +76,6 @@ pub const RETRY_BACKOFF_FIRST: Duration = Duration::from_millis(20);
 /// appenders about one commit's latency: at 20 ms that was measurable at 64 appenders. A
 /// batch waiting for its slot cuts the pause short (the ring is full: trim now).
 pub const TRIM_PAUSE: Duration = Duration::from_millis(250);
-
-/// Deliberate faults for the tests of the retry path.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PgFault {
-    /// The first batch's first insert commits, but its reply is treated as lost.
-    LoseFirstCommitReply,
-    /// Before the first batch is inserted, a different row (same epoch) is put at its
-    /// offset, as a corrupt table would hold.
-    ForeignRowAtFirstBatch,
-}
 
 /// Something the start-up noticed, in order; also printed to stderr.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -143,7 +138,6 @@ struct RingState {
     epoch: u64,
     ring_wait_reported: bool,
     counters: PgCounters,
-    fault: Option<PgFault>,
 }
 
 struct Shared {
@@ -175,7 +169,8 @@ impl Shared {
 /// Where the WAL lives and how it talks to it; the same for every task.
 #[derive(Clone)]
 struct Target {
-    connect_url: String,
+    /// The URL's client part, with the session's `synchronous_commit` as a start-up option.
+    client_config: tokio_postgres::Config,
     /// The URL names a ring (`segments`, `segmentBytes`); without, the stored one stands.
     geometry_given: bool,
     cluster: String,
@@ -184,20 +179,13 @@ struct Target {
     name: String,
 }
 
-/// A connection with its prepared inserts.
-struct Conn {
-    client: Client,
-    inserts: HashMap<u64, Statement>,
-}
-
 impl Target {
     async fn connect(&self) -> Result<Client, tokio_postgres::Error> {
-        let (client, connection) = tokio_postgres::connect(&self.connect_url, NoTls).await?;
+        let (client, connection) = self.client_config.connect(NoTls).await?;
         tokio::spawn(async move {
             // Ends when the client is dropped or the server goes away.
             let _ = connection.await;
         });
-        client.batch_execute(&sql::set_synchronous_commit(self.settings.synchronous_commit)).await?;
         Ok(client)
     }
 
@@ -222,8 +210,10 @@ pub struct PgBackend {
     create: bool,
     runtime: tokio::runtime::Runtime,
     shared: Arc<Shared>,
-    pool: Arc<Mutex<Vec<Conn>>>,
-    permits: Arc<Semaphore>,
+    /// The inserts' connections: `maxInflight` at most, one per running insert, each with
+    /// its prepared statements.
+    pool: Pool,
+    insert: Arc<dyn InsertRow>,
     notes: Vec<StartupNote>,
     quiet: bool,
 }
@@ -243,16 +233,28 @@ impl PgBackend {
             .map_err(|e| format!("cannot start the postgres runtime: {e}"))?;
         let settings = split.settings;
         let name = format!("{} ({cluster}/{node})", redact(&split.connect_url));
+        let mut client_config: tokio_postgres::Config =
+            split.connect_url.parse().map_err(|e| format!("--wal: {}", error_text(&e)))?;
+        let options = sql::with_synchronous_commit(client_config.get_options(), settings.synchronous_commit);
+        client_config.options(&options);
+        let manager = Manager::from_config(
+            client_config.clone(),
+            NoTls,
+            ManagerConfig { recycling_method: RecyclingMethod::Fast },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(settings.inflight_max)
+            .build()
+            .map_err(|e| format!("cannot make the postgres connection pool: {e}"))?;
         let state = RingState {
             schedule: RingSchedule::new(settings.geometry, 0, VecDeque::new()),
             epoch: 0,
             ring_wait_reported: false,
             counters: PgCounters::default(),
-            fault: None,
         };
         Ok(PgBackend {
             target: Target {
-                connect_url: split.connect_url,
+                client_config,
                 geometry_given: split.geometry_given,
                 cluster: cluster.to_string(),
                 node: node.to_string(),
@@ -262,16 +264,11 @@ impl PgBackend {
             create,
             runtime,
             shared: Arc::new(Shared { state: Mutex::new(state), changed: Notify::new(), slot_wanted: Notify::new() }),
-            pool: Arc::new(Mutex::new(Vec::new())),
-            permits: Arc::new(Semaphore::new(settings.inflight_max)),
+            pool,
+            insert: Arc::new(FencedInsert),
             notes: Vec::new(),
             quiet: false,
         })
-    }
-
-    /// Arms a deliberate fault (tests of the retry path).
-    pub fn inject(&mut self, fault: PgFault) {
-        self.shared.lock().fault = Some(fault);
     }
 
     /// Keeps the start-up notes off stderr (tests read [`PgBackend::notes`]).
@@ -621,8 +618,8 @@ impl Backend for PgBackend {
         };
         let task = PersistTask {
             shared: Arc::clone(&self.shared),
-            pool: Arc::clone(&self.pool),
-            permits: Arc::clone(&self.permits),
+            pool: self.pool.clone(),
+            insert: Arc::clone(&self.insert),
             target: self.target.clone(),
             start,
             generation,
@@ -666,8 +663,8 @@ impl Backend for PgBackend {
 
 struct PersistTask {
     shared: Arc<Shared>,
-    pool: Arc<Mutex<Vec<Conn>>>,
-    permits: Arc<Semaphore>,
+    pool: Pool,
+    insert: Arc<dyn InsertRow>,
     target: Target,
     start: u64,
     generation: u64,
@@ -687,16 +684,76 @@ impl PersistTask {
     }
 
     async fn run_inner(&self, batch: &Batch) -> Result<(), SyncError> {
+        let epoch = self.admitted().await?;
+        let body = ring::encode_row_body(self.start, epoch, batch.records());
+        let slot = self.shared.lock().schedule.geometry().slot(self.generation);
+        let table = self.target.table(slot);
         let end = self.start + batch.bytes.len() as u64;
-        // Wait for the slot and, at a generation's start, for every earlier batch.
-        let epoch = loop {
+        let row = BatchRow {
+            table: &table,
+            start: to_i64(self.start),
+            end: to_i64(end),
+            epoch: to_i64(epoch),
+            body: &body,
+            cluster: &self.target.cluster,
+            node: &self.target.node,
+        };
+        let attempts = AtomicU32::new(0);
+        let outcome = (|| async {
+            attempts.fetch_add(1, Ordering::Relaxed);
+            self.attempt(&row).await
+        })
+        .retry(insert_retries())
+        .notify(|_, _| self.shared.lock().counters.retries += 1)
+        .await;
+        match outcome {
+            Ok(Attempt::Inserted) => {
+                self.shared.lock().counters.inserts += 1;
+                Ok(())
+            }
+            Ok(Attempt::AlreadyThere) => {
+                let mut state = self.shared.lock();
+                state.counters.inserts += 1;
+                if attempts.load(Ordering::Relaxed) > 1 {
+                    state.counters.retries_found_committed += 1;
+                }
+                Ok(())
+            }
+            Ok(Attempt::Fenced(stored)) => {
+                eprintln!(
+                    "walab: {}: fenced: the node row's epoch is now {stored}, this writer's is {epoch}; no more appends",
+                    self.target.name
+                );
+                Err(SyncError::Fenced)
+            }
+            Ok(Attempt::Mismatch(what)) => {
+                eprintln!(
+                    "walab: {}: corruption: slot {slot} already holds a different row at offset {}: {what}",
+                    self.target.name, self.start
+                );
+                Err(SyncError::Mismatch)
+            }
+            Err(last_error) => {
+                eprintln!(
+                    "walab: {}: insert at offset {} failed {INSERT_ATTEMPTS_MAX} times: {last_error}",
+                    self.target.name, self.start
+                );
+                Err(SyncError::Unavailable)
+            }
+        }
+    }
+
+    /// Waits until the schedule admits the batch ([`RingSchedule::admission`]); the epoch
+    /// to insert it with.
+    async fn admitted(&self) -> Result<u64, SyncError> {
+        loop {
             let changed = self.shared.changed.notified();
             tokio::pin!(changed);
             changed.as_mut().enable();
             {
                 let mut state = self.shared.lock();
                 match state.schedule.admission(self.generation, self.start) {
-                    Admission::Insert => break state.epoch,
+                    Admission::Insert => return Ok(state.epoch),
                     Admission::Fail(error) => return Err(error),
                     Admission::WaitForDrain => {}
                     Admission::WaitForSlot => {
@@ -715,149 +772,101 @@ impl PersistTask {
                 }
             }
             changed.await;
-        };
-        let body = ring::encode_row_body(self.start, epoch, batch.records());
-        let slot = self.shared.lock().schedule.geometry().slot(self.generation);
-        let _permit = self.permits.acquire().await.map_err(|_| SyncError::Unavailable)?;
-        let fault = self.shared.lock().fault.take();
-        let mut backoff = RETRY_BACKOFF_FIRST;
-        let mut last_error = String::new();
-        for attempt in 0..INSERT_ATTEMPTS_MAX {
-            if attempt > 0 {
-                tokio::time::sleep(backoff).await;
-                backoff *= 2;
-                self.shared.lock().counters.retries += 1;
-            }
-            let mut conn = match self.take_conn().await {
-                Ok(conn) => conn,
-                Err(error) => {
-                    last_error = error_text(&error);
-                    continue;
-                }
-            };
-            match self.attempt(&mut conn, slot, end, epoch, &body, fault, attempt).await {
-                Ok(outcome) => {
-                    self.pool.lock().unwrap_or_else(|p| p.into_inner()).push(conn);
-                    match outcome {
-                        Attempt::Inserted => {
-                            self.shared.lock().counters.inserts += 1;
-                            return Ok(());
-                        }
-                        Attempt::LostReply => {
-                            last_error = "the commit's reply was lost (injected)".to_string();
-                            continue;
-                        }
-                        Attempt::AlreadyThere => {
-                            let mut state = self.shared.lock();
-                            state.counters.inserts += 1;
-                            if attempt > 0 {
-                                state.counters.retries_found_committed += 1;
-                            }
-                            return Ok(());
-                        }
-                        Attempt::Fenced(stored) => {
-                            eprintln!(
-                                "walab: {}: fenced: the node row's epoch is now {stored}, this writer's is {epoch}; no more appends",
-                                self.target.name
-                            );
-                            return Err(SyncError::Fenced);
-                        }
-                        Attempt::Mismatch(what) => {
-                            eprintln!(
-                                "walab: {}: corruption: slot {slot} already holds a different row at offset {}: {what}",
-                                self.target.name, self.start
-                            );
-                            return Err(SyncError::Mismatch);
-                        }
-                    }
-                }
-                Err(error) => {
-                    // The connection may be broken; it is dropped, and the retry reconnects.
-                    last_error = error_text(&error);
-                }
-            }
-        }
-        eprintln!(
-            "walab: {}: insert at offset {} failed {INSERT_ATTEMPTS_MAX} times: {last_error}",
-            self.target.name, self.start
-        );
-        Err(SyncError::Unavailable)
-    }
-
-    async fn take_conn(&self) -> Result<Conn, tokio_postgres::Error> {
-        let pooled = self.pool.lock().unwrap_or_else(|p| p.into_inner()).pop();
-        match pooled {
-            Some(conn) if !conn.client.is_closed() => Ok(conn),
-            _ => Ok(Conn { client: self.target.connect().await?, inserts: HashMap::new() }),
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    async fn attempt(
-        &self,
-        conn: &mut Conn,
-        slot: u64,
-        end: u64,
-        epoch: u64,
-        body: &[u8],
-        fault: Option<PgFault>,
-        attempt: u32,
-    ) -> Result<Attempt, tokio_postgres::Error> {
-        let table = self.target.table(slot);
-        if !conn.inserts.contains_key(&slot) {
-            let statement = conn.client.prepare(&sql::insert_batch(&table)).await?;
-            conn.inserts.insert(slot, statement);
+    /// One attempt on a pooled connection. After an error (retried) the connection may be
+    /// broken: it leaves the pool, and the next attempt gets another.
+    async fn attempt(&self, row: &BatchRow<'_>) -> Result<Attempt, String> {
+        let client = self.pool.get().await.map_err(|error| match error {
+            PoolError::Backend(error) => error_text(&error),
+            other => other.to_string(),
+        })?;
+        let outcome = self.insert_or_compare(&client, row).await;
+        if outcome.is_err() {
+            drop(Object::take(client));
         }
-        let insert = conn.inserts[&slot].clone();
-        let (start, end_i, epoch_i) = (to_i64(self.start), to_i64(end), to_i64(epoch));
-        if fault == Some(PgFault::ForeignRowAtFirstBatch) && attempt == 0 {
-            let mut foreign = body.to_vec();
-            let last = foreign.len() - 1;
-            foreign[last] ^= 0xff;
-            conn.client
-                .execute(
-                    &format!("INSERT INTO {table} (start_offset, end_offset, epoch, body) VALUES ($1, $2, $3, $4)"),
-                    &[&start, &end_i, &epoch_i, &foreign],
-                )
-                .await?;
-        }
-        let inserted = conn
-            .client
-            .execute(&insert, &[&start, &end_i, &epoch_i, &body, &self.target.cluster, &self.target.node])
-            .await?;
-        if inserted == 1 {
-            if fault == Some(PgFault::LoseFirstCommitReply) && attempt == 0 {
-                return Ok(Attempt::LostReply);
-            }
+        outcome
+    }
+
+    /// The fenced insert; when it inserts nothing, what is at the offset says why.
+    async fn insert_or_compare(&self, client: &Object, row: &BatchRow<'_>) -> Result<Attempt, String> {
+        let statement = client.prepare_cached(&sql::insert_batch(row.table)).await.map_err(|e| error_text(&e))?;
+        if self.insert.insert(client, &statement, row).await? == 1 {
             return Ok(Attempt::Inserted);
         }
-        // Nothing inserted: a row is already there, or the fence held.
-        let existing = conn.client.query_opt(&sql::row_at(&table), &[&start]).await?;
-        if let Some(row) = existing {
-            let (row_end, row_epoch, row_body): (i64, i64, Vec<u8>) = (row.get(0), row.get(1), row.get(2));
-            if row_end == end_i && row_epoch == epoch_i && row_body == body {
-                return Ok(Attempt::AlreadyThere);
-            }
-            if row_epoch != epoch_i {
-                return Ok(Attempt::Fenced(row_epoch));
-            }
-            return Ok(Attempt::Mismatch(format!(
-                "end {row_end} (ours {end}), {} body bytes (ours {})",
-                row_body.len(),
-                body.len()
-            )));
+        let existing = client.query_opt(&sql::row_at(row.table), &[&row.start]).await.map_err(|e| error_text(&e))?;
+        if let Some(stored) = existing {
+            let (end, epoch, body): (i64, i64, Vec<u8>) = (stored.get(0), stored.get(1), stored.get(2));
+            let ours = ring::RowAt { end: row.end as u64, epoch: row.epoch as u64, body: row.body };
+            let theirs = ring::RowAt { end: end as u64, epoch: epoch as u64, body: &body };
+            return Ok(match ring::judge_stored_row(&ours, &theirs) {
+                ring::StoredRowVerdict::Committed => Attempt::AlreadyThere,
+                ring::StoredRowVerdict::Fenced => Attempt::Fenced(epoch),
+                ring::StoredRowVerdict::Mismatch => Attempt::Mismatch(format!(
+                    "end {end} (ours {}), {} body bytes (ours {})",
+                    row.end,
+                    body.len(),
+                    row.body.len()
+                )),
+            });
         }
-        let stored = conn.client.query_opt(&sql::current_epoch(), &[&self.target.cluster, &self.target.node]).await?;
+        // No row and nothing inserted: the fence held.
+        let stored = client
+            .query_opt(&sql::current_epoch(), &[&self.target.cluster, &self.target.node])
+            .await
+            .map_err(|e| error_text(&e))?;
         Ok(Attempt::Fenced(stored.map_or(-1, |row| row.get(0))))
     }
 }
 
+/// How an insert that did not fail ended.
 enum Attempt {
     Inserted,
-    LostReply,
+    /// A retry found the batch's own row: the earlier attempt committed.
     AlreadyThere,
     Fenced(i64),
     Mismatch(String),
+}
+
+/// The retries of a batch's insert: [`INSERT_ATTEMPTS_MAX`] attempts in all, the first
+/// retry after [`RETRY_BACKOFF_FIRST`], each wait twice the one before.
+fn insert_retries() -> ExponentialBuilder {
+    ExponentialBuilder::default()
+        .with_min_delay(RETRY_BACKOFF_FIRST)
+        .with_factor(2.0)
+        .with_max_times(INSERT_ATTEMPTS_MAX as usize - 1)
+}
+
+/// A batch's row as the fenced insert's parameters.
+struct BatchRow<'a> {
+    table: &'a str,
+    start: i64,
+    end: i64,
+    epoch: i64,
+    body: &'a [u8],
+    cluster: &'a str,
+    node: &'a str,
+}
+
+/// Runs a batch's fenced insert ([`sql::insert_batch`]) and returns the rows it
+/// inserted. The backend runs [`FencedInsert`]; the tests of the retry path wrap it to
+/// lose a commit's reply or plant a foreign row, so no fault branch is on this path.
+trait InsertRow: Send + Sync {
+    fn insert<'a>(&'a self, client: &'a Client, statement: &'a Statement, row: &'a BatchRow<'a>) -> BoxFuture<'a, Result<u64, String>>;
+}
+
+struct FencedInsert;
+
+impl InsertRow for FencedInsert {
+    fn insert<'a>(&'a self, client: &'a Client, statement: &'a Statement, row: &'a BatchRow<'a>) -> BoxFuture<'a, Result<u64, String>> {
+        Box::pin(async move {
+            client
+                .execute(statement, &[&row.start, &row.end, &row.epoch, &row.body, &row.cluster, &row.node])
+                .await
+                .map_err(|e| error_text(&e))
+        })
+    }
 }
 
 /// Records the trim offset and truncates released slots, whenever the target moves.

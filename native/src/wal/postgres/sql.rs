@@ -28,9 +28,14 @@ use walab_core::ring::{SynchronousCommit, NODE_TABLE};
 /// The advisory lock key under which walab creates its tables ("walab" in ASCII).
 pub const DDL_LOCK_KEY: i64 = 0x77_616c_6162;
 
-/// Every connection of a writer commits with the URL's `synchronousCommit`.
-pub fn set_synchronous_commit(level: SynchronousCommit) -> String {
-    format!("SET synchronous_commit = {}", level.as_sql())
+/// The client's start-up `options` with the URL's `synchronousCommit` added, so every
+/// connection's session commits at that level from its first statement.
+pub fn with_synchronous_commit(options: Option<&str>, level: SynchronousCommit) -> String {
+    let setting = format!("-c synchronous_commit={}", level.as_sql());
+    match options {
+        Some(options) if !options.trim().is_empty() => format!("{options} {setting}"),
+        _ => setting,
+    }
 }
 
 /// `CREATE TABLE IF NOT EXISTS` for the node table.
@@ -136,6 +141,13 @@ pub fn insert_batch(table: &str) -> String {
          SELECT $1, $2, $3, $4 FROM {NODE_TABLE} WHERE cluster = $5 AND node = $6 AND epoch = $3 FOR SHARE
          ON CONFLICT (start_offset) DO NOTHING"
     )
+}
+
+/// A row put at an offset without the fence: only the tests of the retry path use it,
+/// to plant a foreign row where a batch is about to go.
+#[cfg(test)]
+pub fn insert_unfenced(table: &str) -> String {
+    format!("INSERT INTO {table} (start_offset, end_offset, epoch, body) VALUES ($1, $2, $3, $4)")
 }
 
 /// The row at an offset, for the compare after a retried insert.

@@ -23,6 +23,50 @@ fn unique_cluster(test: &str) -> String {
     format!("{test}-{}-{nanos}", std::process::id())
 }
 
+/// Deliberate faults for the tests of the retry path, put between the backend and its
+/// fenced insert ([`InsertRow`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PgFault {
+    /// The first batch's first insert commits, but its reply is treated as lost.
+    LoseFirstCommitReply,
+    /// Before the first batch is inserted, a different row (same epoch) is put at its
+    /// offset, as a corrupt table would hold.
+    ForeignRowAtFirstBatch,
+}
+
+/// The production insert with one fault, armed for the first insert only.
+struct FaultyInsert {
+    fault: PgFault,
+    armed: AtomicBool,
+}
+
+impl InsertRow for FaultyInsert {
+    fn insert<'a>(&'a self, client: &'a Client, statement: &'a Statement, row: &'a BatchRow<'a>) -> BoxFuture<'a, Result<u64, String>> {
+        Box::pin(async move {
+            let first = self.armed.swap(false, Ordering::SeqCst);
+            if first && self.fault == PgFault::ForeignRowAtFirstBatch {
+                let mut foreign = row.body.to_vec();
+                let last = foreign.len() - 1;
+                foreign[last] ^= 0xff;
+                client
+                    .execute(&sql::insert_unfenced(row.table), &[&row.start, &row.end, &row.epoch, &foreign])
+                    .await
+                    .map_err(|e| error_text(&e))?;
+            }
+            let inserted = FencedInsert.insert(client, statement, row).await?;
+            if first && self.fault == PgFault::LoseFirstCommitReply && inserted == 1 {
+                return Err("the commit's reply was lost (injected)".to_string());
+            }
+            Ok(inserted)
+        })
+    }
+}
+
+/// Arms a deliberate fault in a backend not yet opened.
+fn inject(backend: &mut PgBackend, fault: PgFault) {
+    backend.insert = Arc::new(FaultyInsert { fault, armed: AtomicBool::new(true) });
+}
+
 fn backend(url: &str, cluster: &str, create: bool) -> PgBackend {
     let mut backend = PgBackend::new(url, cluster, "0", create).unwrap();
     backend.quiet();
@@ -198,7 +242,7 @@ fn appends_wait_for_a_full_ring_until_the_consumer_trims() {
 fn a_retried_insert_finds_its_own_committed_row() {
     let cluster = unique_cluster("retry");
     let mut backend = backend(SERVER, &cluster, true);
-    backend.inject(PgFault::LoseFirstCommitReply);
+    inject(&mut backend, PgFault::LoseFirstCommitReply);
     let counters = backend.counters_handle();
     let (wal, _) = Wal::open(Box::new(backend), WalOptions::default()).unwrap();
     let mut writer = wal.writer();
@@ -215,7 +259,7 @@ fn a_retried_insert_finds_its_own_committed_row() {
 fn a_different_row_at_the_offset_is_corruption_never_success() {
     let cluster = unique_cluster("mismatch");
     let mut backend = backend(SERVER, &cluster, true);
-    backend.inject(PgFault::ForeignRowAtFirstBatch);
+    inject(&mut backend, PgFault::ForeignRowAtFirstBatch);
     let (wal, _) = Wal::open(Box::new(backend), WalOptions::default()).unwrap();
     let mut writer = wal.writer();
     assert_eq!(writer.append(b"k", b"value"), Err(WalError::Failed(SyncError::Mismatch)));
