@@ -29,12 +29,15 @@
 //! # When an insert fails
 //!
 //! A lost connection says nothing about whether the `COMMIT` happened. So the batch is
-//! retried against the same table, with `ON CONFLICT (start_offset) DO NOTHING`; when
-//! that inserts nothing, the row already at that offset is read back and compared: the
-//! same bytes, offsets and epoch mean the first attempt did commit (success); a row of
-//! another epoch means a newer writer owns the log (fenced); anything else is
-//! corruption ([`SyncError::Mismatch`]), reported and never accepted. No row at all
-//! and no insert means the fence held: the node row carries a newer epoch.
+//! retried (`backon`, [`INSERT_ATTEMPTS_MAX`] attempts with doubling waits, each on a
+//! pooled connection; one that failed leaves the pool) against the same table, with
+//! `ON CONFLICT (start_offset) DO NOTHING`; when that inserts nothing, the row already at
+//! that offset is read back and judged by [`ring::judge_stored_row`]: the same bytes,
+//! offsets and epoch mean the first attempt did commit (success); a row of another epoch
+//! means a newer writer owns the log (fenced); anything else is corruption
+//! ([`SyncError::Mismatch`]), reported and never accepted. No row at all and no insert
+//! means the fence held: the node row carries a newer epoch. The tests of this path put
+//! their faults between the task and the insert ([`InsertRow`]), never on it.
 //!
 //! # Trim
 //!
