@@ -5,12 +5,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use object_store::aws::AmazonS3Builder;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, RetryConfig, UpdateVersion};
 
 use super::LatencyProfile;
-use crate::wal::s3::local_server::{LocalS3, ACCESS_KEY, BUCKET, SECRET_KEY};
+use crate::wal::s3::local_server::LocalS3;
 
 /// Rounds of each race.
 const RACE_ROUNDS: usize = 60;
@@ -18,13 +17,8 @@ const RACE_ROUNDS: usize = 60;
 const RACE_STALL: Duration = Duration::from_millis(15);
 
 fn client_with(server: &LocalS3, retry: RetryConfig) -> Arc<dyn ObjectStore> {
-    let store = AmazonS3Builder::new()
-        .with_endpoint(server.endpoint())
-        .with_bucket_name(BUCKET)
-        .with_region("us-east-1")
-        .with_access_key_id(ACCESS_KEY)
-        .with_secret_access_key(SECRET_KEY)
-        .with_allow_http(true)
+    let store = server
+        .client_builder()
         .with_retry(retry)
         .build()
         .expect("a client for the local server");

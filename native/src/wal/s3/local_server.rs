@@ -88,6 +88,18 @@ impl LocalS3 {
         format!("http://127.0.0.1:{}", self.port)
     }
 
+    /// An `object_store` client builder for this server's bucket and keys (plain HTTP);
+    /// callers add their own retry settings and build.
+    pub fn client_builder(&self) -> object_store::aws::AmazonS3Builder {
+        object_store::aws::AmazonS3Builder::new()
+            .with_endpoint(self.endpoint())
+            .with_bucket_name(BUCKET)
+            .with_region("us-east-1")
+            .with_access_key_id(ACCESS_KEY)
+            .with_secret_access_key(SECRET_KEY)
+            .with_allow_http(true)
+    }
+
     /// The directory holding the bucket's objects as files.
     pub fn bucket_dir(&self) -> PathBuf {
         self.root.join(BUCKET)

@@ -17,7 +17,6 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::stream::BoxStream;
 use futures::TryStreamExt;
-use object_store::aws::AmazonS3Builder;
 use object_store::path::Path;
 use object_store::{
     CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
@@ -27,20 +26,15 @@ use walab_core::codec::tiny::TinyRecord;
 use walab_core::group_commit::{Config, Policy, SyncError};
 
 use super::layout::{node_prefix, parse_key, KeyKind};
-use super::local_server::{LocalS3, ACCESS_KEY, BUCKET, SECRET_KEY};
+use super::local_server::{LocalS3, BUCKET};
 use super::{decode_object, reset, S3Backend, S3Location};
 use walab_core::trace::Event;
 
 use crate::wal::{Wal, WalError, WalOptions};
 
 fn client(server: &LocalS3) -> Arc<dyn ObjectStore> {
-    let store = AmazonS3Builder::new()
-        .with_endpoint(server.endpoint())
-        .with_bucket_name(BUCKET)
-        .with_region("us-east-1")
-        .with_access_key_id(ACCESS_KEY)
-        .with_secret_access_key(SECRET_KEY)
-        .with_allow_http(true)
+    let store = server
+        .client_builder()
         .build()
         .expect("a client for the local server");
     Arc::new(store)
