@@ -87,8 +87,19 @@ fn bench_reports_puts_and_bulks() {
 
 #[test]
 fn crash_test_with_kills_loses_nothing() {
+    crash_test_with_kills_loses_nothing_on(&format!("s3://{BUCKET}/crash"));
+}
+
+/// The same with `fence=lease`: each recovery after a kill waits out the killed owner's
+/// lease (1 s here) before it lists.
+#[test]
+fn crash_test_with_kills_loses_nothing_with_a_lease() {
+    crash_test_with_kills_loses_nothing_on(&format!("s3://{BUCKET}/crash?fence=lease&lease=1s&skew=100ms"));
+}
+
+fn crash_test_with_kills_loses_nothing_on(wal: &str) {
     let server = LocalS3::start();
-    let wal = format!("s3://{BUCKET}/crash");
+    let wal = wal.to_string();
     let output = walab(
         &server,
         &["crash-test", "--wal", &wal, "--kills", "6", "--writers", "8", "--kill-after-ms-max", "2000", "--json"],
@@ -114,8 +125,21 @@ fn collect_acks(child: &mut Child) -> std::thread::JoinHandle<Vec<String>> {
 
 #[test]
 fn a_takeover_race_between_two_processes_loses_nothing_either_acknowledged() {
+    a_takeover_race_between_two_processes_loses_nothing_either_acknowledged_on(&format!("s3://{BUCKET}/race"));
+}
+
+/// The same with both processes on a lease: the second claims, waits out the first's
+/// lease, recovers; the first is fenced at its next renewal.
+#[test]
+fn a_takeover_race_between_two_processes_loses_nothing_either_acknowledged_with_a_lease() {
+    a_takeover_race_between_two_processes_loses_nothing_either_acknowledged_on(&format!(
+        "s3://{BUCKET}/race?fence=lease&lease=1s&skew=100ms"
+    ));
+}
+
+fn a_takeover_race_between_two_processes_loses_nothing_either_acknowledged_on(wal: &str) {
     let server = LocalS3::start();
-    let wal = format!("s3://{BUCKET}/race");
+    let wal = wal.to_string();
     let mut first = command(&server, &["load", "--wal", &wal, "--writers", "16", "--seconds", "60", "--run-id", "first"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -129,7 +153,7 @@ fn a_takeover_race_between_two_processes_loses_nothing_either_acknowledged() {
     assert!(second.status.success(), "{}", stderr(&second));
     let second_acked = acks(&stdout(&second));
     assert_eq!(second_acked.len(), 400);
-    // The first learns at its next upload that it lost the node, and stops.
+    // The first learns at its next upload (or renewal) that it lost the node, and stops.
     let started = Instant::now();
     let status = loop {
         if let Some(status) = first.try_wait().unwrap() {

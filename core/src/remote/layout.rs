@@ -35,6 +35,8 @@
 
 use core::fmt;
 
+use super::lease::Lease;
+
 /// Digits in every epoch and offset of a key.
 pub const KEY_NUMBER_DIGITS: usize = 20;
 /// The registration object's name under the node prefix.
@@ -155,6 +157,14 @@ pub struct Registration {
     pub owner: String,
     /// Sessions that began writing, oldest first, with non-decreasing starts.
     pub sessions: Vec<Session>,
+    /// The owner's lease, when it acknowledges on one (`fence=lease`,
+    /// [`super::lease`]): a claimer waits it out before it LISTs. Absent from the JSON
+    /// when there is none, so a `fence=read` registration reads as it always did.
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
+    pub lease: Option<Lease>,
 }
 
 impl Registration {
@@ -165,11 +175,14 @@ impl Registration {
             epoch: 0,
             owner: String::new(),
             sessions: Vec::new(),
+            lease: None,
         }
     }
 
     /// The registration a new owner writes to take the node over: the next epoch and
-    /// its own owner id, the sessions unchanged. `None` when the epoch cannot grow.
+    /// its own owner id, the sessions and the lease unchanged (the lease is the one the
+    /// new owner waits out, and a later claimer must too). `None` when the epoch cannot
+    /// grow.
     pub fn claimed_by(&self, owner: &str) -> Option<Registration> {
         let epoch = self.epoch.checked_add(1)?;
         Some(Registration {
@@ -196,6 +209,24 @@ impl Registration {
         });
         Registration {
             sessions,
+            ..self.clone()
+        }
+    }
+
+    /// The same registration recording `lease` merged over the one it records
+    /// ([`Lease::merge`]: a renewal never moves the lease back).
+    pub fn with_lease(&self, lease: Lease) -> Registration {
+        Registration {
+            lease: Lease::merge(self.lease, Some(lease)),
+            ..self.clone()
+        }
+    }
+
+    /// The same registration with no lease: what a clean close writes, once its owner
+    /// will acknowledge nothing more.
+    pub fn without_lease(&self) -> Registration {
+        Registration {
+            lease: None,
             ..self.clone()
         }
     }

@@ -11,6 +11,9 @@
 //! - [`layout`]: where the object-store WAL's objects live (keys carrying the epoch), the
 //!   registration that fences a taken-over node, and the recovery plan over a LIST
 //!   ([`layout::plan_chain`]). The native S3 backend and the simulator both decide with it.
+//! - [`lease`]: the second fence (`fence=lease`): the owner's lease in the registration,
+//!   its renewals, when a returned PUT may be acknowledged without a read, and how long a
+//!   claimer waits before it LISTs, with the argument why that loses nothing.
 //! - [`recovery`]: the walk over the objects once read: each one's check
 //!   ([`recovery::decode_object`]), what is kept, left out, deleted, or refused
 //!   ([`recovery::walk_chain`]). The native S3 backend's recovery is its reads plus this.
@@ -18,6 +21,7 @@
 //!   latencies and faults are in [`crate::sim::remote`].
 
 pub mod layout;
+pub mod lease;
 pub mod recovery;
 
 use crate::ring::RingGeometry;

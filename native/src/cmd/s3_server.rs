@@ -50,8 +50,33 @@ pub struct Args {
     /// Write the Nth PUT, then close its connection without an answer (repeatable).
     #[arg(long, value_name = "N")]
     drop_put_reply: Vec<String>,
+    /// Keep the requests received so far, by kind (lines `KIND N`), in this file,
+    /// rewritten every 100 ms: what a benchmark reads before and after a run.
+    #[arg(long, value_name = "PATH")]
+    requests_file: Option<PathBuf>,
     /// Directory whose sub-directories are the buckets.
     root: PathBuf,
+}
+
+/// How often `--requests-file` is rewritten.
+const REQUESTS_FILE_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Rewrites `path` with the request counts every [`REQUESTS_FILE_INTERVAL`], whole
+/// (written beside it, then renamed over it), for as long as the server runs.
+fn keep_requests_file(path: PathBuf, control: Arc<Control>) -> Result<(), CliError> {
+    let mut partial = path.clone().into_os_string();
+    partial.push(".partial");
+    let partial = PathBuf::from(partial);
+    let write = move || std::fs::write(&partial, control.requests_text()).and_then(|()| std::fs::rename(&partial, &path));
+    write().map_err(|error| CliError::usage(format!("--requests-file: cannot write it: {error}")))?;
+    std::thread::Builder::new()
+        .name("requests-file".to_string())
+        .spawn(move || loop {
+            std::thread::sleep(REQUESTS_FILE_INTERVAL);
+            let _ = write();
+        })
+        .map_err(|error| CliError::failed(format!("cannot start the requests file's thread: {error}")))?;
+    Ok(())
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
@@ -73,6 +98,9 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     }
     for text in &args.drop_put_reply {
         control.drop_put_connection(parse_put_number("--drop-put-reply", text).map_err(CliError::usage)?, true);
+    }
+    if let Some(path) = &args.requests_file {
+        keep_requests_file(path.clone(), Arc::clone(&control))?;
     }
     let listener = TcpListener::bind((args.host.as_str(), args.port))
         .map_err(|error| CliError::usage(format!("{}:{}: cannot listen: {error}", args.host, args.port)))?;

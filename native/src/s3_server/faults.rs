@@ -1,4 +1,6 @@
-//! Faults the test server injects on request, counted by PUT.
+//! Faults the test server injects on request, counted by PUT; and the count of every
+//! request by kind ([`Control::requests_seen`], what `walab s3-server --requests-file`
+//! writes out for the benchmarks).
 //!
 //! Every PUT the server receives gets the next number, 1 first, once it holds its key's
 //! lock (object PUTs only: copies and multipart parts are not counted). A fault names the number it hits, so a
@@ -9,6 +11,8 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
+
+use super::latency::RequestKind;
 
 /// What happens to one PUT.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,15 +37,36 @@ pub struct Control {
     puts: AtomicU64,
     faults: Mutex<BTreeMap<u64, PutFault>>,
     locking: AtomicBool,
+    /// Requests received, by [`RequestKind`] (as the latency profile classes them).
+    requests: [AtomicU64; 5],
 }
 
 impl Default for Control {
     fn default() -> Control {
-        Control { puts: AtomicU64::new(0), faults: Mutex::new(BTreeMap::new()), locking: AtomicBool::new(true) }
+        Control {
+            puts: AtomicU64::new(0),
+            faults: Mutex::new(BTreeMap::new()),
+            locking: AtomicBool::new(true),
+            requests: Default::default(),
+        }
     }
 }
 
 impl Control {
+    /// Requests of `kind` received so far (every request, whatever its outcome).
+    pub fn requests_seen(&self, kind: RequestKind) -> u64 {
+        self.requests[kind as usize].load(Ordering::SeqCst)
+    }
+
+    /// The counts as lines `KIND N`, one per kind (`put`, `head`, `get`, `list`, `delete`).
+    pub fn requests_text(&self) -> String {
+        RequestKind::ALL.iter().map(|kind| format!("{} {}\n", kind.name(), self.requests_seen(*kind))).collect()
+    }
+
+    pub(super) fn count_request(&self, kind: RequestKind) {
+        self.requests[kind as usize].fetch_add(1, Ordering::SeqCst);
+    }
+
     /// PUTs received so far.
     pub fn puts_seen(&self) -> u64 {
         self.puts.load(Ordering::SeqCst)

@@ -98,8 +98,9 @@ impl Store {
         Store { inner, locks: KeyLocks::default(), latency, rng: Mutex::new(Rng::new(seed)), control }
     }
 
-    /// Waits the drawn latency of one request of `kind`.
+    /// Counts one request of `kind` and waits its drawn latency.
     async fn wait(&self, kind: RequestKind) {
+        self.control.count_request(kind);
         if !self.latency.adds_latency() {
             return;
         }

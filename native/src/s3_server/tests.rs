@@ -209,3 +209,28 @@ fn a_stalled_put_holds_readers_of_its_key_until_it_is_written() {
     assert_eq!(&read[..], b"new");
     runtime.block_on(put).unwrap().unwrap();
 }
+
+#[test]
+fn every_request_is_counted_by_kind() {
+    use super::RequestKind;
+    use futures::TryStreamExt;
+    let server = LocalS3::start();
+    let runtime = runtime();
+    let store = client_without_retries(&server);
+    let key = Path::from("counted/one");
+    runtime.block_on(async {
+        store.put(&key, PutPayload::from_static(b"x")).await.unwrap();
+        // A refused conditional PUT is a request too.
+        let refused = store.put_opts(&key, PutPayload::from_static(b"y"), PutOptions::from(PutMode::Create)).await;
+        assert!(refused.is_err());
+        store.head(&key).await.unwrap();
+        store.get(&key).await.unwrap().bytes().await.unwrap();
+        let listed: Vec<_> = store.list(Some(&Path::from("counted"))).try_collect().await.unwrap();
+        assert_eq!(listed.len(), 1);
+        store.delete(&key).await.unwrap();
+    });
+    let control = server.control();
+    let seen: Vec<u64> = RequestKind::ALL.iter().map(|kind| control.requests_seen(*kind)).collect();
+    assert_eq!(seen, vec![2, 1, 1, 1, 1]);
+    assert_eq!(control.requests_text(), "put 2\nhead 1\nget 1\nlist 1\ndelete 1\n");
+}

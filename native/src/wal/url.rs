@@ -17,6 +17,9 @@ use super::postgres::PgBackend;
 use super::s3::{self, S3Backend, S3Location};
 use super::Backend;
 use walab_core::group_commit::{Config, Policy};
+use walab_core::remote::lease::{FenceMode, LeaseTerms, LEASE_DEFAULT, SKEW_DEFAULT};
+use walab_core::ring::parse_duration;
+use walab_core::time::Nanos;
 
 /// The flags every WAL command shares.
 #[derive(clap::Args, Debug, Clone)]
@@ -82,6 +85,8 @@ pub fn parse_wal_url(text: &str) -> Result<WalUrl, String> {
         return Ok(WalUrl::Postgres(text.to_string()));
     }
     if let Some(rest) = text.strip_prefix("s3://") {
+        let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
+        parse_s3_options(text, query)?;
         let (bucket, path) = rest.split_once('/').unwrap_or((rest, ""));
         let bucket_ok = (3..=63).contains(&bucket.len())
             && bucket.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.');
@@ -108,6 +113,68 @@ pub fn parse_wal_url(text: &str) -> Result<WalUrl, String> {
             "--wal {text}: unknown scheme {scheme:?}; use file:///DIR, s3://BUCKET/PATH or postgres://..."
         )),
         None => Err(format!("--wal {text}: not a URL; use file:///DIR, s3://BUCKET/PATH or postgres://...")),
+    }
+}
+
+/// The options an `s3://` URL may carry (`s3://BUCKET/PATH?fence=lease&lease=10s`).
+pub const S3_OPTIONS: [&str; 3] = ["fence", "lease", "skew"];
+
+const DURATION: &str = "a duration with ns, us, ms or s (10s); a bare number is milliseconds";
+
+/// The fence an `s3://` URL asks for: `fence=read` (the default: a registration read
+/// after every PUT) or `fence=lease`, with `lease=` and `skew=` (defaults 10s and 1s,
+/// [`walab_core::remote::lease`] says why). Every refusal names the option.
+pub fn s3_fence_mode(text: &str) -> Result<FenceMode, String> {
+    let query = text.strip_prefix("s3://").and_then(|rest| rest.split_once('?')).map_or("", |(_, query)| query);
+    parse_s3_options(text, query)
+}
+
+fn parse_s3_options(text: &str, query: &str) -> Result<FenceMode, String> {
+    let mut fence = None;
+    let mut lease = None;
+    let mut skew = None;
+    for pair in query.split('&').filter(|pair| !pair.is_empty()) {
+        let Some((name, value)) = pair.split_once('=') else {
+            return Err(format!("--wal {text}: option {pair:?} has no value (write {pair}=...)"));
+        };
+        let slot = match name {
+            "fence" => &mut fence,
+            "lease" => &mut lease,
+            "skew" => &mut skew,
+            _ => {
+                return Err(format!(
+                    "--wal {text}: unknown option {name:?}; an s3:// URL takes {}",
+                    S3_OPTIONS.join(", ")
+                ))
+            }
+        };
+        if slot.replace(value).is_some() {
+            return Err(format!("--wal {text}: option {name:?} is given twice"));
+        }
+    }
+    let duration = |name: &str, value: Option<&str>, default: Nanos| match value {
+        None => Ok(default),
+        Some(value) => parse_duration(value).ok_or_else(|| format!("--wal {text}: {name}={value}: expected {DURATION}")),
+    };
+    match fence.unwrap_or("read") {
+        "read" => {
+            if let Some((name, value)) = [("lease", lease), ("skew", skew)].into_iter().find_map(|(n, v)| Some((n, v?))) {
+                return Err(format!("--wal {text}: {name}={value}: only with fence=lease"));
+            }
+            Ok(FenceMode::Read)
+        }
+        "lease" => {
+            let lease_length = duration("lease", lease, LEASE_DEFAULT)?;
+            let skew_allowed = duration("skew", skew, SKEW_DEFAULT)?;
+            let terms = LeaseTerms::new(lease_length, skew_allowed).map_err(|error| {
+                let given = |name: &str, value: Option<&str>| value.map(|v| format!("{name}={v}"));
+                let named: Vec<String> = [given("lease", lease), given("skew", skew)].into_iter().flatten().collect();
+                let named = if named.is_empty() { "the defaults".to_string() } else { named.join(" ") };
+                format!("--wal {text}: {named}: {error}")
+            })?;
+            Ok(FenceMode::Lease(terms))
+        }
+        other => Err(format!("--wal {text}: fence={other}: expected read or lease")),
     }
 }
 
@@ -175,6 +242,7 @@ impl WalArgs {
                 Ok(Box::new(backend))
             }
             WalUrl::S3 { bucket, path } => {
+                let fence = s3_fence_mode(&self.wal)?;
                 if let Some(endpoint) = &self.endpoint {
                     if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
                         return Err(format!("--endpoint {endpoint}: use http://HOST:PORT or https://HOST"));
@@ -186,7 +254,10 @@ impl WalArgs {
                 let policy = if self.per_write { Policy::PerWrite } else { Policy::Group };
                 let machine = Config { inflight_max: self.inflight.unwrap_or(4), ..Config::remote(policy) };
                 // Uploads are spawned on the backend's own runtime: nothing blocks the driver.
-                Ok(Box::new(S3Backend::new(store, location, create, self.segment_bytes.unwrap_or(SEGMENT_BYTES_DEFAULT))?.with_machine_config(machine)))
+                let backend = S3Backend::new(store, location, create, self.segment_bytes.unwrap_or(SEGMENT_BYTES_DEFAULT))?
+                    .with_machine_config(machine)
+                    .with_fence(fence);
+                Ok(Box::new(backend))
             }
         }
     }
@@ -266,6 +337,38 @@ mod tests {
         assert!(refusal(with("file:///tmp/x", "99999")).contains("out of range"));
         assert!(refusal(with("s3://bucket/wal", "auto")).contains("--sync-cpus auto: only for a file:// WAL"));
         assert!(refusal(with("postgres://h/db", "1")).contains("only for a file:// WAL"));
+    }
+
+    #[test]
+    fn s3_fence_options_parse_or_name_what_is_wrong() {
+        let lease = |lease_ms: u64, skew_ms: u64| {
+            FenceMode::Lease(LeaseTerms::new(Nanos::from_millis(lease_ms), Nanos::from_millis(skew_ms)).unwrap())
+        };
+        assert_eq!(s3_fence_mode("s3://bucket/wal"), Ok(FenceMode::Read));
+        assert_eq!(s3_fence_mode("s3://bucket/wal?fence=read"), Ok(FenceMode::Read));
+        assert_eq!(s3_fence_mode("s3://bucket/wal?fence=lease"), Ok(lease(10_000, 1_000)));
+        assert_eq!(s3_fence_mode("s3://bucket?fence=lease&lease=2s&skew=250ms"), Ok(lease(2_000, 250)));
+        assert_eq!(s3_fence_mode("s3://bucket/wal?skew=0&fence=lease&lease=1000"), Ok(lease(1_000, 0)));
+        // The path is still checked, the query kept out of it.
+        assert_eq!(
+            parse_wal_url("s3://bucket/wal/x?fence=lease"),
+            Ok(WalUrl::S3 { bucket: "bucket".into(), path: "wal/x".into() })
+        );
+        let refusal = |url: &str| parse_wal_url(url).unwrap_err();
+        assert_eq!(refusal("s3://b1b/w?fence=maybe"), "--wal s3://b1b/w?fence=maybe: fence=maybe: expected read or lease");
+        assert!(refusal("s3://b1b/w?fencing=lease").contains("unknown option \"fencing\"; an s3:// URL takes fence, lease, skew"));
+        assert!(refusal("s3://b1b/w?fence=lease&fence=read").contains("option \"fence\" is given twice"));
+        assert!(refusal("s3://b1b/w?fence").contains("option \"fence\" has no value"));
+        assert!(refusal("s3://b1b/w?lease=5s").ends_with(": lease=5s: only with fence=lease"));
+        assert!(refusal("s3://b1b/w?fence=read&skew=1s").ends_with(": skew=1s: only with fence=lease"));
+        assert!(refusal("s3://b1b/w?fence=lease&lease=soon").contains("lease=soon: expected a duration"));
+        assert!(refusal("s3://b1b/w?fence=lease&skew=-1s").contains("skew=-1s: expected a duration"));
+        assert!(refusal("s3://b1b/w?fence=lease&lease=50ms").contains("lease=50ms: lease 50.0 ms is shorter"));
+        assert!(refusal("s3://b1b/w?fence=lease&lease=1h").contains("lease=1h: expected a duration"));
+        assert!(refusal("s3://b1b/w?fence=lease&lease=3600s").contains("lease=3600s: lease 3600000.0 ms is longer"));
+        assert!(refusal("s3://b1b/w?fence=lease&lease=2s").contains("lease=2s: skew 1000.0 ms is more than a 4th of the lease"));
+        // And the same refusal from the flags that open the log.
+        assert!(args("s3://bucket/wal?fence=lease&skew=9s", None).backend(true).err().unwrap().contains("skew=9s: skew"));
     }
 
     #[test]

@@ -41,7 +41,9 @@
 //!    (`If-Match`; `If-None-Match: *` for a node never claimed). If another claimer got
 //!    there first the condition fails, and it reads and tries again.
 //! 2. **Recover.** Only then does it LIST the node's prefix and read the objects
-//!    ([`layout::plan_chain`]).
+//!    ([`layout::plan_chain`]). If the registration it replaced records a lease (its
+//!    owner ran with `fence=lease`, below), it first waits until its wall clock has
+//!    passed that lease plus the allowed skew.
 //! 3. **Record its session.** It writes the registration once more (conditionally on
 //!    its own claim's ETag) with a new session: its epoch and the WAL address where its
 //!    own objects will start, the end of what it recovered. From then on any object of
@@ -75,6 +77,28 @@
 //! checked the same way. Bulks that land after the claim are never acknowledged, and
 //! either are recovered (if the LIST saw them: an unacknowledged record may appear) or
 //! lie past the new session's start and are ignored.
+//!
+//! ## The second fence: a lease (`fence=lease`)
+//!
+//! Step 4 costs a second round trip on every acknowledgement. With `fence=lease` in the
+//! URL (`s3://bucket/path?fence=lease&lease=10s&skew=1s`, those two the defaults) the
+//! session write of step 3 also records a lease, a wall-clock expiry and the skew
+//! allowed for, and a background task renews it every quarter lease by a conditional
+//! PUT on the ETag of this writer's last write ([`Fence::renew`]). A bulk whose PUT
+//! returned before the lease's deadline (the expiry minus the skew, kept on the
+//! monotonic clock from the renewal's send, [`OwnerLease`]) is acknowledged with no read
+//! at all; one that returned later falls back to step 4's read. A new owner's claim
+//! (step 1) replaces the registration, so the old owner's next renewal fails on its
+//! condition and fences it; and the new owner LISTs (step 2) only once the lease it
+//! replaced plus the skew has passed on its own clock. Every bulk the old owner
+//! acknowledged on its lease returned before that lease ended in true time, so before
+//! the LIST, which therefore shows it; a bulk of the old owner landing later was never
+//! acknowledged (its PUT returned past the deadline and the read found the claim) and,
+//! past the new session's start, is ignored like any straggler. The full argument, and
+//! what it assumes of the clocks, is in [`walab_core::remote::lease`]. A clean close
+//! writes the registration back without the lease, so only a node whose owner died or
+//! stalled waits a lease out; the price of the lease is that wait (up to lease plus
+//! skew) and one registration PUT per renewal.
 //!
 //! ## What still holds when the conditional PUT is not atomic
 //!
@@ -143,7 +167,9 @@ use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload,
 use walab_core::codec::stream::encode_frame_records;
 use walab_core::codec::tiny::{self, TinyRecord};
 use walab_core::group_commit::{Batch, Config, Policy, SyncError};
+use walab_core::remote::lease::{takeover_wait, FenceMode, Lease, LeaseJudgement, OwnerLease};
 use walab_core::remote::recovery::{walk_chain, LeftOut, OutOfReach, WalkStop, Walked};
+use walab_core::time::Nanos;
 
 use self::layout::{parse_key, plan_chain, registration_key, KeyKind, Registration, RegistrationJson, WalObject};
 /// Checks one recovered object (the core's; the tests damage objects through it).
@@ -154,6 +180,11 @@ use super::{Backend, Completion, Recovered, WalError};
 pub const CLAIM_ATTEMPTS_MAX: usize = 8;
 /// Objects read at once during recovery.
 pub const RECOVERY_READS_INFLIGHT_MAX: usize = 16;
+/// Times a claimer asks again how long to wait out the replaced lease (see
+/// [`S3Backend::wait_out_lease`]).
+pub const TAKEOVER_WAITS_MAX: usize = 16;
+/// How long a clean close waits for the renewal in flight and for the lease's release.
+pub const RELEASE_WAIT_MAX: Duration = Duration::from_secs(5);
 /// Worker threads of the backend's tokio runtime.
 pub const RUNTIME_WORKER_THREADS: usize = 2;
 /// Records a bulk must hold before it is uploaded *beside* another upload (with none in
@@ -169,7 +200,9 @@ pub struct RequestCounts {
     /// Registration reads after uploads (the fence checks: a HEAD, or a GET when the
     /// HEAD cannot decide).
     pub fence_reads: AtomicU64,
-    /// Everything else: claims, LISTs, recovery GETs, DELETEs.
+    /// Lease renewals (`fence=lease`): conditional PUTs of the registration.
+    pub lease_renewals: AtomicU64,
+    /// Everything else: claims, LISTs, recovery GETs, DELETEs, a lease's release.
     pub other: AtomicU64,
 }
 
@@ -220,8 +253,14 @@ pub struct S3Backend {
     units: BTreeMap<u64, Vec<Path>>,
     /// Set once a fence check failed: later uploads are not even sent.
     fenced: Arc<AtomicBool>,
+    /// How a bulk is fenced: a read after its PUT, or a lease (`fence=` in the URL).
+    fence_mode: FenceMode,
     /// What the fence checks compare with (set at recovery).
     fence: Arc<Fence>,
+    /// The lease's background renewal (`fence=lease`, once recovered).
+    renewer: Option<Renewer>,
+    /// The monotonic clock lease deadlines are kept on.
+    clock: MonoClock,
     deleter: Option<tokio::sync::mpsc::UnboundedSender<Vec<Path>>>,
     counts: Arc<RequestCounts>,
     machine: Config,
@@ -277,6 +316,7 @@ impl S3Backend {
             .build()
             .map_err(|error| format!("{}: cannot start the I/O runtime: {error}", location.describe()))?;
         let registration = Self::path(&registration_key(&location.node_prefix));
+        let clock = MonoClock(std::time::Instant::now());
         Ok(S3Backend {
             runtime: Some(runtime),
             store,
@@ -288,13 +328,18 @@ impl S3Backend {
             next_offset: 0,
             units: BTreeMap::new(),
             fenced: Arc::new(AtomicBool::new(false)),
+            fence_mode: FenceMode::Read,
             fence: Arc::new(Fence {
                 registration,
                 epoch: 0,
                 owner: String::new(),
                 e_tag: None,
                 e_tag_seen: std::sync::Mutex::new(None),
+                clock,
+                lease: None,
             }),
+            renewer: None,
+            clock,
             deleter: None,
             counts: Arc::new(RequestCounts::default()),
             machine: Config::object_store(Policy::Group),
@@ -306,6 +351,13 @@ impl S3Backend {
     /// [`PIPELINE_MIN_RECORDS`].
     pub fn with_machine_config(mut self, machine: Config) -> S3Backend {
         self.machine = Config { pipeline_min_records: PIPELINE_MIN_RECORDS, ..machine };
+        self
+    }
+
+    /// How bulks are fenced (`fence=read`, the default, or `fence=lease`; see
+    /// [`walab_core::remote::lease`]).
+    pub fn with_fence(mut self, fence_mode: FenceMode) -> S3Backend {
+        self.fence_mode = fence_mode;
         self
     }
 
@@ -378,6 +430,11 @@ impl S3Backend {
     /// what the objects read make of the log ([`walk_chain`]).
     async fn find(&self, take_over: bool) -> Result<Found, WalError> {
         let claim = if take_over { self.claim().await? } else { self.read_claim().await? };
+        if take_over {
+            // The claim kept the replaced registration's lease: wait it out before the
+            // LIST, so every bulk its owner acknowledged on it is listed.
+            self.wait_out_lease(claim.registration.lease).await?;
+        }
         let sessions = &claim.registration.sessions;
         let plan = plan_chain(&self.list_wal_objects().await?, sessions);
         let bodies = self.read_objects(&plan.chain).await?;
@@ -386,6 +443,26 @@ impl S3Backend {
         let repaired = walked.left_out.as_ref().map(|left_out| self.left_out_note(left_out));
         let Walked { chain, start_offset, next_seq, garbage, .. } = walked;
         Ok(Found { claim, chain, start_offset, next_seq, repaired, garbage })
+    }
+
+    /// Waits until this process's wall clock has passed `replaced` (the lease of the
+    /// registration a claim replaced) plus the larger of its recorded skew and this
+    /// writer's own ([`takeover_wait`]). Asks again after each sleep, at most
+    /// [`TAKEOVER_WAITS_MAX`] times: the wall clock may move otherwise than the sleep.
+    async fn wait_out_lease(&self, replaced: Option<Lease>) -> Result<(), WalError> {
+        let own_skew = self.fence_mode.lease_terms().map_or(Nanos::ZERO, |terms| terms.skew());
+        for _ in 0..TAKEOVER_WAITS_MAX {
+            let wait = takeover_wait(replaced, own_skew, wall_now())
+                .map_err(|error| WalError::Open(format!("{}: {error}", self.location.describe())))?;
+            if wait == Nanos::ZERO {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_nanos(wait.0)).await;
+        }
+        Err(WalError::Open(format!(
+            "{}: the wall clock did not pass the previous owner's lease in {TAKEOVER_WAITS_MAX} waits",
+            self.location.describe()
+        )))
     }
 
     /// The registration as it is, for a reader that claims nothing.
@@ -460,21 +537,33 @@ impl S3Backend {
         }
     }
 
-    /// Step 3: record this process's session, starting at `start_offset`. Returns the
-    /// registration's new ETag (the fence checks compare with it).
+    /// Step 3: record this process's session, starting at `start_offset`, and under
+    /// `fence=lease` its first lease (the replaced lease, waited out by now, is
+    /// dropped). Returns what was written and its version (the fence checks compare
+    /// with its ETag; renewals write over it).
     async fn record_session(
         &self,
         claim: &Claim,
         lowest_start: Option<u64>,
         start_offset: u64,
         first_seq: u64,
-    ) -> Result<Option<String>, WalError> {
+    ) -> Result<SessionWrite, WalError> {
         let key = Self::path(&registration_key(&self.location.node_prefix));
-        let registration = claim.registration.with_session(lowest_start, start_offset, first_seq);
+        let (sent_at, sent_wall) = (self.clock.now(), wall_now());
+        let session = claim.registration.with_session(lowest_start, start_offset, first_seq).without_lease();
+        let registration = match self.fence_mode.lease_terms() {
+            Some(terms) => session.with_lease(terms.record(sent_wall)),
+            None => session,
+        };
         self.counts.other.fetch_add(1, Ordering::Relaxed);
         let mode = PutMode::Update(claim.version.clone());
         match self.store.put_opts(&key, PutPayload::from(registration.to_bytes()), PutOptions::from(mode)).await {
-            Ok(put) => Ok(put.e_tag),
+            Ok(put) => Ok(SessionWrite {
+                registration,
+                version: UpdateVersion { e_tag: put.e_tag, version: put.version },
+                sent_at,
+                sent_wall,
+            }),
             Err(object_store::Error::Precondition { .. }) => Err(WalError::Open(format!(
                 "{}: taken over by another process during recovery",
                 self.location.describe()
@@ -516,12 +605,148 @@ struct Fence {
     /// The registration's ETag as this writer's session write left it (`None` when the
     /// store returned none). A HEAD that still shows it proves the registration unchanged.
     e_tag: Option<String>,
-    /// A newer ETag a full read found still naming this writer (a store whose HEAD and
-    /// PUT spell ETags differently); later checks then compare with it.
+    /// A newer ETag known to name this writer: a lease renewal's, or one a full read
+    /// found (a store whose HEAD and PUT spell ETags differently); later checks then
+    /// compare with it.
     e_tag_seen: std::sync::Mutex<Option<String>>,
+    clock: MonoClock,
+    /// Under `fence=lease`: the lease this writer holds.
+    lease: Option<LeaseHold>,
+}
+
+/// The backend's monotonic clock, as the core's [`Nanos`] since the backend was made.
+#[derive(Clone, Copy, Debug)]
+struct MonoClock(std::time::Instant);
+
+impl MonoClock {
+    fn now(&self) -> Nanos {
+        Nanos(u64::try_from(self.0.elapsed().as_nanos()).unwrap_or(u64::MAX))
+    }
+}
+
+/// The wall clock, in nanoseconds since the Unix epoch (what a lease's expiry is in).
+fn wall_now() -> Nanos {
+    let since_epoch = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    Nanos(u64::try_from(since_epoch.as_nanos()).unwrap_or(u64::MAX))
+}
+
+/// What [`S3Backend::record_session`] wrote, and when it was sent.
+struct SessionWrite {
+    registration: Registration,
+    version: UpdateVersion,
+    sent_at: Nanos,
+    sent_wall: Nanos,
+}
+
+/// The lease a `fence=lease` writer holds: the core's deadline, and the registration
+/// as this writer last wrote it with its version (what the next renewal writes over).
+struct LeaseHold {
+    state: std::sync::Mutex<LeaseState>,
+}
+
+struct LeaseState {
+    owner: OwnerLease,
+    registration: Registration,
+    version: UpdateVersion,
+}
+
+impl LeaseHold {
+    fn state(&self) -> std::sync::MutexGuard<'_, LeaseState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// How one renewal went.
+enum Renewal {
+    Renewed,
+    /// Refused on its condition, and the registration names another owner.
+    Fenced,
+    /// Not answered, or refused by a write of this writer's own whose answer was lost
+    /// (then its version is adopted): try again soon.
+    Failed,
+}
+
+/// The renewal task and what stops it.
+struct Renewer {
+    stop: tokio::sync::watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
 }
 
 impl Fence {
+    fn new(registration: Path, epoch: u64, owner: String, clock: MonoClock, mode: FenceMode, session: Option<SessionWrite>) -> Fence {
+        let e_tag = session.as_ref().and_then(|written| written.version.e_tag.clone());
+        let lease = match (mode.lease_terms(), session) {
+            (Some(terms), Some(written)) => {
+                let mut owner_lease = OwnerLease::new(terms);
+                if let Some(lease) = written.registration.lease {
+                    owner_lease.renewed(written.sent_at, written.sent_wall, lease);
+                }
+                let state = LeaseState { owner: owner_lease, registration: written.registration, version: written.version };
+                Some(LeaseHold { state: std::sync::Mutex::new(state) })
+            }
+            _ => None,
+        };
+        Fence { registration, epoch, owner, e_tag, e_tag_seen: std::sync::Mutex::new(None), clock, lease }
+    }
+
+    /// Under `fence=lease`, whether a bulk whose PUT returned at `put_returned_at` is
+    /// acknowledged on the lease, without a read.
+    fn on_lease(&self, put_returned_at: Nanos) -> bool {
+        self.lease.as_ref().is_some_and(|hold| hold.state().owner.judge(put_returned_at) == LeaseJudgement::Acknowledge)
+    }
+
+    /// One renewal: the registration as this writer last wrote it, with a fresh lease,
+    /// conditionally on that write's version.
+    async fn renew(&self, store: &dyn ObjectStore, counts: &RequestCounts) -> Renewal {
+        let Some(hold) = &self.lease else { return Renewal::Failed };
+        let (body, version, sent_at, sent_wall) = {
+            let state = hold.state();
+            let (sent_at, sent_wall) = (self.clock.now(), wall_now());
+            let body = state.registration.with_lease(state.owner.terms().record(sent_wall));
+            (body, state.version.clone(), sent_at, sent_wall)
+        };
+        counts.lease_renewals.fetch_add(1, Ordering::Relaxed);
+        let put = store.put_opts(&self.registration, PutPayload::from(body.to_bytes()), PutOptions::from(PutMode::Update(version))).await;
+        match put {
+            Ok(put) => {
+                let mut state = hold.state();
+                if let Some(lease) = body.lease {
+                    state.owner.renewed(sent_at, sent_wall, lease);
+                }
+                state.registration = body;
+                state.version = UpdateVersion { e_tag: put.e_tag.clone(), version: put.version };
+                drop(state);
+                if let Some(e_tag) = put.e_tag {
+                    *self.e_tag_seen.lock().unwrap_or_else(|p| p.into_inner()) = Some(e_tag);
+                }
+                Renewal::Renewed
+            }
+            Err(object_store::Error::Precondition { .. }) => {
+                // Either a claim replaced the registration, or a renewal of ours landed
+                // and its answer was lost (a client retry then meets its own write).
+                counts.other.fetch_add(1, Ordering::Relaxed);
+                match S3Backend::read_registration(store, &self.registration).await {
+                    Ok(Some((now, version))) if now.epoch == self.epoch && now.owner == self.owner => {
+                        // Ours: go on from it, the deadline unchanged (the lost write's
+                        // send time is not known, so it justifies nothing here).
+                        let mut state = hold.state();
+                        state.registration = now;
+                        state.version = version;
+                        Renewal::Failed
+                    }
+                    Ok(_) => Renewal::Fenced,
+                    Err(_) => Renewal::Failed,
+                }
+            }
+            Err(_) => Renewal::Failed,
+        }
+    }
+
+    /// When the next renewal is due (monotonic).
+    fn renewal_due_at(&self) -> Nanos {
+        self.lease.as_ref().map_or(Nanos::MAX, |hold| hold.state().owner.renewal_due_at())
+    }
+
     /// Whether the registration, read now, still names this writer's epoch and owner.
     /// `Err` when the store could not answer.
     async fn still_ours(&self, store: &dyn ObjectStore, counts: &RequestCounts) -> Result<bool, ()> {
@@ -584,6 +809,16 @@ async fn upload(
         }
         Err(_) => return Err(SyncError::Unavailable),
     }
+    let returned_at = fence.clock.now();
+    if fenced.load(Ordering::Acquire) {
+        // A renewal found the node taken over while this PUT ran.
+        return Err(SyncError::Fenced);
+    }
+    // `fence=lease`: a PUT that returned before the lease's deadline needs no read
+    // (the argument is in `walab_core::remote::lease`).
+    if fence.on_lease(returned_at) {
+        return Ok(());
+    }
     // The fence check: only a registration that still names us lets the bulk count.
     match fence.still_ours(store.as_ref(), &counts).await {
         Ok(true) => Ok(()),
@@ -592,6 +827,83 @@ async fn upload(
             Err(SyncError::Fenced)
         }
         Err(()) => Err(SyncError::Unavailable),
+    }
+}
+
+/// Renews the lease every renewal interval (sooner again after a failure) until told
+/// to stop or fenced. A refused renewal fences the writer: nothing of it is acknowledged
+/// again, on the lease or otherwise. Bounded by the backend's life: dropping it stops
+/// this loop.
+async fn renew_lease(
+    store: Arc<dyn ObjectStore>,
+    fence: Arc<Fence>,
+    fenced: Arc<AtomicBool>,
+    counts: Arc<RequestCounts>,
+    retry_interval: Nanos,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    let mut due = fence.renewal_due_at();
+    loop {
+        let wait = due.saturating_sub(fence.clock.now());
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_nanos(wait.0)) => {}
+            _ = stop.changed() => return,
+        }
+        if fenced.load(Ordering::Acquire) {
+            return;
+        }
+        match fence.renew(store.as_ref(), &counts).await {
+            Renewal::Renewed => due = fence.renewal_due_at(),
+            Renewal::Fenced => {
+                fenced.store(true, Ordering::Release);
+                return;
+            }
+            Renewal::Failed => due = fence.clock.now() + retry_interval,
+        }
+    }
+}
+
+impl S3Backend {
+    /// The fence checks' state after this writer's session write (`None`: a reader).
+    fn install_fence(&mut self, session: Option<SessionWrite>) {
+        let registration = Self::path(&registration_key(&self.location.node_prefix));
+        let fence = Fence::new(registration, self.epoch, self.owner.clone(), self.clock, self.fence_mode, session);
+        self.fence = Arc::new(fence);
+    }
+
+    /// Starts the lease's renewals (`fence=lease` only).
+    fn start_renewer(&mut self) {
+        let Some(terms) = self.fence_mode.lease_terms() else { return };
+        if self.fence.lease.is_none() {
+            return;
+        }
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let (store, fence, fenced, counts) =
+            (Arc::clone(&self.store), Arc::clone(&self.fence), Arc::clone(&self.fenced), Arc::clone(&self.counts));
+        let task = self.runtime().spawn(renew_lease(store, fence, fenced, counts, terms.retry_interval(), stopped));
+        self.renewer = Some(Renewer { stop, task });
+    }
+
+    /// On a clean close under `fence=lease`: stop renewing, then write the
+    /// registration without its lease (conditionally on this writer's last write), so
+    /// the next owner need not wait it out. Safe only because nothing of this writer is
+    /// acknowledged after the close; a failure leaves the lease to expire.
+    fn release_lease(&mut self) {
+        if let Some(renewer) = self.renewer.take() {
+            let _ = renewer.stop.send(true);
+            let _ = self.runtime().block_on(async { tokio::time::timeout(RELEASE_WAIT_MAX, renewer.task).await });
+        }
+        let Some(hold) = &self.fence.lease else { return };
+        if self.fenced.load(Ordering::Acquire) {
+            return;
+        }
+        let (body, version) = {
+            let state = hold.state();
+            (state.registration.without_lease(), state.version.clone())
+        };
+        self.counts.other.fetch_add(1, Ordering::Relaxed);
+        let put = self.store.put_opts(&self.fence.registration, PutPayload::from(body.to_bytes()), PutOptions::from(PutMode::Update(version)));
+        let _ = self.runtime().block_on(async { tokio::time::timeout(RELEASE_WAIT_MAX, put).await });
     }
 }
 
@@ -606,21 +918,20 @@ impl Backend for S3Backend {
         let take_over = self.create;
         let found = self.runtime().block_on(self.find(take_over))?;
         let lowest_start = found.chain.first().map(|(object, _)| object.start);
-        let e_tag = if take_over {
-            self.runtime()
-                .block_on(self.record_session(&found.claim, lowest_start, found.start_offset, found.next_seq))?
+        let session = if take_over {
+            Some(self.runtime().block_on(self.record_session(
+                &found.claim,
+                lowest_start,
+                found.start_offset,
+                found.next_seq,
+            ))?)
         } else {
             self.fenced.store(true, Ordering::Release);
             None
         };
         self.epoch = found.claim.registration.epoch;
-        self.fence = Arc::new(Fence {
-            registration: Self::path(&registration_key(&self.location.node_prefix)),
-            epoch: self.epoch,
-            owner: self.owner.clone(),
-            e_tag,
-            e_tag_seen: std::sync::Mutex::new(None),
-        });
+        self.install_fence(session);
+        self.start_renewer();
         self.next_offset = found.start_offset;
         self.start_deleter();
         let prefix = self.location.node_prefix.clone();
@@ -692,6 +1003,10 @@ impl Backend for S3Backend {
 
 impl Drop for S3Backend {
     fn drop(&mut self) {
+        // The driver has answered every writer by now: nothing more is acknowledged.
+        if self.runtime.is_some() {
+            self.release_lease();
+        }
         // Let queued DELETEs finish (briefly); uploads have all completed by now.
         self.deleter = None;
         if let Some(runtime) = self.runtime.take() {
@@ -729,7 +1044,9 @@ pub fn reset(backend: &mut S3Backend) -> Result<ResetReport, WalError> {
         }
         Ok(deleted)
     })?;
-    backend.runtime().block_on(backend.record_session(&found.claim, None, found.start_offset, found.next_seq))?;
+    let session = backend.runtime().block_on(backend.record_session(&found.claim, None, found.start_offset, found.next_seq))?;
     backend.epoch = found.claim.registration.epoch;
+    // Under `fence=lease` the session write took a lease; dropping the backend releases it.
+    backend.install_fence(Some(session));
     Ok(ResetReport { epoch: backend.epoch, objects_deleted: deleted, next_seq: found.next_seq })
 }

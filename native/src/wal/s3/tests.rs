@@ -19,13 +19,15 @@ use futures::stream::BoxStream;
 use futures::TryStreamExt;
 use object_store::path::Path;
 use object_store::{
-    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
+    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore, ObjectStoreExt,
     PutMultipartOptions, PutOptions, PutPayload, PutResult,
 };
 use walab_core::codec::tiny::TinyRecord;
 use walab_core::group_commit::{Config, Policy, SyncError};
 
-use super::layout::{node_prefix, parse_key, KeyKind};
+use super::layout::{node_prefix, parse_key, registration_key, KeyKind, Registration, RegistrationJson};
+use walab_core::remote::lease::{FenceMode, LeaseTerms};
+use walab_core::time::Nanos;
 use super::local_server::{LocalS3, BUCKET};
 use super::{decode_object, reset, S3Backend, S3Location};
 use walab_core::trace::Event;
@@ -51,7 +53,34 @@ fn backend(server: &LocalS3, node: &str, trim_unit_bytes: u64) -> Box<S3Backend>
 }
 
 fn backend_on(store: Arc<dyn ObjectStore>, node: &str, trim_unit_bytes: u64) -> Box<S3Backend> {
-    Box::new(S3Backend::new(store, location(node), true, trim_unit_bytes).expect("backend"))
+    fenced_on_with_units(store, node, trim_unit_bytes, FenceMode::Read)
+}
+
+/// A backend fenced as `fence` says (trim units of 1 MiB).
+fn fenced_on(store: Arc<dyn ObjectStore>, node: &str, fence: FenceMode) -> Box<S3Backend> {
+    fenced_on_with_units(store, node, 1 << 20, fence)
+}
+
+fn fenced_on_with_units(store: Arc<dyn ObjectStore>, node: &str, trim_unit_bytes: u64, fence: FenceMode) -> Box<S3Backend> {
+    Box::new(S3Backend::new(store, location(node), true, trim_unit_bytes).expect("backend").with_fence(fence))
+}
+
+/// `fence=lease` with a lease short enough that a test waits it out in about a second.
+fn short_lease() -> FenceMode {
+    FenceMode::Lease(LeaseTerms::new(Nanos::from_millis(1_000), Nanos::from_millis(100)).unwrap())
+}
+
+/// The registration as the server holds it now.
+fn stored_registration(server: &LocalS3, node: &str) -> Registration {
+    let store = client(server);
+    let key = Path::from(registration_key(&location(node).node_prefix));
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let bytes = runtime.block_on(async { ObjectStoreExt::get(store.as_ref(), &key).await.unwrap().bytes().await.unwrap() });
+    Registration::from_bytes(&bytes).unwrap()
+}
+
+fn wall_now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64
 }
 
 fn options() -> WalOptions {
@@ -286,6 +315,71 @@ struct FaultyStore {
     fault: Fault,
     /// Set when the faulty PUT has been reached.
     reached: Arc<std::sync::atomic::AtomicBool>,
+    /// PUTs held until a test lets them go (the lease tests).
+    gate: Option<Arc<Gate>>,
+}
+
+/// Holds chosen PUTs of a [`FaultyStore`] until the test opens the gate: every PUT of
+/// the registration once [`Gate::hold_registration`] was called (a lease's renewals and
+/// its release), and one chosen WAL upload. Nothing is timed: a held PUT waits for the
+/// test, up to [`GATE_HOLD_MAX`], then fails.
+#[derive(Debug, Default)]
+struct Gate {
+    registration_held: AtomicBool,
+    wal_put_held: AtomicU64,
+    wal_puts: AtomicU64,
+    wal_put_reached: AtomicBool,
+    registration_open: AtomicBool,
+    wal_open: AtomicBool,
+}
+
+/// The longest a held PUT waits for its gate before it fails.
+const GATE_HOLD_MAX: Duration = Duration::from_secs(60);
+
+impl Gate {
+    fn hold_registration(&self) {
+        self.registration_held.store(true, Ordering::SeqCst);
+    }
+
+    /// Holds the next WAL upload.
+    fn hold_next_wal_put(&self) {
+        self.wal_put_held.store(self.wal_puts.load(Ordering::SeqCst) + 1, Ordering::SeqCst);
+    }
+
+    /// Waits (in the test's thread) until the held WAL upload has reached the store.
+    fn wait_for_held_wal_put(&self) {
+        let started = std::time::Instant::now();
+        while !self.wal_put_reached.load(Ordering::SeqCst) {
+            assert!(started.elapsed() < GATE_HOLD_MAX, "the held upload never came");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    async fn pass(&self, location: &Path) -> object_store::Result<()> {
+        let open = if location.as_ref().ends_with("/registration") {
+            if !self.registration_held.load(Ordering::SeqCst) {
+                return Ok(());
+            }
+            &self.registration_open
+        } else if location.as_ref().contains("/wal/") {
+            let n = self.wal_puts.fetch_add(1, Ordering::SeqCst) + 1;
+            if n != self.wal_put_held.load(Ordering::SeqCst) {
+                return Ok(());
+            }
+            self.wal_put_reached.store(true, Ordering::SeqCst);
+            &self.wal_open
+        } else {
+            return Ok(());
+        };
+        let started = tokio::time::Instant::now();
+        while !open.load(Ordering::SeqCst) {
+            if started.elapsed() > GATE_HOLD_MAX {
+                return Err(object_store::Error::Generic { store: "FaultyStore", source: "gate never opened".into() });
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        Ok(())
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -306,6 +400,9 @@ impl fmt::Display for FaultyStore {
 #[async_trait]
 impl ObjectStore for FaultyStore {
     async fn put_opts(&self, location: &Path, payload: PutPayload, opts: PutOptions) -> object_store::Result<PutResult> {
+        if let Some(gate) = &self.gate {
+            gate.pass(location).await?;
+        }
         if location.as_ref().contains("/wal/") && !matches!(self.fault, Fault::HeadETag) {
             let n = self.wal_puts.fetch_add(1, Ordering::SeqCst) + 1;
             if n == self.nth {
@@ -373,8 +470,22 @@ fn faulty(server: &LocalS3, nth: u64, fault: Fault) -> Arc<dyn ObjectStore> {
 /// A faulty store, and a flag set once its faulty PUT has been reached.
 fn faulty_reporting(server: &LocalS3, nth: u64, fault: Fault) -> (Arc<dyn ObjectStore>, Arc<std::sync::atomic::AtomicBool>) {
     let reached = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let store = FaultyStore { inner: client(server), wal_puts: AtomicU64::new(0), nth, fault, reached: Arc::clone(&reached) };
+    let store =
+        FaultyStore { inner: client(server), wal_puts: AtomicU64::new(0), nth, fault, reached: Arc::clone(&reached), gate: None };
     (Arc::new(store), reached)
+}
+
+/// A store that passes everything through except what `gate` holds.
+fn gated(server: &LocalS3, gate: &Arc<Gate>) -> Arc<dyn ObjectStore> {
+    let store = FaultyStore {
+        inner: client(server),
+        wal_puts: AtomicU64::new(0),
+        nth: 0,
+        fault: Fault::Delay(Duration::ZERO),
+        reached: Arc::default(),
+        gate: Some(Arc::clone(gate)),
+    };
+    Arc::new(store)
 }
 
 #[test]
@@ -449,9 +560,18 @@ fn a_slow_put_in_the_middle_holds_back_later_acks_until_it_is_stored() {
 
 #[test]
 fn a_failed_put_fails_its_waiters_and_everything_acked_is_stored() {
+    a_failed_put_fails_its_waiters_and_everything_acked_is_stored_with(FenceMode::Read);
+}
+
+#[test]
+fn a_failed_put_fails_its_waiters_and_everything_acked_is_stored_with_a_lease() {
+    a_failed_put_fails_its_waiters_and_everything_acked_is_stored_with(short_lease());
+}
+
+fn a_failed_put_fails_its_waiters_and_everything_acked_is_stored_with(fence: FenceMode) {
     let server = LocalS3::start();
     let store = faulty(&server, 4, Fault::Fail);
-    let (wal, _) = Wal::open(backend_on(store, "0", 1 << 20), options()).unwrap();
+    let (wal, _) = Wal::open(fenced_on(store, "0", fence), options()).unwrap();
     let (acked, failed) = append_all(&wal, 8, 40, "f");
     assert!(!failed.is_empty(), "the injected failure reached no writer");
     assert!(failed.iter().all(|(_, error)| matches!(error, WalError::Failed(SyncError::Unavailable))));
@@ -460,7 +580,7 @@ fn a_failed_put_fails_its_waiters_and_everything_acked_is_stored() {
     assert!(matches!(writer.append(b"late", b"v"), Err(WalError::Failed(_))));
     drop(writer);
     drop(wal);
-    let (_wal, recovered) = Wal::open(backend(&server, "0", 1 << 20), options()).unwrap();
+    let (_wal, recovered) = Wal::open(fenced_on(client(&server), "0", fence), options()).unwrap();
     let recovered_keys: HashSet<String> = keys_of(&recovered.records).into_iter().collect();
     for key in &acked {
         assert!(recovered_keys.contains(key), "acknowledged {key} was not recovered");
@@ -479,15 +599,38 @@ fn append_until(wal: &Arc<Wal>, writers: usize, tag: &str, stop: &Arc<AtomicBool
 
 #[test]
 fn a_takeover_fences_the_old_writer_and_keeps_everything_it_acknowledged() {
+    a_takeover_fences_the_old_writer_and_keeps_everything_it_acknowledged_with(FenceMode::Read);
+}
+
+/// The takeover race with leases on both sides: the new owner claims while the old one
+/// is writing and renewing, waits out the old lease, recovers. The old owner goes on
+/// acknowledging on its lease until its next renewal meets the claim; all of that must
+/// be in the new owner's recovery. The lease (4 s, renewed every second, acknowledging
+/// up to 3.8 s after a renewal's send) leaves the old owner seconds of slack, so every
+/// one of its bulks is acknowledged on the lease, without a read, on a loaded machine too.
+#[test]
+fn a_takeover_fences_the_old_writer_and_keeps_everything_it_acknowledged_with_a_lease() {
+    let lease = FenceMode::Lease(LeaseTerms::new(Nanos::from_millis(4_000), Nanos::from_millis(200)).unwrap());
+    let old_counts = a_takeover_fences_the_old_writer_and_keeps_everything_it_acknowledged_with(lease);
+    // Fenced at its renewal: the old owner never read the registration after a PUT.
+    assert_eq!(old_counts.fence_reads.load(Ordering::SeqCst), 0);
+    assert!(old_counts.lease_renewals.load(Ordering::SeqCst) >= 1);
+}
+
+/// Returns the old owner's request counts.
+fn a_takeover_fences_the_old_writer_and_keeps_everything_it_acknowledged_with(fence: FenceMode) -> Arc<super::RequestCounts> {
     let server = LocalS3::start();
-    let (old, _) = Wal::open(backend(&server, "0", 1 << 20), options()).unwrap();
+    let old_backend = fenced_on(client(&server), "0", fence);
+    let old_counts = old_backend.request_counts();
+    let (old, _) = Wal::open(old_backend, options()).unwrap();
     let old = Arc::new(old);
     let stop = Arc::new(AtomicBool::new(false));
     let old_writers = append_until(&old, 8, "old", &stop);
     std::thread::sleep(Duration::from_millis(400));
     // The new owner claims the node while the old one is mid-run; the old writers keep
-    // appending a while longer, so their next upload meets the moved registration.
-    let (new, recovered) = Wal::open(backend(&server, "0", 1 << 20), options()).unwrap();
+    // appending a while longer, so their next upload (or renewal) meets the moved
+    // registration.
+    let (new, recovered) = Wal::open(fenced_on(client(&server), "0", fence), options()).unwrap();
     std::thread::sleep(Duration::from_millis(300));
     stop.store(true, Ordering::Relaxed);
     let (old_acked, old_failed) = old_writers.join().unwrap();
@@ -506,18 +649,28 @@ fn a_takeover_fences_the_old_writer_and_keeps_everything_it_acknowledged() {
     drop(old);
     // A third owner sees both owners' acknowledged records, the old one's stragglers
     // beyond the takeover left out, seqs unbroken.
-    let (_third, recovered) = Wal::open(backend(&server, "0", 1 << 20), options()).unwrap();
+    let (_third, recovered) = Wal::open(fenced_on(client(&server), "0", fence), options()).unwrap();
     let keys: HashSet<String> = keys_of(&recovered.records).into_iter().collect();
     assert!(old_acked.iter().chain(&new_acked).all(|key| keys.contains(key)));
     assert!(recovered.records.windows(2).all(|pair| pair[1].seq == pair[0].seq + 1));
     let new_first = recovered.records.iter().position(|r| r.key.starts_with(b"new")).unwrap();
     assert!(recovered.records[new_first..].iter().all(|r| r.key.starts_with(b"new")));
+    old_counts
 }
 
 #[test]
 fn a_server_restart_mid_run_loses_nothing_acknowledged() {
+    a_server_restart_mid_run_loses_nothing_acknowledged_with(FenceMode::Read);
+}
+
+#[test]
+fn a_server_restart_mid_run_loses_nothing_acknowledged_with_a_lease() {
+    a_server_restart_mid_run_loses_nothing_acknowledged_with(short_lease());
+}
+
+fn a_server_restart_mid_run_loses_nothing_acknowledged_with(fence: FenceMode) {
     let mut server = LocalS3::start();
-    let (wal, _) = Wal::open(backend(&server, "0", 1 << 20), options()).unwrap();
+    let (wal, _) = Wal::open(fenced_on(client(&server), "0", fence), options()).unwrap();
     let wal = Arc::new(wal);
     let writers = {
         let wal = Arc::clone(&wal);
@@ -533,7 +686,7 @@ fn a_server_restart_mid_run_loses_nothing_acknowledged() {
     // and stopped: what it promised is on the server either way.
     assert!(failed.iter().all(|(_, error)| matches!(error, WalError::Failed(_))), "{failed:?}");
     drop(wal);
-    let (_wal, recovered) = Wal::open(backend(&server, "0", 1 << 20), options()).unwrap();
+    let (_wal, recovered) = Wal::open(fenced_on(client(&server), "0", fence), options()).unwrap();
     let keys: HashSet<String> = keys_of(&recovered.records).into_iter().collect();
     for key in &acked {
         assert!(keys.contains(key), "acknowledged {key} lost across the restart");
@@ -593,4 +746,106 @@ fn a_head_with_another_etag_falls_back_to_reading_the_body_and_still_acknowledge
     let keys: HashSet<String> = keys_of(&recovered.records).into_iter().collect();
     assert!(acked.iter().all(|key| keys.contains(key)));
     assert_eq!(acked.len(), 80);
+}
+
+#[test]
+fn with_a_lease_no_bulk_waits_for_a_registration_read() {
+    let server = LocalS3::start();
+    // The default lease (10 s, skew 1 s): this run ends long before its deadline.
+    let leased = fenced_on(client(&server), "0", FenceMode::Lease(LeaseTerms::default()));
+    let counts = leased.request_counts();
+    let (wal, _) = Wal::open(leased, options()).unwrap();
+    let lease = stored_registration(&server, "0").lease.expect("the session write records a lease");
+    assert_eq!(lease.skew_ms, 1_000);
+    let (acked, failed) = append_all(&wal, 8, 30, "l");
+    assert!(failed.is_empty(), "{failed:?}");
+    assert_eq!(acked.len(), 240);
+    drop(wal);
+    assert!(counts.wal_puts.load(Ordering::SeqCst) > 0);
+    assert_eq!(counts.fence_reads.load(Ordering::SeqCst), 0, "a bulk read the registration");
+    // The clean close released the lease, and everything is there.
+    assert_eq!(stored_registration(&server, "0").lease, None);
+    let (_wal, recovered) = Wal::open(backend(&server, "0", 1 << 20), options()).unwrap();
+    let keys: HashSet<String> = keys_of(&recovered.records).into_iter().collect();
+    assert!(acked.iter().all(|key| keys.contains(key)));
+}
+
+#[test]
+fn a_held_lease_is_renewed_in_the_background_and_moves_forward() {
+    let server = LocalS3::start();
+    let backend = fenced_on(client(&server), "0", short_lease());
+    let counts = backend.request_counts();
+    let (wal, _) = Wal::open(backend, options()).unwrap();
+    let first = stored_registration(&server, "0").lease.unwrap();
+    let mut writer = wal.writer();
+    writer.append(b"k", b"v").unwrap();
+    // Renewals come every quarter lease with nothing appended; wait for two.
+    let started = std::time::Instant::now();
+    while counts.lease_renewals.load(Ordering::SeqCst) < 2 {
+        assert!(started.elapsed() < Duration::from_secs(60), "no renewals");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let renewed = stored_registration(&server, "0");
+    assert!(renewed.lease.unwrap().expires_unix_ms > first.expires_unix_ms);
+    assert_eq!(renewed.sessions.len(), 1, "a renewal keeps the sessions");
+    // Still the owner: appends are acknowledged.
+    writer.append(b"k2", b"v").unwrap();
+    drop(writer);
+    drop(wal);
+    assert_eq!(stored_registration(&server, "0").lease, None);
+}
+
+/// The check this fence rests on: a PUT that returns after the lease's deadline is not
+/// acknowledged on the lease. The old owner's renewals are held (a stalled owner), one
+/// of its uploads is held until the new owner has claimed, waited out the lease and
+/// recovered; then the upload lands and returns. Acknowledging it would promise a
+/// record the new owner's recovery did not see; the fallback read finds the claim
+/// instead, and the record is a straggler every later recovery ignores. Skip the lease
+/// check (acknowledge whatever returns) and this test fails.
+#[test]
+fn a_put_returning_after_the_lease_is_not_acknowledged_and_its_object_is_ignored() {
+    let server = LocalS3::start();
+    let gate = Arc::new(Gate::default());
+    let old_backend = fenced_on(gated(&server, &gate), "0", short_lease());
+    let old_counts = old_backend.request_counts();
+    let (old, _) = Wal::open(old_backend, options()).unwrap();
+    // The old owner stalls: none of its renewals reaches the store from now on.
+    gate.hold_registration();
+    let mut writer = old.writer();
+    assert_eq!(writer.append(b"early", b"v").unwrap(), 1);
+    gate.hold_next_wal_put();
+    let late = std::thread::spawn(move || writer.append(b"late", b"v"));
+    gate.wait_for_held_wal_put();
+    let lease = stored_registration(&server, "0").lease.expect("the old owner's lease");
+
+    // The new owner claims, waits out the old lease, lists and recovers.
+    let new_backend = fenced_on(client(&server), "0", short_lease());
+    let (new, recovered) = Wal::open(new_backend, options()).unwrap();
+    assert!(
+        wall_now_ms() >= lease.expires_unix_ms + lease.skew_ms,
+        "the new owner recovered before the old lease ({lease:?}) and its skew had passed"
+    );
+    assert_eq!(keys_of(&recovered.records), vec!["early"]);
+
+    // Now the held upload lands and returns, well past the old owner's deadline.
+    gate.wal_open.store(true, Ordering::SeqCst);
+    let outcome = late.join().unwrap();
+    assert!(
+        matches!(outcome, Err(WalError::Failed(SyncError::Fenced))),
+        "the old owner acknowledged a record after its lease ran out (the new owner never saw it): {outcome:?}"
+    );
+    // The late bulk was decided by the fallback read, not by a renewal (all held).
+    assert!(old_counts.fence_reads.load(Ordering::SeqCst) >= 1);
+    gate.registration_open.store(true, Ordering::SeqCst);
+    drop(old);
+
+    let mut writer = new.writer();
+    assert_eq!(writer.append(b"new", b"v").unwrap(), 2);
+    drop(writer);
+    drop(new);
+    // The old epoch's object of `late` is still in the bucket, at the new session's
+    // start: a straggler, ignored.
+    assert!(wal_objects(&server, "0").iter().any(|o| o.epoch == 1 && o.start > 0));
+    let (_third, recovered) = Wal::open(fenced_on(client(&server), "0", short_lease()), options()).unwrap();
+    assert_eq!(keys_of(&recovered.records), vec!["early", "new"]);
 }
