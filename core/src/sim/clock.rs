@@ -1,12 +1,19 @@
 //! The one event loop every simulator runs on.
 //!
 //! A simulation is a sequence of instants. At each one the loop asks the simulator when
-//! its next input of each kind is due (a writer arriving, something it started
-//! completing, the machine's timeout), moves to the earliest, and feeds that instant in a
-//! fixed order: completions first, then arrivals, then the timeout if it is due, and only
-//! then lets the simulator carry out what the machine decided. Feeding every input of an
-//! instant before asking for actions is the teaching page's tie rule: a write arriving as
-//! a sync completes joins the *next* batch, whatever order the inputs are listed in.
+//! its next input of each kind is due (a writer arriving, something landing in a shared
+//! store, something it started completing, the machine's timeout), moves to the
+//! earliest, and feeds that instant in a fixed order: landings first, then completions,
+//! then arrivals, then the timeout if it is due, and only then lets the simulator carry
+//! out what the machine decided. Feeding every input of an instant before asking for
+//! actions is the teaching page's tie rule: a write arriving as a sync completes joins
+//! the *next* batch, whatever order the inputs are listed in.
+//!
+//! Landings are for a simulator whose storage is shared with someone other than the
+//! machine (the remote WALs, where a second node takes the log over): what reaches the
+//! store at an instant (a PUT stored, a row committed, the other node's claim answered)
+//! is fed before any completion is reported to the machine, so a read answered at that
+//! instant sees it. A simulator with nothing of the kind leaves both at their defaults.
 //!
 //! The timeout is read once per instant, before anything is fed, so a deadline the
 //! instant's own arrivals set is handled at the next visit to that instant rather than in
@@ -14,7 +21,8 @@
 //!
 //! What each simulator feeds differs (generated arrivals and drawn latencies in
 //! [`super::commit`], the tiny store's device syncs and flushes in [`super::tiny`], a
-//! quorum's legs in [`crate::quorum`]); how time moves does not, so it is written once,
+//! quorum's legs in [`crate::quorum`], requests to an object store or Postgres and a
+//! takeover in [`super::remote`]); how time moves does not, so it is written once,
 //! here, with a named bound on the instants a run may visit.
 
 use core::ops::ControlFlow;
@@ -62,6 +70,13 @@ pub trait Simulation {
     fn next_arrival(&self) -> Option<Nanos>;
     /// The earliest completion of anything in flight (a sync, a quorum's commit).
     fn next_completion(&self) -> Option<Nanos>;
+    /// The next instant something lands in a shared store before the machine hears of
+    /// it (a request that changes the store, another node's request), if the simulator
+    /// has any.
+    #[inline]
+    fn next_landing(&self) -> Option<Nanos> {
+        None
+    }
     /// The machine's next deadline (a window closing, a periodic sync), if it wants one.
     fn next_timeout(&self) -> Option<Nanos>;
 
@@ -69,6 +84,11 @@ pub trait Simulation {
     /// run there (a power cut at or before `now`).
     #[inline]
     fn begin(&mut self, _now: Nanos) -> ControlFlow<Self::Stop> {
+        ControlFlow::Continue(())
+    }
+    /// Everything that lands in the store at `now`, before any completion is fed.
+    #[inline]
+    fn land(&mut self, _now: Nanos) -> ControlFlow<Self::Stop> {
         ControlFlow::Continue(())
     }
     /// Everything that completes at `now`.
@@ -100,7 +120,8 @@ pub fn run<S: Simulation>(simulation: &mut S, bound: InstantBound) -> Result<End
     let mut last = None;
     loop {
         let timeout = simulation.next_timeout();
-        let next = earliest(earliest(simulation.next_arrival(), simulation.next_completion()), timeout);
+        let completion = earliest(simulation.next_landing(), simulation.next_completion());
+        let next = earliest(earliest(simulation.next_arrival(), completion), timeout);
         let Some(now) = next else {
             return Ok(End::Quiet { last });
         };
@@ -111,6 +132,7 @@ pub fn run<S: Simulation>(simulation: &mut S, bound: InstantBound) -> Result<End
         let instant = (|| {
             simulation.begin(now)?;
             last = Some(now);
+            simulation.land(now)?;
             simulation.complete(now)?;
             simulation.arrive(now)?;
             if timeout.is_some_and(|deadline| deadline <= now) {
@@ -138,6 +160,7 @@ mod tests {
         deadline: Option<Nanos>,
         log: Vec<(Nanos, &'static str)>,
         stop_at: Option<Nanos>,
+        landings: Vec<Nanos>,
     }
 
     impl Echo {
@@ -150,6 +173,7 @@ mod tests {
                 deadline: None,
                 log: Vec::new(),
                 stop_at: None,
+                landings: Vec::new(),
             }
         }
     }
@@ -165,6 +189,16 @@ mod tests {
         }
         fn next_timeout(&self) -> Option<Nanos> {
             self.deadline
+        }
+        fn next_landing(&self) -> Option<Nanos> {
+            self.landings.iter().copied().min()
+        }
+        fn land(&mut self, now: Nanos) -> ControlFlow<&'static str> {
+            while let Some(index) = self.landings.iter().position(|&at| at == now) {
+                self.landings.swap_remove(index);
+                self.log.push((now, "land"));
+            }
+            ControlFlow::Continue(())
         }
         fn begin(&mut self, now: Nanos) -> ControlFlow<&'static str> {
             match self.stop_at {
@@ -221,6 +255,27 @@ mod tests {
                 (5, "act"),
                 (10, "complete"),
                 (10, "act"),
+            ]
+        );
+    }
+
+    #[test]
+    fn landings_are_fed_before_the_completions_of_their_instant() {
+        let mut echo = Echo { landings: vec![Nanos(7), Nanos(5)], ..Echo::new(&[0], 5) };
+        assert_eq!(run(&mut echo, BOUND).unwrap(), End::Quiet { last: Some(Nanos(7)) });
+        let log: Vec<(u64, &str)> = echo.log.iter().map(|(at, what)| (at.0, *what)).collect();
+        assert_eq!(
+            log,
+            [
+                (0, "arrive"),
+                (0, "act"),
+                (0, "timeout"),
+                (0, "act"),
+                (5, "land"),
+                (5, "complete"),
+                (5, "act"),
+                (7, "land"),
+                (7, "act"),
             ]
         );
     }

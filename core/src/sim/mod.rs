@@ -6,7 +6,7 @@
 //! only then asks them for actions. That ordering is what makes exact ties behave as
 //! the teaching page says (a write arriving as a sync completes joins the *next* batch),
 //! whatever order the inputs of one instant are listed in. That loop is written once,
-//! in [`clock`]; [`commit`], [`tiny`] and [`crate::quorum`] run on it.
+//! in [`clock`]; [`commit`], [`tiny`], [`crate::quorum`] and [`remote`] run on it.
 //!
 //! - [`commit`]: group commit alone, one log, no device: the Part 5 schedules, the
 //!   steady-load runs (evenly spaced and Poisson arrivals) and the benchmark.

@@ -2,6 +2,8 @@
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::convert::Infallible;
+use std::ops::ControlFlow;
 
 use super::{
     BulkOutcome, BulkRow, Load, RecordRow, RemoteBackend, RemoteError, RemoteRun, RemoteSetup,
@@ -14,17 +16,22 @@ use crate::group_commit::{Action, AppendError, GroupCommit, SyncError, Ticket};
 use crate::remote::layout::{plan_chain, Registration, WalObject};
 use crate::ring::{self, SlotRow};
 use crate::rng::Rng;
+use crate::sim::clock::{self, earliest, End, InstantBound, Simulation};
 use crate::time::Nanos;
 
-/// Instants one run visits at most (every loop has a named bound).
-pub const INSTANTS_MAX: u64 = 20_000_000;
+/// Instants one run visits at most: a record's arrival, and per bulk its landing, fence
+/// read, acknowledgement, trim and window, with room to spare at [`super::RECORDS_MAX`].
+pub const INSTANTS: InstantBound = InstantBound { name: "remote instants", instants_max: 20_000_000 };
 
 /// Runs the setup to its end: every record appended, every request answered.
 pub fn run(setup: &RemoteSetup) -> Result<RemoteRun, RemoteError> {
     setup.validate()?;
     let mut driver = Driver::new(setup);
-    driver.run();
-    Ok(driver.finish())
+    match clock::run(&mut driver, INSTANTS) {
+        Ok(End::Quiet { .. }) => Ok(driver.finish()),
+        Ok(End::Stopped { stop, .. }) => match stop {},
+        Err(exceeded) => Err(RemoteError::Bound(exceeded)),
+    }
 }
 
 enum Appended {
@@ -84,6 +91,8 @@ struct Driver<'a> {
     /// Postgres: each batch's row body (the INSERT and the retry's comparison need it).
     bulk_bodies: Vec<Vec<u8>>,
     requests: Vec<Request>,
+    /// What the requests that landed at this instant will report, `(bulk index, result)`.
+    landed: Vec<(usize, Result<(), SyncError>)>,
     pending: VecDeque<usize>,
     next_put: u64,
     puts: u64,
@@ -145,7 +154,7 @@ impl<'a> Driver<'a> {
             setup,
             machine,
             latency_rng: Rng::new(setup.seed ^ 0x5eed_1a7e_0000_0000),
-            control_rng: Rng::new(setup.seed ^ 0xfe2c_e0ead_0000),
+            control_rng: Rng::new(setup.seed ^ 0x000f_e2ce_0ead_0000),
             checks: Vec::new(),
             claim: None,
             pending_session: None,
@@ -158,6 +167,7 @@ impl<'a> Driver<'a> {
             bulk_tickets: Vec::new(),
             bulk_bodies: Vec::new(),
             requests: Vec::new(),
+            landed: Vec::new(),
             pending: VecDeque::new(),
             next_put: 1,
             puts: 0,
@@ -186,40 +196,6 @@ impl<'a> Driver<'a> {
         }
     }
 
-    fn run(&mut self) {
-        for _ in 0..INSTANTS_MAX {
-            let Some(now) = self.next_instant() else {
-                break;
-            };
-            assert!(now >= self.now, "simulated time never goes back");
-            self.now = now;
-            self.step(now);
-        }
-    }
-
-    fn next_instant(&self) -> Option<Nanos> {
-        let mut next: Option<Nanos> = None;
-        let mut consider = |t: Option<Nanos>| {
-            if let Some(t) = t {
-                next = Some(next.map_or(t, |n: Nanos| n.min(t)));
-            }
-        };
-        consider(self.requests.iter().map(|r| r.done_at).min());
-        consider(self.checks.iter().map(|&(at, _)| at).min());
-        consider(self.claim.as_ref().map(|claim| claim.done_at));
-        if self.takeover.is_none() && !self.claim_requested && self.claim.is_none() {
-            consider(self.setup.takeover_at.filter(|&t| t >= self.now));
-        }
-        consider(self.arrivals.get(self.next_arrival).copied());
-        consider(self.writers_ready.peek().map(|Reverse((t, _))| *t));
-        consider(self.machine.poll_timeout());
-        if self.retry_paused && !self.paused.is_empty() {
-            consider(Some(self.now));
-        }
-        consider(self.next_trim());
-        next
-    }
-
     /// Postgres: the next instant the upload confirms something new, if it will.
     fn next_trim(&self) -> Option<Nanos> {
         // After a claim, A's trim (guarded by its epoch) changes nothing.
@@ -240,105 +216,6 @@ impl<'a> Driver<'a> {
             }
         }
         Some(tick)
-    }
-
-    fn step(&mut self, now: Nanos) {
-        // 1. Requests that finish now: objects land, rows commit.
-        let mut finished = Vec::new();
-        let mut index = 0;
-        while index < self.requests.len() {
-            if self.requests[index].done_at == now {
-                finished.push(self.requests.swap_remove(index));
-            } else {
-                index += 1;
-            }
-        }
-        finished.sort_by_key(|request| request.bulk);
-        let mut results = Vec::new();
-        for request in finished {
-            if let Some(result) = self.land(request, now) {
-                results.push(result);
-            }
-        }
-        // 2. The takeover (on S3, each of node B's requests as it is answered).
-        self.take_over(now);
-        // 3. S3: a stored object is reported only after a fence read (a HEAD of the
-        // registration) answers; reads answered now see the registration as it is now,
-        // after any claim answered at this instant.
-        let mut heard = Vec::new();
-        for (bulk, result) in results {
-            match (self.setup.backend, result) {
-                (RemoteBackend::S3, Ok(())) => {
-                    self.fence_checks += 1;
-                    let answered = now + self.setup.latency.draw(&mut self.control_rng);
-                    self.checks.push((answered, bulk));
-                }
-                (_, result) => heard.push((bulk, result)),
-            }
-        }
-        let mut index = 0;
-        while index < self.checks.len() {
-            if self.checks[index].0 == now {
-                let (_, bulk) = self.checks.swap_remove(index);
-                self.bulks[bulk].checked = Some(now);
-                let result = if self.registration.epoch == OWNER_EPOCH {
-                    Ok(())
-                } else {
-                    self.fenced_bulks.push(self.bulks[bulk].bulk);
-                    Err(SyncError::Fenced)
-                };
-                heard.push((bulk, result));
-            } else {
-                index += 1;
-            }
-        }
-        heard.sort_by_key(|(bulk, _)| *bulk);
-        // 4. The machine hears the results.
-        for (bulk, result) in heard {
-            let id = crate::group_commit::BatchId(self.bulks[bulk].bulk);
-            self.machine
-                .handle_persisted(now, id, result)
-                .expect("the bulk is in flight");
-        }
-        // 5. The upload confirms what was acknowledged; released slots are truncated.
-        if self.next_trim() == Some(now) {
-            self.trim(now);
-        }
-        self.start_pending(now);
-        // 6. Appends. Refused records wait in arrival order, so record numbers and
-        // tickets keep the same order.
-        if self.retry_paused {
-            self.retry_paused = false;
-            self.offer_paused(now);
-        }
-        while self.arrivals.get(self.next_arrival) == Some(&now) {
-            self.next_arrival += 1;
-            let record = self.new_record(now, None);
-            self.paused.push_back(record);
-            self.offer_paused(now);
-        }
-        while let Some(&Reverse((t, writer))) = self.writers_ready.peek() {
-            if t != now {
-                break;
-            }
-            self.writers_ready.pop();
-            if (self.records.len() as u64) < self.setup.count {
-                let record = self.new_record(now, Some(writer));
-                self.paused.push_back(record);
-                self.offer_paused(now);
-            }
-        }
-        // 7. A batch window that closes now.
-        if self
-            .machine
-            .poll_timeout()
-            .is_some_and(|deadline| deadline <= now)
-        {
-            self.machine.handle_timeout(now);
-        }
-        // 8. What the machine decided.
-        self.drain(now);
-        self.start_pending(now);
     }
 
     fn new_record(&mut self, now: Nanos, writer: Option<u64>) -> u64 {
@@ -559,7 +436,7 @@ impl<'a> Driver<'a> {
     }
 
     /// A request finishes: what it stored, and the result the machine will hear.
-    fn land(&mut self, request: Request, now: Nanos) -> Option<(usize, Result<(), SyncError>)> {
+    fn land_request(&mut self, request: Request, now: Nanos) -> Option<(usize, Result<(), SyncError>)> {
         let index = request.bulk;
         self.bulks[index].answered = Some(now);
         let bulk = self.bulks[index].clone();
@@ -847,6 +724,158 @@ impl<'a> Driver<'a> {
             ring: self.setup.ring,
             end: self.now,
         }
+    }
+}
+
+/// The run on the shared loop. At each instant: the requests that finish land (objects
+/// stored, rows committed) and the takeover moves (on S3 each of node B's requests as it
+/// is answered, so B's LIST sees what landed at its instant); then the machine hears the
+/// results, a stored object only once the fence read after its PUT answers (a read
+/// answered now sees a claim answered now), and the upload confirms what was
+/// acknowledged; then records arrive; then the window's timeout; then the machine's
+/// actions.
+impl Simulation for Driver<'_> {
+    type Stop = Infallible;
+
+    /// Open-loop arrivals, closed-loop writers ready again, and records refused for now
+    /// that an acknowledgement at this instant lets the machine take.
+    fn next_arrival(&self) -> Option<Nanos> {
+        let retry = (self.retry_paused && !self.paused.is_empty()).then_some(self.now);
+        let ready = self.writers_ready.peek().map(|Reverse((t, _))| *t);
+        earliest(earliest(self.arrivals.get(self.next_arrival).copied(), ready), retry)
+    }
+
+    /// Requests answered by the store, B's claim and its next request.
+    fn next_landing(&self) -> Option<Nanos> {
+        let requests = self.requests.iter().map(|r| r.done_at).min();
+        let claim = self.claim.as_ref().map(|claim| claim.done_at);
+        let takeover = if self.takeover.is_none() && !self.claim_requested && self.claim.is_none() {
+            self.setup.takeover_at.filter(|&t| t >= self.now)
+        } else {
+            None
+        };
+        earliest(earliest(requests, claim), takeover)
+    }
+
+    /// Fence reads answered, and the upload's next confirmation.
+    fn next_completion(&self) -> Option<Nanos> {
+        earliest(self.checks.iter().map(|&(at, _)| at).min(), self.next_trim())
+    }
+
+    fn next_timeout(&self) -> Option<Nanos> {
+        self.machine.poll_timeout()
+    }
+
+    fn begin(&mut self, now: Nanos) -> ControlFlow<Infallible> {
+        assert!(now >= self.now, "simulated time never goes back");
+        self.now = now;
+        ControlFlow::Continue(())
+    }
+
+    fn land(&mut self, now: Nanos) -> ControlFlow<Infallible> {
+        let mut finished = Vec::new();
+        let mut index = 0;
+        while index < self.requests.len() {
+            if self.requests[index].done_at == now {
+                finished.push(self.requests.swap_remove(index));
+            } else {
+                index += 1;
+            }
+        }
+        finished.sort_by_key(|request| request.bulk);
+        for request in finished {
+            if let Some(result) = self.land_request(request, now) {
+                self.landed.push(result);
+            }
+        }
+        self.take_over(now);
+        ControlFlow::Continue(())
+    }
+
+    fn complete(&mut self, now: Nanos) -> ControlFlow<Infallible> {
+        // S3: a stored object is reported only after a fence read (a HEAD of the
+        // registration) answers; reads answered now see the registration as it is now,
+        // after any claim answered at this instant.
+        let mut heard = Vec::new();
+        let mut landed = std::mem::take(&mut self.landed);
+        for (bulk, result) in landed.drain(..) {
+            match (self.setup.backend, result) {
+                (RemoteBackend::S3, Ok(())) => {
+                    self.fence_checks += 1;
+                    let answered = now + self.setup.latency.draw(&mut self.control_rng);
+                    self.checks.push((answered, bulk));
+                }
+                (_, result) => heard.push((bulk, result)),
+            }
+        }
+        self.landed = landed;
+        let mut index = 0;
+        while index < self.checks.len() {
+            if self.checks[index].0 == now {
+                let (_, bulk) = self.checks.swap_remove(index);
+                self.bulks[bulk].checked = Some(now);
+                let result = if self.registration.epoch == OWNER_EPOCH {
+                    Ok(())
+                } else {
+                    self.fenced_bulks.push(self.bulks[bulk].bulk);
+                    Err(SyncError::Fenced)
+                };
+                heard.push((bulk, result));
+            } else {
+                index += 1;
+            }
+        }
+        heard.sort_by_key(|(bulk, _)| *bulk);
+        for (bulk, result) in heard {
+            let id = crate::group_commit::BatchId(self.bulks[bulk].bulk);
+            self.machine
+                .handle_persisted(now, id, result)
+                .expect("the bulk is in flight");
+        }
+        // The upload confirms what was acknowledged; released slots are truncated.
+        if self.next_trim() == Some(now) {
+            self.trim(now);
+        }
+        self.start_pending(now);
+        ControlFlow::Continue(())
+    }
+
+    /// Refused records wait in arrival order, so record numbers and tickets keep the
+    /// same order.
+    fn arrive(&mut self, now: Nanos) -> ControlFlow<Infallible> {
+        if self.retry_paused {
+            self.retry_paused = false;
+            self.offer_paused(now);
+        }
+        while self.arrivals.get(self.next_arrival) == Some(&now) {
+            self.next_arrival += 1;
+            let record = self.new_record(now, None);
+            self.paused.push_back(record);
+            self.offer_paused(now);
+        }
+        while let Some(&Reverse((t, writer))) = self.writers_ready.peek() {
+            if t != now {
+                break;
+            }
+            self.writers_ready.pop();
+            if (self.records.len() as u64) < self.setup.count {
+                let record = self.new_record(now, Some(writer));
+                self.paused.push_back(record);
+                self.offer_paused(now);
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// A batch window that closes now.
+    fn time_out(&mut self, now: Nanos) {
+        self.machine.handle_timeout(now);
+    }
+
+    fn act(&mut self, now: Nanos) -> ControlFlow<Infallible> {
+        self.drain(now);
+        self.start_pending(now);
+        ControlFlow::Continue(())
     }
 }
 

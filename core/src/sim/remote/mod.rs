@@ -47,11 +47,14 @@
 //! # Determinism
 //!
 //! Latency draws and Poisson arrivals come from one seeded [`crate::rng::Rng`] each, and
-//! inputs of one instant are applied in a fixed order (completions, the takeover, the
-//! trim, arrivals, the window's timeout), so a setup and a seed give the same run on
-//! every target.
+//! the run is [`crate::sim::clock`]'s loop, which feeds the inputs of one instant in a
+//! fixed order (requests landing and the takeover, then what the machine hears and the
+//! trim, then arrivals, then the window's timeout), so a setup and a seed give the same
+//! run on every target.
 
 mod driver;
+#[doc(hidden)]
+pub mod driver_old;
 mod outcomes;
 mod trace;
 pub mod upload;
@@ -375,6 +378,9 @@ pub enum RemoteError {
     PutNumberZero,
     TrimEveryZero,
     Ring(String),
+    /// The run needed more instants than its bound (a bug in the simulator, never an
+    /// input problem: the bound counts the inputs a run can have).
+    Bound(crate::sim::clock::BoundExceeded),
 }
 
 impl core::fmt::Display for RemoteError {
@@ -410,6 +416,7 @@ impl core::fmt::Display for RemoteError {
             }
             RemoteError::TrimEveryZero => f.write_str("the upload interval must be above 0"),
             RemoteError::Ring(text) => write!(f, "ring: {text}"),
+            RemoteError::Bound(exceeded) => write!(f, "{exceeded}"),
         }
     }
 }

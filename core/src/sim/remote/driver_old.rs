@@ -1,0 +1,861 @@
+//! The remote driver's own instant loop before it ran on `sim::clock`, kept for one
+//! commit so the two can be compared in one process (`examples/remote_loop.rs`).
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+
+use super::{
+    BulkOutcome, BulkRow, Load, RecordRow, RemoteBackend, RemoteError, RemoteRun, RemoteSetup,
+    RingWait, TakeoverReport, TrimRow, OWNER_EPOCH, RECORD_KEY_BYTES,
+};
+use crate::codec::stream::encode_frame_records;
+use crate::codec::tiny;
+use crate::codec::Op;
+use crate::group_commit::{Action, AppendError, GroupCommit, SyncError, Ticket};
+use crate::remote::layout::{plan_chain, Registration, WalObject};
+use crate::ring::{self, SlotRow};
+use crate::rng::Rng;
+use crate::time::Nanos;
+
+/// Instants one run visits at most (every loop has a named bound).
+pub const INSTANTS_MAX: u64 = 20_000_000;
+
+/// Runs the setup to its end: every record appended, every request answered.
+pub fn run(setup: &RemoteSetup) -> Result<RemoteRun, RemoteError> {
+    setup.validate()?;
+    let mut driver = Driver::new(setup);
+    driver.run();
+    Ok(driver.finish())
+}
+
+enum Appended {
+    Yes,
+    /// Refused for now (backpressure): offered again after the next acknowledgement.
+    Later,
+    /// Refused for good: the log has failed.
+    Never,
+}
+
+/// A request to the store, in flight.
+struct Request {
+    bulk: usize,
+    done_at: Nanos,
+    failed: bool,
+    /// Postgres: the row commits at `done_at` but the answer is lost; a retry follows.
+    answer_lost: bool,
+    /// Postgres: this is the retry, which finds the row and compares it.
+    compare: bool,
+}
+
+/// S3: node B's takeover, one request at a time: the conditional PUT of the
+/// registration, its read-back, the LIST, and the PUT that records B's session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ClaimStage {
+    Claim,
+    ReadBack,
+    List,
+    Session,
+}
+
+struct Claim {
+    stage: ClaimStage,
+    done_at: Nanos,
+}
+
+struct Driver<'a> {
+    setup: &'a RemoteSetup,
+    machine: GroupCommit,
+    latency_rng: Rng,
+    /// S3: the fence reads and node B's requests draw from their own generator, so the
+    /// PUTs' draws stay those of a run without them.
+    control_rng: Rng,
+    /// S3: fence reads in flight, `(answered at, bulk index)`.
+    checks: Vec<(Nanos, usize)>,
+    claim: Option<Claim>,
+    /// S3: what node B's LIST found, kept until its session is recorded.
+    pending_session: Option<(Option<u64>, u64, u64)>,
+    now: Nanos,
+    records: Vec<RecordRow>,
+    /// Ticket t's record is `ticket_record[t - 1]`.
+    ticket_record: Vec<u64>,
+    record_writer: Vec<u64>,
+    bulks: Vec<BulkRow>,
+    bulk_of_batch: BTreeMap<u64, usize>,
+    bulk_tickets: Vec<(u64, u64)>,
+    /// Postgres: each batch's row body (the INSERT and the retry's comparison need it).
+    bulk_bodies: Vec<Vec<u8>>,
+    requests: Vec<Request>,
+    pending: VecDeque<usize>,
+    next_put: u64,
+    puts: u64,
+    fence_checks: u64,
+    records_acked: u64,
+    next_acked_bulk: usize,
+    // Who appends.
+    arrivals: Vec<Nanos>,
+    next_arrival: usize,
+    writers_ready: BinaryHeap<Reverse<(Nanos, u64)>>,
+    paused: VecDeque<u64>,
+    retry_paused: bool,
+    value: Vec<u8>,
+    fenced_bulks: Vec<u64>,
+    // The object store.
+    registration: Registration,
+    objects: Vec<(WalObject, usize)>,
+    next_offset: u64,
+    // Postgres.
+    segment: u64,
+    segment_bytes: u64,
+    trim_offset: u64,
+    acked_end: u64,
+    rows: Vec<(SlotRow, usize)>,
+    trims: Vec<TrimRow>,
+    last_trim_tick: Nanos,
+    // The takeover.
+    takeover: Option<TakeoverReport>,
+    claim_requested: bool,
+}
+
+impl<'a> Driver<'a> {
+    fn new(setup: &'a RemoteSetup) -> Driver<'a> {
+        let config = setup.machine_config();
+        let machine = match setup.backend {
+            RemoteBackend::S3 => GroupCommit::new(config),
+            // Segments are the ring's generations, from 0, as the native driver resumes them.
+            RemoteBackend::Postgres => GroupCommit::resume(config, Ticket(1), 0, 0, 0),
+        }
+        .expect("the setup was validated");
+        let arrivals = setup
+            .arrivals()
+            .map(|arrivals| arrivals.instants().collect())
+            .unwrap_or_default();
+        let mut writers_ready = BinaryHeap::new();
+        if let Load::Writers { writers } = setup.load {
+            for writer in 0..writers.min(setup.count) {
+                writers_ready.push(Reverse((Nanos::ZERO, writer)));
+            }
+        }
+        // Node A has taken the node over at epoch 5 and recorded its session from 0.
+        let mut registration = Registration::unclaimed();
+        registration.epoch = OWNER_EPOCH - 1;
+        let registration = registration
+            .claimed_by("node-a")
+            .expect("epoch fits")
+            .with_session(None, 0, 1);
+        Driver {
+            setup,
+            machine,
+            latency_rng: Rng::new(setup.seed ^ 0x5eed_1a7e_0000_0000),
+            control_rng: Rng::new(setup.seed ^ 0xfe2c_e0ead_0000),
+            checks: Vec::new(),
+            claim: None,
+            pending_session: None,
+            now: Nanos::ZERO,
+            records: Vec::with_capacity(setup.count as usize),
+            ticket_record: Vec::with_capacity(setup.count as usize),
+            record_writer: Vec::new(),
+            bulks: Vec::new(),
+            bulk_of_batch: BTreeMap::new(),
+            bulk_tickets: Vec::new(),
+            bulk_bodies: Vec::new(),
+            requests: Vec::new(),
+            pending: VecDeque::new(),
+            next_put: 1,
+            puts: 0,
+            fence_checks: 0,
+            records_acked: 0,
+            next_acked_bulk: 0,
+            arrivals,
+            next_arrival: 0,
+            writers_ready,
+            paused: VecDeque::new(),
+            retry_paused: false,
+            value: vec![0x5a; value_bytes(setup.record_bytes)],
+            fenced_bulks: Vec::new(),
+            registration,
+            objects: Vec::new(),
+            next_offset: 0,
+            segment: 0,
+            segment_bytes: 0,
+            trim_offset: 0,
+            acked_end: 0,
+            rows: Vec::new(),
+            trims: Vec::new(),
+            last_trim_tick: Nanos::ZERO,
+            takeover: None,
+            claim_requested: false,
+        }
+    }
+
+    fn run(&mut self) {
+        for _ in 0..INSTANTS_MAX {
+            let Some(now) = self.next_instant() else {
+                break;
+            };
+            assert!(now >= self.now, "simulated time never goes back");
+            self.now = now;
+            self.step(now);
+        }
+    }
+
+    fn next_instant(&self) -> Option<Nanos> {
+        let mut next: Option<Nanos> = None;
+        let mut consider = |t: Option<Nanos>| {
+            if let Some(t) = t {
+                next = Some(next.map_or(t, |n: Nanos| n.min(t)));
+            }
+        };
+        consider(self.requests.iter().map(|r| r.done_at).min());
+        consider(self.checks.iter().map(|&(at, _)| at).min());
+        consider(self.claim.as_ref().map(|claim| claim.done_at));
+        if self.takeover.is_none() && !self.claim_requested && self.claim.is_none() {
+            consider(self.setup.takeover_at.filter(|&t| t >= self.now));
+        }
+        consider(self.arrivals.get(self.next_arrival).copied());
+        consider(self.writers_ready.peek().map(|Reverse((t, _))| *t));
+        consider(self.machine.poll_timeout());
+        if self.retry_paused && !self.paused.is_empty() {
+            consider(Some(self.now));
+        }
+        consider(self.next_trim());
+        next
+    }
+
+    /// Postgres: the next instant the upload confirms something new, if it will.
+    fn next_trim(&self) -> Option<Nanos> {
+        // After a claim, A's trim (guarded by its epoch) changes nothing.
+        if self.setup.backend != RemoteBackend::Postgres
+            || self.acked_end <= self.trim_offset
+            || self.claim_requested
+        {
+            return None;
+        }
+        let every = self.setup.trim_every.0;
+        let mut tick = Nanos((self.last_trim_tick.0 / every + 1) * every).max(self.now);
+        if let Some((from, until)) = self.setup.upload_stall {
+            if tick >= from && tick < until {
+                if until == Nanos::MAX {
+                    return None;
+                }
+                tick = until;
+            }
+        }
+        Some(tick)
+    }
+
+    fn step(&mut self, now: Nanos) {
+        // 1. Requests that finish now: objects land, rows commit.
+        let mut finished = Vec::new();
+        let mut index = 0;
+        while index < self.requests.len() {
+            if self.requests[index].done_at == now {
+                finished.push(self.requests.swap_remove(index));
+            } else {
+                index += 1;
+            }
+        }
+        finished.sort_by_key(|request| request.bulk);
+        let mut results = Vec::new();
+        for request in finished {
+            if let Some(result) = self.land(request, now) {
+                results.push(result);
+            }
+        }
+        // 2. The takeover (on S3, each of node B's requests as it is answered).
+        self.take_over(now);
+        // 3. S3: a stored object is reported only after a fence read (a HEAD of the
+        // registration) answers; reads answered now see the registration as it is now,
+        // after any claim answered at this instant.
+        let mut heard = Vec::new();
+        for (bulk, result) in results {
+            match (self.setup.backend, result) {
+                (RemoteBackend::S3, Ok(())) => {
+                    self.fence_checks += 1;
+                    let answered = now + self.setup.latency.draw(&mut self.control_rng);
+                    self.checks.push((answered, bulk));
+                }
+                (_, result) => heard.push((bulk, result)),
+            }
+        }
+        let mut index = 0;
+        while index < self.checks.len() {
+            if self.checks[index].0 == now {
+                let (_, bulk) = self.checks.swap_remove(index);
+                self.bulks[bulk].checked = Some(now);
+                let result = if self.registration.epoch == OWNER_EPOCH {
+                    Ok(())
+                } else {
+                    self.fenced_bulks.push(self.bulks[bulk].bulk);
+                    Err(SyncError::Fenced)
+                };
+                heard.push((bulk, result));
+            } else {
+                index += 1;
+            }
+        }
+        heard.sort_by_key(|(bulk, _)| *bulk);
+        // 4. The machine hears the results.
+        for (bulk, result) in heard {
+            let id = crate::group_commit::BatchId(self.bulks[bulk].bulk);
+            self.machine
+                .handle_persisted(now, id, result)
+                .expect("the bulk is in flight");
+        }
+        // 5. The upload confirms what was acknowledged; released slots are truncated.
+        if self.next_trim() == Some(now) {
+            self.trim(now);
+        }
+        self.start_pending(now);
+        // 6. Appends. Refused records wait in arrival order, so record numbers and
+        // tickets keep the same order.
+        if self.retry_paused {
+            self.retry_paused = false;
+            self.offer_paused(now);
+        }
+        while self.arrivals.get(self.next_arrival) == Some(&now) {
+            self.next_arrival += 1;
+            let record = self.new_record(now, None);
+            self.paused.push_back(record);
+            self.offer_paused(now);
+        }
+        while let Some(&Reverse((t, writer))) = self.writers_ready.peek() {
+            if t != now {
+                break;
+            }
+            self.writers_ready.pop();
+            if (self.records.len() as u64) < self.setup.count {
+                let record = self.new_record(now, Some(writer));
+                self.paused.push_back(record);
+                self.offer_paused(now);
+            }
+        }
+        // 7. A batch window that closes now.
+        if self
+            .machine
+            .poll_timeout()
+            .is_some_and(|deadline| deadline <= now)
+        {
+            self.machine.handle_timeout(now);
+        }
+        // 8. What the machine decided.
+        self.drain(now);
+        self.start_pending(now);
+    }
+
+    fn new_record(&mut self, now: Nanos, writer: Option<u64>) -> u64 {
+        let record = self.records.len() as u64 + 1;
+        self.records.push(RecordRow {
+            record,
+            arrived: Some(now),
+            acked: None,
+            bulk: None,
+        });
+        if let Some(writer) = writer {
+            self.record_writer.resize(record as usize, u64::MAX);
+            self.record_writer[record as usize - 1] = writer;
+        }
+        record
+    }
+
+    /// Offers the waiting records to the machine, oldest first, until one is refused.
+    fn offer_paused(&mut self, now: Nanos) {
+        // Bounded by the queue: each pass accepts or stops.
+        while let Some(&record) = self.paused.front() {
+            match self.append(now, record) {
+                Appended::Yes | Appended::Never => {
+                    self.paused.pop_front();
+                }
+                Appended::Later => break,
+            }
+        }
+    }
+
+    fn append(&mut self, now: Nanos, record: u64) -> Appended {
+        let seq = self.machine.next_ticket().0;
+        let key = format!("{:0w$}", record % 100_000_000, w = RECORD_KEY_BYTES);
+        let bytes = tiny::encode(seq, Op::Put, key.as_bytes(), &self.value);
+        let segment = match self.setup.backend {
+            RemoteBackend::S3 => 1,
+            RemoteBackend::Postgres => {
+                // As the native driver: a record that would pass the segment's end starts the next.
+                if self.segment_bytes + bytes.len() as u64 > self.setup.ring.segment_bytes {
+                    self.segment + 1
+                } else {
+                    self.segment
+                }
+            }
+        };
+        match self.machine.handle_append(now, segment, &bytes) {
+            Ok(ticket) => {
+                assert_eq!(ticket.0, seq, "a record's seq is its ticket");
+                self.ticket_record.push(record);
+                if segment != self.segment {
+                    self.segment = segment;
+                    self.segment_bytes = 0;
+                }
+                self.segment_bytes += bytes.len() as u64;
+                Appended::Yes
+            }
+            Err(AppendError::Backpressure { .. } | AppendError::TooManyWaiters) => Appended::Later,
+            // The log failed (a failed PUT, a fence): this record is never acknowledged.
+            Err(_) => Appended::Never,
+        }
+    }
+
+    fn drain(&mut self, now: Nanos) {
+        while let Some(action) = self.machine.poll_action() {
+            match action {
+                Action::Persist(batch) => self.persist(now, batch),
+                Action::Ack(tickets) => {
+                    for ticket in tickets.iter() {
+                        let record = self.ticket_record[ticket.0 as usize - 1];
+                        self.records[record as usize - 1].acked = Some(now);
+                        self.records_acked += 1;
+                        if let Some(&writer) = self.record_writer.get(record as usize - 1) {
+                            self.writers_ready.push(Reverse((now, writer)));
+                        }
+                    }
+                    while let Some(&(_, end)) = self.bulk_tickets.get(self.next_acked_bulk) {
+                        if end > tickets.end().0 {
+                            break;
+                        }
+                        let bulk = &mut self.bulks[self.next_acked_bulk];
+                        bulk.acked = Some(now);
+                        self.acked_end = bulk.end_offset;
+                        self.next_acked_bulk += 1;
+                    }
+                    self.retry_paused = true;
+                }
+                // Their writers learn the outcome is unknown; closed-loop writers stop.
+                Action::Fail { .. } => {}
+                Action::Write(_) | Action::Sync { .. } => {
+                    unreachable!("the remote WALs acknowledge only after a persist")
+                }
+            }
+        }
+    }
+
+    fn persist(&mut self, now: Nanos, batch: crate::group_commit::Batch) {
+        let index = self.bulks.len();
+        let first_record = self.ticket_record[batch.tickets.first.0 as usize - 1];
+        for ticket in batch.tickets.iter() {
+            let record = self.ticket_record[ticket.0 as usize - 1];
+            self.records[record as usize - 1].bulk = Some(batch.id.0);
+        }
+        let (first_offset, end_offset, generation) = match self.setup.backend {
+            RemoteBackend::S3 => {
+                let frame_bytes = encode_frame_records(self.next_offset, batch.records()).len() as u64;
+                let start = self.next_offset;
+                self.next_offset += frame_bytes;
+                (start, self.next_offset, None)
+            }
+            RemoteBackend::Postgres => {
+                let start = self.setup.ring.address(batch.segment, batch.offset);
+                (start, start + batch.bytes.len() as u64, Some(batch.segment))
+            }
+        };
+        self.bulks.push(BulkRow {
+            bulk: batch.id.0,
+            epoch: OWNER_EPOCH,
+            records: batch.tickets.count,
+            first_record,
+            first_offset,
+            end_offset,
+            generation,
+            slot: generation.map(|g| self.setup.ring.slot(g)),
+            formed: now,
+            sent: None,
+            stored: None,
+            acked: None,
+            outcome: None,
+            answered: None,
+            request: None,
+            waited: None,
+            retried: false,
+            checked: None,
+        });
+        self.bulk_of_batch.insert(batch.id.0, index);
+        self.bulk_tickets
+            .push((batch.tickets.first.0, batch.tickets.end().0));
+        match self.setup.backend {
+            RemoteBackend::S3 => {
+                self.bulk_bodies.push(Vec::new());
+                self.machine.recycle_buffer(batch.bytes);
+                self.send(now, index);
+            }
+            RemoteBackend::Postgres => {
+                self.bulk_bodies.push(ring::encode_row_body(first_offset, OWNER_EPOCH, batch.records()));
+                self.machine.recycle_buffer(batch.bytes);
+                self.pending.push_back(index);
+            }
+        }
+    }
+
+    /// Sends bulk `index`'s PUT or INSERT now.
+    fn send(&mut self, now: Nanos, index: usize) {
+        let put = self.next_put;
+        self.next_put += 1;
+        self.puts += 1;
+        let latency = self.latency_of(put);
+        let fails = self.setup.fail_put == Some(put);
+        let bulk = &mut self.bulks[index];
+        bulk.sent = Some(now);
+        bulk.request = Some(put);
+        let (failed, answer_lost) = match self.setup.backend {
+            RemoteBackend::S3 => (fails, false),
+            RemoteBackend::Postgres => (false, fails),
+        };
+        self.requests.push(Request {
+            bulk: index,
+            done_at: now + latency,
+            failed,
+            answer_lost,
+            compare: false,
+        });
+    }
+
+    fn latency_of(&mut self, put: u64) -> Nanos {
+        let drawn = self.setup.latency.draw(&mut self.latency_rng);
+        self.setup
+            .slow_puts
+            .iter()
+            .find(|(k, _)| *k == put)
+            .map_or(drawn, |&(_, slow)| slow)
+    }
+
+    /// Postgres: starts every waiting batch whose slot is free and, if it opens its
+    /// generation, whose predecessors have all committed (the native backend's rule).
+    fn start_pending(&mut self, now: Nanos) {
+        if self.setup.backend != RemoteBackend::Postgres {
+            return;
+        }
+        let geometry = self.setup.ring;
+        let mut still = VecDeque::new();
+        while let Some(index) = self.pending.pop_front() {
+            let (generation, start) = (
+                self.bulks[index].generation.expect("a ring batch"),
+                self.bulks[index].first_offset,
+            );
+            let slot_free = geometry.may_write(generation, self.trim_offset);
+            let earlier_open = still
+                .iter()
+                .chain(self.requests.iter().map(|r| &r.bulk))
+                .any(|&other: &usize| self.bulks[other].first_offset < start);
+            if crate::remote::ring_admits(&geometry, self.trim_offset, generation, start, earlier_open) {
+                self.send(now, index);
+            } else {
+                let wait = if slot_free {
+                    RingWait::Drain
+                } else {
+                    RingWait::Slot
+                };
+                let bulk = &mut self.bulks[index];
+                if bulk.waited != Some(RingWait::Slot) {
+                    bulk.waited = Some(wait);
+                }
+                still.push_back(index);
+            }
+        }
+        self.pending = still;
+    }
+
+    /// A request finishes: what it stored, and the result the machine will hear.
+    fn land(&mut self, request: Request, now: Nanos) -> Option<(usize, Result<(), SyncError>)> {
+        let index = request.bulk;
+        self.bulks[index].answered = Some(now);
+        let bulk = self.bulks[index].clone();
+        match self.setup.backend {
+            RemoteBackend::S3 => {
+                if request.failed {
+                    return Some((index, Err(SyncError::Unavailable)));
+                }
+                let object = WalObject {
+                    epoch: bulk.epoch,
+                    start: bulk.first_offset,
+                    end: bulk.end_offset,
+                };
+                self.objects.push((object, index));
+                self.bulks[index].stored = Some(now);
+                Some((index, Ok(())))
+            }
+            RemoteBackend::Postgres => {
+                let fenced = self
+                    .setup
+                    .takeover_at
+                    .is_some_and(|t| bulk.sent.is_some_and(|sent| sent >= t));
+                if fenced {
+                    // INSERT ... SELECT ... WHERE epoch = 5 FOR SHARE found no row: nothing written.
+                    self.bulks[index].outcome = Some(BulkOutcome::Fenced);
+                    self.fenced_bulks.push(bulk.bulk);
+                    return Some((index, Err(SyncError::Fenced)));
+                }
+                let body = self.bulk_bodies[index].clone();
+                if request.compare {
+                    // The retry finds a row at its offset and compares it with the batch.
+                    let stored = self
+                        .rows
+                        .iter()
+                        .find(|(row, _)| row.start_offset == bulk.first_offset);
+                    let matches = stored.is_some_and(|(row, _)| row.body == body);
+                    return Some((
+                        index,
+                        if matches {
+                            Ok(())
+                        } else {
+                            Err(SyncError::Mismatch)
+                        },
+                    ));
+                }
+                let slot = bulk.slot.expect("a ring batch");
+                let row = SlotRow {
+                    slot,
+                    start_offset: bulk.first_offset,
+                    end_offset: bulk.end_offset,
+                    epoch: bulk.epoch,
+                    body,
+                };
+                self.rows.push((row, index));
+                self.bulks[index].stored = Some(now);
+                if request.answer_lost {
+                    // The commit happened, its answer did not arrive: retry against the same table.
+                    self.bulks[index].retried = true;
+                    self.puts += 1;
+                    let latency = self.setup.latency.draw(&mut self.latency_rng);
+                    self.requests.push(Request {
+                        bulk: index,
+                        done_at: now + latency,
+                        failed: false,
+                        answer_lost: false,
+                        compare: true,
+                    });
+                    return None;
+                }
+                Some((index, Ok(())))
+            }
+        }
+    }
+
+    fn take_over(&mut self, now: Nanos) {
+        let Some(at) = self.setup.takeover_at else {
+            return;
+        };
+        if now < at {
+            return;
+        }
+        match self.setup.backend {
+            RemoteBackend::S3 => self.s3_take_over(at, now),
+            RemoteBackend::Postgres if self.takeover.is_some() => {}
+            RemoteBackend::Postgres => {
+                self.claim_requested = true;
+                // The claim's UPDATE waits for the inserts holding the node row FOR SHARE.
+                let holding = self
+                    .requests
+                    .iter()
+                    .any(|r| self.bulks[r.bulk].sent.is_some_and(|sent| sent < at));
+                if holding {
+                    return;
+                }
+                let geometry = self.setup.ring;
+                let rows: Vec<SlotRow> = self.rows.iter().map(|(row, _)| row.clone()).collect();
+                let recovery =
+                    ring::recover_chain(&geometry, self.trim_offset, OWNER_EPOCH + 1, &rows)
+                        .expect("rows the simulator wrote pass every check");
+                self.takeover = Some(self.report(at, now, recovery.head));
+            }
+        }
+    }
+
+    /// S3: node B's requests, each taking a draw of the request latency. The claim is a
+    /// conditional PUT of the registration with epoch + 1: from its answer on, every
+    /// fence read of node A finds the new epoch. B reads the registration back, LISTs
+    /// the prefix (seeing every object stored by the LIST's answer) and records its
+    /// session where what it recovered ends.
+    fn s3_take_over(&mut self, at: Nanos, now: Nanos) {
+        let Some(claim) = self.claim.as_mut() else {
+            if self.takeover.is_none() {
+                let done_at = now + self.setup.latency.draw(&mut self.control_rng);
+                self.claim = Some(Claim { stage: ClaimStage::Claim, done_at });
+            }
+            return;
+        };
+        if claim.done_at != now {
+            return;
+        }
+        let next = match claim.stage {
+            ClaimStage::Claim => {
+                self.registration = self.registration.claimed_by("node-b").expect("epoch fits");
+                self.takeover = Some(self.report(at, now, 0));
+                Some(ClaimStage::ReadBack)
+            }
+            ClaimStage::ReadBack => Some(ClaimStage::List),
+            ClaimStage::List => {
+                let listed: Vec<WalObject> = self.objects.iter().map(|(object, _)| *object).collect();
+                let plan = plan_chain(&listed, &self.registration.sessions);
+                let start = plan.chain.last().map_or(0, |object| object.end);
+                let recovered = self.records_in(plan.chain.iter().filter_map(|o| self.bulk_of_object(o)));
+                let lowest = listed.iter().map(|object| object.start).min();
+                self.pending_session = Some((lowest, start, recovered.len() as u64 + 1));
+                if let Some(report) = self.takeover.as_mut() {
+                    report.new_session_start = start;
+                    report.listed_at = now;
+                }
+                Some(ClaimStage::Session)
+            }
+            ClaimStage::Session => {
+                let (lowest, start, next_seq) = self.pending_session.take().expect("the LIST came first");
+                self.registration = self.registration.with_session(lowest, start, next_seq);
+                None
+            }
+        };
+        self.claim = next.map(|stage| Claim { stage, done_at: now + self.setup.latency.draw(&mut self.control_rng) });
+    }
+
+    fn report(&self, at: Nanos, claimed_at: Nanos, start: u64) -> TakeoverReport {
+        TakeoverReport {
+            at,
+            claimed_at,
+            listed_at: claimed_at,
+            old_epoch: OWNER_EPOCH,
+            new_epoch: OWNER_EPOCH + 1,
+            acked_by_old: 0,
+            recovered_by_new: 0,
+            stragglers_ignored: 0,
+            new_session_start: start,
+            fenced_bulks: Vec::new(),
+            ignored: Vec::new(),
+            recovered_records: Vec::new(),
+            already_uploaded: 0,
+        }
+    }
+
+    fn bulk_of_object(&self, object: &WalObject) -> Option<usize> {
+        self.objects
+            .iter()
+            .find(|(o, _)| o == object)
+            .map(|(_, index)| *index)
+    }
+
+    fn records_in(&self, bulks: impl Iterator<Item = usize>) -> Vec<u64> {
+        bulks
+            .flat_map(|index| {
+                let bulk = &self.bulks[index];
+                bulk.first_record..bulk.first_record + bulk.records
+            })
+            .collect()
+    }
+
+    fn trim(&mut self, now: Nanos) {
+        self.last_trim_tick = now;
+        let geometry = self.setup.ring;
+        let target = self.acked_end;
+        if target <= self.trim_offset {
+            return;
+        }
+        let released = geometry.released(self.trim_offset, target);
+        let truncated_slots: Vec<u64> = released
+            .clone()
+            .map(|generation| geometry.slot(generation))
+            .collect();
+        // Bounded by the rows kept: each is checked once.
+        self.rows
+            .retain(|(row, _)| !released.contains(&geometry.generation(row.start_offset)));
+        self.trim_offset = target;
+        self.trims.push(TrimRow {
+            at: now,
+            trim_offset: target,
+            truncated_slots,
+        });
+    }
+
+    fn finish(mut self) -> RemoteRun {
+        // Postgres: a claim still waiting at the end takes effect once the inserts drained.
+        if self.claim_requested && self.takeover.is_none() {
+            self.claim_requested = false;
+            let now = self.now;
+            self.take_over(now);
+        }
+        let mut bulks = std::mem::take(&mut self.bulks);
+        for bulk in &mut bulks {
+            if bulk.outcome.is_none() {
+                bulk.outcome = Some(if bulk.acked.is_some() {
+                    BulkOutcome::Acked
+                } else if bulk.stored.is_some() {
+                    BulkOutcome::StoredNotAcked
+                } else {
+                    BulkOutcome::Failed
+                });
+            }
+        }
+        self.bulks = bulks;
+        let acked_by_old = self.records_acked;
+        let mut takeover = self.takeover.take();
+        if let Some(report) = takeover.as_mut() {
+            report.acked_by_old = acked_by_old;
+            report.fenced_bulks = std::mem::take(&mut self.fenced_bulks);
+            match self.setup.backend {
+                RemoteBackend::S3 => {
+                    // Recovery once every straggler has landed: the whole listing.
+                    let listed: Vec<WalObject> =
+                        self.objects.iter().map(|(object, _)| *object).collect();
+                    let plan = plan_chain(&listed, &self.registration.sessions);
+                    report.recovered_records =
+                        self.records_in(plan.chain.iter().filter_map(|o| self.bulk_of_object(o)));
+                    report.stragglers_ignored = plan
+                        .ignored
+                        .iter()
+                        .filter(|(object, _)| object.epoch == OWNER_EPOCH)
+                        .count() as u64;
+                    report.ignored = plan.ignored;
+                }
+                RemoteBackend::Postgres => {
+                    let rows: Vec<SlotRow> = self.rows.iter().map(|(row, _)| row.clone()).collect();
+                    let recovery = ring::recover_chain(
+                        &self.setup.ring,
+                        self.trim_offset,
+                        OWNER_EPOCH + 1,
+                        &rows,
+                    )
+                    .expect("rows the simulator wrote pass every check");
+                    // Records below the trim offset are in data objects already; the rest are replayed.
+                    let uploaded = self.records_in(
+                        self.bulks
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, b)| b.end_offset <= self.trim_offset)
+                            .map(|(i, _)| i),
+                    );
+                    report.already_uploaded = uploaded.len() as u64;
+                    report.recovered_records = uploaded;
+                    report.recovered_records.extend(
+                        recovery
+                            .records
+                            .iter()
+                            .map(|record| self.ticket_record[record.seq as usize - 1]),
+                    );
+                }
+            }
+            report.recovered_by_new = report.recovered_records.len() as u64;
+        }
+        RemoteRun {
+            backend: self.setup.backend,
+            bulks: self.bulks,
+            records: self.records,
+            puts: self.puts,
+            fence_checks: self.fence_checks,
+            records_acked: self.records_acked,
+            takeover,
+            trims: self.trims,
+            ring: self.setup.ring,
+            end: self.now,
+        }
+    }
+}
+
+/// The value length that makes a tiny record with an 8-byte key `record_bytes` long.
+fn value_bytes(record_bytes: u32) -> usize {
+    let target = record_bytes as usize;
+    (0..target)
+        .rev()
+        .find(|&value| tiny::record_len(RECORD_KEY_BYTES, value) <= target)
+        .unwrap_or(0)
+}
