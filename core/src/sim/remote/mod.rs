@@ -53,8 +53,6 @@
 //! run on every target.
 
 mod driver;
-#[doc(hidden)]
-pub mod driver_old;
 mod outcomes;
 mod trace;
 pub mod upload;
