@@ -74,6 +74,10 @@ pub struct Args {
     /// second; measured in turns, both see the same disk.
     #[arg(long)]
     against_raw_ms: Option<u64>,
+    /// Switches pieces of the WAL's tuning off for this run, to measure what each buys
+    /// (BENCHMARKS.md). For measurement only.
+    #[arg(long, value_enum, value_delimiter = ',', hide = true)]
+    untune: Vec<crate::wal::os::Tuning>,
 }
 
 /// Every latency in this command is read from one kind of histogram.
@@ -663,6 +667,7 @@ fn report(args: &Args, writers: usize, measured: Measured, raw: Option<RawTurns>
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
+    crate::wal::os::untune(&args.untune);
     crate::wal::limit_malloc_arenas();
     for &writers in &args.writers {
         check_writers_and_bytes(writers, args.record_bytes)?;

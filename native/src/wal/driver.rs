@@ -15,7 +15,7 @@ use walab_core::trace::Trace;
 use super::backend::{Backend, Completion, WalError};
 use super::file::affinity;
 use super::handle::ReaderId;
-use super::os::{precise_timers, yield_to_a_waking_thread, yield_to_the_driver};
+use super::os::{precise_timers, tuned, yield_to_a_waking_thread, Tuning};
 use super::stats::WalStats;
 use super::trace::TraceRecorder;
 use super::writer::{seal_record, Reply, ReplyTo};
@@ -162,7 +162,7 @@ impl Driver {
     /// on a small machine costs as much again as the hop itself. Never while writers
     /// wait (they need the cores more), and never on a single core.
     fn spin_for_event(&mut self) -> Option<Result<Option<Event>, ()>> {
-        if !self.spin || !self.waiting.is_empty() || self.machine.running() != 0 || self.shutting_down {
+        if !self.spin || !tuned(Tuning::IdleSpin) || !self.waiting.is_empty() || self.machine.running() != 0 || self.shutting_down {
             return None;
         }
         let started = Instant::now();
@@ -321,7 +321,7 @@ impl Driver {
         if self.outbox.is_empty() {
             return;
         }
-        if sync_follows && self.outbox.len() >= ANSWERER_BATCH_MIN {
+        if sync_follows && self.outbox.len() >= ANSWERER_BATCH_MIN && tuned(Tuning::Answerer) {
             let answers = std::mem::take(&mut self.outbox);
             match self.answerer() {
                 Some(answerer) => match answerer.send(answers) {
@@ -343,7 +343,6 @@ impl Driver {
             // It ends once the driver (the only sender) is gone and the inbox is empty,
             // so every answer handed to it is delivered.
             let spawned = std::thread::Builder::new().name("wal-answer".to_string()).spawn(move || {
-                yield_to_the_driver();
                 for answers in inbox {
                     for (reply, answer) in answers {
                         reply.send(answer);

@@ -12,7 +12,6 @@ use walab_core::trace::Trace;
 
 use super::backend::{Backend, Recovered, WalError};
 use super::driver::{Driver, DriverResult, Event};
-use super::os::release_free_memory;
 use super::stats::WalStats;
 use super::trace::TraceRecorder;
 use super::writer::{AsyncWriter, Writer};
@@ -57,7 +56,6 @@ impl Wal {
         let name = backend.describe();
         let sync_cpus = backend.sync_cpus();
         let recovered = backend.recover()?;
-        release_free_memory();
         let machine_config = options.machine.unwrap_or_else(|| backend.machine_config());
         let machine = GroupCommit::resume(
             machine_config,

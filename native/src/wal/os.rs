@@ -1,5 +1,40 @@
 //! The operating-system knobs the WAL's threads set on themselves (Linux; no-ops
-//! elsewhere). Each says what it buys.
+//! elsewhere), and the driver's and writers' polls. Each says what it buys; each can be
+//! switched off for one run (`walab bench --untune`) so that what it buys is measured
+//! beside the same binary without it.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// A piece of tuning `walab bench --untune` can switch off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Tuning {
+    /// Two malloc arenas ([`limit_malloc_arenas`]).
+    Arenas,
+    /// One microsecond of timer slack on the driver ([`precise_timers`]).
+    TimerSlack,
+    /// The answering thread that wakes a large batch's writers while the driver syncs.
+    Answerer,
+    /// An idle driver polling its channel before it sleeps.
+    IdleSpin,
+    /// A lone writer polling for its answer before it sleeps.
+    WriterPoll,
+    /// A thread's poll giving up its core between looks ([`yield_to_a_waking_thread`]).
+    PollYield,
+}
+
+static UNTUNED: AtomicU32 = AtomicU32::new(0);
+
+/// Switches these pieces of tuning off for the rest of the process. Call before the WAL opens.
+pub fn untune(pieces: &[Tuning]) {
+    for piece in pieces {
+        UNTUNED.fetch_or(1 << *piece as u32, Ordering::Relaxed);
+    }
+}
+
+/// Whether this piece of tuning is on (it is unless [`untune`] switched it off).
+pub(crate) fn tuned(piece: Tuning) -> bool {
+    UNTUNED.load(Ordering::Relaxed) & (1 << piece as u32) == 0
+}
 
 /// Caps glibc's malloc arenas at two, before a command starts its writer threads.
 ///
@@ -9,6 +44,9 @@
 /// up for a minute before it levels off; with two arenas it stays flat from the first
 /// second (measured with `walab bench --seconds 60`). No-op on other C libraries.
 pub fn limit_malloc_arenas() {
+    if !tuned(Tuning::Arenas) {
+        return;
+    }
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt only sets an allocator parameter; called before the threads start.
     unsafe {
@@ -22,36 +60,13 @@ pub fn limit_malloc_arenas() {
 /// after its first record (measured on the Postgres WAL with `--trace`), 230 us with one
 /// microsecond of slack. No-op elsewhere.
 pub(crate) fn precise_timers() {
+    if !tuned(Tuning::TimerSlack) {
+        return;
+    }
     #[cfg(target_os = "linux")]
     // SAFETY: PR_SET_TIMERSLACK only sets this thread's timer slack.
     unsafe {
         libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0 as libc::c_ulong, 0 as libc::c_ulong, 0 as libc::c_ulong);
-    }
-}
-
-/// Hands memory freed after recovery (the segment images, the scan) back to the
-/// operating system, so a long run's resident set is the running WAL's, not the
-/// recovery's. No-op on other C libraries.
-pub(crate) fn release_free_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only returns free heap memory to the kernel.
-    unsafe {
-        libc::malloc_trim(0);
-    }
-}
-
-/// Makes the calling thread `SCHED_BATCH` (Linux): its wake-ups never preempt a running
-/// thread. The answering thread is woken by the driver just before the driver syncs; as
-/// an ordinary thread it could take the driver's core at that moment and hold back the
-/// sync it was about to issue. As a batch thread it runs once the driver blocks in the
-/// sync, which is when its work is free. Lowering a thread's own policy needs no
-/// privilege; where it fails, nothing changes.
-pub(crate) fn yield_to_the_driver() {
-    #[cfg(target_os = "linux")]
-    // SAFETY: sched_setscheduler with pid 0 changes only the calling thread's policy.
-    unsafe {
-        let param = libc::sched_param { sched_priority: 0 };
-        libc::sched_setscheduler(0, libc::SCHED_BATCH, &param);
     }
 }
 
@@ -61,5 +76,9 @@ pub(crate) fn yield_to_the_driver() {
 /// on the core where a lone writer polled waited out the whole 500 us poll (traced with
 /// `bench --trace`: 575 us between one sync's end and the next one's start, against 5 us).
 pub(crate) fn yield_to_a_waking_thread() {
-    std::thread::yield_now();
+    if tuned(Tuning::PollYield) {
+        std::thread::yield_now();
+    } else {
+        std::hint::spin_loop();
+    }
 }

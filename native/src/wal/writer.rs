@@ -10,7 +10,7 @@ use walab_core::codec::tiny;
 
 use super::backend::WalError;
 use super::driver::Event;
-use super::os::yield_to_a_waking_thread;
+use super::os::{tuned, yield_to_a_waking_thread, Tuning};
 
 /// The driver's answer to an append, with the record's buffer handed back for reuse.
 pub(super) type Reply = (Result<u64, WalError>, Vec<u8>);
@@ -245,7 +245,7 @@ impl PendingAppend {
 /// Whether the last persist took at most [`LONE_WRITER_POLL`], so that a lone writer's
 /// poll is likely to catch its answer.
 fn storage_answers_within_the_poll(last_persist_ns: &AtomicU64) -> bool {
-    last_persist_ns.load(Ordering::Relaxed) <= LONE_WRITER_POLL.as_nanos() as u64
+    tuned(Tuning::WriterPoll) && last_persist_ns.load(Ordering::Relaxed) <= LONE_WRITER_POLL.as_nanos() as u64
 }
 
 /// How long a lone writer polls for its answer before it sleeps.
