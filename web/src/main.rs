@@ -338,7 +338,7 @@ fn App() -> Html {
                 { pager }
             </main>
             <footer>
-                if part != 5 { <parts::dropzone::DropZone dropped={lab.dropped.clone()} on_action={dispatch.clone()} /> }
+                if !matches!(part, 5 | 13 | 14) { <parts::dropzone::DropZone dropped={lab.dropped.clone()} on_action={dispatch.clone()} /> }
                 <p>{ "Keys: space play/pause · ← → step · n next moment · Home/End · + − speed · p pull the power · r restore · f presenter mode · ? all keys" }</p>
             </footer>
             { keys_dialog.unwrap_or_default() }

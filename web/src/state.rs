@@ -11,7 +11,7 @@ use std::rc::Rc;
 use walab_core::time::Nanos;
 use yew::prelude::*;
 
-use crate::benches::dropped::{DroppedTrace, MeasuredLatency};
+use crate::benches::dropped::{DropError, Dropped, MeasuredLatency};
 use crate::benches::{self, BenchRef};
 use crate::player::{PlayerAction, PlayerState};
 use crate::url_state::{
@@ -28,7 +28,7 @@ pub struct LabState {
     /// The core's runs for the current Part and parameters.
     pub bench: BenchRef,
     /// A trace file dropped onto the page, or why it could not be read.
-    pub dropped: Option<Result<Rc<DroppedTrace>, String>>,
+    pub dropped: Option<Result<Dropped, String>>,
     /// A measured sync-latency distribution the simulator uses instead of a fixed L.
     pub latency: Option<Rc<MeasuredLatency>>,
     /// The last thing worth announcing (a power cut, a result, a key that did nothing),
@@ -179,8 +179,10 @@ pub enum LabAction {
     SetHandling(Handling),
     SetCdc(Option<u64>),
     SetProtection(PageProtection),
-    /// A trace file was read (or failed to parse).
-    LoadTrace(Result<Rc<DroppedTrace>, String>),
+    /// A trace file was read (or failed to parse): the Part that plays it opens (Part 5
+    /// a commit trace, 13 or 14 a remote run's); a file that could not be read opens the
+    /// Part it says it belongs to, or Part 5, unless a remote chapter is open.
+    LoadTrace(Result<Dropped, DropError>),
     CloseTrace,
     /// A measured latency file was read: Parts 0, 5 and 11 simulate with it.
     LoadLatency(Rc<MeasuredLatency>),
@@ -371,8 +373,16 @@ impl Reducible for LabState {
                 timeline_changed = true;
             }
             LabAction::LoadTrace(result) => {
-                next.dropped = Some(result);
-                next.params.part = 5;
+                next.params.part = match &result {
+                    Ok(dropped) => dropped.part(),
+                    Err(DropError { part: Some(part), .. }) => *part,
+                    Err(DropError { part: None, .. }) if matches!(next.params.part, 13 | 14) => next.params.part,
+                    Err(DropError { part: None, .. }) => 5,
+                };
+                next.dropped = Some(result.map_err(|error| error.message));
+                next.params.predict = None;
+                next.params.reveal = false;
+                next.status = None;
                 next.params.cut = None;
                 timeline_changed = true;
                 playhead_kept = false;
@@ -560,6 +570,50 @@ mod tests {
         let state = reduce(state, LabAction::LoadQuery("?part=6&cut=13.5&present=1".into()));
         assert_eq!((state.params.part, state.params.cut, state.params.present), (6, Some(Nanos(13_500_000)), true));
         assert_eq!(state.player.now, Nanos(13_500_000));
+    }
+
+    fn remote_trace(backend: walab_core::sim::remote::RemoteBackend) -> Dropped {
+        use walab_core::sim::remote::{self, to_trace, Load, RemoteSetup};
+        let run = remote::run(&RemoteSetup::new(backend, Load::Writers { writers: 8 }, 40)).unwrap();
+        let text = serde_json::to_string(&to_trace(&run, "group")).unwrap();
+        match crate::benches::dropped::parse_dropped("run.json", &text).unwrap() {
+            crate::benches::dropped::DroppedFile::Remote(remote) => Dropped::Remote(Rc::new(remote)),
+            other => panic!("read as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_remote_trace_opens_its_backends_part_and_plays_there_only() {
+        use walab_core::sim::remote::RemoteBackend;
+        let state = reduce(LabState::from_query("?part=2"), LabAction::LoadTrace(Ok(remote_trace(RemoteBackend::S3))));
+        assert_eq!(state.params.part, 13);
+        let crate::benches::Bench::Remote(bench) = &*state.bench.0 else { panic!("Part 13 runs the remote bench") };
+        assert_eq!(bench.trace.as_ref().unwrap().file_name, "run.json");
+        assert_eq!(bench.run.as_ref().unwrap().records_acked, 40);
+        // Part 14 keeps its own run while an S3 trace is loaded, and Part 13 plays it again.
+        let state = reduce(state, LabAction::GoToPart(14));
+        let crate::benches::Bench::Remote(bench) = &*state.bench.0 else { panic!("Part 14 runs the remote bench") };
+        assert!(bench.trace.is_none());
+        let state = reduce(state, LabAction::GoToPart(13));
+        let crate::benches::Bench::Remote(bench) = &*state.bench.0 else { panic!("Part 13 runs the remote bench") };
+        assert!(bench.trace.is_some());
+        let state = reduce(state, LabAction::CloseTrace);
+        let crate::benches::Bench::Remote(bench) = &*state.bench.0 else { panic!("Part 13 runs the remote bench") };
+        assert!(bench.trace.is_none(), "closed: the lab's own run again");
+        let state = reduce(LabState::from_query("?part=5"), LabAction::LoadTrace(Ok(remote_trace(RemoteBackend::Postgres))));
+        assert_eq!(state.params.part, 14);
+    }
+
+    #[test]
+    fn an_unreadable_file_opens_the_part_it_names_or_stays_in_a_remote_chapter() {
+        let error = |part| LabAction::LoadTrace(Err(DropError { message: "x.json: the file is empty".into(), part }));
+        assert_eq!(reduce(LabState::from_query("?part=13"), error(None)).params.part, 13);
+        assert_eq!(reduce(LabState::from_query("?part=2"), error(None)).params.part, 5);
+        let state = reduce(LabState::from_query("?part=2"), error(Some(14)));
+        assert_eq!(state.params.part, 14);
+        assert_eq!(state.dropped, Some(Err("x.json: the file is empty".to_string())));
+        let crate::benches::Bench::Remote(bench) = &*state.bench.0 else { panic!("Part 14 runs the remote bench") };
+        assert!(bench.trace.is_none() && bench.run.is_ok(), "the lab's own run stays");
     }
 
     #[test]

@@ -31,8 +31,17 @@ impl DroppedTrace {
     }
 }
 
-/// Reads a trace file's text. The error names the file and what is wrong with it.
+/// Reads a commit trace file's text (the page reads every dropped file through
+/// [`parse_dropped`]). The error names the file and what is wrong with it.
+#[cfg(test)]
 pub fn parse_trace(file_name: &str, text: &str) -> Result<DroppedTrace, String> {
+    let trace = read_trace(file_name, text)?;
+    Ok(commit_trace(file_name, &trace))
+}
+
+/// The checks every trace file passes, whatever it recorded: its size, its JSON, its
+/// format version, events in time order, at least one event.
+fn read_trace(file_name: &str, text: &str) -> Result<Trace, String> {
     if text.len() > TRACE_FILE_BYTES_MAX {
         return Err(format!("{file_name}: {} bytes is larger than the {} MiB the page reads", text.len(), TRACE_FILE_BYTES_MAX >> 20));
     }
@@ -54,18 +63,22 @@ pub fn parse_trace(file_name: &str, text: &str) -> Result<DroppedTrace, String> 
     if trace.events.is_empty() {
         return Err(format!("{file_name}: the trace has no events"));
     }
-    let mut spans = TraceSpans::from_trace(&trace);
+    Ok(trace)
+}
+
+fn commit_trace(file_name: &str, trace: &Trace) -> DroppedTrace {
+    let mut spans = TraceSpans::from_trace(trace);
     if spans.writes.len() > LANE_WRITES_MAX {
         spans.writes.truncate(LANE_WRITES_MAX);
     }
-    Ok(DroppedTrace {
+    DroppedTrace {
         file_name: file_name.to_string(),
         scenario: trace.scenario.clone(),
         policy: trace.policy.clone(),
         events: trace.events.len(),
         writes: trace.writes.len(),
         spans,
-    })
+    }
 }
 
 fn strip_position(message: &str) -> String {
@@ -127,16 +140,52 @@ struct LatencyExport {
 /// What a dropped file turned out to be.
 #[derive(Debug, PartialEq)]
 pub enum DroppedFile {
+    /// A commit trace: Part 5's lanes play it.
     Trace(DroppedTrace),
+    /// A trace of `walab sim remote`: Part 13 (S3) or 14 (Postgres) plays it.
+    Remote(super::remote_trace::DroppedRemote),
     Latency(MeasuredLatency),
 }
 
-/// Reads a dropped file: a latency export if it says so, else a trace.
-pub fn parse_dropped(file_name: &str, text: &str) -> Result<DroppedFile, String> {
-    if text.contains("\"walab-latency/") {
-        return parse_latency(file_name, text).map(DroppedFile::Latency);
+/// A trace being played, of either kind.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Dropped {
+    Commit(std::rc::Rc<DroppedTrace>),
+    Remote(std::rc::Rc<super::remote_trace::DroppedRemote>),
+}
+
+impl Dropped {
+    /// The Part that plays it.
+    pub fn part(&self) -> u8 {
+        match self {
+            Dropped::Commit(_) => 5,
+            Dropped::Remote(remote) => remote.part(),
+        }
     }
-    parse_trace(file_name, text).map(DroppedFile::Trace)
+}
+
+/// A file the page could not read: the sentence, and the Part the file belongs to when
+/// it said what it is (a remote run's chapter, or Part 5 for a commit trace).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DropError {
+    pub message: String,
+    pub part: Option<u8>,
+}
+
+/// Reads a dropped file: a latency export if it says so, else a trace, a remote run's
+/// when its scenario says so.
+pub fn parse_dropped(file_name: &str, text: &str) -> Result<DroppedFile, DropError> {
+    if text.contains("\"walab-latency/") {
+        return parse_latency(file_name, text).map(DroppedFile::Latency).map_err(|message| DropError { message, part: Some(5) });
+    }
+    let trace = read_trace(file_name, text).map_err(|message| DropError { message, part: None })?;
+    if super::remote_trace::is_remote(&trace) {
+        let part = super::remote_trace::part_of_scenario(&trace.scenario);
+        return super::remote_trace::read_remote(file_name, &trace)
+            .map(DroppedFile::Remote)
+            .map_err(|message| DropError { message, part: Some(part) });
+    }
+    Ok(DroppedFile::Trace(commit_trace(file_name, &trace)))
 }
 
 pub fn parse_latency(file_name: &str, text: &str) -> Result<MeasuredLatency, String> {
@@ -176,7 +225,7 @@ mod latency_tests {
 
     #[test]
     fn a_bad_latency_export_says_why() {
-        let error = parse_dropped("lat.json", &export(&[1, 2, 3])).unwrap_err();
+        let error = parse_dropped("lat.json", &export(&[1, 2, 3])).unwrap_err().message;
         assert!(error.starts_with("lat.json: "), "{error}");
     }
 }

@@ -26,6 +26,7 @@ pub mod moments;
 pub mod pages_view;
 pub mod quorum_view;
 pub mod remote;
+pub mod remote_trace;
 pub mod remote_upload;
 pub mod segments;
 pub mod tiny;
@@ -103,15 +104,22 @@ impl Default for BenchRef {
     }
 }
 
-/// Runs the core for the Part and parameters; Part 5 draws a dropped trace instead
-/// while one is loaded.
+/// Runs the core for the Part and parameters; while a trace file is loaded, the Part
+/// that plays it draws the file instead (Part 5 a commit trace, Part 13 or 14 a trace of
+/// `walab sim remote` on its backend).
 pub fn build(
     params: &LabParams,
-    dropped: Option<&Rc<dropped::DroppedTrace>>,
+    dropped: Option<&dropped::Dropped>,
     latency: Option<&Rc<dropped::MeasuredLatency>>,
 ) -> BenchRef {
-    if let (5, Some(trace)) = (params.part, dropped) {
-        return BenchRef(Rc::new(Bench::Dropped(trace.clone())));
+    match dropped {
+        Some(dropped::Dropped::Commit(trace)) if params.part == 5 => {
+            return BenchRef(Rc::new(Bench::Dropped(trace.clone())));
+        }
+        Some(dropped::Dropped::Remote(remote)) if params.part == remote.part() => {
+            return BenchRef(Rc::new(Bench::Remote(remote::RemoteBench::from_trace(&params.remote, params.seed, remote.clone()))));
+        }
+        _ => {}
     }
     let bench = match params.part {
         4 => Bench::Append,

@@ -14,6 +14,9 @@ use walab_core::sim::remote::upload::{self, UploadRun, UploadSetup};
 use walab_core::sim::SyncLatency;
 use walab_core::time::Nanos;
 
+use std::rc::Rc;
+
+use super::remote_trace::DroppedRemote;
 use super::Timeline;
 use crate::url_state::format_millis;
 
@@ -432,6 +435,37 @@ pub struct RemoteBench {
     pub costs: Vec<CostRow>,
     /// S3: the background upload of the run's acknowledged records to data objects.
     pub upload: Option<Result<UploadRun, String>>,
+    /// The trace file the run was read from, when one plays instead of the lab's run.
+    pub trace: Option<Rc<DroppedRemote>>,
+}
+
+/// S3's cost table: closed-loop runs of [`COST_RECORDS`] at the setup's latency.
+fn cost_rows(setup: &RemoteSetup) -> Vec<CostRow> {
+    if setup.backend != RemoteBackend::S3 {
+        return Vec::new();
+    }
+    COST_WRITERS
+        .iter()
+        .filter_map(|&writers| {
+            let cost_setup = RemoteSetup {
+                load: Load::Writers { writers },
+                count: COST_RECORDS,
+                slow_puts: Vec::new(),
+                fail_put: None,
+                takeover_at: None,
+                ..setup.clone()
+            };
+            let run = remote::run(&cost_setup).ok()?;
+            let puts_per_record = run.puts_per_record()?;
+            Some(CostRow {
+                writers,
+                puts: run.puts,
+                records: run.records_acked,
+                puts_per_record,
+                bill_per_million: put_bill_per_million_appends(puts_per_record),
+            })
+        })
+        .collect()
 }
 
 impl RemoteBench {
@@ -439,32 +473,7 @@ impl RemoteBench {
         let backend = if part == POSTGRES_PART { RemoteBackend::Postgres } else { RemoteBackend::S3 };
         let (setup, command) = params.setup(backend, seed);
         let run = remote::run(&setup).map_err(|error| error.to_string());
-        let costs = if backend == RemoteBackend::S3 {
-            COST_WRITERS
-                .iter()
-                .filter_map(|&writers| {
-                    let cost_setup = RemoteSetup {
-                        load: Load::Writers { writers },
-                        count: COST_RECORDS,
-                        slow_puts: Vec::new(),
-                        fail_put: None,
-                        takeover_at: None,
-                        ..setup.clone()
-                    };
-                    let run = remote::run(&cost_setup).ok()?;
-                    let puts_per_record = run.puts_per_record()?;
-                    Some(CostRow {
-                        writers,
-                        puts: run.puts,
-                        records: run.records_acked,
-                        puts_per_record,
-                        bill_per_million: put_bill_per_million_appends(puts_per_record),
-                    })
-                })
-                .collect()
-        } else {
-            Vec::new()
-        };
+        let costs = cost_rows(&setup);
         let upload = match (&run, backend) {
             (Ok(wal), RemoteBackend::S3) => {
                 let upload_setup = UploadSetup { crash_before_commit: params.upload_crash, ..UploadSetup::lab() };
@@ -475,7 +484,15 @@ impl RemoteBench {
             }
             _ => None,
         };
-        RemoteBench { run, command, costs, upload }
+        RemoteBench { run, command, costs, upload, trace: None }
+    }
+
+    /// The chapter of a dropped trace: its run, read back by the core. The cost table
+    /// stays the lab's (it is about the latency, not the file); the upload is not in a
+    /// trace, so it is left out.
+    pub fn from_trace(params: &RemoteParams, seed: u64, trace: Rc<DroppedRemote>) -> RemoteBench {
+        let (setup, _) = params.setup(trace.run.backend, seed);
+        RemoteBench { run: Ok(trace.run.clone()), command: String::new(), costs: cost_rows(&setup), upload: None, trace: Some(trace) }
     }
 
     /// Every instant a bulk changes, and the run's end.
@@ -498,6 +515,10 @@ impl RemoteBench {
         if let Some(Ok(upload)) = &self.upload {
             marks.extend(super::remote_upload::marks(upload));
         }
+        // Past the drawn bulks: their acknowledgements and the last instant of any bulk,
+        // so End reaches the run's end and the totals' count.
+        marks.extend(run.bulks.iter().filter_map(|bulk| bulk.acked));
+        marks.extend(run.bulks.iter().flat_map(|bulk| [bulk.acked, bulk.stored, bulk.checked, bulk.answered]).flatten().max());
         marks.sort_unstable();
         marks.dedup();
         let end = marks.last().copied().unwrap_or(Nanos::ZERO);
@@ -663,9 +684,9 @@ pub fn caption_at(run: &RemoteRun, t: Nanos) -> String {
             ));
         }
     }
-    let acked: Vec<u64> = bulks_drawn(run).iter().filter(|b| b.acked == Some(t)).map(|b| b.bulk).collect();
+    let acked: Vec<u64> = run.bulks.iter().filter(|b| b.acked == Some(t)).map(|b| b.bulk).collect();
     if let (Some(first), Some(last)) = (acked.first(), acked.last()) {
-        let records: u64 = bulks_drawn(run).iter().filter(|b| b.acked == Some(t)).map(|b| b.records).sum();
+        let records: u64 = run.bulks.iter().filter(|b| b.acked == Some(t)).map(|b| b.records).sum();
         parts.push(if first == last {
             format!("bulk {first}'s {records} records are acknowledged")
         } else {
@@ -851,6 +872,22 @@ mod tests {
         params.set_timeline("higher");
         assert_eq!(params.timeline, TimelineCase::HigherAsynchronous { lag: STANDBY_LAG });
         assert!(RemoteParams::default().parse("rfsync", "maybe").unwrap_err().contains("off or on"));
+    }
+
+    #[test]
+    fn the_timeline_reaches_the_last_acknowledgement_past_the_drawn_bulks() {
+        let mut params = RemoteParams::default();
+        params.parse("rwriters", "8").unwrap();
+        params.parse("rcount", "400").unwrap();
+        let bench = RemoteBench::build(OBJECT_STORE_PART, &params, 1);
+        let run = bench.run.as_ref().unwrap();
+        assert!(run.bulks.len() > BULKS_DRAWN_MAX, "{} bulks", run.bulks.len());
+        let last = run.bulks.iter().filter_map(|bulk| bulk.acked).max().unwrap();
+        let timeline = bench.timeline();
+        assert!(timeline.marks.contains(&last) && timeline.end >= last);
+        assert_eq!(run.acked_by(timeline.end).count() as u64, run.records_acked);
+        let caption = caption_at(run, last);
+        assert_eq!(caption, format!("Bulk {}'s 8 records are acknowledged.", run.bulks.len()));
     }
 
     #[test]

@@ -61,7 +61,7 @@ pub struct ChapterProps {
     pub bench: BenchRef,
     /// A dropped trace file, or why it could not be read.
     #[prop_or_default]
-    pub dropped: Option<Result<std::rc::Rc<crate::benches::dropped::DroppedTrace>, String>>,
+    pub dropped: Option<Result<crate::benches::dropped::Dropped, String>>,
     /// A value typed into a field that the lab refused, for the field to show.
     #[prop_or_default]
     pub field_problem: Option<crate::state::FieldProblem>,

@@ -19,15 +19,63 @@ pub struct BulkLanesProps {
     pub now: Nanos,
 }
 
+/// The widest the figures are laid out; a wider column scales them up (a projector).
 const WIDTH: f64 = 760.0;
+/// The narrowest: a phone's column is about 350 px.
+const WIDTH_MIN: f64 = 300.0;
 const LABEL_W: f64 = 118.0;
 const ROW_H: f64 = 22.0;
-const TOP: f64 = 34.0;
+/// An estimate of a legend character's width at its 12.5 px, for wrapping the legend.
+const LEGEND_CHAR_W: f64 = 7.0;
+
+/// The width the figure's column has, in CSS pixels, measured after the first render and
+/// on every resize: the drawing is laid out at that width, so its text keeps its size on
+/// a phone instead of shrinking with the column or scrolling sideways.
+#[hook]
+fn use_layout_width(node: NodeRef) -> f64 {
+    let width = use_state_eq(|| WIDTH);
+    {
+        let width = width.clone();
+        use_effect_with((), move |_| {
+            let measure = move || {
+                if let Some(element) = node.cast::<web_sys::Element>() {
+                    // The frame's padding (0.3rem each side) is not the drawing's.
+                    let measured = f64::from(element.client_width()) - 10.0;
+                    if measured > 0.0 {
+                        width.set(measured.clamp(WIDTH_MIN, WIDTH).floor());
+                    }
+                }
+            };
+            measure.clone()();
+            let listener = web_sys::window().map(|window| gloo_events::EventListener::new(&window, "resize", move |_| measure()));
+            move || drop(listener)
+        });
+    }
+    *width
+}
+
+/// Legend entries flowed into rows that fit `width`: each entry's x and row.
+fn legend_rows(entries: &[(f64, &str)], width: f64) -> Vec<(f64, usize)> {
+    let mut placed = Vec::new();
+    let (mut x, mut row) = (0.0, 0);
+    for (swatch, text) in entries {
+        let item = swatch + 4.0 + text.chars().count() as f64 * LEGEND_CHAR_W;
+        if x > 0.0 && x + item > width - 8.0 {
+            x = 0.0;
+            row += 1;
+        }
+        placed.push((x, row));
+        x += item + 18.0;
+    }
+    placed
+}
 
 /// One lane per bulk: formed (thin), in flight (solid), stored but held back (striped),
 /// acknowledged (tick), with a playhead; a takeover draws its instant and the epochs.
 #[component]
 pub fn BulkLanes(props: &BulkLanesProps) -> Html {
+    let node = use_node_ref();
+    let width = use_layout_width(node.clone());
     let run = &props.run;
     let bulks = bulks_drawn(run);
     let end = bulks
@@ -37,13 +85,29 @@ pub fn BulkLanes(props: &BulkLanesProps) -> Html {
         .max()
         .unwrap_or(Nanos(1))
         .max(Nanos(1));
-    let span = WIDTH - LABEL_W - 12.0;
+    let span = width - LABEL_W - 12.0;
     let x = |t: Nanos| LABEL_W + span * (t.0 as f64 / end.0 as f64).min(1.0);
-    let height = TOP + bulks.len() as f64 * ROW_H + 26.0;
-    let put = if run.backend == RemoteBackend::S3 { "PUT" } else { "INSERT" };
+    // Row 1 the axis, row 2 the takeover's label, then the lanes, then the legend.
+    let top = if run.takeover.is_some() { 50.0 } else { 30.0 };
+    let s3 = run.backend == RemoteBackend::S3;
+    let mut legend_entries: Vec<(f64, &str, Html)> = vec![
+        (14.0, "in flight", html! { <rect class="flight" x="0" y="-9" width="14" height="9" /> }),
+        (14.0, "stored, not acknowledged", html! { <rect class="held" x="0" y="-9" width="14" height="9" /> }),
+        (3.0, "acknowledged", html! { <rect class="ack" x="0" y="-11" width="3" height="13" /> }),
+        (14.0, "waiting to be sent", html! { <rect class="wait" x="0" y="-6" width="14" height="4" /> }),
+    ];
+    if s3 {
+        legend_entries.insert(1, (14.0, "fence read", html! { <rect class="check" x="0" y="-9" width="14" height="9" /> }));
+    }
+    let sizes: Vec<(f64, &str)> = legend_entries.iter().map(|(swatch, text, _)| (*swatch, *text)).collect();
+    let placed = legend_rows(&sizes, width);
+    let legend_rows_count = placed.iter().map(|(_, row)| row + 1).max().unwrap_or(1);
+    let lanes_bottom = top + bulks.len() as f64 * ROW_H;
+    let height = lanes_bottom + 10.0 + legend_rows_count as f64 * 18.0;
+    let put = if s3 { "PUT" } else { "INSERT" };
     let now = props.now;
     let rows = bulks.iter().enumerate().map(|(index, bulk)| {
-        let y = TOP + index as f64 * ROW_H;
+        let y = top + index as f64 * ROW_H;
         let state = bulk_state(run, bulk, now);
         let clip = |t: Nanos| x(t.min(now));
         let sent = bulk.sent.unwrap_or(bulk.formed);
@@ -86,10 +150,14 @@ pub fn BulkLanes(props: &BulkLanesProps) -> Html {
     });
     let takeover = run.takeover.as_ref().filter(|t| t.at <= now).map(|takeover| {
         let tx = x(takeover.at);
+        let text = format!("node B claims epoch {}", takeover.new_epoch);
+        // Right of the line if it fits, else left of it.
+        let text_w = text.chars().count() as f64 * 8.0;
+        let (text_x, anchor) = if tx + 4.0 + text_w <= width - 4.0 { (tx + 4.0, "start") } else { (tx - 4.0, "end") };
         html! {
             <g class="takeover" data-at={format_millis(takeover.at)}>
-                <line x1={format!("{tx:.1}")} x2={format!("{tx:.1}")} y1={format!("{}", TOP - 6.0)} y2={format!("{:.1}", height - 20.0)} />
-                <text x={format!("{:.1}", (tx + 4.0).min(WIDTH - 260.0))} y={format!("{}", TOP - 14.0)}>{ format!("B claims epoch {}", takeover.new_epoch) }</text>
+                <line x1={format!("{tx:.1}")} x2={format!("{tx:.1}")} y1={format!("{}", top - 8.0)} y2={format!("{lanes_bottom:.1}")} />
+                <text x={format!("{text_x:.1}")} y={format!("{}", top - 14.0)} text-anchor={anchor}>{ text }</text>
             </g>
         }
     });
@@ -100,24 +168,23 @@ pub fn BulkLanes(props: &BulkLanesProps) -> Html {
         bulks.len(),
         format_millis(now)
     );
+    let legend = legend_entries.into_iter().zip(placed).map(|((swatch, text, key), (lx, row))| {
+        html! {
+            <g transform={format!("translate({lx:.0} {:.0})", row as f64 * 18.0)}>
+                { key }<text x={format!("{:.0}", swatch + 4.0)} y="0">{ text }</text>
+            </g>
+        }
+    });
     html! {
-        <div class="figure remote-lanes" data-figure="remote-bulks" aria-label={label.clone()} role="img"
+        <div class="figure remote-lanes" data-figure="remote-bulks" aria-label={label.clone()} role="img" ref={node}
             data-in-flight={in_flight.to_string()} data-held={held.to_string()} data-acked={acked.to_string()}>
-            <svg viewBox={format!("0 0 {WIDTH} {height:.0}")} aria-hidden="true">
-                <text class="axis" x={LABEL_W.to_string()} y="16">{ "0 ms" }</text>
-                <text class="axis" x={format!("{:.0}", WIDTH - 8.0)} y="16" text-anchor="end">{ format!("{} ms", format_millis(end)) }</text>
+            <svg viewBox={format!("0 0 {width:.0} {height:.0}")} aria-hidden="true">
+                <text class="axis" x={LABEL_W.to_string()} y="14">{ "0 ms" }</text>
+                <text class="axis" x={format!("{:.0}", width - 8.0)} y="14" text-anchor="end">{ format!("{} ms", format_millis(end)) }</text>
                 { for rows }
                 { takeover.unwrap_or_default() }
-                <line class="playhead" x1={format!("{px:.1}")} x2={format!("{px:.1}")} y1="20" y2={format!("{:.1}", height - 20.0)} />
-                <g class="legend" transform={format!("translate(4 {:.0})", height - 8.0)}>
-                    <rect class="flight" x="0" y="-9" width="14" height="9" /><text x="18" y="0">{ "in flight" }</text>
-                    <rect class="held" x="92" y="-9" width="14" height="9" /><text x="110" y="0">{ "stored, not acknowledged" }</text>
-                    <rect class="ack" x="296" y="-11" width="3" height="13" /><text x="304" y="0">{ "acknowledged" }</text>
-                    <rect class="wait" x="414" y="-6" width="14" height="4" /><text x="432" y="0">{ "waiting to be sent" }</text>
-                    if run.backend == RemoteBackend::S3 {
-                        <rect class="check" x="580" y="-9" width="14" height="9" /><text x="598" y="0">{ "fence read" }</text>
-                    }
-                </g>
+                <line class="playhead" x1={format!("{px:.1}")} x2={format!("{px:.1}")} y1="18" y2={format!("{lanes_bottom:.1}")} />
+                <g class="legend" transform={format!("translate(4 {:.0})", lanes_bottom + 22.0)}>{ for legend }</g>
             </svg>
         </div>
     }
@@ -132,14 +199,43 @@ pub struct RingFigureProps {
     pub waiting: Option<(u64, u64)>,
 }
 
+/// The narrowest a slot box is drawn: "gen 12 ← head" fits.
+const SLOT_W_MIN: f64 = 118.0;
+
+/// Splits a sentence in two at the space nearest its middle, for a narrow column.
+fn two_lines(text: &str) -> (String, String) {
+    let middle = text.len() / 2;
+    let split = text
+        .char_indices()
+        .filter(|(_, c)| *c == ' ')
+        .map(|(index, _)| index)
+        .min_by_key(|index| index.abs_diff(middle));
+    match split {
+        Some(index) => (text[..index].to_string(), text[index + 1..].to_string()),
+        None => (text.to_string(), String::new()),
+    }
+}
+
 /// The slot tables, each holding one generation; the head's slot and a waiting batch.
+/// On a narrow column the slots wrap into rows and the sentences into two lines.
 #[component]
 pub fn RingFigure(props: &RingFigureProps) -> Html {
+    let node = use_node_ref();
+    let width = use_layout_width(node.clone());
     let states = props.geometry.slots(props.trim_offset, props.head);
     let count = states.len().max(1);
-    let box_w = ((WIDTH - 16.0) / count as f64 - 8.0).min(150.0);
+    let per_row = (((width - 8.0) / (SLOT_W_MIN + 8.0)).floor() as usize).clamp(1, count);
+    let box_w = ((width - 8.0) / per_row as f64 - 8.0).min(150.0);
+    let narrow = width < 560.0;
+    let line_h = 17.0;
+    let heading = format!("pico_wal_… slot tables: generation g lives in slot g % {}", props.geometry.segments);
+    let heading_lines: Vec<String> = if narrow { let (a, b) = two_lines(&heading); vec![a, b] } else { vec![heading] };
+    let slots_top = 8.0 + heading_lines.len() as f64 * line_h;
+    let slot_rows = count.div_ceil(per_row);
+    let slots_bottom = slots_top + slot_rows as f64 * 62.0;
     let slots = states.iter().enumerate().map(|(slot, state)| {
-        let x0 = 8.0 + slot as f64 * (box_w + 8.0);
+        let x0 = 8.0 + (slot % per_row) as f64 * (box_w + 8.0);
+        let y0 = slots_top + (slot / per_row) as f64 * 62.0;
         let (name, text) = match state {
             SlotState::Free => ("free", "free".to_string()),
             SlotState::Kept { generation } => ("kept", format!("gen {generation}")),
@@ -149,14 +245,25 @@ pub fn RingFigure(props: &RingFigureProps) -> Html {
         html! {
             <g class={classes!("slot", name, wanted.then_some("wanted"))} data-slot={slot.to_string()} data-state={name}
                 data-generation={match state { SlotState::Kept { generation } | SlotState::Head { generation } => Some(generation.to_string()), SlotState::Free => None }}>
-                <rect x={format!("{x0:.1}")} y="30" width={format!("{box_w:.1}")} height="54" rx="6" />
-                <text x={format!("{:.1}", x0 + 8.0)} y="50">{ format!("slot {slot}") }</text>
-                <text class="slot-content" x={format!("{:.1}", x0 + 8.0)} y="72">{ text }</text>
+                <rect x={format!("{x0:.1}")} y={format!("{y0:.1}")} width={format!("{box_w:.1}")} height="54" rx="6" />
+                <text x={format!("{:.1}", x0 + 8.0)} y={format!("{:.1}", y0 + 20.0)}>{ format!("slot {slot}") }</text>
+                <text class="slot-content" x={format!("{:.1}", x0 + 8.0)} y={format!("{:.1}", y0 + 42.0)}>{ text }</text>
             </g>
         }
     });
-    let waiting = props.waiting.map(|(generation, slot)| {
-        html! { <text class="waiting-note" x="8" y="106">{ format!("gen {generation} waits: slot {slot} still holds an untrimmed generation") }</text> }
+    let waiting_lines: Vec<String> = props
+        .waiting
+        .map(|(generation, slot)| {
+            let text = format!("gen {generation} waits: slot {slot} still holds an untrimmed generation");
+            if narrow { let (a, b) = two_lines(&text); vec![a, b] } else { vec![text] }
+        })
+        .unwrap_or_default();
+    let waiting = waiting_lines.iter().enumerate().map(|(index, line)| {
+        html! { <text class="waiting-note" x="8" y={format!("{:.1}", slots_bottom + 14.0 + index as f64 * line_h)}>{ line.clone() }</text> }
+    });
+    let height = slots_bottom + 8.0 + waiting_lines.len().max(1) as f64 * line_h;
+    let heading = heading_lines.iter().enumerate().map(|(index, line)| {
+        html! { <text class="axis" x="8" y={format!("{:.1}", 18.0 + index as f64 * line_h)}>{ line.clone() }</text> }
     });
     let label = format!(
         "{} slot tables; trim offset {}, head {}{}",
@@ -166,13 +273,13 @@ pub fn RingFigure(props: &RingFigureProps) -> Html {
         props.waiting.map_or(String::new(), |(g, s)| format!("; generation {g} waits for slot {s}"))
     );
     html! {
-        <div class="figure remote-ring" data-figure="postgres-ring" aria-label={label} role="img"
+        <div class="figure remote-ring" data-figure="postgres-ring" aria-label={label} role="img" ref={node}
             data-trim-offset={props.trim_offset.to_string()} data-head={props.head.to_string()}
             data-waiting={props.waiting.map(|(g, _)| g.to_string())}>
-            <svg viewBox={format!("0 0 {WIDTH} 116")} aria-hidden="true">
-                <text class="axis" x="8" y="18">{ format!("pico_wal_… slot tables: generation g lives in slot g % {}", props.geometry.segments) }</text>
+            <svg viewBox={format!("0 0 {width:.0} {height:.0}")} aria-hidden="true">
+                { for heading }
                 { for slots }
-                { waiting.unwrap_or_default() }
+                { for waiting }
             </svg>
         </div>
     }

@@ -16,11 +16,13 @@ use yew::prelude::*;
 
 use self::figures::{BulkLanes, RingFigure, WritePathFigure};
 use self::upload::UploadFigure;
+use super::dropzone::DropZone;
 use super::{ChapterProps, Source};
 use crate::benches::remote::{
     caption_at, caption_with_upload, event_name, loss_at, refusal_name, ring_at, startup_at, startup_rows, timeline_name, warning_name, RemoteBench, RemoteLatency, RemoteParams,
     BACKUP_AT, COST_RECORDS, LAB_SEGMENT_BYTES, STANDBY_LAG,
 };
+use crate::benches::remote_trace::DroppedRemote;
 use crate::benches::Bench;
 use crate::player::{Player, PlayerState};
 use crate::state::LabAction;
@@ -33,6 +35,76 @@ fn bench_of(props: &ChapterProps) -> Option<&RemoteBench> {
     match &*props.bench.0 {
         Bench::Remote(bench) => Some(bench),
         _ => None,
+    }
+}
+
+/// The element the trace's caption and the player sit in, for scrolling to them.
+const TRACE_BANNER_ID: &str = "remote-trace";
+const RUN_SECTION_ID: &str = "remote-run";
+
+fn scroll_to(id: &str) {
+    if let Some(element) = web_sys::window().and_then(|window| window.document()).and_then(|document| document.get_element_by_id(id)) {
+        element.scroll_into_view();
+    }
+}
+
+/// The top of a remote chapter: which trace file is playing and what it holds, or why a
+/// dropped file could not be read (the chapter then shows the lab's own run).
+fn trace_banner(props: &ChapterProps, trace: Option<&Rc<DroppedRemote>>) -> Html {
+    let on_close = props.on_action.reform(|_: MouseEvent| LabAction::CloseTrace);
+    match (trace, &props.dropped) {
+        (Some(trace), _) => {
+            let run = &trace.run;
+            let takeover = run.takeover.as_ref();
+            let to_run = Callback::from(|_: MouseEvent| scroll_to(RUN_SECTION_ID));
+            html! {
+                <section class="dropped-remote" id={TRACE_BANNER_ID} aria-label="the trace file playing"
+                    data-file={trace.file_name.clone()} data-backend={run.backend.name()} data-records={run.records.len().to_string()}
+                    data-bulks={run.bulks.len().to_string()} data-puts={run.puts.to_string()} data-records-acked={run.records_acked.to_string()}
+                    data-takeover={if takeover.is_some() { "yes" } else { "no" }}>
+                    <p class="headline"><strong>{ "Playing your trace file. " }</strong>{ trace.summary() }</p>
+                    <p class="note">{ trace.left_out() }{ " The player, the bulks' lanes, the totals, the takeover and what each event loses below all draw the file; \
+                        the controls that choose the lab's own run come back when you close it." }</p>
+                    <p class="trace-actions">
+                        <button class="primary to-run" onclick={to_run}>{ "play it ↓" }</button>{ " " }
+                        <button class="close-trace" onclick={on_close}>{ "close the file" }</button>
+                    </p>
+                </section>
+            }
+        }
+        (None, Some(Err(error))) => html! {
+            <p class="error trace-error" role="alert">{ format!("{error}. The chapter shows the lab's own run.") }</p>
+        },
+        _ => Html::default(),
+    }
+}
+
+/// Scrolls to the trace's caption when a new file starts playing in this chapter.
+#[hook]
+fn use_scroll_to_new_trace(trace: Option<&Rc<DroppedRemote>>) {
+    let key = trace.map(|trace| (trace.file_name.clone(), trace.events, trace.run.end));
+    use_effect_with(key, |key| {
+        if key.is_some() {
+            scroll_to(TRACE_BANNER_ID);
+        }
+    });
+}
+
+/// Where the lab's own controls were: the file in their place.
+fn trace_in_place_of_controls(trace: &DroppedRemote, on_action: &Callback<LabAction>) -> Html {
+    let on_close = on_action.reform(|_: MouseEvent| LabAction::CloseTrace);
+    html! {
+        <p class="trace-playing note" data-file={trace.file_name.clone()}>{ format!("These lanes draw {}. ", trace.file_name) }
+            <button class="close-trace" onclick={on_close}>{ "close the file" }</button></p>
+    }
+}
+
+fn own_run_section(props: &ChapterProps) -> Html {
+    html! {
+        <>
+        <h3>{ "Your own run" }</h3>
+        <DropZone dropped={props.dropped.clone()} on_action={props.on_action.clone()} remote={true} />
+        </>
     }
 }
 
@@ -164,11 +236,13 @@ fn upload_section(props: &ChapterProps, bench: &RemoteBench, run: &Rc<RemoteRun>
         params.upload_crash.map_or(String::new(), |k| k.to_string()), params, &props.on_action, |p, v| {
             if v.is_empty() { p.upload_crash = None } else { let _ = p.parse("rupcrash", v); }
         });
-    let figure = match &bench.upload {
-        Some(Ok(upload)) => html! { <UploadFigure run={run.clone()} upload={Rc::new(upload.clone())} now={props.player.now} /> },
-        Some(Err(error)) => html! { <p class="error">{ format!("the upload could not run: {error}") }</p> },
-        None => Html::default(),
+    let figure = match (&bench.upload, &bench.trace) {
+        (_, Some(trace)) => html! { <p class="note upload-left-out">{ trace.left_out() }{ " Close the file to watch the lab's own run's upload." }</p> },
+        (Some(Ok(upload)), None) => html! { <UploadFigure run={run.clone()} upload={Rc::new(upload.clone())} now={props.player.now} /> },
+        (Some(Err(error)), None) => html! { <p class="error">{ format!("the upload could not run: {error}") }</p> },
+        (None, None) => Html::default(),
     };
+    let control = if bench.trace.is_some() { Html::default() } else { html! { <div class="controls remote-controls">{ control }</div> } };
     html! {
         <>
         <h3>{ "From WAL to committed objects" }</h3>
@@ -185,14 +259,23 @@ fn upload_section(props: &ChapterProps, bench: &RemoteBench, run: &Rc<RemoteRun>
                   above (→ steps from anywhere on the page) and watch the figure below; then crash the upload \
                   between an upload and its commit." }</p>
         </div>
-        <div class="controls remote-controls">{ control }</div>
+        { control }
         { figure }
         </>
     }
 }
 
+/// Says so when the lanes draw only the first bulks of a longer run.
+fn lanes_note(run: &RemoteRun) -> Html {
+    let drawn = crate::benches::remote::bulks_drawn(run).len();
+    if drawn == run.bulks.len() {
+        return Html::default();
+    }
+    html! { <p class="note lanes-note">{ format!("The lanes draw the first {drawn} of the run's {} bulks; the totals count them all.", run.bulks.len()) }</p> }
+}
+
 /// The run's totals, with the numbers as data for the browser test.
-fn totals(run: &RemoteRun, command: &str) -> Html {
+fn totals(run: &RemoteRun, bench: &RemoteBench) -> Html {
     let per_record = run.puts_per_record();
     let request = if run.backend == RemoteBackend::S3 { "PUTs" } else { "INSERTs" };
     html! {
@@ -202,13 +285,20 @@ fn totals(run: &RemoteRun, command: &str) -> Html {
             { format!("The whole run: {} records, {} bulks, {} {request}, {} records acknowledged, {} {request} per record.",
                 run.records.len(), run.bulks.len(), run.puts, run.records_acked, per_record.map_or("-".to_string(), |p| format!("{p:.4}"))) }
         </p>
-        <p class="cli-line">{ "The same run on the command line: " }<code class="cli">{ command.to_string() }</code></p>
+        if let Some(trace) = &bench.trace {
+            <p class="note trace-source">{ format!("Read from {}; walab sim remote printed the same totals with --json.", trace.file_name) }</p>
+        } else {
+            <p class="cli-line">{ "The same run on the command line: " }<code class="cli">{ bench.command.clone() }</code></p>
+        }
         </>
     }
 }
 
-fn takeover_panel(run: &RemoteRun, now: Nanos) -> Html {
+fn takeover_panel(run: &RemoteRun, now: Nanos, from_trace: bool) -> Html {
     let Some(takeover) = &run.takeover else {
+        if from_trace {
+            return html! { <p class="note" data-takeover="none">{ "This trace has no takeover: record one with walab sim remote --takeover-at-ms." }</p> };
+        }
         return html! { <p class="note">{ "Choose a takeover above to watch node B fence node A." }</p> };
     };
     if now < takeover.at {
@@ -282,12 +372,18 @@ fn losses(props: &ChapterProps, run: &RemoteRun, backend: RemoteBackend) -> Html
 
 #[component]
 pub fn ObjectStoreChapter(props: &ChapterProps) -> Html {
+    use_scroll_to_new_trace(bench_of(props).and_then(|bench| bench.trace.as_ref()));
     let Some(bench) = bench_of(props) else { return html! { <p class="error">{ "this Part's bench did not run" }</p> } };
     let run = match &bench.run {
         Ok(run) => Rc::new(run.clone()),
         Err(error) => return html! { <p class="error">{ format!("the run could not start: {error}") }</p> },
     };
     let on_player = props.on_action.reform(LabAction::Player);
+    let controls = match &bench.trace {
+        Some(trace) => trace_in_place_of_controls(trace, &props.on_action),
+        None => common_controls(props, RemoteBackend::S3),
+    };
+    let cost_latency = if bench.trace.is_some() { "the lab's latency (its control comes back when you close the file)" } else { "the latency chosen above" };
     let costs = bench.costs.iter().map(|row| html! {
         <tr data-writers={row.writers.to_string()} data-puts-per-record={format!("{:.6}", row.puts_per_record)}>
             <td>{ row.writers }</td><td>{ row.puts }</td><td>{ format!("{:.4}", row.puts_per_record) }</td><td>{ format!("${:.3}", row.bill_per_million) }</td>
@@ -295,6 +391,7 @@ pub fn ObjectStoreChapter(props: &ChapterProps) -> Html {
     });
     html! {
         <>
+        { trace_banner(props, bench.trace.as_ref()) }
         <div class="prose">
             <p>{ "So far the log lived in a file on the machine's own disk, and an OK meant the disk had confirmed the bytes \
                   (the fsync of Part 2). A stream store can keep its write-ahead log somewhere else entirely: in an object store \
@@ -306,17 +403,18 @@ pub fn ObjectStoreChapter(props: &ChapterProps) -> Html {
         </div>
         <h3>{ "The write path" }</h3>
         <WritePathFigure />
-        <h3>{ "Bulks in flight, acknowledgements in order" }</h3>
+        <h3 id={RUN_SECTION_ID}>{ "Bulks in flight, acknowledgements in order" }</h3>
         <div class="prose">
             <p>{ "Each bulk is one PUT. Up to \"in flight\" PUTs run at once (4 by default), and a bulk starts beside another \
                   upload only once it holds 32 records, so a request is worth its price. PUTs may finish in any order, but a \
                   record is acknowledged only when its bulk and every bulk before it are stored: a reader must never find a \
                   hole. Slow one PUT down and watch the bulks behind it: stored (striped) but not acknowledged, until it lands." }</p>
         </div>
-        { common_controls(props, RemoteBackend::S3) }
+        { controls }
         <Player state={props.player.clone()} on_action={on_player} mark_name="event" caption={caption_s3(bench, &run, &props.player)} />
         <BulkLanes run={run.clone()} now={props.player.now} />
-        { totals(&run, &bench.command) }
+        { lanes_note(&run) }
+        { totals(&run, bench) }
         { upload_section(props, bench, &run) }
         <h3>{ "What a PUT costs" }</h3>
         <div class="prose">
@@ -324,8 +422,8 @@ pub fn ObjectStoreChapter(props: &ChapterProps) -> Html {
                <Source name="AWS S3 pricing" href={PRICE_PAGE} />
                { format!(", so one PUT per record costs $5 per million appends. Group commit shares a PUT among every record \
                   that arrived while the previous upload was in flight: with closed-loop writers (each appends again once \
-                  acknowledged) the bulk holds about one record per writer. Each row is a run of {COST_RECORDS} records at the \
-                  latency chosen above.") }</p>
+                  acknowledged) the bulk holds about one record per writer. Each row is a run of {COST_RECORDS} records at \
+                  {cost_latency}.") }</p>
         </div>
         <table class="remote-costs">
             <thead><tr><th>{ "writers" }</th><th>{ "PUTs" }</th><th>{ "PUTs per record" }</th><th>{ "PUT bill per million appends" }</th></tr></thead>
@@ -344,7 +442,7 @@ pub fn ObjectStoreChapter(props: &ChapterProps) -> Html {
                   start: a straggler, which every recovery ignores. Pick the moment of the takeover above, and slow down a PUT \
                   that is in flight then to make a straggler." }</p>
         </div>
-        { takeover_panel(&run, props.player.now) }
+        { takeover_panel(&run, props.player.now, bench.trace.is_some()) }
         <h3>{ "Recovery" }</h3>
         <div class="prose">
             <p>{ "After a crash the next owner lists the objects under the previous session's prefix, walks them from the lowest \
@@ -354,6 +452,7 @@ pub fn ObjectStoreChapter(props: &ChapterProps) -> Html {
         </div>
         <h3>{ "What each event loses" }</h3>
         { losses(props, &run, RemoteBackend::S3) }
+        { own_run_section(props) }
         </>
     }
 }
@@ -424,6 +523,7 @@ fn startup_panel(props: &ChapterProps, run: &RemoteRun) -> Html {
 
 #[component]
 pub fn PostgresChapter(props: &ChapterProps) -> Html {
+    use_scroll_to_new_trace(bench_of(props).and_then(|bench| bench.trace.as_ref()));
     let Some(bench) = bench_of(props) else { return html! { <p class="error">{ "this Part's bench did not run" }</p> } };
     let run = match &bench.run {
         Ok(run) => Rc::new(run.clone()),
@@ -443,8 +543,16 @@ pub fn PostgresChapter(props: &ChapterProps) -> Html {
                 params, &props.on_action, |p, v| { if v.is_empty() { p.stall = None } else { let _ = p.parse("rstall", v); } }) }
         </div>
     };
+    let (controls, ring) = match &bench.trace {
+        Some(trace) => (trace_in_place_of_controls(trace, &props.on_action), html! { <p class="note ring-left-out">{ trace.left_out() }</p> }),
+        None => (
+            html! { <>{ ring_controls }{ common_controls(props, RemoteBackend::Postgres) }</> },
+            html! { <RingFigure geometry={run.ring} trim_offset={trim_offset} head={head} waiting={waiting} /> },
+        ),
+    };
     html! {
         <>
+        { trace_banner(props, bench.trace.as_ref()) }
         <div class="prose">
             <p>{ "The same log can live in Postgres: each batch of records is one row, written by one INSERT whose COMMIT is the \
                   batch's sync (a millisecond or two). Rows must go away again once their records are uploaded to data objects, \
@@ -456,12 +564,12 @@ pub fn PostgresChapter(props: &ChapterProps) -> Html {
                   of the upload: 7 × 64 MiB = 448 MiB at the defaults. The lab's ring is tiny ({LAB_SEGMENT_BYTES} bytes a \
                   generation) so that you can watch it fill: stall the upload.") }</p>
         </div>
-        { ring_controls }
-        { common_controls(props, RemoteBackend::Postgres) }
+        <div id={RUN_SECTION_ID}>{ controls }</div>
         <Player state={props.player.clone()} on_action={on_player} mark_name="event" caption={caption(&run, &props.player)} />
-        <RingFigure geometry={run.ring} trim_offset={trim_offset} head={head} waiting={waiting} />
+        { ring }
         <BulkLanes run={run.clone()} now={props.player.now} />
-        { totals(&run, &bench.command) }
+        { lanes_note(&run) }
+        { totals(&run, bench) }
         <h3>{ "The fenced insert" }</h3>
         <div class="prose">
             <p>{ "Every batch goes in as INSERT … SELECT … FROM pico_wal_node WHERE epoch = $epoch FOR SHARE. If a newer process \
@@ -473,7 +581,7 @@ pub fn PostgresChapter(props: &ChapterProps) -> Html {
                   mean corruption. Choose a lost INSERT answer above and look for the longer bar." }</p>
         </div>
         <h3>{ "Fencing" }</h3>
-        { takeover_panel(&run, props.player.now) }
+        { takeover_panel(&run, props.player.now, bench.trace.is_some()) }
         <h3>{ "Recovery and the start-up checks" }</h3>
         <div class="prose">
             <p>{ "Recovery scans from the trim offset across the slot tables, each row starting where the last ended, and stops \
@@ -489,6 +597,7 @@ pub fn PostgresChapter(props: &ChapterProps) -> Html {
         <table class="startup-checks"><thead><tr><th>{ "at start" }</th><th>{ "the WAL" }</th></tr></thead><tbody>{ for startup }</tbody></table>
         <h3>{ "What each event loses" }</h3>
         { losses(props, &run, RemoteBackend::Postgres) }
+        { own_run_section(props) }
         </>
     }
 }
