@@ -34,7 +34,7 @@ fn t(at: Option<Nanos>) -> String {
 fn table(run: &UploadRun) -> String {
     let mut lines = Vec::new();
     for block in &run.blocks {
-        lines.push(format!("block {} records {}..{} sealed {}", block.block, block.first_record, block.first_record + block.records, t(Some(block.sealed))));
+        lines.push(format!("block {} {} records from record {} sealed {}", block.block, block.records, block.first_record, t(Some(block.sealed))));
         for attempt in &block.attempts {
             lines.push(format!(
                 "  reserve {} ids {:?} reserved {} uploaded {} answered {} {:?}",
@@ -65,29 +65,29 @@ fn blocks_become_stream_set_and_stream_objects_committed_in_order_then_the_wal_i
     let (setup, wal) = wal(None);
     let run = upload(&setup, &wal, None);
     expect_test::expect![[r#"
-        block 1 records 1..98 sealed 90.025
+        block 1 97 records from record 1 sealed 90.025
           reserve 90.025 ids [0, 1] reserved 92.025 uploaded 117.025 answered 119.025 Committed
-        block 2 records 98..246 sealed 100.025
-          reserve 119.025 ids [2, 3] reserved 121.025 uploaded 146.025 answered 148.025 Committed
-        block 3 records 246..394 sealed 100.025
-          reserve 148.025 ids [4, 5] reserved 150.025 uploaded 175.025 answered 177.025 Committed
-        block 4 records 394..542 sealed 100.025
-          reserve 177.025 ids [6, 7] reserved 179.025 uploaded 204.025 answered 206.025 Committed
-        block 5 records 542..601 sealed 140.025
-          reserve 206.025 ids [8] reserved 208.025 uploaded 233.025 answered 235.025 Committed
+        block 2 148 records from record 100 sealed 119.025
+          reserve 119.025 ids [2] reserved 121.025 uploaded 146.025 answered 148.025 Committed
+        block 3 148 records from record 336 sealed 148.025
+          reserve 148.025 ids [3] reserved 150.025 uploaded 175.025 answered 177.025 Committed
+        block 4 148 records from record 98 sealed 177.025
+          reserve 177.025 ids [4, 5, 6] reserved 179.025 uploaded 204.025 answered 206.025 Committed
+        block 5 59 records from record 105 sealed 206.025
+          reserve 206.025 ids [7, 8] reserved 208.025 uploaded 233.025 answered 235.025 Committed
         object 0 StreamSet [s2:0..17 s3:0..16 s4:0..8] committed 119.025 expired -
         object 1 Stream [s1:0..56] committed 119.025 expired -
-        object 2 StreamSet [s2:17..38 s3:16..37 s4:8..24] committed 148.025 expired -
-        object 3 Stream [s1:56..146] committed 148.025 expired -
-        object 4 StreamSet [s2:38..51 s3:37..58 s4:24..38] committed 177.025 expired -
-        object 5 Stream [s1:146..246] committed 177.025 expired -
-        object 6 StreamSet [s2:51..81 s3:58..80 s4:38..54] committed 206.025 expired -
-        object 7 Stream [s1:246..326] committed 206.025 expired -
-        object 8 StreamSet [s1:326..355 s2:81..89 s3:80..96 s4:54..60] committed 235.025 expired -
+        object 2 Stream [s1:56..204] committed 148.025 expired -
+        object 3 Stream [s1:204..352] committed 177.025 expired -
+        object 4 StreamSet [s1:352..355] committed 206.025 expired -
+        object 5 Stream [s2:17..89] committed 206.025 expired -
+        object 6 Stream [s3:16..89] committed 206.025 expired -
+        object 7 StreamSet [s3:89..96] committed 235.025 expired -
+        object 8 Stream [s4:8..60] committed 235.025 expired -
         commit 119.025 block 1 ends [56, 17, 16, 8]
-        commit 148.025 block 2 ends [146, 38, 37, 24]
-        commit 177.025 block 3 ends [246, 51, 58, 38]
-        commit 206.025 block 4 ends [326, 81, 80, 54]
+        commit 148.025 block 2 ends [204, 17, 16, 8]
+        commit 177.025 block 3 ends [352, 17, 16, 8]
+        commit 206.025 block 4 ends [355, 89, 89, 8]
         commit 235.025 block 5 ends [355, 89, 96, 60]
         delete 119.025..144.025 bulks 1..=4
         delete 235.025..260.025 bulks 5..=5"#]].assert_eq(&table(&run));
@@ -110,13 +110,22 @@ fn blocks_become_stream_set_and_stream_objects_committed_in_order_then_the_wal_i
     let deleted: Vec<u64> = run.deleted_by(Nanos::MAX).collect();
     assert_eq!(deleted.len(), wal.bulks.len());
     for delete in &run.deletes {
-        let commit = run.commits.iter().find(|c| c.at == delete.sent).expect("a delete follows a commit");
-        let through = run.blocks.iter().find(|b| b.block == commit.block).map(|b| b.first_record + b.records).unwrap();
+        assert!(run.commits.iter().any(|c| c.at == delete.sent), "a delete follows a commit");
+        let ends = run.stream_ends_at(delete.sent);
         for bulk in &delete.bulks {
             let bulk = wal.bulks.iter().find(|b| b.bulk == *bulk).unwrap();
-            assert!(bulk.first_record + bulk.records <= through);
+            for record in bulk.first_record..bulk.first_record + bulk.records {
+                let (stream, offset) = (run.record_stream[record as usize - 1], run.record_offset[record as usize - 1]);
+                assert!(offset < ends[stream as usize], "record {record} of bulk {} is committed before its delete", bulk.bulk);
+            }
         }
     }
+    // With a backlog the seal takes each stream's run in name order: the busy stream's
+    // first, the quiet ones once it is drained.
+    assert!(run.blocks.iter().any(|block| {
+        let objects: Vec<_> = run.objects.iter().filter(|o| o.block == block.block).collect();
+        objects.len() == 1 && objects[0].ranges.len() == 1 && objects[0].ranges[0].stream == 0
+    }), "a block of the busy stream alone");
     assert_eq!(STREAMS, 4);
 }
 

@@ -5,14 +5,19 @@
 //! log; then the WAL objects that held them carry nothing unique and are deleted, which
 //! bounds how much a recovery has to replay.
 //!
-//! The task works on the log cache's sealed blocks, one at a time and in order. A block
-//! holds the acknowledged records of many streams side by side; it seals when it holds
-//! `block_bytes`, or `block_age_max` after its first record. For each block:
+//! The task works on the log cache's sealed blocks, one at a time and in order. When it
+//! is free and a block is due (the acknowledged records above the streams' committed
+//! ends hold `block_bytes`, or the oldest of them has waited `block_age_max`), it seals
+//! one with the stream store's own [`seal`], the function `walab serve` runs: from each
+//! stream in name order, the run from its committed end, until the block holds
+//! `block_bytes`. So while a backlog waits, the busy stream's runs come first. For each
+//! block:
 //!
 //! 1. **Reserve.** One metadata command reserves an object id for every object the block
 //!    becomes: one stream-set object for the streams with little data in the block, and
-//!    one stream object per stream whose run is at least `stream_object_bytes_min`. A
-//!    reserved id that is not committed within `id_ttl` expires.
+//!    one stream object per stream whose run is at least `stream_object_bytes_min` as
+//!    laid out in an object (the seal's split). A reserved id that is not committed
+//!    within `id_ttl` expires.
 //! 2. **Upload.** The objects are PUT side by side. An uploaded object that nothing
 //!    references is invisible: readers find objects only through the metadata.
 //! 3. **Commit.** One metadata command registers every object of the block and advances
@@ -31,17 +36,24 @@
 //!
 //! The simulation here runs after the WAL's run ([`super::run`]): the upload reads only
 //! what the WAL acknowledged and never holds back an append, so it changes nothing in
-//! the write path on the object store. Request latencies are drawn from the run's
+//! the write path on the object store. A record's value is `record_bytes - 32` bytes, so
+//! the seal counts it as `record_bytes` (the store counts a value and 32 bytes for its
+//! framing), and it has no producer. Request latencies are drawn from the run's
 //! distribution with their own seeded generator; a metadata command takes
-//! `metadata_latency`. After a takeover the old owner's next commit is refused (the
-//! metadata log carries the node's epoch as the registration does) and it uploads no
-//! further block: the new owner's recovery takes over from the committed ends.
+//! `metadata_latency`. A block retried after a crash or an expired id is the block
+//! sealed before (`walab serve` seals again after its restart, and may take more
+//! records then). After a takeover the old owner's next commit is refused (the metadata
+//! log carries the node's epoch as the registration does) and it uploads no further
+//! block: the new owner's recovery takes over from the committed ends.
 
 use std::collections::BTreeMap;
 
 use super::{RemoteBackend, RemoteRun};
 use crate::rng::Rng;
-use crate::stream_store::meta::{MetaCommand, MetaError, MetaState, ObjectEntry, RunEntry};
+use crate::sim::clock::earliest;
+use crate::stream_store::meta::{MetaCommand, MetaError, MetaState};
+use crate::stream_store::object::{Run, StoredRecord};
+use crate::stream_store::upload::{seal, Block, SealPolicy};
 use crate::sim::SyncLatency;
 use crate::time::Nanos;
 
@@ -55,11 +67,12 @@ pub const ATTEMPTS_MAX: u32 = 4;
 /// The upload's settings.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UploadSetup {
-    /// A log-cache block seals when it holds this many bytes.
+    /// A log-cache block seals once this many bytes are pending, and holds at most this many.
     pub block_bytes: u64,
-    /// ... or this long after its first record was acknowledged.
+    /// ... or once the oldest pending record has waited this long.
     pub block_age_max: Nanos,
-    /// A stream's run in a block at least this big becomes its own stream object.
+    /// A stream's run in a block at least this big (as laid out in an object) becomes its
+    /// own stream object.
     pub stream_object_bytes_min: u64,
     /// One metadata command (reserve, commit).
     pub metadata_latency: Nanos,
@@ -82,6 +95,15 @@ impl UploadSetup {
             id_ttl: Nanos::from_millis(150),
             restart_after: Nanos::from_millis(10),
             crash_before_commit: None,
+        }
+    }
+
+    /// The stream store's seal policy with these sizes.
+    pub fn seal_policy(&self) -> SealPolicy {
+        SealPolicy {
+            block_bytes: usize::try_from(self.block_bytes).unwrap_or(usize::MAX),
+            block_age: self.block_age_max,
+            stream_object_bytes: usize::try_from(self.stream_object_bytes_min).unwrap_or(usize::MAX),
         }
     }
 
@@ -209,20 +231,15 @@ impl MetadataLog {
         self.epoch = self.epoch.max(epoch);
     }
 
-    /// Registers every object and advances every stream, or changes nothing.
-    pub fn commit(&mut self, now: Nanos, epoch: u64, objects: &[(u64, Vec<StreamRange>)]) -> Result<(), CommitError> {
+    /// Registers `block`'s objects under `ids` and advances every stream in it (the
+    /// commit `walab serve` appends), or changes nothing.
+    pub fn commit(&mut self, now: Nanos, epoch: u64, block: &Block, ids: &[u64]) -> Result<(), CommitError> {
         self.expire(now);
         if epoch != self.epoch {
             return Err(CommitError::Fenced { epoch, current: self.epoch });
         }
-        let objects = objects
-            .iter()
-            .map(|(id, ranges)| ObjectEntry {
-                id: *id,
-                runs: ranges.iter().map(|r| RunEntry { stream: stream_name(r.stream), start: r.start, end: r.end }).collect(),
-            })
-            .collect();
-        self.state.apply(&MetaCommand::Commit { objects, producers: Vec::new() }).map_err(CommitError::Refused)
+        let command = MetaCommand::Commit { objects: block.commit_entries(ids), producers: block.producers.clone() };
+        self.state.apply(&command).map_err(CommitError::Refused)
     }
 
     /// Each stream's committed end.
@@ -280,7 +297,9 @@ pub struct AttemptRow {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BlockRow {
     pub block: u64,
-    /// Records `first_record ..` (`records` of them), numbered as in the WAL's run.
+    /// The lowest record number in the block (numbered as in the WAL's run), and how many
+    /// records it holds: each stream's run from its committed end, so with a backlog the
+    /// records are not one range of numbers (the busy stream's come first).
     pub first_record: u64,
     pub records: u64,
     pub bytes: u64,
@@ -378,22 +397,126 @@ pub fn record_streams(records: u64, seed: u64) -> Vec<u64> {
         .collect()
 }
 
-/// Splits a block into its objects: a stream object per large run, one stream-set
-/// object for the rest (none if nothing is left).
-pub fn split_block(ranges: &[StreamRange], record_bytes: u64, stream_object_bytes_min: u64) -> Vec<(ObjectKind, Vec<StreamRange>)> {
-    let mut objects = Vec::new();
-    let mut small = Vec::new();
-    for range in ranges.iter().filter(|range| range.end > range.start) {
-        if (range.end - range.start) * record_bytes >= stream_object_bytes_min {
-            objects.push((ObjectKind::Stream, vec![*range]));
-        } else {
-            small.push(*range);
+/// The acknowledged records as the log cache holds them for the upload.
+struct Cache {
+    /// Acknowledgement instants in record order (they never decrease: writers are
+    /// acknowledged in submission order).
+    acked: Vec<Nanos>,
+    /// Per stream, by offset: when the record was acknowledged, and its number.
+    streams: Vec<Vec<(Nanos, u64)>>,
+    record_bytes: u64,
+    value_bytes: usize,
+}
+
+impl Cache {
+    fn new(acked: Vec<Nanos>, record_stream: &[u64], streams: u64, record_bytes: u64) -> Cache {
+        let mut by_stream = vec![Vec::new(); streams as usize];
+        for (index, &at) in acked.iter().enumerate() {
+            by_stream[record_stream[index] as usize].push((at, index as u64 + 1));
         }
+        Cache { acked, streams: by_stream, record_bytes, value_bytes: record_bytes.saturating_sub(32) as usize }
     }
-    if !small.is_empty() {
-        objects.insert(0, (ObjectKind::StreamSet, small));
+
+    /// Records acknowledged by `t`.
+    fn acked_by(&self, t: Nanos) -> usize {
+        self.acked.partition_point(|&at| at <= t)
     }
-    objects
+
+    /// The bytes pending at `t` above the committed `ends`, and since when the oldest waits.
+    fn pending(&self, ends: &[u64], t: Nanos) -> (usize, Option<Nanos>) {
+        let committed: u64 = ends.iter().sum();
+        // Committed records were acknowledged before their seal, so before `t`.
+        let records = (self.acked_by(t) as u64).saturating_sub(committed);
+        let oldest = self
+            .streams
+            .iter()
+            .zip(ends)
+            .filter_map(|(records, &end)| records.get(end as usize).map(|&(at, _)| at).filter(|&at| at <= t))
+            .min();
+        ((records * self.record_bytes) as usize, oldest)
+    }
+
+    /// The first instant from `from` on at which a block is due, if one ever is.
+    fn next_due(&self, ends: &[u64], from: Nanos, policy: &SealPolicy) -> Option<Nanos> {
+        let mut t = from;
+        // Bounded by the acknowledgements: each pass moves to a later one, or to the
+        // oldest pending record's age limit, where the block is due.
+        for _ in 0..=self.acked.len() {
+            let (bytes, oldest) = self.pending(ends, t);
+            if policy.due(bytes, oldest, t) {
+                return Some(t);
+            }
+            let next_ack = self.acked.get(self.acked_by(t)).copied();
+            t = earliest(next_ack, oldest.map(|since| since + policy.block_age))?;
+        }
+        unreachable!("a block is due once the oldest pending record is old enough")
+    }
+
+    /// The pending runs at `t`, in stream-name order, copied until `bytes_max` (as
+    /// `walab serve` hands them to the seal).
+    fn pending_runs(&self, ends: &[u64], t: Nanos, bytes_max: usize) -> Vec<Run> {
+        let mut runs = Vec::new();
+        let mut bytes = 0;
+        for (stream, records) in self.streams.iter().enumerate() {
+            let start = ends[stream];
+            let mut run = Run { stream: stream_name(stream as u64), start, records: Vec::new() };
+            for _ in records[start as usize..].iter().take_while(|&&(at, _)| at <= t) {
+                if bytes >= bytes_max {
+                    break;
+                }
+                bytes += self.value_bytes + 32;
+                run.records.push(StoredRecord { producer: None, value: vec![0; self.value_bytes] });
+            }
+            if !run.records.is_empty() {
+                runs.push(run);
+            }
+        }
+        runs
+    }
+
+    /// The number of the oldest record above the committed `ends` (one past the last
+    /// acknowledged record when every one is committed).
+    fn oldest_uncommitted(&self, ends: &[u64]) -> u64 {
+        self.streams
+            .iter()
+            .zip(ends)
+            .filter_map(|(records, &end)| records.get(end as usize).map(|&(_, record)| record))
+            .min()
+            .unwrap_or(self.acked.len() as u64 + 1)
+    }
+
+    /// The lowest record number in `block`.
+    fn first_record(&self, block: &Block) -> u64 {
+        block
+            .objects
+            .iter()
+            .flatten()
+            .map(|run| self.streams[stream_index(&run.stream) as usize][run.start as usize].1)
+            .min()
+            .expect("a sealed block holds a record")
+    }
+}
+
+/// Stream `s{n}`'s number (from 0).
+fn stream_index(name: &str) -> u64 {
+    name.strip_prefix('s').and_then(|n| n.parse::<u64>().ok()).expect("the upload names its streams s1, s2, ...") - 1
+}
+
+/// A sealed block's objects: the seal puts the shared stream-set object first, then one
+/// stream object per run of at least `stream_object_bytes`.
+fn block_objects(block: &Block, policy: &SealPolicy) -> Vec<(ObjectKind, Vec<StreamRange>)> {
+    block
+        .objects
+        .iter()
+        .map(|runs| {
+            let kind = match runs.as_slice() {
+                [run] if run.record_bytes() >= policy.stream_object_bytes => ObjectKind::Stream,
+                _ => ObjectKind::StreamSet,
+            };
+            let ranges = runs.iter().map(|run| StreamRange { stream: stream_index(&run.stream), start: run.start, end: run.end() }).collect();
+            (kind, ranges)
+        })
+        .collect()
 }
 
 /// Runs the upload over the records the WAL's run acknowledged.
@@ -416,7 +539,8 @@ pub fn run(wal: &RemoteRun, setup: &UploadSetup, latency: &SyncLatency, seed: u6
     // Acknowledgements go out in record order, so the acknowledged records are a prefix.
     let acked: Vec<Nanos> = wal.records.iter().map_while(|record| record.acked).collect();
     assert!(wal.records[acked.len()..].iter().all(|record| record.acked.is_none()), "acknowledged records form a prefix");
-    let blocks = seal_blocks(&acked, setup, record_bytes);
+    let cache = Cache::new(acked, &record_stream, STREAMS, record_bytes);
+    let policy = setup.seal_policy();
     let claim = wal.takeover.as_ref().map(|takeover| (takeover.claimed_at, takeover.new_epoch));
     let mut rng = Rng::new(seed ^ 0x0b1e_c75a_0000_0000);
     let mut metadata = MetadataLog::new(STREAMS, super::OWNER_EPOCH);
@@ -435,17 +559,34 @@ pub fn run(wal: &RemoteRun, setup: &UploadSetup, latency: &SyncLatency, seed: u6
     let mut ready = Nanos::ZERO;
     let mut deleted_bulks = 0usize;
     let mut stopped = false;
-    for (index, &(first_record, records, sealed)) in blocks.iter().enumerate() {
-        let block = index as u64 + 1;
-        let mut row = BlockRow { block, first_record, records, bytes: records * record_bytes, sealed, attempts: Vec::new() };
-        let ranges = block_ranges(&out, first_record, records);
+    // Bounded by the records: a block commits at least one unless every attempt at it
+    // failed (then the next seal takes the same records again).
+    for index in 0..cache.acked.len() {
+        let ends = metadata.stream_ends();
+        let Some(sealed) = cache.next_due(&ends, ready, &policy) else {
+            break;
+        };
+        if claim.is_some_and(|(claimed_at, _)| sealed >= claimed_at) {
+            break;
+        }
+        let block = seal(cache.pending_runs(&ends, sealed, policy.block_bytes), &policy).expect("a due block holds a record");
+        let block_number = index as u64 + 1;
+        let records: u64 = block.objects.iter().flatten().map(|run| run.records.len() as u64).sum();
+        let objects = block_objects(&block, &policy);
+        let mut row = BlockRow {
+            block: block_number,
+            first_record: cache.first_record(&block),
+            records,
+            bytes: records * record_bytes,
+            sealed,
+            attempts: Vec::new(),
+        };
         for attempt in 1..=ATTEMPTS_MAX {
             let start = ready.max(sealed);
             if claim.is_some_and(|(claimed_at, _)| start >= claimed_at) {
                 stopped = true;
                 break;
             }
-            let objects = split_block(&ranges, record_bytes, setup.stream_object_bytes_min);
             let reserved = start + setup.metadata_latency;
             let ids = metadata.reserve(reserved, objects.len() as u64, setup.id_ttl);
             let mut uploaded = reserved;
@@ -456,7 +597,7 @@ pub fn run(wal: &RemoteRun, setup: &UploadSetup, latency: &SyncLatency, seed: u6
                 out.objects.push(ObjectRow {
                     id,
                     kind: *kind,
-                    block,
+                    block: block_number,
                     attempt,
                     ranges: object_ranges.clone(),
                     bytes,
@@ -466,7 +607,7 @@ pub fn run(wal: &RemoteRun, setup: &UploadSetup, latency: &SyncLatency, seed: u6
                     expired: None,
                 });
             }
-            let crash = setup.crash_before_commit == Some(block) && attempt == 1;
+            let crash = setup.crash_before_commit == Some(block_number) && attempt == 1;
             if crash {
                 row.attempts.push(AttemptRow { reserve_sent: start, reserved, uploaded, commit_answered: None, outcome: AttemptOutcome::CrashedBeforeCommit, ids });
                 ready = uploaded + setup.restart_after;
@@ -478,8 +619,7 @@ pub fn run(wal: &RemoteRun, setup: &UploadSetup, latency: &SyncLatency, seed: u6
                     metadata.claim(epoch);
                 }
             }
-            let commit: Vec<(u64, Vec<StreamRange>)> = ids.iter().copied().zip(objects.iter().map(|(_, r)| r.clone())).collect();
-            let outcome = match metadata.commit(answered, super::OWNER_EPOCH, &commit) {
+            let outcome = match metadata.commit(answered, super::OWNER_EPOCH, &block, &ids) {
                 Ok(()) => AttemptOutcome::Committed,
                 Err(CommitError::Fenced { .. }) => AttemptOutcome::Fenced,
                 Err(CommitError::Refused(MetaError::NotReserved { .. })) => AttemptOutcome::Expired,
@@ -492,12 +632,14 @@ pub fn run(wal: &RemoteRun, setup: &UploadSetup, latency: &SyncLatency, seed: u6
                     for &id in &ids {
                         out.objects[id as usize].committed = Some(answered);
                     }
-                    out.commits.push(CommitRow { at: answered, block, ids, stream_ends: metadata.stream_ends() });
-                    // Trim: the WAL objects whose records are all committed now.
-                    let committed_through = first_record + records;
+                    let ends = metadata.stream_ends();
+                    // Trim: the WAL objects whose records are all committed now, those
+                    // below the oldest record still above its stream's committed end.
+                    let uncommitted = cache.oldest_uncommitted(&ends);
+                    out.commits.push(CommitRow { at: answered, block: block_number, ids, stream_ends: ends });
                     let covered: Vec<u64> = wal.bulks[deleted_bulks..]
                         .iter()
-                        .take_while(|bulk| bulk.acked.is_some() && bulk.first_record + bulk.records <= committed_through)
+                        .take_while(|bulk| bulk.acked.is_some() && bulk.first_record + bulk.records <= uncommitted)
                         .map(|bulk| bulk.bulk)
                         .collect();
                     if !covered.is_empty() {
@@ -548,37 +690,35 @@ pub fn run(wal: &RemoteRun, setup: &UploadSetup, latency: &SyncLatency, seed: u6
     Ok(out)
 }
 
-/// The blocks the log cache seals over the acknowledged records (their acknowledgement
-/// times, in record order): `(first_record, records, sealed)`.
-fn seal_blocks(acked: &[Nanos], setup: &UploadSetup, record_bytes: u64) -> Vec<(u64, u64, Nanos)> {
-    let per_block = (setup.block_bytes / record_bytes).max(1);
-    let mut blocks = Vec::new();
-    let mut first = 0usize;
-    // Bounded by the records: each pass consumes at least one.
-    while first < acked.len() {
-        let opened = acked[first];
-        let deadline = opened + setup.block_age_max;
-        let mut end = first;
-        while end < acked.len() && ((end - first) as u64) < per_block && acked[end] <= deadline {
-            end += 1;
-        }
-        let full = (end - first) as u64 == per_block;
-        let sealed = if full { acked[end - 1] } else { deadline };
-        blocks.push((first as u64 + 1, (end - first) as u64, sealed));
-        first = end;
-    }
-    blocks
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// Each stream's run among records `first_record ..` (`records` of them).
-fn block_ranges(out: &UploadRun, first_record: u64, records: u64) -> Vec<StreamRange> {
-    let mut ranges: Vec<Option<StreamRange>> = vec![None; out.streams as usize];
-    for record in first_record..first_record + records {
-        let stream = out.record_stream[record as usize - 1];
-        let offset = out.record_offset[record as usize - 1];
-        let range = ranges[stream as usize].get_or_insert(StreamRange { stream, start: offset, end: offset });
-        assert_eq!(range.end, offset, "a stream's records are contiguous in its offsets");
-        range.end = offset + 1;
+    #[test]
+    fn a_block_is_due_when_its_bytes_are_pending_or_its_oldest_record_is_old_enough() {
+        let policy = UploadSetup::lab().seal_policy();
+        let ms = Nanos::from_millis;
+        // Ten records of 110 bytes at 1 ms, 190 more at 5 ms, streams taking turns.
+        let acked: Vec<Nanos> = (0..200).map(|i| if i < 10 { ms(1) } else { ms(5) }).collect();
+        let streams: Vec<u64> = (0..200).map(|i| i % STREAMS).collect();
+        let cache = Cache::new(acked, &streams, STREAMS, 110);
+        // 1,100 bytes wait from 1 ms; at 5 ms 22,000 do, more than a block's 16,384.
+        assert_eq!(cache.next_due(&[0; 4], Nanos::ZERO, &policy), Some(ms(5)));
+        let few = Cache::new(vec![ms(1); 10], &streams[..10], STREAMS, 110);
+        assert_eq!(few.next_due(&[0; 4], Nanos::ZERO, &policy), Some(ms(41)), "40 ms after the oldest");
+        assert_eq!(few.next_due(&[3, 3, 2, 2], ms(2), &policy), None, "nothing pending, nothing to come");
+        // The seal takes the streams' runs in name order and stops at the block's 148
+        // records; runs of 50 records (83 bytes each in an object) reach 4 KiB and get
+        // objects of their own, s3's 48 share the stream-set object, which comes first.
+        let block = seal(cache.pending_runs(&[0; 4], ms(5), policy.block_bytes), &policy).unwrap();
+        let runs: Vec<(String, u64, u64)> = block.objects.iter().flatten().map(|r| (r.stream.clone(), r.start, r.end())).collect();
+        assert_eq!(runs, vec![("s3".into(), 0, 48), ("s1".into(), 0, 50), ("s2".into(), 0, 50)]);
+        let kinds: Vec<ObjectKind> = block_objects(&block, &policy).into_iter().map(|(kind, _)| kind).collect();
+        assert_eq!(kinds, vec![ObjectKind::StreamSet, ObjectKind::Stream, ObjectKind::Stream]);
+        assert_eq!(cache.first_record(&block), 1);
+        // Record 4n + 1 is s1's offset n: with s1 committed to 50 and the others not, the
+        // oldest uncommitted record is s2's first, record 2.
+        assert_eq!(cache.oldest_uncommitted(&[50, 0, 0, 0]), 2);
+        assert_eq!(cache.oldest_uncommitted(&[50, 50, 50, 50]), 201);
     }
-    ranges.into_iter().flatten().collect()
 }
