@@ -114,6 +114,9 @@ fn wal_objects(server: &LocalS3, node: &str) -> Vec<super::layout::WalObject> {
     objects
 }
 
+/// The keys acknowledged, and the keys refused with why.
+type Outcomes = (Vec<String>, Vec<(String, WalError)>);
+
 /// `writers` threads append `{tag}-{w}-{n}` for n = 0, 1, ... while `keep_going(n)` holds
 /// and no append is refused; returns the acked keys and the failed ones.
 fn run_writers(
@@ -592,7 +595,7 @@ fn a_failed_put_fails_its_waiters_and_everything_acked_is_stored_with(fence: Fen
 }
 
 /// Writers that append until told to stop or refused; returns (acked, failed).
-fn append_until(wal: &Arc<Wal>, writers: usize, tag: &str, stop: &Arc<AtomicBool>) -> std::thread::JoinHandle<(Vec<String>, Vec<(String, WalError)>)> {
+fn append_until(wal: &Arc<Wal>, writers: usize, tag: &str, stop: &Arc<AtomicBool>) -> std::thread::JoinHandle<Outcomes> {
     let (wal, stop, tag) = (Arc::clone(wal), Arc::clone(stop), tag.to_string());
     std::thread::spawn(move || run_writers(&wal, writers, &tag, move |_| !stop.load(Ordering::Relaxed)))
 }
