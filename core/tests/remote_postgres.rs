@@ -122,6 +122,57 @@ fn a_takeover_fences_the_old_writer_inside_its_insert_with_no_straggler() {
     assert!(takeover.recovered_by_new >= takeover.acked_by_old);
 }
 
+#[test]
+fn node_bs_claim_waits_for_the_inserts_holding_the_row_then_takes_a_request_and_its_scan_another() {
+    let rate = Load::Rate { rate_per_s: 5_000, poisson: true };
+    let base = run(&RemoteSetup { takeover_at: Some(ms(30)), ..postgres(rate, 400) }).unwrap();
+    let last_before = base.bulks.iter().filter(|b| b.sent.is_some_and(|sent| sent < ms(30))).filter_map(|b| b.request).max().unwrap();
+    let mut lines = Vec::new();
+    for (name, setup) in [
+        ("idle", RemoteSetup { takeover_at: Some(ms(30)), ..postgres(rate, 20) }),
+        ("busy", RemoteSetup { takeover_at: Some(ms(30)), ..postgres(rate, 400) }),
+        ("held", RemoteSetup { takeover_at: Some(ms(30)), slow_puts: vec![(last_before, ms(20))], ..postgres(rate, 400) }),
+        (
+            "drawn",
+            RemoteSetup { takeover_at: Some(ms(30)), slow_puts: vec![(last_before, ms(20))], ..RemoteSetup::new(RemoteBackend::Postgres, rate, 400) },
+        ),
+    ] {
+        let run = run(&setup).unwrap();
+        let takeover = run.takeover.clone().unwrap();
+        // The inserts A sent before the takeover hold the node row until they commit.
+        let released = run
+            .bulks
+            .iter()
+            .filter(|b| b.sent.is_some_and(|sent| sent < ms(30)))
+            .filter_map(|b| b.answered)
+            .max()
+            .unwrap_or(Nanos::ZERO)
+            .max(ms(30));
+        let claim = takeover.claimed_at - released;
+        let scan = takeover.listed_at - takeover.claimed_at;
+        let (lo, hi) = match setup.latency {
+            SyncLatency::Uniform { min, max } => (min, max),
+            _ => (ms(1), ms(1)),
+        };
+        assert!(lo <= claim && claim <= hi && lo <= scan && scan <= hi, "{name}: each of B's requests is one draw");
+        assert!(run.records.iter().filter_map(|r| r.acked).all(|acked| acked <= takeover.claimed_at), "{name}: A acknowledges nothing after the claim");
+        lines.push(format!(
+            "{name}: takeover {:.3} row free {:.3} claimed {:.3} scanned {:.3} recovered {} of {} acknowledged",
+            takeover.at.as_millis_f64(),
+            released.as_millis_f64(),
+            takeover.claimed_at.as_millis_f64(),
+            takeover.listed_at.as_millis_f64(),
+            takeover.recovered_by_new,
+            takeover.acked_by_old
+        ));
+    }
+    expect_test::expect![[r#"
+        idle: takeover 30.000 row free 30.000 claimed 31.000 scanned 32.000 recovered 20 of 20 acknowledged
+        busy: takeover 30.000 row free 30.047 claimed 31.047 scanned 32.047 recovered 143 of 143 acknowledged
+        held: takeover 30.000 row free 49.047 claimed 50.047 scanned 51.047 recovered 143 of 143 acknowledged
+        drawn: takeover 30.000 row free 49.047 claimed 51.046 scanned 52.316 recovered 143 of 143 acknowledged"#]].assert_eq(&lines.join("\n"));
+}
+
 /// 2,000 records a second; the upload confirms only once a second, so at 150 ms every
 /// acknowledged record is still only in the WAL.
 fn steady() -> RemoteRun {

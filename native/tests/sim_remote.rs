@@ -58,6 +58,21 @@ fn a_takeover_reports_the_stragglers_it_ignored() {
 }
 
 #[test]
+fn a_postgres_takeover_claims_one_request_after_the_row_is_free_and_scans_in_another() {
+    // The last insert A sent before 30 ms commits at 30.047142 ms; B's claim waited for it,
+    // then took its 1 ms, and the scan of the ring 1 ms more.
+    let run = json(&["sim", "remote", "--backend", "postgres", "--rate", "5000", "--poisson", "--count", "400", "--put-ms", "1", "--takeover-at-ms", "30", "--json"]);
+    let takeover = &run["takeover"];
+    assert_eq!((takeover["at_ms"].as_f64(), takeover["claimed_ms"].as_f64(), takeover["listed_ms"].as_f64()), (Some(30.0), Some(31.047142), Some(32.047142)));
+    let held = run["bulks"].as_array().unwrap().iter().filter(|b| b["sent_ms"].as_f64().is_some_and(|sent| sent < 30.0));
+    assert_eq!(held.filter_map(|b| b["stored_ms"].as_f64()).fold(0.0, f64::max), 30.047142);
+    assert_eq!(takeover["recovered_by_new"], takeover["acked_by_old"]);
+    // Nothing in flight at 45 ms: the claim is one request from the takeover.
+    let idle = json(&["sim", "remote", "--backend", "postgres", "--rate", "5000", "--count", "20", "--put-ms", "1", "--takeover-at-ms", "45", "--json"]);
+    assert_eq!((idle["takeover"]["claimed_ms"].as_f64(), idle["takeover"]["listed_ms"].as_f64()), (Some(46.0), Some(47.0)));
+}
+
+#[test]
 fn the_upload_commits_every_acknowledged_record_once_and_a_crash_leaves_orphans_that_expire() {
     let run = json(&["sim", "remote", "--backend", "s3", "--rate", "20000", "--count", "600", "--put-ms", "25", "--upload", "--upload-crash-before-commit", "2", "--json"]);
     let upload = &run["upload"];

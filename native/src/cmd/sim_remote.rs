@@ -378,7 +378,7 @@ struct RecordJson {
 struct TakeoverJson {
     at_ms: f64,
     claimed_ms: f64,
-    /// S3: node B's LIST answered.
+    /// Node B's recovery read answered: S3, its LIST; Postgres, its scan of the ring.
     listed_ms: f64,
     old_epoch: u64,
     new_epoch: u64,

@@ -53,14 +53,17 @@ struct Request {
     compare: bool,
 }
 
-/// S3: node B's takeover, one request at a time: the conditional PUT of the
+/// Node B's takeover, one request at a time. S3: the conditional PUT of the
 /// registration, its read-back, the LIST, and the PUT that records B's session.
+/// Postgres: the fenced `UPDATE` of the node row to epoch + 1, then the recovery scan.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum ClaimStage {
     Claim,
     ReadBack,
     List,
     Session,
+    EpochBump,
+    RecoveryScan,
 }
 
 struct Claim {
@@ -72,8 +75,8 @@ struct Driver<'a> {
     setup: &'a RemoteSetup,
     machine: GroupCommit,
     latency_rng: Rng,
-    /// S3: the fence reads and node B's requests draw from their own generator, so the
-    /// PUTs' draws stay those of a run without them.
+    /// The fence reads (S3) and node B's requests draw from their own generator, so the
+    /// PUTs' and INSERTs' draws stay those of a run without them.
     control_rng: Rng,
     /// S3: fence reads in flight, `(answered at, bulk index)`.
     checks: Vec<(Nanos, usize)>,
@@ -520,23 +523,54 @@ impl<'a> Driver<'a> {
         }
         match self.setup.backend {
             RemoteBackend::S3 => self.s3_take_over(at, now),
-            RemoteBackend::Postgres if self.takeover.is_some() => {}
-            RemoteBackend::Postgres => {
-                self.claim_requested = true;
-                // The claim's UPDATE waits for the inserts holding the node row FOR SHARE.
-                let holding = self
-                    .requests
-                    .iter()
-                    .any(|r| self.bulks[r.bulk].sent.is_some_and(|sent| sent < at));
-                if holding {
-                    return;
-                }
+            RemoteBackend::Postgres => self.postgres_take_over(at, now),
+        }
+    }
+
+    /// Postgres: node B's two requests, each taking a draw of the request latency. The
+    /// claim is the `UPDATE` of the node row to epoch + 1, fenced on the epoch it read:
+    /// it reaches the row at `at` and waits there for the inserts holding the row `FOR
+    /// SHARE` (those A sent before `at`), then takes its draw; every insert A sends from
+    /// `at` on queues behind it and writes nothing. From its answer B scans the ring
+    /// (one request) and recovers what the scan reads.
+    fn postgres_take_over(&mut self, at: Nanos, now: Nanos) {
+        let Some(claim) = self.claim.as_ref() else {
+            if self.takeover.is_some() {
+                return;
+            }
+            self.claim_requested = true;
+            let holding = self
+                .requests
+                .iter()
+                .any(|r| self.bulks[r.bulk].sent.is_some_and(|sent| sent < at));
+            if !holding {
+                let done_at = now + self.setup.latency.draw(&mut self.control_rng);
+                self.claim = Some(Claim { stage: ClaimStage::EpochBump, done_at });
+            }
+            return;
+        };
+        if claim.done_at != now {
+            return;
+        }
+        match claim.stage {
+            ClaimStage::EpochBump => {
+                self.takeover = Some(self.report(at, now, 0));
+                let done_at = now + self.setup.latency.draw(&mut self.control_rng);
+                self.claim = Some(Claim { stage: ClaimStage::RecoveryScan, done_at });
+            }
+            ClaimStage::RecoveryScan => {
                 let geometry = self.setup.ring;
                 let rows: Vec<SlotRow> = self.rows.iter().map(|(row, _)| row.clone()).collect();
-                let recovery =
-                    ring::recover_chain(&geometry, self.trim_offset, OWNER_EPOCH + 1, &rows)
-                        .expect("rows the simulator wrote pass every check");
-                self.takeover = Some(self.report(at, now, recovery.head));
+                let recovery = ring::recover_chain(&geometry, self.trim_offset, OWNER_EPOCH + 1, &rows)
+                    .expect("rows the simulator wrote pass every check");
+                if let Some(report) = self.takeover.as_mut() {
+                    report.new_session_start = recovery.head;
+                    report.listed_at = now;
+                }
+                self.claim = None;
+            }
+            ClaimStage::Claim | ClaimStage::ReadBack | ClaimStage::List | ClaimStage::Session => {
+                unreachable!("an S3 stage on Postgres")
             }
         }
     }
@@ -564,6 +598,7 @@ impl<'a> Driver<'a> {
                 Some(ClaimStage::ReadBack)
             }
             ClaimStage::ReadBack => Some(ClaimStage::List),
+            ClaimStage::EpochBump | ClaimStage::RecoveryScan => unreachable!("a Postgres stage on S3"),
             ClaimStage::List => {
                 let listed: Vec<WalObject> = self.objects.iter().map(|(object, _)| *object).collect();
                 let plan = plan_chain(&listed, &self.registration.sessions);
@@ -644,12 +679,9 @@ impl<'a> Driver<'a> {
     }
 
     fn finish(mut self) -> RemoteRun {
-        // Postgres: a claim still waiting at the end takes effect once the inserts drained.
-        if self.claim_requested && self.takeover.is_none() {
-            self.claim_requested = false;
-            let now = self.now;
-            self.take_over(now);
-        }
+        // The inserts a Postgres claim waits for all land, and each of B's requests is an
+        // instant of the run, so a takeover that began has finished.
+        assert!(self.claim.is_none() && (self.takeover.is_some() || !self.claim_requested), "the takeover finished");
         let mut bulks = std::mem::take(&mut self.bulks);
         for bulk in &mut bulks {
             if bulk.outcome.is_none() {

@@ -34,10 +34,11 @@
 //!   the conditional PUT that claims the registration (epoch + 1), its read-back, the
 //!   LIST (which sees every object stored by its answer) and the PUT that records B's
 //!   session. The fence reads and B's requests draw from their own generator, so the
-//!   PUTs' draws do not depend on them. On Postgres the claim's
-//!   `UPDATE` of the node row waits for the inserts that hold the row `FOR SHARE`, so B's
-//!   claim completes once the inserts running at `takeover_at` have committed; every
-//!   insert A starts after `takeover_at` finds no row with its epoch and writes nothing.
+//!   PUTs' draws do not depend on them. On Postgres B's takeover is two requests: the
+//!   claim, whose `UPDATE` of the node row waits for the inserts that hold the row `FOR
+//!   SHARE` (those running at `takeover_at`) and then takes its draw, and the recovery
+//!   scan of the ring after it; every insert A starts after `takeover_at` finds no row
+//!   with its epoch and writes nothing.
 //!   Node B appends nothing in the run; what matters is what it recovers.
 //! - The background upload of sealed blocks to data objects is drawn in the lab but
 //!   simulated only where it bounds the write path: on Postgres it confirms the records
@@ -509,10 +510,11 @@ pub struct TrimRow {
 pub struct TakeoverReport {
     pub at: Nanos,
     /// When B's claim took effect: S3, the answer of its conditional PUT of the
-    /// registration; Postgres, once the inserts holding the row have committed.
+    /// registration; Postgres, the answer of its `UPDATE` of the node row, which waited
+    /// for the inserts holding the row.
     pub claimed_at: Nanos,
-    /// S3: when B's LIST answered (what it recovered is what was stored by then).
-    /// Postgres: the same as `claimed_at`.
+    /// When B's recovery read answered: S3, its LIST (what it recovered is what was
+    /// stored by then); Postgres, its scan of the ring.
     pub listed_at: Nanos,
     pub old_epoch: u64,
     pub new_epoch: u64,
