@@ -40,10 +40,11 @@
 //!   scan of the ring after it; every insert A starts after `takeover_at` finds no row
 //!   with its epoch and writes nothing.
 //!   Node B appends nothing in the run; what matters is what it recovers.
-//! - The background upload of sealed blocks to data objects is drawn in the lab but
-//!   simulated only where it bounds the write path: on Postgres it confirms the records
-//!   acknowledged so far every `trim_every`, which moves the trim offset and truncates
-//!   released slots; a stall stops it.
+//! - The background upload of sealed blocks to data objects bounds the write path only
+//!   on Postgres, where it is simulated as confirming the records acknowledged so far
+//!   every `trim_every`, which moves the trim offset and truncates released slots; a
+//!   stall stops it. On the object store it never holds an append back, so [`upload`]
+//!   runs it after the WAL's run, sealing blocks with the stream store's own seal.
 //!
 //! # Determinism
 //!
