@@ -46,7 +46,18 @@ pub const TRACE_EVENTS_MAX: usize = 200_000;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
-    wal: WalArgs,
+    wal: Option<WalArgs>,
+    /// Bench a running `walab serve` at this URL instead of a WAL: the `load --http`
+    /// writers, acked/s and latencies, and the server's persists and object PUTs per
+    /// record (from its `GET /stats`).
+    #[arg(long, value_name = "URL", conflicts_with = "wal")]
+    http: Option<String>,
+    /// With --http: streams the writers append to (writer w to stream w mod K).
+    #[arg(long, value_name = "K", default_value_t = 1)]
+    streams: usize,
+    /// With --http: how many of the writers are idempotent producers.
+    #[arg(long, value_name = "P", default_value_t = 0)]
+    producers: usize,
     /// Writer counts to run, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "1,8,64")]
     writers: Vec<usize>,
@@ -433,7 +444,7 @@ fn run_one(args: &Args, writers: usize, run_id: &str) -> Result<(RunJson, Option
     let wal = Arc::try_unwrap(run.wal).map_err(|_| CliError::failed("bench: writers still hold the log"))?;
     let trace = wal.close();
     if let Some(message) = run.shared.failure.lock().unwrap_or_else(|p| p.into_inner()).take() {
-        return Err(CliError::failed(format!("{}: {message}", args.wal.wal)));
+        return Err(CliError::failed(format!("{}: {message}", args.wal().wal)));
     }
     let measured = Measured { elapsed, before: run.before, after, histogram, consumed, sync_cpus: run.sync_cpus };
     Ok((report(args, writers, measured, raw), trace))
@@ -451,7 +462,7 @@ struct BenchRun {
 /// Opens the log, and the raw test file beside it for `--against-raw-ms` (the writers
 /// then start paused, for the first turn is the raw one's to open).
 fn open_run(args: &Args) -> Result<(BenchRun, Option<RawTurns>), CliError> {
-    let backend = args.wal.backend(true).map_err(CliError::usage)?;
+    let backend = args.wal().backend(true).map_err(CliError::usage)?;
     let options = WalOptions { trace_events_max: args.trace.is_some().then_some(TRACE_EVENTS_MAX), ..WalOptions::default() };
     let (wal, _) = Wal::open(backend, options).map_err(crate::cmd::common::open_failure)?;
     let sync_cpus = wal.sync_cpus().map(crate::wal::file::affinity::format_cpu_list);
@@ -465,7 +476,7 @@ fn open_run(args: &Args) -> Result<(BenchRun, Option<RawTurns>), CliError> {
         failure: Arc::default(),
         turnstile: Arc::default(),
     };
-    let raw_dir = match crate::wal::url::parse_wal_url(&args.wal.wal) {
+    let raw_dir = match crate::wal::url::parse_wal_url(&args.wal().wal) {
         Ok(crate::wal::url::WalUrl::File(base)) => Some(base),
         _ => None,
     };
@@ -666,6 +677,13 @@ fn report(args: &Args, writers: usize, measured: Measured, raw: Option<RawTurns>
     }
 }
 
+impl Args {
+    /// The WAL's flags (`run` refuses a command with neither `--wal` nor `--http`).
+    fn wal(&self) -> &WalArgs {
+        self.wal.as_ref().expect("run checked that --wal is given")
+    }
+}
+
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     crate::wal::os::untune(&args.untune);
     crate::wal::limit_malloc_arenas();
@@ -675,10 +693,28 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     if !(args.seconds.is_finite() && args.seconds > 0.0 && args.seconds <= 86_400.0) {
         return Err(CliError::usage("--seconds: must be a positive number"));
     }
+    if let Some(url) = args.http {
+        if args.trace.is_some() || args.against_raw_ms.is_some() {
+            return Err(CliError::usage("--trace and --against-raw-ms: only with --wal"));
+        }
+        return super::load_http::bench(super::load_http::HttpBench {
+            url,
+            writers: args.writers,
+            seconds: args.seconds,
+            record_bytes: args.record_bytes,
+            streams: args.streams,
+            producers: args.producers,
+            run_id: default_run_id(),
+            json: args.json,
+        });
+    }
+    if args.wal.is_none() {
+        return Err(CliError::usage("--wal URL or --http URL: say what to bench"));
+    }
     // Refuse a bad URL before running anything.
-    args.wal.backend(true).map_err(CliError::usage)?;
+    args.wal().backend(true).map_err(CliError::usage)?;
     if let Some(turn_ms) = args.against_raw_ms {
-        if !args.wal.wal.starts_with("file://") {
+        if !args.wal().wal.starts_with("file://") {
             return Err(CliError::usage("--against-raw-ms: only for a file:// WAL (raw syncs need a directory)"));
         }
         if !(1..=60_000).contains(&turn_ms) {
@@ -706,7 +742,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         .expect("plain data serializes");
         std::fs::write(path, text + "\n").map_err(|e| CliError::usage(format!("{}: {e}", path.display())))?;
     }
-    let report = BenchJson { wal: args.wal.wal.clone(), record_bytes: args.record_bytes, runs, peak_rss_kib: peak_rss_kib() };
+    let report = BenchJson { wal: args.wal().wal.clone(), record_bytes: args.record_bytes, runs, peak_rss_kib: peak_rss_kib() };
     if args.json {
         let _ = writeln!(std::io::stdout().lock(), "{}", serde_json::to_string(&report).expect("plain data serializes"));
     } else {

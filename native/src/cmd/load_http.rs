@@ -1,11 +1,15 @@
 //! `walab load --http URL`: concurrent writers append to a running `walab serve` and
-//! print each acknowledgement.
+//! print each acknowledgement; `walab bench --http URL` runs the same writers and reports
+//! acked/s and latencies instead.
 //!
 //! Each acknowledged append goes to stdout as `ack <stream> <offset> <producer> <seq>`
 //! (`-` for an anonymous writer's producer and seq), flushed at once: the same ledger of
 //! promises as the WAL's `load`, for a harness that kills the server. Writer `w` appends
 //! to stream `<run id>-<w mod streams>`; the first `--producers` writers are idempotent
 //! producers `<run id>-p<w>` at epoch 1, seq from 0. At the end a summary goes to stderr.
+//!
+//! Each writer holds one HTTP/1.1 connection of its own (hyper's connection API, with
+//! `TCP_NODELAY`) and sends one append at a time on it: no pool, no URL parsed per request.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -13,10 +17,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use axum::body::Body;
+use http::header::{HeaderValue, CONTENT_TYPE, HOST};
+use http::{Request, Uri};
+use hyper_util::rt::TokioIo;
+
 use crate::cli_error::CliError;
 use crate::latency::LatencyHistogram;
+use crate::serve::http::{EPOCH_HEADER, PRODUCER_HEADER, SEQ_HEADER};
 
-/// What `load --http` needs besides the shared writer flags.
+/// What `load --http` and `bench --http` need besides the shared writer flags.
 pub struct HttpLoad {
     pub url: String,
     pub writers: usize,
@@ -28,127 +38,365 @@ pub struct HttpLoad {
     pub run_id: String,
 }
 
-struct Writer {
-    stream: String,
-    producer: Option<String>,
+/// Worker threads of the client's runtime.
+const CLIENT_RUNTIME_THREADS: usize = 2;
+
+/// The most bytes of an answer the client reads.
+const ANSWER_BYTES_MAX: usize = 1 << 20;
+
+/// A finished run of the writers.
+pub struct HttpRun {
+    /// Every acknowledged append's latency.
+    pub latency: LatencyHistogram,
+    pub elapsed: Duration,
+    /// The first failure (the run stopped there).
+    pub error: Option<String>,
 }
 
-pub fn run(load: HttpLoad) -> Result<ExitCode, CliError> {
-    let base = load.url.trim_end_matches('/').to_string();
-    if !(base.starts_with("http://") || base.starts_with("https://")) {
-        return Err(CliError::usage(format!("--http {}: use http://HOST:PORT", load.url)));
+/// `http://HOST:PORT[/]`, as the host header and the address to connect to.
+fn authority_of(url: &str) -> Result<String, CliError> {
+    let bad = || CliError::usage(format!("--http {url}: use http://HOST:PORT"));
+    let rest = url.strip_prefix("http://").ok_or_else(bad)?;
+    let authority = rest.trim_end_matches('/');
+    if authority.is_empty() || authority.contains('/') || !authority.contains(':') {
+        return Err(bad());
     }
+    Ok(authority.to_string())
+}
+
+/// One writer's connection.
+struct Connection {
+    sender: hyper::client::conn::http1::SendRequest<Body>,
+}
+
+impl Connection {
+    async fn open(authority: &str) -> Result<Connection, String> {
+        let stream = tokio::net::TcpStream::connect(authority).await.map_err(|error| format!("http://{authority}: {error}"))?;
+        stream.set_nodelay(true).map_err(|error| format!("http://{authority}: TCP_NODELAY: {error}"))?;
+        let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(|error| format!("http://{authority}: {error}"))?;
+        // Ends when the server closes the connection or the sender is dropped.
+        tokio::spawn(connection);
+        Ok(Connection { sender })
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct Acked {
+    offset: u64,
+}
+
+/// One writer: its stream, its producer id, its connection.
+struct Writer {
+    stream: String,
+    producer: Option<HeaderValue>,
+    uri: Uri,
+    host: HeaderValue,
+}
+
+impl Writer {
+    /// Sends one append and reads its answer: the offset, or why not.
+    async fn append(&self, connection: &mut Connection, value: &bytes::Bytes, seq: u64) -> Result<u64, String> {
+        let mut request = Request::post(self.uri.clone()).header(HOST, self.host.clone());
+        if let Some(producer) = &self.producer {
+            request = request
+                .header(PRODUCER_HEADER, producer.clone())
+                .header(EPOCH_HEADER, HeaderValue::from_static("1"))
+                .header(SEQ_HEADER, HeaderValue::from(seq));
+        }
+        let request = request
+            .header(CONTENT_TYPE, HeaderValue::from_static("application/octet-stream"))
+            .body(Body::from(value.clone()))
+            .map_err(|error| format!("{}: {error}", self.uri))?;
+        let url = || format!("http://{}{}", self.host.to_str().unwrap_or("?"), self.uri);
+        connection.sender.ready().await.map_err(|error| format!("{}: {error}", url()))?;
+        let response = connection.sender.send_request(request).await.map_err(|error| format!("{}: {error}", url()))?;
+        let status = response.status();
+        let body = axum::body::to_bytes(Body::new(response.into_body()), ANSWER_BYTES_MAX)
+            .await
+            .map_err(|error| format!("{}: {status}: the answer's body: {error}", url()))?;
+        if !status.is_success() {
+            return Err(format!("{}: {status}: {}", url(), String::from_utf8_lossy(&body)));
+        }
+        serde_json::from_slice::<Acked>(&body)
+            .map(|acked| acked.offset)
+            .map_err(|_| format!("{}: an answer without an offset: {}", url(), String::from_utf8_lossy(&body)))
+    }
+}
+
+/// Runs the writers until `records` are acknowledged, the deadline or the first failure;
+/// with `ledger`, each acknowledgement is printed to it and flushed at once.
+pub fn drive(load: &HttpLoad, ledger: Option<Arc<Mutex<std::io::Stdout>>>) -> Result<HttpRun, CliError> {
+    let authority = authority_of(&load.url)?;
     if load.streams == 0 || load.streams > 100_000 {
         return Err(CliError::usage("--streams: must be between 1 and 100000"));
     }
     if load.producers > load.writers {
         return Err(CliError::usage(format!("--producers {}: at most --writers ({})", load.producers, load.writers)));
     }
+    let host = HeaderValue::from_str(&authority).map_err(|_| CliError::usage(format!("--http {}: not a host", load.url)))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(CLIENT_RUNTIME_THREADS)
         .enable_all()
         .build()
         .map_err(|error| CliError::failed(format!("load: cannot start the runtime: {error}")))?;
-    let client = reqwest::Client::builder()
-        .pool_max_idle_per_host(load.writers)
-        .build()
-        .map_err(|error| CliError::failed(format!("load: cannot build the HTTP client: {error}")))?;
-    let stdout = Arc::new(Mutex::new(std::io::stdout()));
     let stop = Arc::new(AtomicBool::new(false));
     let first_error: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
     let value = bytes::Bytes::from(vec![b'v'; load.record_bytes]);
     let started = Instant::now();
     let histograms: Vec<LatencyHistogram> = runtime.block_on(async {
-        let tasks: Vec<_> = (0..load.writers)
-            .map(|w| {
-                let writer = Writer {
-                    stream: format!("{}-{}", load.run_id, w % load.streams),
-                    producer: (w < load.producers).then(|| format!("{}-p{w}", load.run_id)),
+        let mut tasks = Vec::with_capacity(load.writers);
+        for w in 0..load.writers {
+            let stream = format!("{}-{}", load.run_id, w % load.streams);
+            let uri: Uri = format!("/streams/{stream}/records")
+                .parse()
+                .map_err(|_| CliError::usage(format!("--run-id {}: not usable in a URL path", load.run_id)))?;
+            let producer = match w < load.producers {
+                true => Some(
+                    HeaderValue::from_str(&format!("{}-p{w}", load.run_id))
+                        .map_err(|_| CliError::usage(format!("--run-id {}: not usable in a header", load.run_id)))?,
+                ),
+                false => None,
+            };
+            let writer = Writer { stream, producer, uri, host: host.clone() };
+            let share = load.records / load.writers as u64 + u64::from((w as u64) < load.records % load.writers as u64);
+            let (authority, value, ledger) = (authority.clone(), value.clone(), ledger.clone());
+            let (stop, first_error) = (Arc::clone(&stop), Arc::clone(&first_error));
+            let deadline = load.deadline;
+            tasks.push(tokio::spawn(async move {
+                let mut latency = LatencyHistogram::new();
+                let fail = |error: String| {
+                    stop.store(true, Ordering::Relaxed);
+                    first_error.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(error);
                 };
-                let share = load.records / load.writers as u64 + u64::from((w as u64) < load.records % load.writers as u64);
-                let (client, base, value) = (client.clone(), base.clone(), value.clone());
-                let (stdout, stop, first_error) = (Arc::clone(&stdout), Arc::clone(&stop), Arc::clone(&first_error));
-                let deadline = load.deadline;
-                tokio::spawn(async move {
-                    let mut latency = LatencyHistogram::new();
-                    let url = format!("{base}/streams/{}/records", writer.stream);
-                    for seq in 0..share {
-                        if stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| Instant::now() >= d) {
+                let mut connection = match Connection::open(&authority).await {
+                    Ok(connection) => connection,
+                    Err(error) => {
+                        fail(error);
+                        return latency;
+                    }
+                };
+                for seq in 0..share {
+                    if stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| Instant::now() >= d) {
+                        break;
+                    }
+                    let sent = Instant::now();
+                    let offset = match writer.append(&mut connection, &value, seq).await {
+                        Ok(offset) => offset,
+                        Err(error) => {
+                            fail(error);
                             break;
                         }
-                        let mut request = client.post(&url).body(value.clone());
-                        if let Some(producer) = &writer.producer {
-                            request = request
-                                .header("walab-producer", producer)
-                                .header("walab-producer-epoch", "1")
-                                .header("walab-producer-seq", seq.to_string());
-                        }
-                        let sent = Instant::now();
-                        let answer = match request.send().await {
-                            Ok(response) => {
-                                let status = response.status();
-                                response.bytes().await.map(|body| (status, body))
-                            }
-                            Err(error) => Err(error),
+                    };
+                    latency.record_duration(sent.elapsed());
+                    if let Some(ledger) = &ledger {
+                        let seq = seq.to_string();
+                        let (producer, seq) = match &writer.producer {
+                            Some(producer) => (producer.to_str().unwrap_or("?"), seq.as_str()),
+                            None => ("-", "-"),
                         };
-                        let outcome = match answer {
-                            Ok((status, body)) if status.is_success() => {
-                                serde_json::from_slice::<serde_json::Value>(&body).ok().and_then(|v| v["offset"].as_u64()).ok_or_else(|| {
-                                    format!("{url}: an answer without an offset: {}", String::from_utf8_lossy(&body))
-                                })
-                            }
-                            Ok((status, body)) => Err(format!("{url}: {status}: {}", String::from_utf8_lossy(&body))),
-                            Err(error) => Err(format!("{url}: {error}")),
-                        };
-                        match outcome {
-                            Ok(offset) => {
-                                latency.record_duration(sent.elapsed());
-                                let (producer, seq) = match &writer.producer {
-                                    Some(producer) => (producer.as_str(), seq.to_string()),
-                                    None => ("-", "-".to_string()),
-                                };
-                                let mut out = stdout.lock().unwrap_or_else(|p| p.into_inner());
-                                if writeln!(out, "ack {} {offset} {producer} {seq}", writer.stream).and_then(|()| out.flush()).is_err() {
-                                    stop.store(true, Ordering::Relaxed);
-                                    break;
-                                }
-                            }
-                            Err(error) => {
-                                stop.store(true, Ordering::Relaxed);
-                                first_error.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(error);
-                                break;
-                            }
+                        let mut out = ledger.lock().unwrap_or_else(|p| p.into_inner());
+                        if writeln!(out, "ack {} {offset} {producer} {seq}", writer.stream).and_then(|()| out.flush()).is_err() {
+                            // Nobody reads our promises any more (a closed pipe).
+                            stop.store(true, Ordering::Relaxed);
+                            break;
                         }
                     }
-                    latency
-                })
-            })
-            .collect();
+                }
+                latency
+            }));
+        }
         let mut histograms = Vec::new();
         for task in tasks {
             if let Ok(latency) = task.await {
                 histograms.push(latency);
             }
         }
-        histograms
-    });
+        Ok::<_, CliError>(histograms)
+    })?;
     let elapsed = started.elapsed().max(Duration::from_micros(1));
     let mut latency = LatencyHistogram::new();
     for histogram in &histograms {
         latency.merge(histogram);
     }
-    let acked = latency.count();
+    let error = first_error.lock().unwrap_or_else(|p| p.into_inner()).take();
+    Ok(HttpRun { latency, elapsed, error })
+}
+
+pub fn run(load: HttpLoad) -> Result<ExitCode, CliError> {
+    let run = drive(&load, Some(Arc::new(Mutex::new(std::io::stdout()))))?;
+    let acked = run.latency.count();
     eprintln!(
         "load: {acked} acked in {:.2} s: {:.0} acked/s, p50 {:.3} ms, p99 {:.3} ms ({} writers, {} streams)",
-        elapsed.as_secs_f64(),
-        acked as f64 / elapsed.as_secs_f64(),
-        latency.quantile_ms(500),
-        latency.quantile_ms(990),
+        run.elapsed.as_secs_f64(),
+        acked as f64 / run.elapsed.as_secs_f64(),
+        run.latency.quantile_ms(500),
+        run.latency.quantile_ms(990),
         load.writers,
         load.streams.min(load.writers),
     );
-    let error = first_error.lock().unwrap_or_else(|p| p.into_inner()).take();
-    match error {
+    match run.error {
         Some(error) => Err(CliError::failed(error)),
         None => Ok(ExitCode::SUCCESS),
     }
+}
+
+/// The server's counters (`GET /stats`), read before and after a bench run.
+#[derive(serde::Deserialize, Clone, Debug, Default)]
+struct ServerStats {
+    wal: String,
+    wal_persists: u64,
+    object_puts: u64,
+}
+
+/// One GET on a connection of its own, its JSON answer; `None` from a server without the
+/// route (an HTTP floor that only answers appends).
+async fn server_stats(authority: &str) -> Result<Option<ServerStats>, String> {
+    let mut connection = Connection::open(authority).await?;
+    let request = Request::get("/stats")
+        .header(HOST, authority)
+        .body(Body::empty())
+        .map_err(|error| format!("http://{authority}/stats: {error}"))?;
+    let url = format!("http://{authority}/stats");
+    let response = connection.sender.send_request(request).await.map_err(|error| format!("{url}: {error}"))?;
+    let status = response.status();
+    let body = axum::body::to_bytes(Body::new(response.into_body()), ANSWER_BYTES_MAX)
+        .await
+        .map_err(|error| format!("{url}: {error}"))?;
+    if status == http::StatusCode::NOT_FOUND {
+        return Ok(None);
+    }
+    if !status.is_success() {
+        return Err(format!("{url}: {status}: {}", String::from_utf8_lossy(&body)));
+    }
+    serde_json::from_slice(&body).map(Some).map_err(|error| format!("{url}: {error}: {}", String::from_utf8_lossy(&body)))
+}
+
+/// What `bench --http` asks for.
+pub struct HttpBench {
+    pub url: String,
+    pub writers: Vec<usize>,
+    pub seconds: f64,
+    pub record_bytes: usize,
+    pub streams: usize,
+    pub producers: usize,
+    pub run_id: String,
+    pub json: bool,
+}
+
+#[derive(serde::Serialize)]
+struct LatencyMs {
+    p50: f64,
+    p99: f64,
+}
+
+#[derive(serde::Serialize)]
+struct BenchRunJson {
+    writers: usize,
+    streams: usize,
+    seconds: f64,
+    acked: u64,
+    acked_per_s: f64,
+    latency_ms: LatencyMs,
+    /// The server's WAL persists (fdatasyncs, PUTs or INSERTs) per acknowledged record.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    wal_persists_per_record: Option<f64>,
+    /// Objects uploaded per acknowledged record (uploads lag: a short run counts fewer).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    object_puts_per_record: Option<f64>,
+    /// For an s3:// WAL: WAL PUTs and object PUTs per acknowledged record.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    s3_puts_per_record: Option<f64>,
+}
+
+#[derive(serde::Serialize)]
+struct BenchJson {
+    http: String,
+    wal: String,
+    record_bytes: usize,
+    runs: Vec<BenchRunJson>,
+}
+
+/// `walab bench --http URL`: the load's writers for `--seconds` per writer count, and the
+/// server's persists and uploads per acknowledged record from its `GET /stats`.
+pub fn bench(bench: HttpBench) -> Result<ExitCode, CliError> {
+    let authority = authority_of(&bench.url)?;
+    let stats_runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|error| CliError::failed(format!("bench: cannot start the runtime: {error}")))?;
+    let stats = || stats_runtime.block_on(server_stats(&authority)).map_err(CliError::failed);
+    let mut runs = Vec::new();
+    let mut wal = "unknown: no GET /stats".to_string();
+    for &writers in &bench.writers {
+        let before = stats()?;
+        let load = HttpLoad {
+            url: bench.url.clone(),
+            writers,
+            records: u64::MAX,
+            deadline: Some(Instant::now() + Duration::from_secs_f64(bench.seconds)),
+            record_bytes: bench.record_bytes,
+            streams: bench.streams,
+            producers: bench.producers.min(writers),
+            run_id: format!("{}-{writers}w", bench.run_id),
+        };
+        let run = drive(&load, None)?;
+        if let Some(error) = run.error {
+            return Err(CliError::failed(error));
+        }
+        let after = stats()?;
+        let acked = run.latency.count();
+        let per_record = |n: u64| if acked == 0 { 0.0 } else { n as f64 / acked as f64 };
+        let counted = match (before, after) {
+            (Some(before), Some(after)) => {
+                wal = after.wal.clone();
+                Some((
+                    after.wal_persists.saturating_sub(before.wal_persists),
+                    after.object_puts.saturating_sub(before.object_puts),
+                    after.wal.starts_with("s3://"),
+                ))
+            }
+            _ => None,
+        };
+        runs.push(BenchRunJson {
+            writers,
+            streams: bench.streams.min(writers),
+            seconds: run.elapsed.as_secs_f64(),
+            acked,
+            acked_per_s: acked as f64 / run.elapsed.as_secs_f64(),
+            latency_ms: LatencyMs { p50: run.latency.quantile_ms(500), p99: run.latency.quantile_ms(990) },
+            wal_persists_per_record: counted.map(|(persists, _, _)| per_record(persists)),
+            object_puts_per_record: counted.map(|(_, puts, _)| per_record(puts)),
+            s3_puts_per_record: counted.and_then(|(persists, puts, s3)| s3.then(|| per_record(persists + puts))),
+        });
+    }
+    let report = BenchJson { http: bench.url.clone(), wal, record_bytes: bench.record_bytes, runs };
+    let mut out = std::io::stdout().lock();
+    if bench.json {
+        let _ = writeln!(out, "{}", serde_json::to_string(&report).expect("plain data serializes"));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let column = |value: Option<f64>| value.map_or("-".to_string(), |value| format!("{value:.4}"));
+    let _ = writeln!(out, "{} (WAL {}), {} B values", report.http, report.wal, report.record_bytes);
+    let _ = writeln!(
+        out,
+        "{:>7} {:>7} {:>11} {:>9} {:>9} {:>14} {:>14} {:>14}",
+        "writers", "streams", "acked/s", "p50 ms", "p99 ms", "persists/rec", "obj PUTs/rec", "S3 PUTs/rec"
+    );
+    for run in &report.runs {
+        let _ = writeln!(
+            out,
+            "{:>7} {:>7} {:>11.0} {:>9.3} {:>9.3} {:>14} {:>14} {:>14}",
+            run.writers,
+            run.streams,
+            run.acked_per_s,
+            run.latency_ms.p50,
+            run.latency_ms.p99,
+            column(run.wal_persists_per_record),
+            column(run.object_puts_per_record),
+            column(run.s3_puts_per_record),
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }

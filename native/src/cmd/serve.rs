@@ -44,6 +44,9 @@ pub struct Args {
     /// A stream's run of at least this many bytes in a block gets an object of its own.
     #[arg(long, value_name = "BYTES", default_value_t = 1 << 20)]
     stream_object_bytes: usize,
+    /// Worker threads of the HTTP runtime (default: one per core).
+    #[arg(long, value_name = "N")]
+    http_threads: Option<usize>,
     /// A fault for crash tests: abort after an upload's PUTs, before its commit.
     #[arg(long, hide = true)]
     crash_before_commit: bool,
@@ -63,12 +66,16 @@ fn beside_the_wal(args: &Args, what: &str) -> Result<PathBuf, CliError> {
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
+    crate::wal::limit_malloc_arenas();
     let listen: SocketAddr = args
         .listen
         .parse()
         .map_err(|_| CliError::usage(format!("--listen {}: not an address such as 127.0.0.1:7070", args.listen)))?;
     if args.block_bytes < 1024 || args.block_ms == 0 || args.block_ms > 3_600_000 {
         return Err(CliError::usage("--block-bytes at least 1024, --block-ms between 1 and 3600000"));
+    }
+    if args.http_threads.is_some_and(|threads| !(1..=256).contains(&threads)) {
+        return Err(CliError::usage("--http-threads: must be between 1 and 256"));
     }
     let policy = SealPolicy {
         block_bytes: args.block_bytes,
@@ -93,7 +100,11 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     // runtime of its own must not be opened from inside another.
     let (wal, recovered) = Wal::open(backend, WalOptions::default()).map_err(open_failure)?;
     let store = Arc::new(Store::recover(wal, recovered, meta.state(), Arc::clone(&objects)).map_err(CliError::failed)?);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    if let Some(threads) = args.http_threads {
+        runtime.worker_threads(threads);
+    }
+    let runtime = runtime
         .enable_all()
         .thread_name("walab-serve")
         .build()

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use walab_core::stream_store::log_cache::{ReadError, READ_RECORDS_MAX};
 use walab_core::stream_store::record::{ProducerStamp, RecordError, VALUE_BYTES_MAX};
 
-use super::store::{AppendError, ReadFailure, Store};
+use super::store::{AppendError, Appended, ReadFailure, Store};
 
 /// The producer headers.
 pub const PRODUCER_HEADER: &str = "walab-producer";
@@ -25,6 +25,7 @@ pub const SEQ_HEADER: &str = "walab-producer-seq";
 pub fn router(store: Arc<Store>) -> Router {
     Router::new()
         .route("/streams", get(list))
+        .route("/stats", get(stats))
         .route("/streams/{stream}", get(summary))
         .route("/streams/{stream}/records", get(read).post(append))
         .fallback(|| async { error(StatusCode::NOT_FOUND, "no such route; see GET /streams".to_string()) })
@@ -85,10 +86,19 @@ async fn append(
         Err(rejection) => return error(rejection.status(), format!("record body: {rejection}")),
     };
     match store.append(&stream, producer, body.to_vec()).await {
-        Ok(appended) if appended.duplicate => Json(json!({ "offset": appended.offset, "duplicate": true })).into_response(),
-        Ok(appended) => Json(json!({ "offset": appended.offset })).into_response(),
+        Ok(appended) => acknowledgement(appended),
         Err(failure) => append_failure(failure),
     }
+}
+
+/// `{"offset":N}` (with `"duplicate":true` for a retried last seq), written directly: the
+/// answer every append gets, without building a JSON value first.
+fn acknowledgement(appended: Appended) -> Response {
+    let body = match appended.duplicate {
+        true => format!("{{\"offset\":{},\"duplicate\":true}}", appended.offset),
+        false => format!("{{\"offset\":{}}}", appended.offset),
+    };
+    ([(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], body).into_response()
 }
 
 fn append_failure(failure: AppendError) -> Response {
@@ -179,4 +189,8 @@ async fn summary(State(store): State<Arc<Store>>, stream: Result<Path<String>, P
 
 async fn list(State(store): State<Arc<Store>>) -> Response {
     Json(json!({ "streams": store.summaries() })).into_response()
+}
+
+async fn stats(State(store): State<Arc<Store>>) -> Response {
+    Json(store.stats()).into_response()
 }

@@ -8,6 +8,7 @@
 //! then outlive a power cut as the WAL records would have.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use object_store::local::LocalFileSystem;
@@ -24,6 +25,8 @@ pub struct Objects {
     /// For a local directory: where the files are, to sync them.
     local_dir: Option<PathBuf>,
     name: String,
+    /// Objects stored (successful PUTs) since start.
+    puts: AtomicU64,
 }
 
 impl Objects {
@@ -32,7 +35,7 @@ impl Objects {
         let objects_dir = dir.join("objects");
         std::fs::create_dir_all(&objects_dir).map_err(|error| format!("{}: {error}", objects_dir.display()))?;
         let store = LocalFileSystem::new_with_prefix(&dir).map_err(|error| format!("{}: {error}", dir.display()))?;
-        Ok(Objects { store: Arc::new(store), prefix: String::new(), local_dir: Some(dir.clone()), name: format!("file://{}", dir.display()) })
+        Ok(Objects { store: Arc::new(store), prefix: String::new(), local_dir: Some(dir.clone()), name: format!("file://{}", dir.display()), puts: AtomicU64::new(0) })
     }
 
     /// Objects at `--objects URL`: `file:///DIR` or `s3://BUCKET/PATH` (with `--endpoint`).
@@ -44,6 +47,7 @@ impl Objects {
                 prefix: path.clone(),
                 local_dir: None,
                 name: format!("s3://{bucket}/{path}"),
+                puts: AtomicU64::new(0),
             }),
             WalUrl::Postgres(_) => Err(format!("--objects {url}: use file:///DIR or s3://BUCKET/PATH")),
         }
@@ -88,7 +92,13 @@ impl Objects {
             .map_err(|error| format!("{}: sync object {id}: {error}", self.name))?;
             synced.map_err(|error| format!("{}: sync object {id}: {error}", self.name))?;
         }
+        self.puts.fetch_add(1, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// Objects stored since start.
+    pub fn puts(&self) -> u64 {
+        self.puts.load(Ordering::Relaxed)
     }
 
     /// Reads object `id`.

@@ -82,6 +82,20 @@ pub struct ReadAnswer {
     pub end: u64,
 }
 
+/// The server's counters since start, for `GET /stats` (what `walab bench --http` reports
+/// per record).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct StoreStats {
+    /// The WAL's URL-like name (`file://...`, `s3://...`, `postgres://...`).
+    pub wal: String,
+    /// Batches the WAL persisted (an fdatasync for a file, one PUT for S3, one INSERT for
+    /// Postgres) and records it acknowledged.
+    pub wal_persists: u64,
+    pub wal_acked: u64,
+    /// Objects uploaded.
+    pub object_puts: u64,
+}
+
 /// One stream's positions, for `GET /streams`.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct StreamSummary {
@@ -316,7 +330,12 @@ impl Store {
                     let now = self.now();
                     lock(&self.pending_since).get_or_insert(now);
                 }
-                self.progress.send_modify(|n| *n += 1);
+                // Only duplicates waiting for their first copy listen. One that subscribed
+                // before the `mark_durable` above took the stream's lock is counted here;
+                // one that subscribes later finds the record durable under that lock.
+                if self.progress.receiver_count() > 0 {
+                    self.progress.send_modify(|n| *n += 1);
+                }
                 Ok(Appended { offset, duplicate: false })
             }
             // Any failure after the submission leaves the record's fate unknown, and the
@@ -457,6 +476,17 @@ impl Store {
             }
         }
         through
+    }
+
+    /// The counters since start.
+    pub fn stats(&self) -> StoreStats {
+        let wal = self.wal.stats();
+        StoreStats {
+            wal: self.wal.name().to_string(),
+            wal_persists: wal.persists_ok,
+            wal_acked: wal.acked,
+            object_puts: self.objects.puts(),
+        }
     }
 
     /// One stream's positions.
