@@ -293,7 +293,7 @@ async fn records_read_across_objects_and_the_log_cache_are_one_gapless_sequence_
     .await;
     let wal_dir = dir.path().join("default/0");
     eventually("the WAL's first segment removed", async || {
-        !files_in(&wal_dir).contains(&"wal-00000000000000000000.log".to_string())
+        !files_in(&wal_dir).contains(&"wal-00000000000000000001.log".to_string())
     })
     .await;
     let objects = files_in(&dir.path().join("default/0.serve/objects"));
@@ -330,7 +330,7 @@ async fn a_crash_between_upload_and_commit_leaves_an_orphan_that_expires() {
     let dir = tempfile::tempdir().unwrap();
     let client = reqwest::Client::new();
     let objects_dir = dir.path().join("default/0.serve/objects");
-    let mut server = Server::start_with(dir.path(), &["--block-ms", "20", "--crash-before-commit"]);
+    let mut server = Server::start_with(dir.path(), &["--block-ms", "20", "--crash-at", "before-commit"]);
     let (status, body) = post(&client, &server.url("/streams/s/records"), b"first", None).await;
     assert_eq!((status, body), (200, serde_json::json!({"offset": 0})));
     let exit = server.child.wait().expect("the server ends");
@@ -391,4 +391,96 @@ async fn every_ack_printed_by_load_http_is_readable_at_its_offset() {
     }
     stored.sort();
     assert_eq!(stored, acks, "what was acknowledged is what is stored, offset for offset");
+}
+
+/// The acks `walab load --http` printed: (stream, offset, producer, seq).
+fn ledger(stdout: &[u8]) -> Vec<(String, u64, String, u64)> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .map(|line| {
+            let fields: Vec<&str> = line.split(' ').collect();
+            assert_eq!((fields.len(), fields[0]), (5, "ack"), "{line}");
+            (fields[1].to_string(), fields[2].parse().unwrap(), fields[3].to_string(), fields[4].parse().unwrap())
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_crash_between_the_commit_and_the_wal_trim_loses_and_repeats_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    // The first block seals at about 500 records; the writers go on while it uploads.
+    let flags = ["--block-bytes", "65536", "--block-ms", "2000", "--segment-bytes", "65536"];
+    let mut server = Server::start_with(dir.path(), &[&flags[..], &["--crash-at", "after-commit"]].concat());
+    // Every writer is a producer, so every stored record names its (producer, seq).
+    let load = Command::new(env!("CARGO_BIN_EXE_walab"))
+        .args(["load", "--http", &server.base, "--writers", "8", "--seconds", "60", "--streams", "3", "--producers", "8"])
+        .args(["--run-id", "c"])
+        .output()
+        .expect("walab load runs");
+    // The load stops at its first failed request, once the server is gone.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let exit = loop {
+        if let Some(exit) = server.child.try_wait().expect("the server's status") {
+            break exit;
+        }
+        assert!(std::time::Instant::now() < deadline, "the server never crashed at the commit");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert!(!exit.success(), "the server aborted at the commit: {exit:?}");
+    assert!(!load.status.success(), "the load ends with the server: {}", String::from_utf8_lossy(&load.stderr));
+    let acks = ledger(&load.stdout);
+    assert!(acks.len() > 100, "acks before the first commit: {}", acks.len());
+    // The crash left the WAL untrimmed: its first segment still holds committed records.
+    assert!(files_in(&dir.path().join("default/0")).contains(&"wal-00000000000000000001.log".to_string()));
+
+    let server = Server::start_with(dir.path(), &flags);
+    let client = reqwest::Client::new();
+    let streams = ["c-0", "c-1", "c-2"];
+    let mut committed_total = 0;
+    let mut stored: Vec<(String, u64, String, u64)> = Vec::new();
+    let mut last_of: std::collections::BTreeMap<String, (String, u64, u64)> = Default::default();
+    for stream in streams {
+        committed_total += committed(&client, &server, stream).await;
+        let mut from = 0;
+        loop {
+            let (status, page) = get(&client, &server.url(&format!("/streams/{stream}/records?from={from}"))).await;
+            assert_eq!(status, 200, "{page}");
+            for record in page["records"].as_array().unwrap() {
+                let offset = record["offset"].as_u64().unwrap();
+                let producer = record["producer"].as_str().expect("every record has a producer").to_string();
+                let seq = record["seq"].as_u64().unwrap();
+                assert_eq!(offset, stored.iter().filter(|r| r.0 == stream).count() as u64, "offsets follow without a gap");
+                last_of.insert(producer.clone(), (stream.to_string(), seq, offset));
+                stored.push((stream.to_string(), offset, producer, seq));
+            }
+            from = page["next"].as_u64().unwrap();
+            if from == page["end"].as_u64().unwrap() {
+                break;
+            }
+        }
+    }
+    assert!(committed_total > 0, "the commit before the crash counts after the restart");
+    // Exactly once: each producer's seqs are 0, 1, 2, ... in offset order, none twice.
+    for producer in last_of.keys() {
+        let seqs: Vec<u64> = stored.iter().filter(|r| &r.2 == producer).map(|r| r.3).collect();
+        assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>(), "producer {producer}'s seqs");
+    }
+    // Every acknowledged record is there, at the offset it was acknowledged with.
+    for ack in &acks {
+        assert!(stored.contains(ack), "acknowledged {ack:?} is not stored at its offset");
+    }
+    // Dedup survives: each producer's last stored seq is a duplicate at its offset, an
+    // earlier one a gap, and the next one gets the stream's next offset.
+    for (producer, (stream, seq, offset)) in &last_of {
+        let records = server.url(&format!("/streams/{stream}/records"));
+        let (status, body) = post(&client, &records, b"retry", Some((producer, 1, *seq))).await;
+        assert_eq!((status, body), (200, serde_json::json!({"offset": offset, "duplicate": true})), "{producer} seq {seq}");
+        if *seq > 0 {
+            let (status, body) = post(&client, &records, b"old", Some((producer, 1, seq - 1))).await;
+            assert_eq!((status, body["expected_seq"].as_u64()), (409, Some(seq + 1)), "{body}");
+        }
+        let end = get(&client, &server.url(&format!("/streams/{stream}"))).await.1["end"].as_u64().unwrap();
+        let (status, body) = post(&client, &records, b"next", Some((producer, 1, seq + 1))).await;
+        assert_eq!((status, body), (200, serde_json::json!({"offset": end})), "{producer} seq {}", seq + 1);
+    }
 }

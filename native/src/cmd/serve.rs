@@ -11,7 +11,7 @@ use walab_core::time::Nanos;
 use crate::cli_error::CliError;
 use crate::serve::meta_log::MetaLog;
 use crate::serve::objects::Objects;
-use crate::serve::uploader::Uploader;
+use crate::serve::uploader::{CrashPoint, Uploader};
 use crate::serve::{http, Store};
 use crate::wal::file::node_dir;
 use crate::wal::url::{parse_wal_url, WalArgs, WalUrl};
@@ -47,9 +47,10 @@ pub struct Args {
     /// Worker threads of the HTTP runtime (default: one per core).
     #[arg(long, value_name = "N")]
     http_threads: Option<usize>,
-    /// A fault for crash tests: abort after an upload's PUTs, before its commit.
-    #[arg(long, hide = true)]
-    crash_before_commit: bool,
+    /// A fault for crash tests: abort an upload at this point (before-commit: after its
+    /// PUTs; after-commit: after its commit, before the WAL is confirmed).
+    #[arg(long, hide = true, value_enum, value_name = "POINT")]
+    crash_at: Option<CrashPoint>,
 }
 
 /// Where the metadata log and the objects go when no flag says.
@@ -109,7 +110,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         .thread_name("walab-serve")
         .build()
         .map_err(|error| CliError::failed(format!("serve: cannot start the runtime: {error}")))?;
-    let mut uploader = Uploader { store: Arc::clone(&store), meta, objects, policy, crash_before_commit: args.crash_before_commit };
+    let mut uploader = Uploader { store: Arc::clone(&store), meta, objects, policy, crash_at: args.crash_at };
     runtime.block_on(async move {
         let expired = uploader.expire_orphans().await.map_err(CliError::failed)?;
         if expired > 0 {

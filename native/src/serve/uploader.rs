@@ -35,8 +35,27 @@ pub struct Uploader {
     pub meta: MetaLog,
     pub objects: Arc<Objects>,
     pub policy: SealPolicy,
-    /// A fault for the crash tests: abort the process after the PUTs, before the commit.
-    pub crash_before_commit: bool,
+    /// A fault for the crash tests: abort the process at this point of an upload.
+    pub crash_at: Option<CrashPoint>,
+}
+
+/// Where a crash test's server aborts an upload (`walab serve --crash-at`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum CrashPoint {
+    /// After the PUTs, before the commit: the objects are orphans.
+    BeforeCommit,
+    /// After the commit is durable, before the log cache drops the records and the WAL is
+    /// confirmed: the committed records are still in the WAL.
+    AfterCommit,
+}
+
+impl Uploader {
+    fn crash_if_at(&self, point: CrashPoint, ids: &[u64]) {
+        if self.crash_at == Some(point) {
+            eprintln!("walab serve: crashing at {point:?} of objects {ids:?} (--crash-at)");
+            std::process::abort();
+        }
+    }
 }
 
 /// How long the task waits after a failed upload before it tries again.
@@ -92,12 +111,10 @@ impl Uploader {
         for (runs, &id) in block.objects.iter().zip(&ids) {
             self.objects.put(id, object::encode(runs)).await?;
         }
-        if self.crash_before_commit {
-            eprintln!("walab serve: crashing before the commit of objects {ids:?} (--crash-before-commit)");
-            std::process::abort();
-        }
+        self.crash_if_at(CrashPoint::BeforeCommit, &ids);
         let entries = block.commit_entries(&ids);
         self.meta.append(MetaCommand::Commit { objects: entries.clone(), producers: block.producers }).await?;
+        self.crash_if_at(CrashPoint::AfterCommit, &ids);
         self.store.committed(&entries);
         Ok(true)
     }
