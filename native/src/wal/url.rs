@@ -24,7 +24,9 @@ use walab_core::time::Nanos;
 /// The flags every WAL command shares.
 #[derive(clap::Args, Debug, Clone)]
 pub struct WalArgs {
-    /// Where the log lives: file:///DIR, s3://BUCKET/PATH or postgres://...
+    /// Where the log lives: file:///DIR, s3://BUCKET/PATH or postgres://... An s3://
+    /// URL may choose its fence: ?fence=read (the default: a registration read after
+    /// every PUT) or ?fence=lease (with lease=10s&skew=1s, the defaults).
     #[arg(long)]
     pub wal: String,
     /// The cluster the log belongs to.
