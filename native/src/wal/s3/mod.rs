@@ -84,7 +84,7 @@
 //! URL (`s3://bucket/path?fence=lease&lease=10s&skew=1s`, those two the defaults) the
 //! session write of step 3 also records a lease, a wall-clock expiry and the skew
 //! allowed for, and a background task renews it every quarter lease by a conditional
-//! PUT on the ETag of this writer's last write ([`Fence::renew`]). A bulk whose PUT
+//! PUT on the ETag of this writer's last write (`Fence::renew`). A bulk whose PUT
 //! returned before the lease's deadline (the expiry minus the skew, kept on the
 //! monotonic clock from the renewal's send, [`OwnerLease`]) is acknowledged with no read
 //! at all; one that returned later falls back to step 4's read. A new owner's claim
@@ -181,7 +181,7 @@ pub const CLAIM_ATTEMPTS_MAX: usize = 8;
 /// Objects read at once during recovery.
 pub const RECOVERY_READS_INFLIGHT_MAX: usize = 16;
 /// Times a claimer asks again how long to wait out the replaced lease (see
-/// [`S3Backend::wait_out_lease`]).
+/// `S3Backend::wait_out_lease`).
 pub const TAKEOVER_WAITS_MAX: usize = 16;
 /// How long a clean close waits for the renewal in flight and for the lease's release.
 pub const RELEASE_WAIT_MAX: Duration = Duration::from_secs(5);
