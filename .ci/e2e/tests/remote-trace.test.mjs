@@ -212,7 +212,7 @@ test('Parts 13 and 14 with a trace playing at 390, 1024 and 1366 px wide', async
       await seek(tab, (third.sent_ms + third.stored_ms) / 2);
       const overflow = await tab.evaluate(() => {
         const column = document.querySelector('#chapter').getBoundingClientRect().right + 1;
-        const wider = [...document.querySelectorAll('#chapter .figure, #chapter .remote-controls, #chapter table, #chapter .dropped-remote, #chapter .player, #chapter p')]
+        const wider = [...document.querySelectorAll('#chapter .figure, #chapter .remote-controls, #chapter table, #chapter td, #chapter li, #chapter .dropped-remote, #chapter .player, #chapter p, #chapter button, #chapter label')]
           .filter((el) => el.getBoundingClientRect().right > column).map((el) => el.className || el.tagName);
         return { wider, page: document.documentElement.scrollWidth - document.documentElement.clientWidth };
       });

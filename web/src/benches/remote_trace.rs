@@ -82,10 +82,8 @@ fn check(trace: &Trace) -> Result<(), String> {
                     return Err(format!("event {number}: bulk {batch}'s bytes (from offset {offset}) run past the largest offset"));
                 }
             }
-            Event::Ack { first_write, writes } => {
-                if *writes > records || first_write.checked_add(*writes).is_none() {
-                    return Err(format!("event {number}: an acknowledgement of {writes} records from record {first_write}, but the file has only {records}"));
-                }
+            Event::Ack { first_write, writes } if *writes > records || first_write.checked_add(*writes).is_none() => {
+                return Err(format!("event {number}: an acknowledgement of {writes} records from record {first_write}, but the file has only {records}"));
             }
             _ => {}
         }
@@ -110,14 +108,14 @@ impl DroppedRemote {
     /// What the file holds, in words: the caption above the figures.
     pub fn summary(&self) -> String {
         let run = &self.run;
-        let (store, request, unit) = match run.backend {
-            RemoteBackend::S3 => ("S3 (an object store)", "PUT", "bulk"),
-            RemoteBackend::Postgres => ("Postgres", "INSERT", "batch"),
+        let (store, request) = match run.backend {
+            RemoteBackend::S3 => ("S3 (an object store)", "PUT"),
+            RemoteBackend::Postgres => ("Postgres", "INSERT"),
         };
         let never = run.bulks.iter().filter(|bulk| bulk.acked.is_none()).count();
         let mut text = format!(
-            "{} holds one run of walab sim remote on {store}: {} records in {} bulks, each {unit} sent as one {request} ({} {request}s), \
-             and {} records acknowledged over {:.1} ms.",
+            "{} holds one run of walab sim remote on {store}: {} records in {} bulks, each sent as one {request} ({} {request}s), \
+             and {} records acknowledged (their writers told the records are safe) over {:.1} ms.",
             self.file_name,
             run.records.len(),
             run.bulks.len(),
@@ -213,7 +211,7 @@ mod tests {
         let dropped = read("pg.json", &json(&to_trace(&run, "window"))).unwrap();
         assert_eq!(dropped.part(), POSTGRES_PART);
         assert_eq!(dropped.run.records_acked, 50);
-        assert!(dropped.summary().contains("each batch sent as one INSERT"), "{}", dropped.summary());
+        assert!(dropped.summary().contains("bulks, each sent as one INSERT"), "{}", dropped.summary());
     }
 
     #[test]

@@ -136,8 +136,8 @@ pub fn BulkLanes(props: &BulkLanesProps) -> Html {
         html! {
             <g class={classes!("bulk", state.name())} data-bulk={bulk.bulk.to_string()} data-state={state.name()}
                 data-records={bulk.records.to_string()} data-epoch={bulk.epoch.to_string()}
-                data-sent={bulk.sent.map(|t| format_millis(t))} data-stored={bulk.stored.map(|t| format_millis(t))}
-                data-acked={bulk.acked.map(|t| format_millis(t))} data-checked={bulk.checked.map(|t| format_millis(t))}>
+                data-sent={bulk.sent.map(format_millis)} data-stored={bulk.stored.map(format_millis)}
+                data-acked={bulk.acked.map(format_millis)} data-checked={bulk.checked.map(format_millis)}>
                 <title>{ format!("bulk {}: {} records, {put} {}, {}", bulk.bulk, bulk.records, bulk.request.unwrap_or(0), state.name()) }</title>
                 <text class="lane-label" x="4" y={format!("{:.1}", y + 15.0)}>{ label }</text>
                 { waiting.unwrap_or_default() }
@@ -180,7 +180,7 @@ pub fn BulkLanes(props: &BulkLanesProps) -> Html {
             data-in-flight={in_flight.to_string()} data-held={held.to_string()} data-acked={acked.to_string()}>
             <svg viewBox={format!("0 0 {width:.0} {height:.0}")} aria-hidden="true">
                 <text class="axis" x={LABEL_W.to_string()} y="14">{ "0 ms" }</text>
-                <text class="axis" x={format!("{:.0}", width - 8.0)} y="14" text-anchor="end">{ format!("{} ms", format_millis(end)) }</text>
+                <text class="axis" x={format!("{:.0}", width - 8.0)} y="14" text-anchor="end">{ format!("{:.1} ms", end.as_millis_f64()) }</text>
                 { for rows }
                 { takeover.unwrap_or_default() }
                 <line class="playhead" x1={format!("{px:.1}")} x2={format!("{px:.1}")} y1="18" y2={format!("{lanes_bottom:.1}")} />
@@ -224,7 +224,9 @@ pub fn RingFigure(props: &RingFigureProps) -> Html {
     let width = use_layout_width(node.clone());
     let states = props.geometry.slots(props.trim_offset, props.head);
     let count = states.len().max(1);
-    let per_row = (((width - 8.0) / (SLOT_W_MIN + 8.0)).floor() as usize).clamp(1, count);
+    // As many slots a row as fit, balanced over the rows (8 slots: 4 and 4, not 5 and 3).
+    let fit = (((width - 8.0) / (SLOT_W_MIN + 8.0)).floor() as usize).clamp(1, count);
+    let per_row = count.div_ceil(count.div_ceil(fit));
     let box_w = ((width - 8.0) / per_row as f64 - 8.0).min(150.0);
     let narrow = width < 560.0;
     let line_h = 17.0;

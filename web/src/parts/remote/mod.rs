@@ -317,8 +317,11 @@ fn takeover_panel(run: &RemoteRun, now: Nanos, from_trace: bool) -> Html {
                     takeover.acked_by_old, takeover.recovered_by_new,
                     if takeover.recovered_by_new >= takeover.acked_by_old { ": nothing acknowledged is lost" } else { "" }) }</li>
                 if run.backend == RemoteBackend::S3 {
-                    <li class="stragglers">{ format!("{} of A's objects landed under epoch {} at or past B's start: stragglers, ignored by every recovery.",
-                        takeover.stragglers_ignored, takeover.old_epoch) }</li>
+                    <li class="stragglers">{ match takeover.stragglers_ignored {
+                        0 => format!("None of A's objects landed under epoch {} at or past B's start: no straggler this time.", takeover.old_epoch),
+                        1 => format!("One of A's objects landed under epoch {} at or past B's start: a straggler, ignored by every recovery.", takeover.old_epoch),
+                        n => format!("{n} of A's objects landed under epoch {} at or past B's start: stragglers, ignored by every recovery.", takeover.old_epoch),
+                    } }</li>
                 } else {
                     <li class="stragglers">{ "No straggler can land: the epoch is checked inside each insert's transaction, and B's claim waited for the inserts holding the node row." }</li>
                 }
