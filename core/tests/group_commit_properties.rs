@@ -44,10 +44,19 @@ proptest! {
         inflight_max in 1usize..5,
         batch_bytes_max in 100usize..1000,
         pipeline_min_records in 0u64..6,
+        window_only_when_busy in any::<bool>(),
         steps in prop::collection::vec(step(), 1..200),
     ) {
-        let config =
-            Config { policy, inflight_max, batch_bytes_max, unflushed_bytes_max: 2000, waiters_max: 50, pipeline_min_records, inline_persists: false };
+        let config = Config {
+            policy,
+            inflight_max,
+            batch_bytes_max,
+            unflushed_bytes_max: 2000,
+            waiters_max: 50,
+            pipeline_min_records,
+            inline_persists: false,
+            window_only_when_busy,
+        };
         let mut machine = GroupCommit::new(config).unwrap();
         let mut now = Nanos::ZERO;
         let mut segment = 1u64;

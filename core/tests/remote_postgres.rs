@@ -125,17 +125,19 @@ fn a_takeover_fences_the_old_writer_inside_its_insert_with_no_straggler() {
 #[test]
 fn node_bs_claim_waits_for_the_inserts_holding_the_row_then_takes_a_request_and_its_scan_another() {
     let rate = Load::Rate { rate_per_s: 5_000, poisson: true };
-    let base = run(&RemoteSetup { takeover_at: Some(ms(30)), ..postgres(rate, 400) }).unwrap();
-    let last_before = base.bulks.iter().filter(|b| b.sent.is_some_and(|sent| sent < ms(30))).filter_map(|b| b.request).max().unwrap();
+    // The last insert A sends before the takeover, in a run of the same setup without it.
+    let last_before = |setup: RemoteSetup| {
+        let base = run(&RemoteSetup { takeover_at: Some(ms(30)), ..setup }).unwrap();
+        base.bulks.iter().filter(|b| b.sent.is_some_and(|sent| sent < ms(30))).filter_map(|b| b.request).max().unwrap()
+    };
+    let drawn = RemoteSetup::new(RemoteBackend::Postgres, rate, 400);
+    let (last_fixed, last_drawn) = (last_before(postgres(rate, 400)), last_before(drawn.clone()));
     let mut lines = Vec::new();
     for (name, setup) in [
         ("idle", RemoteSetup { takeover_at: Some(ms(30)), ..postgres(rate, 20) }),
         ("busy", RemoteSetup { takeover_at: Some(ms(30)), ..postgres(rate, 400) }),
-        ("held", RemoteSetup { takeover_at: Some(ms(30)), slow_puts: vec![(last_before, ms(20))], ..postgres(rate, 400) }),
-        (
-            "drawn",
-            RemoteSetup { takeover_at: Some(ms(30)), slow_puts: vec![(last_before, ms(20))], ..RemoteSetup::new(RemoteBackend::Postgres, rate, 400) },
-        ),
+        ("held", RemoteSetup { takeover_at: Some(ms(30)), slow_puts: vec![(last_fixed, ms(20))], ..postgres(rate, 400) }),
+        ("drawn", RemoteSetup { takeover_at: Some(ms(30)), slow_puts: vec![(last_drawn, ms(20))], ..drawn }),
     ] {
         let run = run(&setup).unwrap();
         let takeover = run.takeover.clone().unwrap();
@@ -168,9 +170,9 @@ fn node_bs_claim_waits_for_the_inserts_holding_the_row_then_takes_a_request_and_
     }
     expect_test::expect![[r#"
         idle: takeover 30.000 row free 30.000 claimed 31.000 scanned 32.000 recovered 20 of 20 acknowledged
-        busy: takeover 30.000 row free 30.047 claimed 31.047 scanned 32.047 recovered 143 of 143 acknowledged
-        held: takeover 30.000 row free 49.047 claimed 50.047 scanned 51.047 recovered 143 of 143 acknowledged
-        drawn: takeover 30.000 row free 49.047 claimed 51.046 scanned 52.316 recovered 143 of 143 acknowledged"#]].assert_eq(&lines.join("\n"));
+        busy: takeover 30.000 row free 30.677 claimed 31.677 scanned 32.677 recovered 145 of 145 acknowledged
+        held: takeover 30.000 row free 49.677 claimed 50.677 scanned 51.677 recovered 145 of 145 acknowledged
+        drawn: takeover 30.000 row free 49.843 claimed 51.842 scanned 53.112 recovered 146 of 146 acknowledged"#]].assert_eq(&lines.join("\n"));
 }
 
 /// 2,000 records a second; the upload confirms only once a second, so at 150 ms every

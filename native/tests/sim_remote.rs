@@ -59,13 +59,13 @@ fn a_takeover_reports_the_stragglers_it_ignored() {
 
 #[test]
 fn a_postgres_takeover_claims_one_request_after_the_row_is_free_and_scans_in_another() {
-    // The last insert A sent before 30 ms commits at 30.047142 ms; B's claim waited for it,
+    // The last insert A sent before 30 ms commits at 30.67721 ms; B's claim waited for it,
     // then took its 1 ms, and the scan of the ring 1 ms more.
     let run = json(&["sim", "remote", "--backend", "postgres", "--rate", "5000", "--poisson", "--count", "400", "--put-ms", "1", "--takeover-at-ms", "30", "--json"]);
     let takeover = &run["takeover"];
-    assert_eq!((takeover["at_ms"].as_f64(), takeover["claimed_ms"].as_f64(), takeover["listed_ms"].as_f64()), (Some(30.0), Some(31.047142), Some(32.047142)));
+    assert_eq!((takeover["at_ms"].as_f64(), takeover["claimed_ms"].as_f64(), takeover["listed_ms"].as_f64()), (Some(30.0), Some(31.67721), Some(32.67721)));
     let held = run["bulks"].as_array().unwrap().iter().filter(|b| b["sent_ms"].as_f64().is_some_and(|sent| sent < 30.0));
-    assert_eq!(held.filter_map(|b| b["stored_ms"].as_f64()).fold(0.0, f64::max), 30.047142);
+    assert_eq!(held.filter_map(|b| b["stored_ms"].as_f64()).fold(0.0, f64::max), 30.67721);
     assert_eq!(takeover["recovered_by_new"], takeover["acked_by_old"]);
     // Nothing in flight at 45 ms: the claim is one request from the takeover.
     let idle = json(&["sim", "remote", "--backend", "postgres", "--rate", "5000", "--count", "20", "--put-ms", "1", "--takeover-at-ms", "45", "--json"]);

@@ -289,6 +289,14 @@ pub struct Config {
     /// answers asynchronously (an object store, a database).
     #[cfg_attr(feature = "serde", serde(default, skip_serializing_if = "schedule::is_false"))]
     pub inline_persists: bool,
+    /// [`Policy::Window`] only: a batch that can start at once does not wait out its
+    /// window. Whenever a persist slot is free the open batch starts, as
+    /// [`Policy::Group`]'s would (with [`Config::pipeline_min_records`] beside running
+    /// ones); the window bounds a batch's gathering only while every slot is busy. The
+    /// Postgres WAL's `batchInterval`: a window is worth waiting for when the inserts
+    /// are backed up, not when a connection sits idle.
+    #[cfg_attr(feature = "serde", serde(default, skip_serializing_if = "schedule::is_false"))]
+    pub window_only_when_busy: bool,
 }
 
 impl Config {
@@ -302,6 +310,7 @@ impl Config {
             waiters_max: 1 << 20,
             pipeline_min_records: 0,
             inline_persists: false,
+            window_only_when_busy: false,
         }
     }
 
@@ -842,9 +851,14 @@ impl GroupCommit {
         if self.running >= self.config.inflight_max {
             return None;
         }
+        let starts_when_a_slot_is_free = match self.config.policy {
+            Policy::Group => true,
+            Policy::Window { .. } => self.config.window_only_when_busy,
+            _ => false,
+        };
         let gathering = match self.closed.pop_front() {
             Some(batch) => batch,
-            None if self.config.policy == Policy::Group => {
+            None if starts_when_a_slot_is_free => {
                 let open = self.open.as_ref()?;
                 if self.running > 0 && open.tickets.count < self.config.pipeline_min_records {
                     // Not worth a persist of its own yet: it gathers while the running

@@ -147,6 +147,51 @@ fn window_closes_after_w_and_a_write_at_the_close_opens_the_next() {
 }
 
 #[test]
+fn a_window_only_when_busy_starts_a_batch_at_once_while_a_slot_is_free() {
+    let window = Policy::Window { window: Nanos(MS) };
+    let config = Config { inflight_max: 2, window_only_when_busy: true, ..Config::remote(window) };
+    let mut driver = FakeDriver::new(config);
+    // Both slots free: each record starts at once, no window waited out.
+    driver.append(at(0), 1, 10);
+    driver.drain();
+    driver.append(at(1), 1, 10);
+    driver.drain();
+    assert_eq!(driver.batches(), [vec![1], vec![2]]);
+    // Both slots busy: records gather; the window closes the batch at 1 ms, and it waits
+    // for a slot; the next one gathers in a new window.
+    driver.append(at(2), 1, 10);
+    driver.append(at(3), 1, 10);
+    driver.drain();
+    assert_eq!(driver.batches().len(), 2, "no slot is free");
+    assert_eq!(driver.machine.poll_timeout(), Some(at(12)));
+    driver.machine.handle_timeout(at(12));
+    driver.append(at(13), 1, 10);
+    driver.drain();
+    assert_eq!(driver.batches().len(), 2, "the closed batch still waits for a slot");
+    // A slot frees before the second window closes: the closed batch goes, and the one
+    // gathering behind it waits for the next slot, not for its window.
+    driver.complete(at(14), 1, Ok(()));
+    driver.drain();
+    assert_eq!(driver.batches(), [vec![1], vec![2], vec![3, 4]]);
+    driver.complete(at(15), 2, Ok(()));
+    driver.drain();
+    assert_eq!(driver.batches(), [vec![1], vec![2], vec![3, 4], vec![5]]);
+    assert_eq!(driver.acked, [1, 2]);
+}
+
+#[test]
+fn without_window_only_when_busy_a_free_slot_still_waits_out_the_window() {
+    let window = Policy::Window { window: Nanos(MS) };
+    let mut driver = FakeDriver::new(Config { inflight_max: 2, ..Config::remote(window) });
+    driver.append(at(0), 1, 10);
+    driver.drain();
+    assert!(driver.persists.is_empty(), "the window is waited out although both slots are free");
+    driver.machine.handle_timeout(at(10));
+    driver.drain();
+    assert_eq!(driver.batches(), [vec![1]]);
+}
+
+#[test]
 fn a_record_larger_than_the_cap_travels_alone() {
     let config = Config { batch_bytes_max: 20, ..Config::file(Policy::Group) };
     let mut driver = FakeDriver::new(config);

@@ -273,6 +273,8 @@ impl RemoteSetup {
                 Config {
                     batch_bytes_max,
                     unflushed_bytes_max,
+                    // An insert that can start at once does not wait out the window.
+                    window_only_when_busy: true,
                     ..base
                 }
             }

@@ -644,11 +644,13 @@ impl Backend for PgBackend {
     }
 
     fn machine_config(&self) -> group_commit::Config {
-        // The seed's commit path: records gather for `batchInterval` or until
-        // `maxBytesInBatch`, and up to `maxInflight` inserts run at once.
+        // The stream store's commit path: records gather for `batchInterval` or until
+        // `maxBytesInBatch`, and up to `maxInflight` inserts run at once; a batch that
+        // can start at once (a connection is idle) does not wait out the window.
         let settings = &self.target.settings;
         group_commit::Config {
             policy: Policy::Window { window: settings.batch_interval },
+            window_only_when_busy: true,
             inflight_max: settings.inflight_max,
             batch_bytes_max: settings.batch_bytes_max as usize,
             unflushed_bytes_max: settings.unflushed_bytes_max as usize,
