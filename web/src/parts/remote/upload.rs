@@ -79,7 +79,7 @@ pub fn UploadFigure(props: &UploadFigureProps) -> Html {
         });
         html! {
             <li class="upload-block" data-block={block.block.to_string()} data-attempts={block.attempts.iter().filter(|a| a.reserve_sent <= now).count().to_string()}>
-                <span class="block-name">{ format!("block {}: records {}–{}", block.block, block.first_record, block.first_record + block.records - 1) }</span>
+                <span class="block-name">{ format!("block {}: {} record{}", block.block, block.records, if block.records == 1 { "" } else { "s" }) }</span>
                 <ul class="block-objects">{ for objects }
                     if let Some(text) = waiting { <li class="block-waiting">{ text }</li> }
                 </ul>
