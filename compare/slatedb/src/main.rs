@@ -1,4 +1,4 @@
-//! SlateDB durable-put benchmark on an S3-compatible server, for issue 7's comparison.
+//! SlateDB durable-put benchmark on an S3-compatible server, beside walab's S3 WAL.
 //!
 //!   walab-compare-slatedb --endpoint http://127.0.0.1:P --bucket B --prefix P \
 //!       --writers 64 --seconds 10 --value-bytes 100 [--flush-ms 1]
