@@ -150,10 +150,111 @@ pub enum Event {
 /// An event at its instant.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(try_from = "wire::WireEvent"))]
 pub struct TraceEvent {
     pub at: Nanos,
     #[cfg_attr(feature = "serde", serde(flatten))]
     pub event: Event,
+}
+
+/// Reading an event back. The written form flattens the event's fields beside `at`, with
+/// the variant's name under `event`; serde's derive reads that shape by buffering every
+/// field, which costs the page tens of kilobytes of code. One flat struct with every
+/// field any event has reads the same JSON, and the conversion names what is missing.
+#[cfg(feature = "serde")]
+mod wire {
+    use super::{Event, TraceEvent, TraceScanStop};
+    use crate::group_commit::SyncError;
+    use crate::time::Nanos;
+
+    #[derive(serde::Deserialize)]
+    pub(super) struct WireEvent {
+        at: Nanos,
+        event: String,
+        file: Option<u32>,
+        write: Option<u64>,
+        reason: Option<String>,
+        batch: Option<u64>,
+        segment: Option<u64>,
+        first_write: Option<u64>,
+        writes: Option<u64>,
+        offset: Option<u64>,
+        bytes: Option<u64>,
+        sync: Option<u64>,
+        units: Option<Vec<u32>>,
+        unit: Option<u32>,
+        ok: Option<bool>,
+        error: Option<SyncError>,
+        last_write: Option<u64>,
+        edit: Option<u64>,
+        table: Option<u32>,
+        flushed_through: Option<u64>,
+        flushed: Option<bool>,
+        readers_done: Option<bool>,
+        reader: Option<String>,
+        seq: Option<u64>,
+        acknowledged: Option<Vec<u64>>,
+        recovered: Option<Vec<u64>>,
+        lost_acknowledged: Option<Vec<u64>>,
+        stop: Option<TraceScanStop>,
+        text: Option<String>,
+    }
+
+    impl TryFrom<WireEvent> for TraceEvent {
+        type Error = String;
+
+        fn try_from(w: WireEvent) -> Result<TraceEvent, String> {
+            let at = w.at;
+            let name = w.event;
+            let missing = |field: &str| format!("event {name:?} at {} ns: missing field `{field}`", at.0);
+            macro_rules! need {
+                ($field:ident) => {
+                    w.$field.ok_or_else(|| missing(stringify!($field)))?
+                };
+            }
+            let event = match name.as_str() {
+                "create" => Event::Create { file: need!(file) },
+                "arrive" => Event::Arrive { write: need!(write) },
+                "refuse" => Event::Refuse { write: need!(write), reason: need!(reason) },
+                "batch_formed" => Event::BatchFormed {
+                    batch: need!(batch),
+                    segment: need!(segment),
+                    first_write: need!(first_write),
+                    writes: need!(writes),
+                    offset: need!(offset),
+                    bytes: need!(bytes),
+                },
+                "write" => Event::Write { file: need!(file), offset: need!(offset), bytes: need!(bytes) },
+                "sync_start" => Event::SyncStart { sync: need!(sync), file: need!(file), batch: w.batch, units: need!(units) },
+                "unit_persisted" => Event::UnitPersisted { file: need!(file), unit: need!(unit) },
+                "units_dropped" => Event::UnitsDropped { file: need!(file), units: need!(units) },
+                "sync_end" => Event::SyncEnd { sync: need!(sync), file: need!(file), ok: need!(ok), error: w.error },
+                "ack" => Event::Ack { first_write: need!(first_write), writes: need!(writes) },
+                "fail" => Event::Fail { first_write: need!(first_write), writes: need!(writes), error: need!(error) },
+                "apply" => Event::Apply { write: need!(write) },
+                "flush_start" => {
+                    Event::FlushStart { file: need!(file), first_write: need!(first_write), last_write: need!(last_write) }
+                }
+                "manifest_edit" => {
+                    Event::ManifestEdit { edit: need!(edit), table: need!(table), flushed_through: need!(flushed_through) }
+                }
+                "manifest_durable" => Event::ManifestDurable { edit: need!(edit) },
+                "gates" => Event::Gates { file: need!(file), flushed: need!(flushed), readers_done: need!(readers_done) },
+                "delete" => Event::Delete { file: need!(file) },
+                "reader_confirmed" => Event::ReaderConfirmed { reader: need!(reader), seq: need!(seq) },
+                "power_cut" => Event::PowerCut,
+                "recovery" => Event::Recovery {
+                    acknowledged: need!(acknowledged),
+                    recovered: need!(recovered),
+                    lost_acknowledged: need!(lost_acknowledged),
+                    stop: need!(stop),
+                },
+                "note" => Event::Note { text: need!(text) },
+                _ => return Err(format!("event {name:?} at {} ns: not an event this trace format has", at.0)),
+            };
+            Ok(TraceEvent { at, event })
+        }
+    }
 }
 
 /// A whole run.
