@@ -334,24 +334,13 @@ impl<'a> Driver<'a> {
             }
         };
         self.bulks.push(BulkRow {
-            bulk: batch.id.0,
-            epoch: OWNER_EPOCH,
             records: batch.tickets.count,
             first_record,
             first_offset,
             end_offset,
             generation,
             slot: generation.map(|g| self.setup.ring.slot(g)),
-            formed: now,
-            sent: None,
-            stored: None,
-            acked: None,
-            outcome: None,
-            answered: None,
-            request: None,
-            waited: None,
-            retried: false,
-            checked: None,
+            ..BulkRow::formed(batch.id.0, now)
         });
         self.bulk_of_batch.insert(batch.id.0, index);
         self.bulk_tickets

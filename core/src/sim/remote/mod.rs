@@ -487,6 +487,33 @@ pub struct BulkRow {
     pub checked: Option<Nanos>,
 }
 
+impl BulkRow {
+    /// A bulk the machine just handed out at `formed`: nothing sent, stored or answered
+    /// yet. Its place in the log and its records are the caller's to fill in.
+    pub fn formed(bulk: u64, formed: Nanos) -> BulkRow {
+        BulkRow {
+            bulk,
+            epoch: OWNER_EPOCH,
+            records: 0,
+            first_record: 0,
+            first_offset: 0,
+            end_offset: 0,
+            generation: None,
+            slot: None,
+            formed,
+            sent: None,
+            stored: None,
+            acked: None,
+            outcome: None,
+            answered: None,
+            request: None,
+            waited: None,
+            retried: false,
+            checked: None,
+        }
+    }
+}
+
 /// One record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]

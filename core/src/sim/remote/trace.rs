@@ -5,7 +5,7 @@
 //! `registration` file. [`from_trace`] reads such a trace back into a [`RemoteRun`] for
 //! Parts 13 and 14, recomputing what recovery keeps with the core's own planning.
 
-use super::{BulkOutcome, BulkRow, RecordRow, RemoteBackend, RemoteRun, TakeoverReport, OWNER_EPOCH};
+use super::{BulkOutcome, BulkRow, RecordRow, RemoteBackend, RemoteRun, TakeoverReport};
 use crate::group_commit::SyncError;
 use crate::remote::layout::{plan_chain, Session, WalObject};
 use crate::ring::RingGeometry;
@@ -138,24 +138,12 @@ pub fn from_trace(trace: &Trace) -> Result<RemoteRun, FromTraceError> {
         let at = event.at;
         match &event.event {
             Event::BatchFormed { batch, segment, first_write, writes, offset, bytes } => bulks.push(BulkRow {
-                bulk: *batch,
-                epoch: OWNER_EPOCH,
                 records: *writes,
                 first_record: *first_write,
                 first_offset: *offset,
                 end_offset: offset + bytes,
                 generation: (backend == RemoteBackend::Postgres).then_some(*segment),
-                slot: None,
-                formed: at,
-                sent: None,
-                stored: None,
-                acked: None,
-                outcome: None,
-                answered: None,
-                request: None,
-                waited: None,
-                retried: false,
-                checked: None,
+                ..BulkRow::formed(*batch, at)
             }),
             Event::SyncStart { sync, .. } if *sync < FENCE_SYNC_BASE => {
                 let index = index_of(&bulks, *sync)?;
