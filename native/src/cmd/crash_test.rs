@@ -24,6 +24,28 @@
 //! random subset of unsynced units when the cut tears), recovers, and checks every
 //! acknowledgement. A WAL built with the acknowledge-before-sync policy fails this test,
 //! and a unit test keeps it that way.
+//!
+//! # `--serve --kills K`: the stream server dies
+//!
+//! Each round starts `walab serve` on the WAL (a new file:// log in a temporary directory
+//! unless `--wal` says) with small blocks (`--block-bytes`, `--block-ms`), so that
+//! uploads, commits and WAL trims run all the time, and drives it over HTTP from this
+//! process ([`crate::cmd::crash_serve`]): `--writers` idempotent producers on `--streams`
+//! streams, one append in flight per producer. At a random (seeded) moment the server
+//! gets SIGKILL; it is restarted on the same WAL, metadata log and objects, and then:
+//!
+//! - each producer's request that was in flight at the kill is retried: the answer must
+//!   be a duplicate (it was durable) or a fresh append (it was not), never a refusal;
+//! - each producer's last acknowledged seq is retried: the answer must be
+//!   `{"offset":N,"duplicate":true}` with its original offset;
+//! - every stream is read back from offset 0: gapless, every record one producer's
+//!   acknowledged seq at the offset it was given, with the bytes it sent, each exactly
+//!   once, and no acknowledged record missing, in this round or any earlier one.
+//!
+//! The first broken promise stops the test with an error naming the stream, offset,
+//! producer and seq, what was expected and what was found. A server started with the
+//! hidden `--serve-fault skip-wal-replay` (it recovers from the metadata log alone) is
+//! caught, and a test keeps it that way.
 
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Write};
@@ -37,6 +59,7 @@ use walab_core::group_commit::{Config, Policy};
 use walab_core::rng::Rng;
 
 use crate::cli_error::CliError;
+use crate::cmd::crash_serve;
 use crate::wal::file::fault_fs::{CutMode, FaultFs};
 use crate::wal::file::{FileBackend, SegmentFormat};
 use crate::wal::url::WalArgs;
@@ -44,7 +67,8 @@ use crate::wal::{Backend, Wal, WalError, WalOptions};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The log to crash (not needed with --power-loss, which uses an in-memory disk).
+    /// The log to crash (not needed with --power-loss, which uses an in-memory disk; with
+    /// --serve, default: a new file:// log in a temporary directory).
     #[arg(long)]
     wal: Option<String>,
     #[arg(long, default_value = "default")]
@@ -57,6 +81,30 @@ pub struct Args {
     /// Rounds of start-load, SIGKILL, recover, check.
     #[arg(long, default_value_t = 20)]
     kills: u64,
+    /// Kill `walab serve` instead of `walab load`: drive HTTP appends at it from this
+    /// process, SIGKILL it, restart it, retry and read back every stream.
+    #[arg(long)]
+    serve: bool,
+    /// Streams the producers append to (with --serve; --writers producers share them).
+    #[arg(long, default_value_t = 3)]
+    streams: usize,
+    /// The server's --objects (with --serve; default: beside a file:// WAL, else in a
+    /// temporary directory).
+    #[arg(long, value_name = "URL")]
+    objects: Option<String>,
+    /// The server's --meta (with --serve; default as for --objects).
+    #[arg(long, value_name = "URL")]
+    meta: Option<String>,
+    /// The server's --block-bytes (with --serve): small, so that uploads happen often.
+    #[arg(long, value_name = "BYTES", default_value_t = 16 * 1024)]
+    block_bytes: usize,
+    /// The server's --block-ms (with --serve).
+    #[arg(long, value_name = "MS", default_value_t = 20)]
+    block_ms: u64,
+    /// Start the server with this hidden `walab serve --fault` (with --serve): a broken
+    /// server, which the test must catch.
+    #[arg(long, hide = true, value_enum, value_name = "FAULT")]
+    serve_fault: Option<crate::cmd::serve::Fault>,
     /// Simulate power cuts in-process instead of killing a child.
     #[arg(long)]
     power_loss: bool,
@@ -300,6 +348,9 @@ fn kill_test(args: &Args, wal_args: &WalArgs) -> Result<CrashReport, CliError> {
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     crate::wal::limit_malloc_arenas();
     crate::cmd::common::check_writers_and_bytes(args.writers, args.record_bytes)?;
+    if args.serve {
+        return run_serve(&args);
+    }
     let (kind, report) = if args.power_loss {
         if args.unit_bytes == 0 || args.unit_bytes > 65_536 {
             return Err(CliError::usage("--unit-bytes: must be between 1 and 65536"));
@@ -352,6 +403,96 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             report.lost,
             report.lost_examples.join(", ")
         )));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--serve`: the stream store's crash test ([`crash_serve`]).
+fn run_serve(args: &Args) -> Result<ExitCode, CliError> {
+    if args.power_loss || args.kill_postmaster.is_some() {
+        return Err(CliError::usage("--serve: not with --power-loss or --kill-postmaster"));
+    }
+    if args.block_bytes < 1024 || args.block_ms == 0 || args.block_ms > 3_600_000 {
+        return Err(CliError::usage("--block-bytes at least 1024, --block-ms between 1 and 3600000"));
+    }
+    if args.streams == 0 || args.streams > args.writers {
+        return Err(CliError::usage(format!("--streams {}: between 1 and --writers ({})", args.streams, args.writers)));
+    }
+    let exe = std::env::current_exe().map_err(|e| CliError::failed(format!("cannot find the walab binary: {e}")))?;
+    let run_id = crate::cmd::common::default_run_id();
+    // A directory of our own for what has no place given: the default WAL, and the
+    // metadata and objects of a WAL that is not file://.
+    let scratch = std::env::temp_dir().join(format!("walab-crash-serve-{run_id}"));
+    let mut made_scratch = false;
+    let mut scratch_url = |name: &str| -> Result<String, CliError> {
+        let dir = scratch.join(name);
+        std::fs::create_dir_all(&dir).map_err(|e| CliError::failed(format!("{}: {e}", dir.display())))?;
+        made_scratch = true;
+        Ok(format!("file://{}", dir.display()))
+    };
+    let (wal, segment_bytes) = match &args.wal {
+        Some(wal) => (wal.clone(), None),
+        // A new log: small segments, so that trims remove files.
+        None => (scratch_url("wal")?, Some(64 * 1024)),
+    };
+    let is_file = matches!(crate::wal::url::parse_wal_url(&wal).map_err(CliError::usage)?, crate::wal::url::WalUrl::File(_));
+    let (objects, meta) = match is_file {
+        true => (args.objects.clone(), args.meta.clone()),
+        false => (
+            Some(args.objects.clone().map_or_else(|| scratch_url("objects"), Ok)?),
+            Some(args.meta.clone().map_or_else(|| scratch_url("meta"), Ok)?),
+        ),
+    };
+    let params = crash_serve::ServeCrashParams {
+        exe,
+        wal,
+        cluster: args.cluster.clone(),
+        node: args.node.clone(),
+        endpoint: args.endpoint.clone(),
+        objects,
+        meta,
+        segment_bytes,
+        fault: args.serve_fault.and_then(|fault| clap::ValueEnum::to_possible_value(&fault)).map(|v| v.get_name().to_string()),
+        kills: args.kills,
+        producers: args.writers,
+        streams: args.streams,
+        record_bytes: args.record_bytes,
+        seed: args.seed,
+        kill_after_ms_max: args.kill_after_ms_max,
+        block_bytes: args.block_bytes,
+        block_ms: args.block_ms,
+        run_id,
+    };
+    // The rounds' lines go to stdout, or to stderr when stdout is for the JSON.
+    let json = args.json;
+    let report = crash_serve::serve_kill_test(&params, |line| match json {
+        true => crash_serve::print_line(&mut std::io::stderr().lock(), line),
+        false => crash_serve::print_line(&mut std::io::stdout().lock(), line),
+    })?;
+    let mut out = std::io::stdout().lock();
+    if json {
+        let _ = writeln!(out, "{}", serde_json::to_string(&report).expect("plain data serializes"));
+    } else {
+        let _ = writeln!(
+            out,
+            "serve kills {}, acked {}, checked {}, duplicates answered {}, in flight {} (durable {}, appended on retry {}), committed {}, {:.1} s",
+            report.kills,
+            report.acked,
+            report.checked,
+            report.duplicates,
+            report.in_flight,
+            report.in_flight_durable,
+            report.in_flight_appended,
+            report.committed,
+            report.seconds
+        );
+    }
+    if let Some(broken) = &report.broken {
+        let kept = if made_scratch { format!(" (the logs are kept in {})", scratch.display()) } else { String::new() };
+        return Err(CliError::failed(format!("crash-test --serve: {broken}{kept}")));
+    }
+    if made_scratch {
+        let _ = std::fs::remove_dir_all(&scratch);
     }
     Ok(ExitCode::SUCCESS)
 }

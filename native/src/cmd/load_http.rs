@@ -65,12 +65,12 @@ fn authority_of(url: &str) -> Result<String, CliError> {
 }
 
 /// One writer's connection.
-struct Connection {
+pub(crate) struct Connection {
     sender: hyper::client::conn::http1::SendRequest<Body>,
 }
 
 impl Connection {
-    async fn open(authority: &str) -> Result<Connection, String> {
+    pub(crate) async fn open(authority: &str) -> Result<Connection, String> {
         let stream = tokio::net::TcpStream::connect(authority).await.map_err(|error| format!("http://{authority}: {error}"))?;
         stream.set_nodelay(true).map_err(|error| format!("http://{authority}: TCP_NODELAY: {error}"))?;
         let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
@@ -79,6 +79,18 @@ impl Connection {
         // Ends when the server closes the connection or the sender is dropped.
         tokio::spawn(connection);
         Ok(Connection { sender })
+    }
+
+    /// Sends one request and reads the whole answer, whatever its status; `Err` only when
+    /// no answer came (the connection failed or closed: the server may have died).
+    pub(crate) async fn exchange(&mut self, request: Request<Body>) -> Result<(http::StatusCode, bytes::Bytes), String> {
+        self.sender.ready().await.map_err(|error| error.to_string())?;
+        let response = self.sender.send_request(request).await.map_err(|error| error.to_string())?;
+        let status = response.status();
+        let body = axum::body::to_bytes(Body::new(response.into_body()), ANSWER_BYTES_MAX)
+            .await
+            .map_err(|error| format!("{status}: the answer's body: {error}"))?;
+        Ok((status, body))
     }
 }
 

@@ -9,6 +9,7 @@
 pub mod bench;
 pub mod budget;
 pub mod common;
+pub mod crash_serve;
 pub mod crash_test;
 pub mod dump;
 pub mod fsync_test;

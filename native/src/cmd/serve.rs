@@ -51,6 +51,19 @@ pub struct Args {
     /// PUTs; after-commit: after its commit, before the WAL is confirmed).
     #[arg(long, hide = true, value_enum, value_name = "POINT")]
     crash_at: Option<CrashPoint>,
+    /// A fault that breaks a promise, for the crash test's own test (`crash-test --serve`
+    /// must report it).
+    #[arg(long, hide = true, value_enum, value_name = "FAULT")]
+    fault: Option<Fault>,
+}
+
+/// A broken server, for showing that `walab crash-test --serve` notices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Fault {
+    /// Start from the metadata log alone, ignoring the WAL's records past the committed
+    /// ends: acknowledged appends not yet uploaded are lost, and their producers' seqs
+    /// forgotten.
+    SkipWalReplay,
 }
 
 /// Where the metadata log and the objects go when no flag says.
@@ -99,7 +112,10 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let meta = MetaLog::open(meta_dir).map_err(CliError::failed)?;
     // The WAL is opened (and recovered) before the runtime starts: a backend with a
     // runtime of its own must not be opened from inside another.
-    let (wal, recovered) = Wal::open(backend, WalOptions::default()).map_err(open_failure)?;
+    let (wal, mut recovered) = Wal::open(backend, WalOptions::default()).map_err(open_failure)?;
+    if args.fault == Some(Fault::SkipWalReplay) {
+        recovered.records.clear();
+    }
     let store = Arc::new(Store::recover(wal, recovered, meta.state(), Arc::clone(&objects)).map_err(CliError::failed)?);
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
     if let Some(threads) = args.http_threads {
