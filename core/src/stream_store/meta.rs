@@ -17,6 +17,17 @@
 //! A commit is checked whole before any of it applies: its ids must be reserved and not
 //! committed, and each stream's runs must start exactly at its committed end and follow
 //! one another, so the objects of a stream tile its offsets from 0 with no gap or overlap.
+//!
+//! # Compaction
+//!
+//! Left alone the log grows by two records per upload. [`MetaState::snapshot`] writes
+//! the whole state as [`MetaCommand::Snapshot`] parts (a state larger than one record
+//! takes several, written one after the other); once the last part is durable, every
+//! record before the first part may be trimmed. [`replay`] starts from the last complete
+//! snapshot in what the log holds and applies only the commands after it; a snapshot cut
+//! short by a crash is ignored (the records before it are still there, since nothing is
+//! trimmed until a snapshot is whole), and a log that no longer starts at its first
+//! record but holds no complete snapshot is refused: something trimmed it wrongly.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -63,6 +74,9 @@ pub enum MetaCommand {
     Commit { objects: Vec<ObjectEntry>, producers: Vec<ProducerEntry> },
     /// These reserved ids were never committed; their objects (if any) are deleted.
     Expire { ids: Vec<u64> },
+    /// Part `part` (from 0) of `parts` of the state's encoding: the whole state as of
+    /// this point of the log, once every part is there. Changes nothing when applied.
+    Snapshot { part: u32, parts: u32, bytes: Vec<u8> },
 }
 
 /// Why a command does not apply.
@@ -168,8 +182,111 @@ impl MetaState {
                     self.reserved.remove(id);
                 }
             }
+            MetaCommand::Snapshot { .. } => {}
         }
         Ok(())
+    }
+
+    /// The state as [`MetaCommand::Snapshot`] parts, each at most [`SNAPSHOT_PART_BYTES`]
+    /// of the state's encoding (at least one: an empty state's encoding has its counts).
+    pub fn snapshot(&self) -> Vec<MetaCommand> {
+        let bytes = self.encode();
+        let chunks: Vec<&[u8]> = bytes.chunks(SNAPSHOT_PART_BYTES).collect();
+        let parts = chunks.len() as u32;
+        chunks
+            .into_iter()
+            .enumerate()
+            .map(|(part, chunk)| MetaCommand::Snapshot { part: part as u32, parts, bytes: chunk.to_vec() })
+            .collect()
+    }
+
+    /// The state's encoding: what the snapshot parts carry, cut in pieces.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        put_u64(&mut out, self.next_id);
+        put_u32(&mut out, self.reserved.len() as u32);
+        for id in &self.reserved {
+            put_u64(&mut out, *id);
+        }
+        put_u32(&mut out, self.objects.len() as u32);
+        for id in &self.objects {
+            put_u64(&mut out, *id);
+        }
+        put_u32(&mut out, self.streams.len() as u32);
+        for (name, stream) in &self.streams {
+            put_name(&mut out, name);
+            put_u64(&mut out, stream.committed);
+            put_u32(&mut out, stream.runs.len() as u32);
+            for &(start, end, id) in &stream.runs {
+                put_u64(&mut out, start);
+                put_u64(&mut out, end);
+                put_u64(&mut out, id);
+            }
+        }
+        put_u32(&mut out, self.producers.len() as u32);
+        for (stream, table) in &self.producers {
+            put_name(&mut out, stream);
+            put_u32(&mut out, table.len() as u32);
+            for (producer, state) in table.iter() {
+                put_name(&mut out, producer);
+                put_u64(&mut out, state.epoch);
+                put_u64(&mut out, state.last_seq);
+                put_u64(&mut out, state.last_offset);
+            }
+        }
+        out
+    }
+
+    /// Reads a state's encoding, and refuses one whose parts contradict each other (ids
+    /// past the next free one, an id both reserved and committed, runs that do not tile
+    /// their stream from 0 or name an object that is not committed).
+    pub fn decode(bytes: &[u8]) -> Result<MetaState, DecodeError> {
+        let mut reader = Reader { rest: bytes };
+        let mut state = MetaState { next_id: reader.u64()?, ..MetaState::default() };
+        for _ in 0..reader.count(8)? {
+            state.reserved.insert(reader.u64()?);
+        }
+        for _ in 0..reader.count(8)? {
+            state.objects.insert(reader.u64()?);
+        }
+        for _ in 0..reader.count(2 + 12)? {
+            let name = reader.name()?;
+            let committed = reader.u64()?;
+            let mut runs = Vec::new();
+            for _ in 0..reader.count(24)? {
+                runs.push((reader.u64()?, reader.u64()?, reader.u64()?));
+            }
+            let mut end = 0;
+            for &(start, run_end, id) in &runs {
+                if start != end || run_end <= start || !state.objects.contains(&id) {
+                    return Err(DecodeError::Inconsistent("a stream's runs do not tile it from 0 in committed objects"));
+                }
+                end = run_end;
+            }
+            if end != committed {
+                return Err(DecodeError::Inconsistent("a stream's runs do not end at its committed end"));
+            }
+            state.streams.insert(name, StreamMeta { committed, runs });
+        }
+        for _ in 0..reader.count(2 + 4)? {
+            let stream = reader.name()?;
+            let mut table = ProducerTable::default();
+            for _ in 0..reader.count(2 + 24)? {
+                let producer = reader.name()?;
+                let (epoch, last_seq, last_offset) = (reader.u64()?, reader.u64()?, reader.u64()?);
+                table.record(&producer, epoch, last_seq, last_offset);
+            }
+            state.producers.insert(stream, table);
+        }
+        reader.finish()?;
+        let past_next = |id: &u64| *id >= state.next_id;
+        if state.reserved.iter().any(past_next) || state.objects.iter().any(past_next) {
+            return Err(DecodeError::Inconsistent("an object id at or past the next free id"));
+        }
+        if state.reserved.intersection(&state.objects).next().is_some() {
+            return Err(DecodeError::Inconsistent("an object id both reserved and committed"));
+        }
+        Ok(state)
     }
 
     /// Offsets of `stream` below this are committed.
@@ -208,6 +325,98 @@ impl MetaState {
 const TAG_RESERVE: u8 = 1;
 const TAG_COMMIT: u8 = 2;
 const TAG_EXPIRE: u8 = 3;
+const TAG_SNAPSHOT: u8 = 4;
+
+/// The most state bytes one [`MetaCommand::Snapshot`] part carries (the rest of
+/// [`COMMAND_BYTES_MAX`] is its own fields and room to spare).
+pub const SNAPSHOT_PART_BYTES: usize = COMMAND_BYTES_MAX - 64;
+
+/// What [`replay`] found in a metadata log's records.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Replayed {
+    pub state: MetaState,
+    /// The seq of the first part of the last complete snapshot, if there is one: every
+    /// record before it may be trimmed.
+    pub snapshot_seq: Option<u64>,
+    /// Records after that snapshot (or all records, without one).
+    pub since_snapshot: u64,
+}
+
+/// Why a metadata log's records do not replay.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReplayError {
+    /// The record at `seq` does not apply to the state before it.
+    Apply { seq: u64, error: MetaError },
+    /// A snapshot's parts do not decode into a state.
+    Snapshot { seq: u64, error: DecodeError },
+    /// The log starts at `first_seq`, not at its first record, and holds no complete
+    /// snapshot to start from.
+    NoStart { first_seq: u64 },
+}
+
+impl core::fmt::Display for ReplayError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            ReplayError::Apply { seq, error } => write!(f, "metadata record {seq}: {error}"),
+            ReplayError::Snapshot { seq, error } => write!(f, "the snapshot starting at metadata record {seq}: {error}"),
+            ReplayError::NoStart { first_seq } => write!(
+                f,
+                "the metadata log starts at record {first_seq} and holds no complete snapshot: records before it are missing"
+            ),
+        }
+    }
+}
+
+/// Replays a metadata log's records `(seq, command)`, in seq order, as its recovery
+/// found them (records 1, 2, ... of a new log; a compacted log's from some later seq):
+/// from the last complete snapshot, or from the start when there is none.
+pub fn replay(records: &[(u64, MetaCommand)]) -> Result<Replayed, ReplayError> {
+    // The last run of parts 0..parts, one after the other with nothing between.
+    let mut last_complete: Option<(usize, usize)> = None;
+    let mut open: Option<(usize, u32)> = None;
+    for (index, (_, command)) in records.iter().enumerate() {
+        open = match (command, open) {
+            (MetaCommand::Snapshot { part: 0, parts, .. }, _) => Some((index, *parts)),
+            (MetaCommand::Snapshot { part, parts, .. }, Some((start, expected_parts)))
+                if *parts == expected_parts && *part as usize == index - start =>
+            {
+                Some((start, expected_parts))
+            }
+            _ => None,
+        };
+        if let Some((start, parts)) = open {
+            if index - start + 1 == parts as usize {
+                last_complete = Some((start, index));
+                open = None;
+            }
+        }
+    }
+    let (mut state, from, snapshot_seq) = match last_complete {
+        Some((start, end)) => {
+            let mut bytes = Vec::new();
+            for (_, command) in &records[start..=end] {
+                if let MetaCommand::Snapshot { bytes: part, .. } = command {
+                    bytes.extend_from_slice(part);
+                }
+            }
+            let seq = records[start].0;
+            let state = MetaState::decode(&bytes).map_err(|error| ReplayError::Snapshot { seq, error })?;
+            (state, end + 1, Some(seq))
+        }
+        None => {
+            if let Some(&(first_seq, _)) = records.first() {
+                if first_seq != 1 {
+                    return Err(ReplayError::NoStart { first_seq });
+                }
+            }
+            (MetaState::default(), 0, None)
+        }
+    };
+    for (seq, command) in &records[from..] {
+        state.apply(command).map_err(|error| ReplayError::Apply { seq: *seq, error })?;
+    }
+    Ok(Replayed { state, snapshot_seq, since_snapshot: (records.len() - from) as u64 })
+}
 
 /// Bytes one run entry adds to an encoded commit (the object's own entry is counted apart).
 pub fn run_entry_bytes(stream: &str) -> usize {
@@ -263,6 +472,13 @@ impl MetaCommand {
                     put_u64(&mut out, *id);
                 }
             }
+            MetaCommand::Snapshot { part, parts, bytes } => {
+                out.push(TAG_SNAPSHOT);
+                put_u32(&mut out, *part);
+                put_u32(&mut out, *parts);
+                put_u32(&mut out, bytes.len() as u32);
+                out.extend_from_slice(bytes);
+            }
         }
         out
     }
@@ -298,6 +514,14 @@ impl MetaCommand {
                 let count = reader.count(8)?;
                 let ids = (0..count).map(|_| reader.u64()).collect::<Result<Vec<u64>, DecodeError>>()?;
                 MetaCommand::Expire { ids }
+            }
+            TAG_SNAPSHOT => {
+                let (part, parts) = (reader.u32()?, reader.u32()?);
+                if part >= parts {
+                    return Err(DecodeError::Inconsistent("a snapshot part past its count of parts"));
+                }
+                let len = reader.count(1)?;
+                MetaCommand::Snapshot { part, parts, bytes: reader.take(len)?.to_vec() }
             }
             other => return Err(DecodeError::Unknown { what: "metadata command", value: u64::from(other) }),
         };
@@ -399,5 +623,133 @@ mod tests {
         assert_eq!(MetaCommand::decode(&[9]), Err(DecodeError::Unknown { what: "metadata command", value: 9 }));
         assert_eq!(MetaCommand::decode(&[2, 255, 255, 255, 255]), Err(DecodeError::Truncated));
         assert_eq!(MetaCommand::decode(&[3, 0, 0, 0, 0, 1]), Err(DecodeError::TrailingBytes));
+    }
+    /// A state with `uploads` uploads of one object each over `streams` streams, with a
+    /// producer per stream, and one reservation left open; and the commands that made it.
+    fn built(uploads: u64, streams: usize) -> (MetaState, Vec<MetaCommand>) {
+        let mut state = MetaState::default();
+        let mut commands = Vec::new();
+        let mut push = |state: &mut MetaState, command: MetaCommand| {
+            state.apply(&command).unwrap();
+            commands.push(command);
+        };
+        for upload in 0..uploads {
+            let reserve = state.reserve(1);
+            push(&mut state, reserve);
+            let runs: Vec<RunEntry> = (0..streams)
+                .map(|s| {
+                    let name = format!("stream-{s:04}");
+                    let start = state.committed(&name);
+                    run(&name, start, start + 1 + upload % 3)
+                })
+                .collect();
+            let producers = (0..streams)
+                .map(|s| ProducerEntry {
+                    stream: format!("stream-{s:04}"),
+                    producer: format!("p{s}"),
+                    state: ProducerState { epoch: 1, last_seq: upload, last_offset: upload },
+                })
+                .collect();
+            push(&mut state, MetaCommand::Commit { objects: vec![ObjectEntry { id: upload, runs }], producers });
+        }
+        let reserve = state.reserve(2);
+        push(&mut state, reserve);
+        (state, commands)
+    }
+
+    fn numbered(commands: Vec<MetaCommand>, first_seq: u64) -> Vec<(u64, MetaCommand)> {
+        commands.into_iter().enumerate().map(|(n, command)| (first_seq + n as u64, command)).collect()
+    }
+
+    #[test]
+    fn a_snapshot_round_trips_the_state_in_as_many_parts_as_it_needs() {
+        let (small, _) = built(3, 2);
+        let parts = small.snapshot();
+        assert_eq!(parts.len(), 1);
+        // A state bigger than a record: 300 streams x 200 uploads of runs.
+        let (big, _) = built(200, 300);
+        let parts = big.snapshot();
+        assert!(parts.len() > 1, "{} parts", parts.len());
+        for (n, part) in parts.iter().enumerate() {
+            let encoded = part.encode();
+            assert!(encoded.len() <= COMMAND_BYTES_MAX, "part {n}: {} bytes", encoded.len());
+            assert_eq!(MetaCommand::decode(&encoded).as_ref(), Ok(part));
+            assert!(matches!(part, MetaCommand::Snapshot { part, parts: count, .. } if *part as usize == n && *count as usize == parts.len()));
+        }
+        for state in [small, big, MetaState::default()] {
+            assert_eq!(MetaState::decode(&state.encode()), Ok(state));
+        }
+    }
+
+    #[test]
+    fn a_state_whose_parts_contradict_each_other_is_refused() {
+        let (state, _) = built(2, 1);
+        // The first stream's first run names object 0: drop object 0 from the committed set.
+        let mut broken = state.clone();
+        broken.objects.remove(&0);
+        assert!(matches!(MetaState::decode(&broken.encode()), Err(DecodeError::Inconsistent(_))));
+        let mut broken = state.clone();
+        broken.reserved.insert(0);
+        assert!(matches!(MetaState::decode(&broken.encode()), Err(DecodeError::Inconsistent(_))));
+        let mut broken = state.clone();
+        broken.next_id = 1;
+        assert!(matches!(MetaState::decode(&broken.encode()), Err(DecodeError::Inconsistent(_))));
+        let encoded = state.encode();
+        assert_eq!(MetaState::decode(&encoded[..encoded.len() - 1]), Err(DecodeError::Truncated));
+        assert_eq!(
+            MetaCommand::decode(&MetaCommand::Snapshot { part: 2, parts: 2, bytes: vec![] }.encode()),
+            Err(DecodeError::Inconsistent("a snapshot part past its count of parts"))
+        );
+    }
+
+    #[test]
+    fn replay_starts_at_the_last_complete_snapshot() {
+        let (before, mut commands) = built(10, 3);
+        let snapshot = before.snapshot();
+        let snapshot_at = commands.len() as u64 + 1;
+        commands.extend(snapshot.clone());
+        let mut after = before.clone();
+        let reserve = after.reserve(1);
+        after.apply(&reserve).unwrap();
+        commands.push(reserve);
+        let whole = replay(&numbered(commands.clone(), 1)).unwrap();
+        assert_eq!(whole, Replayed { state: after.clone(), snapshot_seq: Some(snapshot_at), since_snapshot: 1 });
+        // Trimmed below the snapshot, or only partly: the same state.
+        for first in [snapshot_at, snapshot_at - 5] {
+            let kept = numbered(commands[(first - 1) as usize..].to_vec(), first);
+            assert_eq!(replay(&kept).unwrap(), whole);
+        }
+        // Without the snapshot, from record 1: the same state by applying every command.
+        let plain: Vec<MetaCommand> = commands.iter().filter(|c| !matches!(c, MetaCommand::Snapshot { .. })).cloned().collect();
+        let from_start = replay(&numbered(plain.clone(), 1)).unwrap();
+        assert_eq!((from_start.state, from_start.snapshot_seq), (after, None));
+        // A log that does not start at record 1 and holds no snapshot is refused.
+        assert_eq!(replay(&numbered(plain[3..].to_vec(), 4)), Err(ReplayError::NoStart { first_seq: 4 }));
+    }
+
+    #[test]
+    fn a_snapshot_cut_short_is_ignored() {
+        let (big, mut commands) = built(200, 300);
+        let parts = big.snapshot();
+        assert!(parts.len() >= 3);
+        // A crash after two parts, then more commands: the state comes from the commands.
+        commands.extend(parts[..2].iter().cloned());
+        let mut after = big.clone();
+        let reserve = after.reserve(1);
+        after.apply(&reserve).unwrap();
+        commands.push(reserve.clone());
+        let replayed = replay(&numbered(commands.clone(), 1)).unwrap();
+        assert_eq!((&replayed.state, replayed.snapshot_seq), (&after, None));
+        // Parts out of order or of two snapshots do not make one.
+        let mut mixed = commands.clone();
+        mixed.truncate(mixed.len() - 3);
+        mixed.extend([parts[0].clone(), parts[2].clone(), parts[1].clone()]);
+        mixed.extend(parts[3..].iter().cloned());
+        assert_eq!(replay(&numbered(mixed, 1)).unwrap().snapshot_seq, None);
+        // A whole snapshot written after the cut one counts.
+        let first = commands.len() as u64 + 1;
+        commands.extend(after.snapshot());
+        let replayed = replay(&numbered(commands, 1)).unwrap();
+        assert_eq!((replayed.state, replayed.snapshot_seq, replayed.since_snapshot), (after, Some(first), 0));
     }
 }

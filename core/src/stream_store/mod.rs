@@ -20,7 +20,8 @@
 //! - [`upload`]: when pending records are sealed into a block, and how a block splits
 //!   into one stream-set object and stream objects for large runs; [`object`] their codec.
 //! - [`meta`]: the metadata log's state machine (reserve ids, commit objects and advance
-//!   every involved stream's committed end at once, expire orphans) and its codec.
+//!   every involved stream's committed end at once, expire orphans), its codec, and its
+//!   compaction (the state written as snapshot parts; replay from the last whole one).
 //!
 //! Why the producer table is kept per stream: the check and the offset assignment happen
 //! under the stream's lock, so a producer's seq is checked against that stream's state

@@ -9,7 +9,7 @@ use walab_core::stream_store::upload::SealPolicy;
 use walab_core::time::Nanos;
 
 use crate::cli_error::CliError;
-use crate::serve::meta_log::MetaLog;
+use crate::serve::meta_log::{self, MetaLog};
 use crate::serve::objects::Objects;
 use crate::serve::uploader::{CrashPoint, Uploader};
 use crate::serve::{http, Store};
@@ -27,8 +27,10 @@ pub struct Args {
     /// Default for a file:// WAL: DIR/<cluster>/<node>.serve/ beside the WAL.
     #[arg(long, value_name = "URL")]
     objects: Option<String>,
-    /// The metadata log: file:///DIR (a walab file WAL). Default for a file:// WAL:
-    /// DIR/<cluster>/<node>.serve/meta beside the WAL.
+    /// The metadata log, a walab WAL of its own: file:///DIR, postgres://... or
+    /// s3://BUCKET/PATH (there as node <node>_meta of --cluster, so it may share the
+    /// data WAL's URL). Default for a file:// WAL: DIR/<cluster>/<node>.serve/meta
+    /// beside the WAL; needed with any other WAL.
     #[arg(long, value_name = "URL")]
     meta: Option<String>,
     /// The address to take HTTP requests on (port 0: any free port, printed at start).
@@ -47,6 +49,10 @@ pub struct Args {
     /// Worker threads of the HTTP runtime (default: one per core).
     #[arg(long, value_name = "N")]
     http_threads: Option<usize>,
+    /// Snapshot the metadata log after this many of its records (two per upload); the
+    /// records before a snapshot are trimmed.
+    #[arg(long, value_name = "RECORDS", default_value_t = meta_log::SNAPSHOT_EVERY_DEFAULT)]
+    meta_snapshot_every: u64,
     /// A fault for crash tests: abort an upload at this point (before-commit: after its
     /// PUTs; after-commit: after its commit, before the WAL is confirmed).
     #[arg(long, hide = true, value_enum, value_name = "POINT")]
@@ -66,8 +72,10 @@ pub enum Fault {
     SkipWalReplay,
 }
 
-/// Where the metadata log and the objects go when no flag says.
-fn beside_the_wal(args: &Args, what: &str) -> Result<PathBuf, CliError> {
+/// Where the metadata log and the objects go when no flag says: beside a file WAL.
+/// Any other WAL lives where this machine's disk is not, so nothing is guessed for it:
+/// the refusal names each flag to add.
+fn beside_the_wal(args: &Args) -> Result<PathBuf, CliError> {
     match parse_wal_url(&args.wal.wal).map_err(CliError::usage)? {
         WalUrl::File(base) => {
             let node = node_dir(&base, &args.wal.cluster, &args.wal.node);
@@ -75,7 +83,18 @@ fn beside_the_wal(args: &Args, what: &str) -> Result<PathBuf, CliError> {
             dir.push(".serve");
             Ok(PathBuf::from(dir))
         }
-        _ => Err(CliError::usage(format!("--{what}: needed with a WAL that is not file:// (use file:///DIR)"))),
+        _ => {
+            let missing: Vec<&str> = [("--meta URL", args.meta.is_none()), ("--objects URL", args.objects.is_none())]
+                .into_iter()
+                .filter_map(|(flag, missing)| missing.then_some(flag))
+                .collect();
+            Err(CliError::usage(format!(
+                "--wal {}: a WAL that is not file:// needs {}: the metadata log on postgres://..., \
+                 s3://BUCKET/PATH or file:///DIR, the objects on s3://BUCKET/PATH or file:///DIR",
+                args.wal.wal,
+                missing.join(" and ")
+            )))
+        }
     }
 }
 
@@ -88,6 +107,9 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     if args.block_bytes < 1024 || args.block_ms == 0 || args.block_ms > 3_600_000 {
         return Err(CliError::usage("--block-bytes at least 1024, --block-ms between 1 and 3600000"));
     }
+    if args.meta_snapshot_every == 0 {
+        return Err(CliError::usage("--meta-snapshot-every: at least 1"));
+    }
     if args.http_threads.is_some_and(|threads| !(1..=256).contains(&threads)) {
         return Err(CliError::usage("--http-threads: must be between 1 and 256"));
     }
@@ -96,20 +118,18 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         block_age: Nanos(args.block_ms * 1_000_000),
         stream_object_bytes: args.stream_object_bytes,
     };
-    let meta_dir = match &args.meta {
-        Some(url) => match parse_wal_url(url).map_err(|error| CliError::usage(error.replace("--wal", "--meta")))? {
-            WalUrl::File(dir) => dir,
-            _ => return Err(CliError::usage(format!("--meta {url}: only file:///DIR for now"))),
-        },
-        None => beside_the_wal(&args, "meta")?.join("meta"),
+    let meta_backend = match &args.meta {
+        Some(url) => meta_log::backend_at(url, &args.wal).map_err(CliError::usage)?,
+        None => meta_log::file_backend(beside_the_wal(&args)?.join("meta")),
     };
     let objects = match &args.objects {
         Some(url) => Objects::from_url(url, args.wal.endpoint.as_deref()).map_err(CliError::usage)?,
-        None => Objects::local(beside_the_wal(&args, "objects")?).map_err(CliError::usage)?,
+        None => Objects::local(beside_the_wal(&args)?).map_err(CliError::usage)?,
     };
     let objects = Arc::new(objects);
     let backend = args.wal.backend(true).map_err(CliError::usage)?;
-    let meta = MetaLog::open(meta_dir).map_err(CliError::failed)?;
+    // Opening claims the metadata log (a file's LOCK, a Postgres or S3 node's epoch).
+    let meta = MetaLog::open(meta_backend).map_err(CliError::failed)?;
     // The WAL is opened (and recovered) before the runtime starts: a backend with a
     // runtime of its own must not be opened from inside another.
     let (wal, mut recovered) = Wal::open(backend, WalOptions::default()).map_err(open_failure)?;
@@ -126,7 +146,8 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         .thread_name("walab-serve")
         .build()
         .map_err(|error| CliError::failed(format!("serve: cannot start the runtime: {error}")))?;
-    let mut uploader = Uploader { store: Arc::clone(&store), meta, objects, policy, crash_at: args.crash_at };
+    let snapshot_every = args.meta_snapshot_every;
+    let mut uploader = Uploader { store: Arc::clone(&store), meta, objects, policy, crash_at: args.crash_at, snapshot_every };
     runtime.block_on(async move {
         let expired = uploader.expire_orphans().await.map_err(CliError::failed)?;
         if expired > 0 {

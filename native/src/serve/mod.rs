@@ -43,8 +43,9 @@
 //! log is replayed (committed ends, object runs, producers), orphaned reservations are
 //! deleted and expired, and only WAL records past the committed ends are replayed.
 //!
-//! The metadata log is never compacted yet, and a read below the log cache fetches its
-//! object each time (no object cache).
+//! The metadata log is a walab WAL of its own on any backend (a file, Postgres, a bucket),
+//! claimed and fenced as a WAL is, and compacted by snapshots of its state. A read below
+//! the log cache fetches its object each time (no object cache).
 
 pub mod http;
 pub mod meta_log;

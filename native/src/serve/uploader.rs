@@ -11,7 +11,8 @@
 //! 4. commit: one metadata record registers the objects and advances every stream in
 //!    them, with the producers' state at the new ends;
 //! 5. drop the committed records from the log cache and confirm the WAL below the oldest
-//!    record still uncommitted, which lets the WAL remove the segments behind it.
+//!    record still uncommitted, which lets the WAL remove the segments behind it;
+//! 6. every so many metadata records, snapshot the metadata log, which trims it.
 //!
 //! A crash before step 4 leaves objects under reserved ids that nothing names: the next
 //! start deletes them and expires the ids, and their records are still in the WAL. A crash
@@ -37,6 +38,8 @@ pub struct Uploader {
     pub policy: SealPolicy,
     /// A fault for the crash tests: abort the process at this point of an upload.
     pub crash_at: Option<CrashPoint>,
+    /// Snapshot the metadata log (and let it trim) after this many of its records.
+    pub snapshot_every: u64,
 }
 
 /// Where a crash test's server aborts an upload (`walab serve --crash-at`).
@@ -116,6 +119,9 @@ impl Uploader {
         self.meta.append(MetaCommand::Commit { objects: entries.clone(), producers: block.producers }).await?;
         self.crash_if_at(CrashPoint::AfterCommit, &ids);
         self.store.committed(&entries);
+        if self.meta.snapshot_due(self.snapshot_every) {
+            self.meta.snapshot().await?;
+        }
         Ok(true)
     }
 }
