@@ -527,3 +527,41 @@ async fn on_postgres_the_metadata_log_compacts_and_a_restart_reads_everything_ba
     let (status, body) = post(&client, &records, b"next", Some(("p", 1, 300))).await;
     assert_eq!((status, body), (200, json!({"offset": 300})));
 }
+
+/// A WAL PUT that keeps failing (`500` to the first try and to every retry of the S3
+/// client): the writer hears `503` `"outcome":"unknown"` and the server takes no more
+/// appends; after a restart the record is not there and offsets go on without a gap.
+#[tokio::test]
+async fn on_s3_a_failing_put_answers_503_unknown_and_stops_appends() {
+    let s3 = LocalS3::start();
+    let setup = Setup::s3(&s3, &unique("failed-put")).with(&["--block-ms", "3600000"]);
+    let client = reqwest::Client::new();
+    let server = setup.start();
+    let records = server.url("/streams/s/records");
+    let (status, body) = post(&client, &records, b"kept", None).await;
+    assert_eq!((status, body), (200, json!({"offset": 0})));
+    // The next PUTs the server sends are this append's frame and its retries (no uploads
+    // run): fail more of them than the client retries.
+    let next = s3.control().puts_seen() + 1;
+    for nth in next..next + S3_CLIENT_ATTEMPTS {
+        s3.control().fail_put(nth);
+    }
+    let (status, body) = post(&client, &records, b"failed", None).await;
+    assert_eq!((status, body["outcome"].as_str()), (503, Some("unknown")), "{body}");
+    assert_eq!(s3.control().faults_pending(), 0, "every attempt was sent and failed");
+    assert!(body["error"].as_str().unwrap().contains("may or may not be durable"), "{body}");
+    let (status, body) = post(&client, &records, b"after", None).await;
+    assert_eq!((status, body["outcome"].as_str()), (503, Some("not appended")), "{body}");
+    server.crash();
+    let server = setup.start();
+    assert_eq!(read_all(&client, &server, "s").await, vec![(0, b"kept".to_vec(), None)]);
+    let (status, body) = post(&client, &records_of(&server), b"next", None).await;
+    assert_eq!((status, body), (200, json!({"offset": 1})));
+}
+
+/// The S3 client's attempts at one request: the first and `object_store`'s 10 retries.
+const S3_CLIENT_ATTEMPTS: u64 = 11;
+
+fn records_of(server: &Server) -> String {
+    server.url("/streams/s/records")
+}
