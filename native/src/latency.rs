@@ -39,6 +39,13 @@ impl LatencyHistogram {
         }
     }
 
+    /// `count` samples of `nanos` (the records of one batch, answered together).
+    pub fn record_n(&mut self, nanos: u64, count: u64) {
+        if self.inner.record_n(nanos, count).is_err() {
+            self.inner.saturating_record_n(nanos, count);
+        }
+    }
+
     pub fn record_duration(&mut self, elapsed: Duration) {
         self.record(u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX));
     }

@@ -223,6 +223,150 @@ async fn a_producer_retry_is_a_duplicate_also_after_a_crash() {
     assert_eq!(table, expected);
 }
 
+async fn post_batch(client: &reqwest::Client, url: &str, values: &[&[u8]], producer: Option<(&str, u64, u64)>) -> (u16, Value) {
+    let mut body = Vec::new();
+    for value in values {
+        body.extend_from_slice(&(value.len() as u32).to_be_bytes());
+        body.extend_from_slice(value);
+    }
+    post_body(client, url, body, producer).await
+}
+
+async fn post_body(client: &reqwest::Client, url: &str, body: Vec<u8>, producer: Option<(&str, u64, u64)>) -> (u16, Value) {
+    let mut request = client.post(url).body(body);
+    if let Some((id, epoch, seq)) = producer {
+        request = request
+            .header("walab-producer", id)
+            .header("walab-producer-epoch", epoch.to_string())
+            .header("walab-producer-seq", seq.to_string());
+    }
+    answer(request.send().await.expect("the server answers")).await
+}
+
+/// Every record of `stream` as (offset, value, producer, seq), from the log cache.
+async fn stream_table(client: &reqwest::Client, server: &Server, stream: &str) -> Vec<(u64, String, Option<String>, Option<u64>)> {
+    let (status, read) = get(client, &server.url(&format!("/streams/{stream}/records?from=0&max=1000"))).await;
+    assert_eq!(status, 200, "{read}");
+    read["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let producer = r["producer"].as_str().map(str::to_string);
+            (r["offset"].as_u64().unwrap(), String::from_utf8(decoded(r)).unwrap(), producer, r["seq"].as_u64())
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_batch_takes_consecutive_offsets_and_a_bad_one_is_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path());
+    let client = reqwest::Client::new();
+    let batch = server.url("/streams/s/batch");
+    assert_eq!(post_batch(&client, &batch, &[b"a", b"", b"c"], None).await, (200, serde_json::json!({"offset": 0, "count": 3})));
+    assert_eq!(post(&client, &server.url("/streams/s/records"), b"d", None).await, (200, serde_json::json!({"offset": 3})));
+    // A body larger than one record may be (two of 40,000 bytes) is a batch's to take.
+    let big = vec![b'e'; 40_000];
+    assert_eq!(post_batch(&client, &batch, &[&big, &big], None).await, (200, serde_json::json!({"offset": 4, "count": 2})));
+    let values: Vec<String> = stream_table(&client, &server, "s").await.into_iter().map(|r| r.1).collect();
+    let e = "e".repeat(40_000);
+    assert_eq!(values, vec!["a".to_string(), String::new(), "c".into(), "d".into(), e.clone(), e]);
+
+    let mut thousand_and_one = Vec::new();
+    for _ in 0..1001 {
+        thousand_and_one.extend_from_slice(&[0, 0, 0, 1, b'x']);
+    }
+    let refusals = [
+        (post_body(&client, &batch, vec![], None).await, 400, "batch body: no records"),
+        (post_body(&client, &batch, vec![0, 0, 0, 5, b'x'], None).await, 400, "record 0 at byte 0: 5 bytes announced, 1 left"),
+        (post_body(&client, &batch, vec![0, 0, 0, 1, b'x', 0], None).await, 400, "length at byte 5 is cut short"),
+        (post_body(&client, &batch, vec![0, 0, 250, 1], None).await, 400, "64001 bytes is over the limit of 64000"),
+        (post_body(&client, &batch, thousand_and_one, None).await, 400, "more than 1000 records"),
+        (post_body(&client, &batch, vec![0; (4 << 20) + 1], None).await, 413, "batch body over the limit of 4194304 bytes"),
+        (post_batch(&client, &server.url("/streams/a!b/batch"), &[b"x"], None).await, 400, "stream name \"a!b\""),
+        (post_batch(&client, &batch, &[b"x", b"y"], Some(("p", 1, u64::MAX))).await, 400, "past the last seq"),
+    ];
+    for ((status, body), expected_status, expected_text) in refusals {
+        let error = body["error"].as_str().unwrap_or_else(|| panic!("no error in {body}"));
+        assert_eq!(status, expected_status, "{error}");
+        assert!(error.contains(expected_text), "{error:?} does not say {expected_text:?}");
+    }
+    assert_eq!(get(&client, &server.url("/streams/s")).await.1["end"].as_u64(), Some(6), "nothing refused was appended");
+}
+
+#[tokio::test]
+async fn a_retried_batch_is_a_duplicate_also_after_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = reqwest::Client::new();
+    let server = Server::start(dir.path());
+    let batch = server.url("/streams/s/batch");
+    let p = |seq| Some(("p", 1, seq));
+    assert_eq!(post_batch(&client, &batch, &[b"p0", b"p1", b"p2"], p(0)).await, (200, serde_json::json!({"offset": 0, "count": 3})));
+    assert_eq!(post(&client, &server.url("/streams/s/records"), b"anonymous", None).await.0, 200);
+    assert_eq!(post_batch(&client, &batch, &[b"p3", b"p4"], p(3)).await, (200, serde_json::json!({"offset": 4, "count": 2})));
+    let duplicate = serde_json::json!({"offset": 4, "count": 2, "duplicate": true});
+    assert_eq!(post_batch(&client, &batch, &[b"p3", b"p4"], p(3)).await, (200, duplicate.clone()));
+    let conflicts = [
+        // Overlapping partly, leaving a gap, and an older batch (not the last one).
+        (post_batch(&client, &batch, &[b"p4", b"p5"], p(4)).await, "seq 4 is not the next one: expected seq 5"),
+        (post_batch(&client, &batch, &[b"p6"], p(6)).await, "seq 6 is not the next one: expected seq 5"),
+        (post_batch(&client, &batch, &[b"p0", b"p1", b"p2"], p(0)).await, "seq 0 is not the next one: expected seq 5"),
+    ];
+    for ((status, body), text) in conflicts {
+        assert_eq!((status, body["expected_seq"].as_u64()), (409, Some(5)), "{body}");
+        assert!(body["error"].as_str().unwrap().contains(text), "{body}");
+    }
+    server.crash();
+
+    let server = Server::start(dir.path());
+    let batch = server.url("/streams/s/batch");
+    assert_eq!(post_batch(&client, &batch, &[b"p3", b"p4"], p(3)).await, (200, duplicate), "after the restart");
+    // The batch's last record alone, through the single append: the same offset.
+    let (status, body) = post(&client, &server.url("/streams/s/records"), b"p4", p(4)).await;
+    assert_eq!((status, body), (200, serde_json::json!({"offset": 5, "duplicate": true})));
+    let (status, body) = post_batch(&client, &batch, &[b"p4", b"p5"], p(4)).await;
+    assert_eq!((status, body["expected_seq"].as_u64()), (409, Some(5)), "{body}");
+    assert_eq!(post_batch(&client, &batch, &[b"p5", b"p6"], p(5)).await, (200, serde_json::json!({"offset": 6, "count": 2})));
+    let table: Vec<(u64, String, Option<u64>)> = stream_table(&client, &server, "s").await.into_iter().map(|r| (r.0, r.1, r.3)).collect();
+    let expected: Vec<(u64, String, Option<u64>)> = vec![
+        (0, "p0".into(), Some(0)),
+        (1, "p1".into(), Some(1)),
+        (2, "p2".into(), Some(2)),
+        (3, "anonymous".into(), None),
+        (4, "p3".into(), Some(3)),
+        (5, "p4".into(), Some(4)),
+        (6, "p5".into(), Some(5)),
+        (7, "p6".into(), Some(6)),
+    ];
+    assert_eq!(table, expected);
+}
+
+#[tokio::test]
+async fn a_batch_retried_after_its_upload_and_a_crash_is_a_duplicate() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = reqwest::Client::new();
+    let server = Server::start_with(dir.path(), SMALL_BLOCKS);
+    let batch = server.url("/streams/s/batch");
+    // 60 records of 100 bytes (about 8 KB): more than one 4 KB block, so the batch's run
+    // is split across commits and joined again from their snapshots.
+    let values: Vec<Vec<u8>> = (0..60).map(|n| format!("{n:0>100}").into_bytes()).collect();
+    let values: Vec<&[u8]> = values.iter().map(Vec::as_slice).collect();
+    assert_eq!(post_batch(&client, &batch, &values[..1], Some(("p", 1, 0))).await.1["offset"].as_u64(), Some(0));
+    assert_eq!(post(&client, &server.url("/streams/s/records"), b"anonymous", None).await.0, 200);
+    let first = serde_json::json!({"offset": 2, "count": 60});
+    assert_eq!(post_batch(&client, &batch, &values, Some(("p", 1, 1))).await, (200, first));
+    eventually("everything committed", async || committed(&client, &server, "s").await == 62).await;
+    server.crash();
+
+    let server = Server::start_with(dir.path(), SMALL_BLOCKS);
+    let batch = server.url("/streams/s/batch");
+    let (status, body) = post_batch(&client, &batch, &values, Some(("p", 1, 1))).await;
+    assert_eq!((status, body), (200, serde_json::json!({"offset": 2, "count": 60, "duplicate": true})));
+    let (status, body) = post_batch(&client, &batch, &values[..2], Some(("p", 1, 0))).await;
+    assert_eq!((status, body["expected_seq"].as_u64()), (409, Some(61)), "{body}");
+}
+
 /// Waits (at most a minute, polling) until `done` holds.
 async fn eventually(what: &str, mut done: impl AsyncFnMut() -> bool) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
@@ -351,11 +495,22 @@ async fn a_crash_between_upload_and_commit_leaves_an_orphan_that_expires() {
 
 #[tokio::test]
 async fn every_ack_printed_by_load_http_is_readable_at_its_offset() {
+    every_ack_is_readable(&[]).await;
+}
+
+#[tokio::test]
+async fn every_ack_printed_by_load_http_with_batches_is_readable_at_its_offset() {
+    // 200 records over 16 writers in batches of 3: every writer's last batch is shorter.
+    every_ack_is_readable(&["--batch", "3"]).await;
+}
+
+async fn every_ack_is_readable(flags: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start_with(dir.path(), &["--block-ms", "10"]);
     let load = Command::new(env!("CARGO_BIN_EXE_walab"))
         .args(["load", "--http", &server.base, "--writers", "16", "--records", "200", "--streams", "4", "--producers", "8"])
         .args(["--run-id", "t"])
+        .args(flags)
         .output()
         .expect("walab load runs");
     assert!(load.status.success(), "{}", String::from_utf8_lossy(&load.stderr));

@@ -170,7 +170,7 @@ impl MetaState {
                     let table = self.producers.entry(entry.stream.clone()).or_default();
                     let known = table.get(&entry.producer).copied();
                     if known.is_none_or(|known| known.last_offset < entry.state.last_offset) {
-                        table.record(&entry.producer, entry.state.epoch, entry.state.last_seq, entry.state.last_offset);
+                        table.restore(&entry.producer, entry.state);
                     }
                 }
             }
@@ -230,6 +230,7 @@ impl MetaState {
             for (producer, state) in table.iter() {
                 put_name(&mut out, producer);
                 put_u64(&mut out, state.epoch);
+                put_u64(&mut out, state.first_seq);
                 put_u64(&mut out, state.last_seq);
                 put_u64(&mut out, state.last_offset);
             }
@@ -271,10 +272,13 @@ impl MetaState {
         for _ in 0..reader.count(2 + 4)? {
             let stream = reader.name()?;
             let mut table = ProducerTable::default();
-            for _ in 0..reader.count(2 + 24)? {
+            for _ in 0..reader.count(2 + 32)? {
                 let producer = reader.name()?;
-                let (epoch, last_seq, last_offset) = (reader.u64()?, reader.u64()?, reader.u64()?);
-                table.record(&producer, epoch, last_seq, last_offset);
+                let state = producer_state(&mut reader, true)?;
+                if table.get(&producer).is_some() {
+                    return Err(DecodeError::Inconsistent("a producer twice in one stream's table"));
+                }
+                table.restore(&producer, state);
             }
             state.producers.insert(stream, table);
         }
@@ -322,10 +326,25 @@ impl MetaState {
     }
 }
 
+/// A producer's state: epoch, first seq of its run (when `runs`; else the run is the
+/// last seq alone), last seq, last offset.
+fn producer_state(reader: &mut Reader<'_>, runs: bool) -> Result<ProducerState, DecodeError> {
+    let epoch = reader.u64()?;
+    let first_seq = if runs { Some(reader.u64()?) } else { None };
+    let (last_seq, last_offset) = (reader.u64()?, reader.u64()?);
+    let first_seq = first_seq.unwrap_or(last_seq);
+    if first_seq > last_seq || last_seq - first_seq > last_offset {
+        return Err(DecodeError::Inconsistent("a producer's run starts after its last seq or before offset 0"));
+    }
+    Ok(ProducerState { epoch, first_seq, last_seq, last_offset })
+}
+
 const TAG_RESERVE: u8 = 1;
-const TAG_COMMIT: u8 = 2;
+/// A commit whose producer entries have no run start (read as a run of one record).
+const TAG_COMMIT_WITHOUT_RUNS: u8 = 2;
 const TAG_EXPIRE: u8 = 3;
 const TAG_SNAPSHOT: u8 = 4;
+const TAG_COMMIT: u8 = 5;
 
 /// The most state bytes one [`MetaCommand::Snapshot`] part carries (the rest of
 /// [`COMMAND_BYTES_MAX`] is its own fields and room to spare).
@@ -428,7 +447,7 @@ pub const OBJECT_ENTRY_BYTES: usize = 8 + 4;
 
 /// Bytes one producer entry adds to an encoded commit.
 pub fn producer_entry_bytes(stream: &str, producer: &str) -> usize {
-    name_bytes(stream) + name_bytes(producer) + 24
+    name_bytes(stream) + name_bytes(producer) + 32
 }
 
 /// Bytes of an encoded commit's fixed fields.
@@ -461,6 +480,7 @@ impl MetaCommand {
                     put_name(&mut out, &entry.stream);
                     put_name(&mut out, &entry.producer);
                     put_u64(&mut out, entry.state.epoch);
+                    put_u64(&mut out, entry.state.first_seq);
                     put_u64(&mut out, entry.state.last_seq);
                     put_u64(&mut out, entry.state.last_offset);
                 }
@@ -488,7 +508,7 @@ impl MetaCommand {
         let mut reader = Reader { rest: bytes };
         let command = match reader.u8()? {
             TAG_RESERVE => MetaCommand::Reserve { first: reader.u64()?, count: reader.u32()? },
-            TAG_COMMIT => {
+            tag @ (TAG_COMMIT | TAG_COMMIT_WITHOUT_RUNS) => {
                 let object_count = reader.count(OBJECT_ENTRY_BYTES)?;
                 let mut objects = Vec::with_capacity(object_count);
                 for _ in 0..object_count {
@@ -500,12 +520,13 @@ impl MetaCommand {
                     }
                     objects.push(ObjectEntry { id, runs });
                 }
-                let producer_count = reader.count(4 + 24)?;
+                let runs = tag == TAG_COMMIT;
+                let producer_count = reader.count(4 + if runs { 32 } else { 24 })?;
                 let mut producers = Vec::with_capacity(producer_count);
                 for _ in 0..producer_count {
                     let stream = reader.name()?;
                     let producer = reader.name()?;
-                    let state = ProducerState { epoch: reader.u64()?, last_seq: reader.u64()?, last_offset: reader.u64()? };
+                    let state = producer_state(&mut reader, runs)?;
                     producers.push(ProducerEntry { stream, producer, state });
                 }
                 MetaCommand::Commit { objects, producers }
@@ -588,7 +609,7 @@ mod tests {
         let entry = ProducerEntry {
             stream: "a".into(),
             producer: "p".into(),
-            state: ProducerState { epoch: 2, last_seq: 7, last_offset: 4 },
+            state: ProducerState { epoch: 2, first_seq: 5, last_seq: 7, last_offset: 4 },
         };
         let command = MetaCommand::Commit {
             objects: vec![ObjectEntry { id: 0, runs: vec![run("a", 0, 5)] }],
@@ -607,7 +628,7 @@ mod tests {
             producers: vec![ProducerEntry {
                 stream: "ab".into(),
                 producer: "p".into(),
-                state: ProducerState { epoch: 1, last_seq: 2, last_offset: 1 },
+                state: ProducerState { epoch: 1, first_seq: 1, last_seq: 2, last_offset: 1 },
             }],
         };
         let encoded = commit.encode();
@@ -624,6 +645,7 @@ mod tests {
         assert_eq!(MetaCommand::decode(&[2, 255, 255, 255, 255]), Err(DecodeError::Truncated));
         assert_eq!(MetaCommand::decode(&[3, 0, 0, 0, 0, 1]), Err(DecodeError::TrailingBytes));
     }
+
     /// A state with `uploads` uploads of one object each over `streams` streams, with a
     /// producer per stream, and one reservation left open; and the commands that made it.
     fn built(uploads: u64, streams: usize) -> (MetaState, Vec<MetaCommand>) {
@@ -647,7 +669,7 @@ mod tests {
                 .map(|s| ProducerEntry {
                     stream: format!("stream-{s:04}"),
                     producer: format!("p{s}"),
-                    state: ProducerState { epoch: 1, last_seq: upload, last_offset: upload },
+                    state: ProducerState { epoch: 1, first_seq: upload, last_seq: upload, last_offset: upload },
                 })
                 .collect();
             push(&mut state, MetaCommand::Commit { objects: vec![ObjectEntry { id: upload, runs }], producers });
@@ -751,5 +773,50 @@ mod tests {
         commands.extend(after.snapshot());
         let replayed = replay(&numbered(commands, 1)).unwrap();
         assert_eq!((replayed.state, replayed.snapshot_seq, replayed.since_snapshot), (after, Some(first), 0));
+    }
+
+    /// A commit's producer entry as bytes: (tag, epoch, first seq if the tag has it, last
+    /// seq, last offset), no objects, stream "a", producer "p".
+    fn producer_commit_bytes(tag: u8, fields: &[u64]) -> Vec<u8> {
+        let mut out = vec![tag];
+        put_u32(&mut out, 0);
+        put_u32(&mut out, 1);
+        put_name(&mut out, "a");
+        put_name(&mut out, "p");
+        for &field in fields {
+            put_u64(&mut out, field);
+        }
+        out
+    }
+
+    #[test]
+    fn a_commit_without_runs_reads_as_runs_of_one_and_a_bad_run_is_refused() {
+        let old = MetaCommand::decode(&producer_commit_bytes(TAG_COMMIT_WITHOUT_RUNS, &[1, 9, 4])).unwrap();
+        let MetaCommand::Commit { producers, .. } = old else { panic!("a commit") };
+        assert_eq!(producers[0].state, ProducerState { epoch: 1, first_seq: 9, last_seq: 9, last_offset: 4 });
+        let inconsistent = Err(DecodeError::Inconsistent("a producer's run starts after its last seq or before offset 0"));
+        assert_eq!(MetaCommand::decode(&producer_commit_bytes(TAG_COMMIT, &[1, 10, 9, 4])), inconsistent);
+        assert_eq!(MetaCommand::decode(&producer_commit_bytes(TAG_COMMIT, &[1, 0, 9, 4])), inconsistent);
+        assert!(MetaCommand::decode(&producer_commit_bytes(TAG_COMMIT, &[1, 5, 9, 4])).is_ok());
+    }
+
+    #[test]
+    fn a_run_that_goes_on_in_the_next_commit_joins_the_known_one() {
+        let mut state = MetaState::default();
+        state.apply(&state.reserve(3)).unwrap();
+        let commit = |id: u64, start: u64, end: u64, producer: ProducerState| MetaCommand::Commit {
+            objects: vec![ObjectEntry { id, runs: vec![run("a", start, end)] }],
+            producers: vec![ProducerEntry { stream: "a".into(), producer: "p".into(), state: producer }],
+        };
+        // Seqs 0..=3 at offsets 0..=3, then 4..=5 at 4..=5: one run.
+        state.apply(&commit(0, 0, 4, ProducerState { epoch: 1, first_seq: 0, last_seq: 3, last_offset: 3 })).unwrap();
+        state.apply(&commit(1, 4, 6, ProducerState { epoch: 1, first_seq: 4, last_seq: 5, last_offset: 5 })).unwrap();
+        let joined = ProducerState { epoch: 1, first_seq: 0, last_seq: 5, last_offset: 5 };
+        assert_eq!(state.producers("a").and_then(|t| t.get("p")), Some(&joined));
+        // Seq 6 at offset 7 (someone else's record at 6): a new run.
+        state.apply(&commit(2, 6, 8, ProducerState { epoch: 1, first_seq: 6, last_seq: 6, last_offset: 7 })).unwrap();
+        let table = state.producers("a").unwrap();
+        assert_eq!(table.get("p").map(|p| p.first_seq), Some(6));
+        assert_eq!(table.check_batch("p", 1, 4, 2), crate::stream_store::producers::Verdict::SeqGap { expected: 7 });
     }
 }

@@ -101,7 +101,8 @@ pub fn seal(pending: Vec<Run>, policy: &SealPolicy) -> Option<Block> {
             taken += 1;
             if let Some(stamp) = &record.producer {
                 let offset = run.start + index as u64;
-                last.insert(stamp.id.clone(), ProducerState { epoch: stamp.epoch, last_seq: stamp.seq, last_offset: offset });
+                let state = ProducerState::after(last.get(&stamp.id), stamp.epoch, stamp.seq, offset);
+                last.insert(stamp.id.clone(), state);
             }
         }
         if taken > 0 {
@@ -166,6 +167,20 @@ mod tests {
         let a: Vec<(String, u64, u64)> =
             block.producers.iter().filter(|p| p.stream == "a").map(|p| (p.producer.clone(), p.state.last_seq, p.state.last_offset)).collect();
         assert_eq!(a, vec![("p0".into(), 2, 7), ("p1".into(), 1, 6)]);
+    }
+
+    #[test]
+    fn a_producers_entry_carries_its_run_within_the_block() {
+        // p at offsets 3, 4, 5 with seqs 7, 8, 9, q at 6, p again at 7 with seq 10: the
+        // run of p broken by q starts anew at seq 10.
+        let stamp = |id: &str, seq| Some(ProducerStamp { id: id.into(), epoch: 1, seq });
+        let records = [stamp("p", 7), stamp("p", 8), stamp("p", 9), stamp("q", 0), stamp("p", 10)];
+        let pending = Run { stream: "a".into(), start: 3, records: records.into_iter().map(|producer| StoredRecord { producer, value: vec![1] }).collect() };
+        let block = seal(vec![pending.clone()], &POLICY).unwrap();
+        let p = block.producers.iter().find(|e| e.producer == "p").unwrap();
+        assert_eq!(p.state, ProducerState { epoch: 1, first_seq: 10, last_seq: 10, last_offset: 7 });
+        let block = seal(vec![Run { records: pending.records[..3].to_vec(), ..pending }], &POLICY).unwrap();
+        assert_eq!(block.producers[0].state, ProducerState { epoch: 1, first_seq: 7, last_seq: 9, last_offset: 5 });
     }
 
     #[test]

@@ -47,17 +47,8 @@ pub const TRACE_EVENTS_MAX: usize = 200_000;
 pub struct Args {
     #[command(flatten)]
     wal: Option<WalArgs>,
-    /// Bench a running `walab serve` at this URL instead of a WAL: the `load --http`
-    /// writers, acked/s and latencies, and the server's persists and object PUTs per
-    /// record (from its `GET /stats`).
-    #[arg(long, value_name = "URL", conflicts_with = "wal")]
-    http: Option<String>,
-    /// With --http: streams the writers append to (writer w to stream w mod K).
-    #[arg(long, value_name = "K", default_value_t = 1)]
-    streams: usize,
-    /// With --http: how many of the writers are idempotent producers.
-    #[arg(long, value_name = "P", default_value_t = 0)]
-    producers: usize,
+    #[command(flatten)]
+    http: super::load_http::HttpArgs,
     /// Writer counts to run, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "1,8,64")]
     writers: Vec<usize>,
@@ -693,7 +684,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     if !(args.seconds.is_finite() && args.seconds > 0.0 && args.seconds <= 86_400.0) {
         return Err(CliError::usage("--seconds: must be a positive number"));
     }
-    if let Some(url) = args.http {
+    if let Some(url) = args.http.http {
         if args.trace.is_some() || args.against_raw_ms.is_some() {
             return Err(CliError::usage("--trace and --against-raw-ms: only with --wal"));
         }
@@ -702,8 +693,9 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             writers: args.writers,
             seconds: args.seconds,
             record_bytes: args.record_bytes,
-            streams: args.streams,
-            producers: args.producers,
+            streams: args.http.streams,
+            producers: args.http.producers,
+            batch: args.http.batch,
             run_id: default_run_id(),
             json: args.json,
         });

@@ -21,16 +21,8 @@ use crate::wal::{Wal, WalError, WalOptions};
 pub struct Args {
     #[command(flatten)]
     wal: Option<WalArgs>,
-    /// Append to a running `walab serve` at this URL instead of a WAL (prints
-    /// `ack <stream> <offset> <producer> <seq>`).
-    #[arg(long, value_name = "URL", conflicts_with = "wal")]
-    http: Option<String>,
-    /// With --http: streams the writers append to (writer w to stream w mod K).
-    #[arg(long, value_name = "K", default_value_t = 1)]
-    streams: usize,
-    /// With --http: how many of the writers are idempotent producers (epoch 1, seq from 0).
-    #[arg(long, value_name = "P", default_value_t = 0)]
-    producers: usize,
+    #[command(flatten)]
+    http: super::load_http::HttpArgs,
     /// Concurrent writers.
     #[arg(long, default_value_t = 1)]
     writers: usize,
@@ -60,15 +52,16 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     };
     let total = if deadline.is_some() { u64::MAX } else { args.records.unwrap_or(1000) };
     let run_id = args.run_id.unwrap_or_else(default_run_id);
-    if let Some(url) = args.http {
+    if let Some(url) = args.http.http {
         return super::load_http::run(super::load_http::HttpLoad {
             url,
             writers: args.writers,
             records: total,
             deadline,
             record_bytes: args.record_bytes,
-            streams: args.streams,
-            producers: args.producers,
+            streams: args.http.streams,
+            producers: args.http.producers,
+            batch: args.http.batch,
             run_id,
         });
     }

@@ -10,6 +10,8 @@
 //!
 //! Each writer holds one HTTP/1.1 connection of its own (hyper's connection API, with
 //! `TCP_NODELAY`) and sends one append at a time on it: no pool, no URL parsed per request.
+//! With `--batch N` each request is a batch append of N records (`POST
+//! /streams/{s}/batch`, [`crate::serve::batch`]); its acks are still printed one per record.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -24,7 +26,29 @@ use hyper_util::rt::TokioIo;
 
 use crate::cli_error::CliError;
 use crate::latency::LatencyHistogram;
+use crate::serve::batch::{encode_batch, BATCH_BODY_BYTES_MAX};
 use crate::serve::http::{EPOCH_HEADER, PRODUCER_HEADER, SEQ_HEADER};
+use crate::serve::store::BATCH_RECORDS_MAX;
+
+/// The flags `load --http` and `bench --http` share.
+#[derive(clap::Args, Debug, Clone)]
+pub struct HttpArgs {
+    /// Append to a running `walab serve` at this URL instead of a WAL (`load` prints
+    /// `ack <stream> <offset> <producer> <seq>`; `bench` reports acked/s, latencies and
+    /// the server's persists and object PUTs per record from its `GET /stats`).
+    #[arg(long, value_name = "URL", conflicts_with = "wal")]
+    pub http: Option<String>,
+    /// With --http: streams the writers append to (writer w to stream w mod K).
+    #[arg(long, value_name = "K", default_value_t = 1)]
+    pub streams: usize,
+    /// With --http: how many of the writers are idempotent producers (epoch 1, seq from 0).
+    #[arg(long, value_name = "P", default_value_t = 0)]
+    pub producers: usize,
+    /// With --http: records per request; above 1 each request is a batch append.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub batch: usize,
+}
+
 
 /// What `load --http` and `bench --http` need besides the shared writer flags.
 pub struct HttpLoad {
@@ -35,6 +59,8 @@ pub struct HttpLoad {
     pub record_bytes: usize,
     pub streams: usize,
     pub producers: usize,
+    /// Records per request (1: the single append route).
+    pub batch: usize,
     pub run_id: String,
 }
 
@@ -97,6 +123,8 @@ impl Connection {
 #[derive(serde::Deserialize)]
 struct Acked {
     offset: u64,
+    /// A batch's records (absent from a single append's answer).
+    count: Option<u64>,
 }
 
 /// One writer: its stream, its producer id, its connection.
@@ -108,8 +136,9 @@ struct Writer {
 }
 
 impl Writer {
-    /// Sends one append and reads its answer: the offset, or why not.
-    async fn append(&self, connection: &mut Connection, value: &bytes::Bytes, seq: u64) -> Result<u64, String> {
+    /// Sends one append (or one batch of `count` records, `body` already laid out) and
+    /// reads its answer: the (first) offset, or why not.
+    async fn append(&self, connection: &mut Connection, body: &bytes::Bytes, seq: u64, count: u64) -> Result<u64, String> {
         let mut request = Request::post(self.uri.clone()).header(HOST, self.host.clone());
         if let Some(producer) = &self.producer {
             request = request
@@ -119,7 +148,7 @@ impl Writer {
         }
         let request = request
             .header(CONTENT_TYPE, HeaderValue::from_static("application/octet-stream"))
-            .body(Body::from(value.clone()))
+            .body(Body::from(body.clone()))
             .map_err(|error| format!("{}: {error}", self.uri))?;
         let url = || format!("http://{}{}", self.host.to_str().unwrap_or("?"), self.uri);
         connection.sender.ready().await.map_err(|error| format!("{}: {error}", url()))?;
@@ -131,9 +160,12 @@ impl Writer {
         if !status.is_success() {
             return Err(format!("{}: {status}: {}", url(), String::from_utf8_lossy(&body)));
         }
-        serde_json::from_slice::<Acked>(&body)
-            .map(|acked| acked.offset)
-            .map_err(|_| format!("{}: an answer without an offset: {}", url(), String::from_utf8_lossy(&body)))
+        let acked = serde_json::from_slice::<Acked>(&body)
+            .map_err(|_| format!("{}: an answer without an offset: {}", url(), String::from_utf8_lossy(&body)))?;
+        if acked.count.unwrap_or(1) != count {
+            return Err(format!("{}: {count} records sent, the answer counts {:?}: {}", url(), acked.count, String::from_utf8_lossy(&body)));
+        }
+        Ok(acked.offset)
     }
 }
 
@@ -143,6 +175,12 @@ pub fn drive(load: &HttpLoad, ledger: Option<Arc<Mutex<std::io::Stdout>>>) -> Re
     let authority = authority_of(&load.url)?;
     if load.streams == 0 || load.streams > 100_000 {
         return Err(CliError::usage("--streams: must be between 1 and 100000"));
+    }
+    if !(1..=BATCH_RECORDS_MAX).contains(&load.batch) {
+        return Err(CliError::usage(format!("--batch: must be between 1 and {BATCH_RECORDS_MAX}")));
+    }
+    if load.batch * (load.record_bytes + 4) > BATCH_BODY_BYTES_MAX {
+        return Err(CliError::usage(format!("--batch times --record-bytes: a batch body is at most {BATCH_BODY_BYTES_MAX} bytes")));
     }
     if load.producers > load.writers {
         return Err(CliError::usage(format!("--producers {}: at most --writers ({})", load.producers, load.writers)));
@@ -155,13 +193,25 @@ pub fn drive(load: &HttpLoad, ledger: Option<Arc<Mutex<std::io::Stdout>>>) -> Re
         .map_err(|error| CliError::failed(format!("load: cannot start the runtime: {error}")))?;
     let stop = Arc::new(AtomicBool::new(false));
     let first_error: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
-    let value = bytes::Bytes::from(vec![b'v'; load.record_bytes]);
+    let value = vec![b'v'; load.record_bytes];
+    // The request bodies: one record, or a batch of `n` (every batch is full but a
+    // writer's last one under --records).
+    let body_of = |n: usize| -> bytes::Bytes {
+        if load.batch == 1 {
+            return bytes::Bytes::from(value.clone());
+        }
+        let mut body = Vec::with_capacity(n * (value.len() + 4));
+        encode_batch(std::iter::repeat_n(&value[..], n), &mut body);
+        bytes::Bytes::from(body)
+    };
+    let full_body = body_of(load.batch);
     let started = Instant::now();
     let histograms: Vec<LatencyHistogram> = runtime.block_on(async {
         let mut tasks = Vec::with_capacity(load.writers);
         for w in 0..load.writers {
             let stream = format!("{}-{}", load.run_id, w % load.streams);
-            let uri: Uri = format!("/streams/{stream}/records")
+            let route = if load.batch == 1 { "records" } else { "batch" };
+            let uri: Uri = format!("/streams/{stream}/{route}")
                 .parse()
                 .map_err(|_| CliError::usage(format!("--run-id {}: not usable in a URL path", load.run_id)))?;
             let producer = match w < load.producers {
@@ -173,7 +223,9 @@ pub fn drive(load: &HttpLoad, ledger: Option<Arc<Mutex<std::io::Stdout>>>) -> Re
             };
             let writer = Writer { stream, producer, uri, host: host.clone() };
             let share = load.records / load.writers as u64 + u64::from((w as u64) < load.records % load.writers as u64);
-            let (authority, value, ledger) = (authority.clone(), value.clone(), ledger.clone());
+            let (authority, ledger) = (authority.clone(), ledger.clone());
+            let batch = load.batch as u64;
+            let (full_body, last_body) = (full_body.clone(), body_of((share % batch) as usize));
             let (stop, first_error) = (Arc::clone(&stop), Arc::clone(&first_error));
             let deadline = load.deadline;
             tasks.push(tokio::spawn(async move {
@@ -189,32 +241,43 @@ pub fn drive(load: &HttpLoad, ledger: Option<Arc<Mutex<std::io::Stdout>>>) -> Re
                         return latency;
                     }
                 };
-                for seq in 0..share {
+                let mut seq = 0;
+                'requests: while seq < share {
                     if stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| Instant::now() >= d) {
                         break;
                     }
+                    let count = batch.min(share - seq);
+                    let body = if count == batch { &full_body } else { &last_body };
                     let sent = Instant::now();
-                    let offset = match writer.append(&mut connection, &value, seq).await {
+                    let offset = match writer.append(&mut connection, body, seq, count).await {
                         Ok(offset) => offset,
                         Err(error) => {
                             fail(error);
                             break;
                         }
                     };
-                    latency.record_duration(sent.elapsed());
+                    latency.record_n(u64::try_from(sent.elapsed().as_nanos()).unwrap_or(u64::MAX), count);
                     if let Some(ledger) = &ledger {
-                        let seq = seq.to_string();
-                        let (producer, seq) = match &writer.producer {
-                            Some(producer) => (producer.to_str().unwrap_or("?"), seq.as_str()),
-                            None => ("-", "-"),
-                        };
                         let mut out = ledger.lock().unwrap_or_else(|p| p.into_inner());
-                        if writeln!(out, "ack {} {offset} {producer} {seq}", writer.stream).and_then(|()| out.flush()).is_err() {
-                            // Nobody reads our promises any more (a closed pipe).
+                        for n in 0..count {
+                            let record_seq = (seq + n).to_string();
+                            let (producer, record_seq) = match &writer.producer {
+                                Some(producer) => (producer.to_str().unwrap_or("?"), record_seq.as_str()),
+                                None => ("-", "-"),
+                            };
+                            let line = writeln!(out, "ack {} {} {producer} {record_seq}", writer.stream, offset + n);
+                            if line.is_err() {
+                                // Nobody reads our promises any more (a closed pipe).
+                                stop.store(true, Ordering::Relaxed);
+                                break 'requests;
+                            }
+                        }
+                        if out.flush().is_err() {
                             stop.store(true, Ordering::Relaxed);
                             break;
                         }
                     }
+                    seq += count;
                 }
                 latency
             }));
@@ -240,13 +303,14 @@ pub fn run(load: HttpLoad) -> Result<ExitCode, CliError> {
     let run = drive(&load, Some(Arc::new(Mutex::new(std::io::stdout()))))?;
     let acked = run.latency.count();
     eprintln!(
-        "load: {acked} acked in {:.2} s: {:.0} acked/s, p50 {:.3} ms, p99 {:.3} ms ({} writers, {} streams)",
+        "load: {acked} acked in {:.2} s: {:.0} acked/s, p50 {:.3} ms, p99 {:.3} ms ({} writers, {} streams, {} per request)",
         run.elapsed.as_secs_f64(),
         acked as f64 / run.elapsed.as_secs_f64(),
         run.latency.quantile_ms(500),
         run.latency.quantile_ms(990),
         load.writers,
         load.streams.min(load.writers),
+        load.batch,
     );
     match run.error {
         Some(error) => Err(CliError::failed(error)),
@@ -293,6 +357,7 @@ pub struct HttpBench {
     pub record_bytes: usize,
     pub streams: usize,
     pub producers: usize,
+    pub batch: usize,
     pub run_id: String,
     pub json: bool,
 }
@@ -307,6 +372,8 @@ struct LatencyMs {
 struct BenchRunJson {
     writers: usize,
     streams: usize,
+    /// Records per request.
+    batch: usize,
     seconds: f64,
     acked: u64,
     acked_per_s: f64,
@@ -351,6 +418,7 @@ pub fn bench(bench: HttpBench) -> Result<ExitCode, CliError> {
             record_bytes: bench.record_bytes,
             streams: bench.streams,
             producers: bench.producers.min(writers),
+            batch: bench.batch,
             run_id: format!("{}-{writers}w", bench.run_id),
         };
         let run = drive(&load, None)?;
@@ -374,6 +442,7 @@ pub fn bench(bench: HttpBench) -> Result<ExitCode, CliError> {
         runs.push(BenchRunJson {
             writers,
             streams: bench.streams.min(writers),
+            batch: bench.batch,
             seconds: run.elapsed.as_secs_f64(),
             acked,
             acked_per_s: acked as f64 / run.elapsed.as_secs_f64(),
@@ -393,15 +462,16 @@ pub fn bench(bench: HttpBench) -> Result<ExitCode, CliError> {
     let _ = writeln!(out, "{} (WAL {}), {} B values", report.http, report.wal, report.record_bytes);
     let _ = writeln!(
         out,
-        "{:>7} {:>7} {:>11} {:>9} {:>9} {:>14} {:>14} {:>14}",
-        "writers", "streams", "acked/s", "p50 ms", "p99 ms", "persists/rec", "obj PUTs/rec", "S3 PUTs/rec"
+        "{:>7} {:>7} {:>5} {:>11} {:>9} {:>9} {:>14} {:>14} {:>14}",
+        "writers", "streams", "batch", "acked/s", "p50 ms", "p99 ms", "persists/rec", "obj PUTs/rec", "S3 PUTs/rec"
     );
     for run in &report.runs {
         let _ = writeln!(
             out,
-            "{:>7} {:>7} {:>11.0} {:>9.3} {:>9.3} {:>14} {:>14} {:>14}",
+            "{:>7} {:>7} {:>5} {:>11.0} {:>9.3} {:>9.3} {:>14} {:>14} {:>14}",
             run.writers,
             run.streams,
+            run.batch,
             run.acked_per_s,
             run.latency_ms.p50,
             run.latency_ms.p99,

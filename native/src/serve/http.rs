@@ -7,13 +7,14 @@ use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use base64::Engine;
 use serde_json::{json, Value};
 use walab_core::stream_store::log_cache::{ReadError, READ_RECORDS_MAX};
 use walab_core::stream_store::record::{ProducerStamp, RecordError, VALUE_BYTES_MAX};
 
+use super::batch::BATCH_BODY_BYTES_MAX;
 use super::store::{AppendError, Appended, ReadFailure, Store};
 
 /// The producer headers.
@@ -28,6 +29,7 @@ pub fn router(store: Arc<Store>) -> Router {
         .route("/stats", get(stats))
         .route("/streams/{stream}", get(summary))
         .route("/streams/{stream}/records", get(read).post(append))
+        .route("/streams/{stream}/batch", post(super::batch::append_batch).layer(DefaultBodyLimit::max(BATCH_BODY_BYTES_MAX)))
         .fallback(|| async { error(StatusCode::NOT_FOUND, "no such route; see GET /streams".to_string()) })
         .method_not_allowed_fallback(|| async {
             error(StatusCode::METHOD_NOT_ALLOWED, "method not allowed on this route".to_string())
@@ -37,7 +39,7 @@ pub fn router(store: Arc<Store>) -> Router {
         .with_state(store)
 }
 
-fn error(status: StatusCode, message: String) -> Response {
+pub(super) fn error(status: StatusCode, message: String) -> Response {
     (status, Json(json!({ "error": message }))).into_response()
 }
 
@@ -48,7 +50,7 @@ fn header_u64(headers: &HeaderMap, name: &str) -> Result<Option<u64>, String> {
 }
 
 /// The producer stamp the headers carry: all three headers, or none.
-fn producer_of(headers: &HeaderMap) -> Result<Option<ProducerStamp>, String> {
+pub(super) fn producer_of(headers: &HeaderMap) -> Result<Option<ProducerStamp>, String> {
     let id = match headers.get(PRODUCER_HEADER) {
         Some(value) => Some(value.to_str().map_err(|_| format!("{PRODUCER_HEADER}: not text"))?.to_string()),
         None => None,
@@ -101,11 +103,11 @@ fn acknowledgement(appended: Appended) -> Response {
     ([(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], body).into_response()
 }
 
-fn append_failure(failure: AppendError) -> Response {
+pub(super) fn append_failure(failure: AppendError) -> Response {
     let message = failure.to_string();
     let (status, extra) = match &failure {
         AppendError::BadRecord(RecordError::ValueTooLarge { .. }) => (StatusCode::PAYLOAD_TOO_LARGE, json!({})),
-        AppendError::BadName { .. } | AppendError::BadRecord(_) => (StatusCode::BAD_REQUEST, json!({})),
+        AppendError::BadName { .. } | AppendError::BadRecord(_) | AppendError::BadBatch(_) => (StatusCode::BAD_REQUEST, json!({})),
         AppendError::StaleEpoch { current, .. } => (StatusCode::CONFLICT, json!({ "current_epoch": current })),
         AppendError::SeqGap { expected, .. } => (StatusCode::CONFLICT, json!({ "expected_seq": expected })),
         AppendError::TooManyProducers { .. } | AppendError::TooManyStreams => (StatusCode::CONFLICT, json!({})),

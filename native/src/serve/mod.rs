@@ -16,6 +16,10 @@
 //! order, an acknowledged offset means every lower offset of that stream is durable too:
 //! reads return records below the highest acknowledged offset and never more.
 //!
+//! A batch append ([`batch`]) does the same for several records under one hold of the
+//! lock: the producer check for all its seqs at once, consecutive offsets, one submission
+//! after the other; the request waits until the last is durable and answers for all.
+//!
 //! Every WAL record carries the append whole (stream, offset, producer, epoch, seq,
 //! value; [`walab_core::stream_store::record`]), so at start the store is rebuilt from the
 //! WAL's recovery alone: the log caches at their offsets and the producers' table, which
@@ -47,6 +51,7 @@
 //! claimed and fenced as a WAL is, and compacted by snapshots of its state. A read below
 //! the log cache fetches its object each time (no object cache).
 
+pub mod batch;
 pub mod http;
 pub mod meta_log;
 pub mod objects;

@@ -11,7 +11,7 @@ use walab_core::stream_store::log_cache::{CachedRecord, ReadError, StreamLog};
 use walab_core::stream_store::meta::{MetaState, ObjectEntry};
 use walab_core::stream_store::object::{self, Run, StoredRecord};
 use walab_core::stream_store::producers::{ProducerTable, Verdict};
-use walab_core::stream_store::record::{AppendRecord, ProducerStamp, RecordError};
+use walab_core::stream_store::record::{AppendRecord, ProducerStamp, RecordError, VALUE_BYTES_MAX};
 use walab_core::stream_store::upload::SealPolicy;
 use walab_core::stream_store::{check_name, NameError};
 use walab_core::time::Nanos;
@@ -28,11 +28,17 @@ pub const STREAMS_MAX: usize = 100_000;
 /// fixed, are never reached.
 pub const INFLIGHT_BYTES_MAX: usize = 64 << 20;
 
+/// The most records in one batch append.
+pub const BATCH_RECORDS_MAX: usize = 1000;
+
 /// An acknowledged append.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Appended {
+    /// The (first) record's offset; a batch's records follow it.
     pub offset: u64,
-    /// The producer's last seq again: `offset` is what it got the first time.
+    /// Records appended (1 for a single append).
+    pub count: u64,
+    /// Seqs appended already: `offset` is what the first of them got the first time.
     pub duplicate: bool,
 }
 
@@ -44,6 +50,9 @@ pub enum AppendError {
     BadName { what: &'static str, name: String, error: NameError },
     #[error("{0}")]
     BadRecord(RecordError),
+    /// A batch that is empty, too long, or whose seqs would pass the last one.
+    #[error("batch: {0}")]
+    BadBatch(String),
     #[error("producer {producer} epoch {epoch} is fenced: the current epoch is {current}")]
     StaleEpoch { producer: String, epoch: u64, current: u64 },
     #[error("producer {producer} seq {seq} is not the next one: expected seq {expected}")]
@@ -256,23 +265,55 @@ impl Store {
         producer: Option<ProducerStamp>,
         value: Vec<u8>,
     ) -> Result<Appended, AppendError> {
-        let mut record = AppendRecord { stream: stream.to_string(), offset: 0, producer, value };
-        let value_bytes = pending_bytes_of(&record.value);
-        record.check().map_err(|error| match error {
+        self.append_batch(stream, producer, vec![value]).await
+    }
+
+    /// Appends `values` to `stream` as one batch at consecutive offsets and answers once
+    /// every one is durable. With a producer, its seq names the first record and record
+    /// `i` takes seq `seq + i`; the batch passes the producer check as a whole
+    /// ([`ProducerTable::check_batch`]): a retry of seqs all appended already is answered
+    /// as a duplicate with the offsets they got, any other overlap or a gap is refused.
+    pub async fn append_batch(
+        &self,
+        stream: &str,
+        producer: Option<ProducerStamp>,
+        values: Vec<Vec<u8>>,
+    ) -> Result<Appended, AppendError> {
+        let count = values.len() as u64;
+        if values.is_empty() || values.len() > BATCH_RECORDS_MAX {
+            return Err(AppendError::BadBatch(format!("{count} records: a batch holds 1 to {BATCH_RECORDS_MAX}")));
+        }
+        if let Some(stamp) = &producer {
+            if stamp.seq.checked_add(count - 1).is_none() {
+                return Err(AppendError::BadBatch(format!("seq {} plus {count} records is past the last seq", stamp.seq)));
+            }
+        }
+        let bad_record = |error: RecordError, producer: &Option<ProducerStamp>| match error {
             RecordError::BadStream(error) => AppendError::BadName { what: "stream name", name: stream.to_string(), error },
             RecordError::BadProducer(error) => AppendError::BadName {
                 what: "producer id",
-                name: record.producer.as_ref().map_or(String::new(), |p| p.id.clone()),
+                name: producer.as_ref().map_or(String::new(), |p| p.id.clone()),
                 error,
             },
             other => AppendError::BadRecord(other),
-        })?;
+        };
+        // The names once, then every value's size.
+        let mut record = AppendRecord { stream: stream.to_string(), offset: 0, producer, value: Vec::new() };
+        record.check().map_err(|error| bad_record(error, &record.producer))?;
+        let mut value_bytes = 0;
+        let mut cost = 0;
+        for value in &values {
+            if value.len() > VALUE_BYTES_MAX {
+                return Err(AppendError::BadRecord(RecordError::ValueTooLarge { bytes: value.len() }));
+            }
+            value_bytes += pending_bytes_of(value);
+            cost += tiny::record_len(record.stream.len(), value.len() + 160);
+        }
         if let Some(message) = self.failure.get() {
             return Err(AppendError::Stopped(message.clone()));
         }
-        let cost = tiny::record_len(record.stream.len(), record.value.len() + 160).min(INFLIGHT_BYTES_MAX);
         let _permit = Arc::clone(&self.inflight_bytes)
-            .acquire_many_owned(cost as u32)
+            .acquire_many_owned(cost.min(INFLIGHT_BYTES_MAX) as u32)
             .await
             .expect("the semaphore is never closed");
         let handle = self.stream_or_create(stream)?;
@@ -283,7 +324,7 @@ impl Store {
                 return Err(AppendError::Stopped(message.clone()));
             }
             if let Some(stamp) = &record.producer {
-                match state.producers.check(&stamp.id, stamp.epoch, stamp.seq) {
+                match state.producers.check_batch(&stamp.id, stamp.epoch, stamp.seq, count) {
                     Verdict::Fresh => {}
                     Verdict::Duplicate { offset } => break 'locked Err(offset),
                     Verdict::StaleEpoch { current } => {
@@ -295,61 +336,79 @@ impl Store {
                     Verdict::TooManyProducers => return Err(AppendError::TooManyProducers { stream: record.stream }),
                 }
             }
-            record.offset = state.log.end();
-            let mut bytes = Vec::with_capacity(record.value.len() + 32);
-            record.encode_value(&mut bytes);
-            let (wal_seq, pending) = {
-                let mut next_wal_seq = lock(&self.next_wal_seq);
+            let first_offset = state.log.end();
+            let first_seq = record.producer.as_ref().map(|stamp| stamp.seq);
+            let mut pending = Vec::with_capacity(values.len());
+            let mut bytes = Vec::with_capacity(values.iter().map(Vec::len).max().unwrap_or(0) + 32);
+            let mut next_wal_seq = lock(&self.next_wal_seq);
+            let first_wal_seq = *next_wal_seq;
+            for (index, value) in values.into_iter().enumerate() {
+                record.offset = first_offset + index as u64;
+                if let (Some(stamp), Some(first_seq)) = (&mut record.producer, first_seq) {
+                    stamp.seq = first_seq + index as u64;
+                }
+                record.value = value;
+                record.encode_value(&mut bytes);
                 match self.writer.submit(record.key(), &bytes) {
-                    Ok(pending) => {
-                        *next_wal_seq += 1;
-                        (*next_wal_seq - 1, pending)
+                    Ok(answer) => pending.push(answer),
+                    // Records of this batch already submitted may be written: their
+                    // offsets are fixed and the rest would be a gap, so the store stops.
+                    Err(error) if index > 0 => {
+                        *next_wal_seq += index as u64;
+                        return Err(AppendError::Unknown(self.fail(&error)));
                     }
                     Err(error) => return Err(AppendError::Stopped(self.fail(&error))),
                 }
-            };
-            if let Some(stamp) = &record.producer {
-                state.producers.record(&stamp.id, stamp.epoch, stamp.seq, record.offset);
+                if let Some(stamp) = &record.producer {
+                    state.producers.record(&stamp.id, stamp.epoch, stamp.seq, record.offset);
+                }
+                let wal_seq = first_wal_seq + index as u64;
+                let value = std::mem::take(&mut record.value);
+                state.log.push(CachedRecord { offset: record.offset, producer: record.producer.clone(), value, wal_seq });
             }
-            let offset = record.offset;
-            state.log.push(CachedRecord { offset, producer: record.producer, value: record.value, wal_seq });
-            Ok((offset, wal_seq, pending))
+            *next_wal_seq += count;
+            Ok((first_offset, first_wal_seq, pending))
         };
-        let (offset, expected_wal_seq, pending) = match submitted {
+        let (first_offset, first_wal_seq, pending) = match submitted {
             Ok(submitted) => submitted,
-            Err(duplicate_of) => return self.duplicate(&handle, duplicate_of).await,
+            Err(duplicate_of) => return self.duplicate(&handle, duplicate_of, count).await,
         };
-        match pending.durable().await {
-            Ok(wal_seq) if wal_seq != expected_wal_seq => {
-                let error = WalError::Refused(format!("the WAL gave seq {wal_seq} to the record expecting {expected_wal_seq}"));
-                Err(AppendError::Unknown(self.fail(&error)))
-            }
-            Ok(wal_seq) => {
-                lock(&handle).log.mark_durable(offset, wal_seq);
-                if self.pending_bytes.fetch_add(value_bytes, Ordering::AcqRel) <= 0 {
-                    let now = self.now();
-                    lock(&self.pending_since).get_or_insert(now);
+        for (index, answer) in pending.into_iter().enumerate() {
+            let expected_wal_seq = first_wal_seq + index as u64;
+            match answer.durable().await {
+                Ok(wal_seq) if wal_seq != expected_wal_seq => {
+                    let error = WalError::Refused(format!("the WAL gave seq {wal_seq} to the record expecting {expected_wal_seq}"));
+                    return Err(AppendError::Unknown(self.fail(&error)));
                 }
-                // Only duplicates waiting for their first copy listen. One that subscribed
-                // before the `mark_durable` above took the stream's lock is counted here;
-                // one that subscribes later finds the record durable under that lock.
-                if self.progress.receiver_count() > 0 {
-                    self.progress.send_modify(|n| *n += 1);
-                }
-                Ok(Appended { offset, duplicate: false })
+                Ok(_) => {}
+                // Any failure after the submission leaves the record's fate unknown, and
+                // the stream's later offsets cannot be trusted to follow without a gap:
+                // stop.
+                Err(error) => return Err(AppendError::Unknown(self.fail(&error))),
             }
-            // Any failure after the submission leaves the record's fate unknown, and the
-            // stream's later offsets cannot be trusted to follow without a gap: stop.
-            Err(error) => Err(AppendError::Unknown(self.fail(&error))),
         }
+        let last_offset = first_offset + count - 1;
+        lock(&handle).log.mark_durable(last_offset, first_wal_seq + count - 1);
+        if self.pending_bytes.fetch_add(value_bytes, Ordering::AcqRel) <= 0 {
+            let now = self.now();
+            lock(&self.pending_since).get_or_insert(now);
+        }
+        // Only duplicates waiting for their first copy listen. One that subscribed before
+        // the `mark_durable` above took the stream's lock is counted here; one that
+        // subscribes later finds the records durable under that lock.
+        if self.progress.receiver_count() > 0 {
+            self.progress.send_modify(|n| *n += 1);
+        }
+        Ok(Appended { offset: first_offset, count, duplicate: false })
     }
 
-    /// A duplicate is answered once the first copy is durable (it may still be in flight).
-    async fn duplicate(&self, handle: &Stream, offset: u64) -> Result<Appended, AppendError> {
+    /// A duplicate is answered once the first copy is durable (it may still be in flight):
+    /// `count` records from `offset`.
+    async fn duplicate(&self, handle: &Stream, offset: u64, count: u64) -> Result<Appended, AppendError> {
         let mut progress = self.progress.subscribe();
         loop {
-            if lock(handle).log.durable_end() > offset {
-                return Ok(Appended { offset, duplicate: true });
+            if lock(handle).log.durable_end() >= offset + count {
+                return Ok(Appended { offset, count, duplicate: true });
             }
             if let Some(message) = self.failure.get() {
                 return Err(AppendError::Unknown(message.clone()));
