@@ -1,5 +1,6 @@
 //! `walab crash-test --serve` end to end: the built binary kills and restarts its own
-//! `walab serve` children on a file WAL, and catches a server that breaks a promise.
+//! `walab serve` children on a file WAL (and on the S3 test server and Postgres), and
+//! catches a server that breaks a promise.
 
 use std::process::{Command, Output};
 
@@ -69,4 +70,35 @@ fn bad_serve_flags_are_refused_by_name() {
     let output = walab(&["crash-test", "--serve", "--power-loss"]);
     assert_eq!(output.status.code(), Some(2));
     assert!(text(&output.stderr).contains("--serve: not with --power-loss"), "{}", text(&output.stderr));
+}
+
+#[test]
+fn killing_the_server_on_an_s3_wal_breaks_no_promise() {
+    let s3 = walab::wal::s3::local_server::LocalS3::start();
+    let bucket = walab::wal::s3::local_server::BUCKET;
+    let mut command = Command::new(env!("CARGO_BIN_EXE_walab"));
+    command.args(["crash-test", "--serve", "--wal", &format!("s3://{bucket}/crash-serve"), "--endpoint", &s3.endpoint()]);
+    command.args(["--objects", &format!("s3://{bucket}/crash-serve-objects"), "--kills", "3", "--kill-after-ms-max", "400", "--json"]);
+    for (name, value) in s3.env() {
+        command.env(name, value);
+    }
+    let output = command.output().expect("walab runs");
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let report: serde_json::Value = serde_json::from_str(text(&output.stdout).trim()).expect("a JSON report");
+    assert_eq!((report["kills"].as_u64(), report["broken"].is_null()), (Some(3), true), "{report}");
+    assert!(report["acked"].as_u64().unwrap() > 0 && report["duplicates"].as_u64().unwrap() > 0, "{report}");
+}
+
+#[test]
+fn killing_the_server_on_a_postgres_wal_breaks_no_promise() {
+    let micros = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_micros();
+    let cluster = format!("crashserve{micros}");
+    let output = walab(&[
+        "crash-test", "--serve", "--wal", "postgres://postgres@127.0.0.1:5432/test", "--cluster", &cluster, "--kills", "3",
+        "--kill-after-ms-max", "400", "--json",
+    ]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let report: serde_json::Value = serde_json::from_str(text(&output.stdout).trim()).expect("a JSON report");
+    assert_eq!((report["kills"].as_u64(), report["broken"].is_null()), (Some(3), true), "{report}");
+    assert!(report["acked"].as_u64().unwrap() > 0 && report["duplicates"].as_u64().unwrap() > 0, "{report}");
 }

@@ -584,15 +584,25 @@ pub fn serve_kill_test(params: &ServeCrashParams, mut round_line: impl FnMut(&st
             producers[index] = producer;
         }
         // Restart on the same WAL, metadata and objects; retry; read everything back.
+        let restarting = Instant::now();
         server = Server::start(params)?;
+        let restart = restarting.elapsed();
+        let checking = Instant::now();
         let checked: Result<(Retried, u64, u64), Stop> = match broken {
             Some(stop) => Err(stop),
             None => runtime.block_on(async {
                 let mut client = Client::open(&server.authority).await.map_err(Stop::Harness)?;
                 let retried = retry(&mut client, &names, &mut producers, &mut ledger, params.record_bytes).await?;
+                // The streams are read at once, each on a connection of its own; the first
+                // stream's broken promise is the one reported.
+                let (names, ledger, authority) = (&names, &ledger, &server.authority);
+                let checks = (0..params.streams).map(|stream| async move {
+                    let mut client = Client::open(authority).await.map_err(Stop::Harness)?;
+                    check_stream(&mut client, names, stream, ledger, params.record_bytes).await
+                });
                 let (mut records, mut committed) = (0, 0);
-                for stream in 0..params.streams {
-                    let (end, stream_committed) = check_stream(&mut client, &names, stream, &ledger, params.record_bytes).await?;
+                for checked in futures::future::join_all(checks).await {
+                    let (end, stream_committed) = checked?;
                     records += end;
                     committed += stream_committed;
                 }
@@ -619,7 +629,7 @@ pub fn serve_kill_test(params: &ServeCrashParams, mut round_line: impl FnMut(&st
         report.committed = committed;
         report.acked = ledger.len();
         round_line(&format!(
-            "round {round}/{}: killed after {} ms, {} acked ({} in all), {} in flight (durable {}, appended on retry {}), {} duplicates answered, {records} records checked, {committed} committed to objects",
+            "round {round}/{}: killed after {} ms, {} acked ({} in all), {} in flight (durable {}, appended on retry {}), {} duplicates answered, {records} records checked, {committed} committed to objects; restart {} ms, check {} ms",
             params.kills,
             delay.as_millis(),
             ledger.len() - acked_before - retried.appended - (retried.durable),
@@ -628,6 +638,8 @@ pub fn serve_kill_test(params: &ServeCrashParams, mut round_line: impl FnMut(&st
             retried.durable,
             retried.appended,
             retried.duplicates,
+            restart.as_millis(),
+            checking.elapsed().as_millis(),
         ));
     }
     server.kill();
