@@ -78,7 +78,9 @@ fn killing_the_server_on_an_s3_wal_breaks_no_promise() {
     let bucket = walab::wal::s3::local_server::BUCKET;
     let mut command = Command::new(env!("CARGO_BIN_EXE_walab"));
     command.args(["crash-test", "--serve", "--wal", &format!("s3://{bucket}/crash-serve"), "--endpoint", &s3.endpoint()]);
-    command.args(["--objects", &format!("s3://{bucket}/crash-serve-objects"), "--kills", "3", "--kill-after-ms-max", "400", "--json"]);
+    // Everything on the bucket: the metadata log as the WAL's node 0_meta, the objects.
+    command.args(["--meta", &format!("s3://{bucket}/crash-serve"), "--objects", &format!("s3://{bucket}/crash-serve-objects")]);
+    command.args(["--kills", "3", "--kill-after-ms-max", "400", "--json"]);
     for (name, value) in s3.env() {
         command.env(name, value);
     }
@@ -96,6 +98,8 @@ fn killing_the_server_on_a_postgres_wal_breaks_no_promise() {
     let output = walab(&[
         "crash-test", "--serve", "--wal", "postgres://postgres@127.0.0.1:5432/test", "--cluster", &cluster, "--kills", "3",
         "--kill-after-ms-max", "400", "--json",
+        // The metadata log in Postgres too (the objects in a temporary directory).
+        "--meta", "postgres://postgres@127.0.0.1:5432/test",
     ]);
     assert!(output.status.success(), "{}", text(&output.stderr));
     let report: serde_json::Value = serde_json::from_str(text(&output.stdout).trim()).expect("a JSON report");
