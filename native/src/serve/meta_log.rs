@@ -9,11 +9,15 @@
 //! bucket), and it is claimed like any WAL: a file WAL's `LOCK`, a Postgres node row's
 //! epoch, an S3 registration.
 //!
-//! Compaction: after [`MetaLog::snapshot_due`] records, the uploader writes a snapshot of
-//! the state ([`MetaState::snapshot`]) and confirms the WAL below it, which trims the
-//! older records as the backend trims (whole file segments, a Postgres trim offset,
-//! S3 trim units); replay starts from the last complete snapshot
-//! ([`walab_core::stream_store::meta::replay`]).
+//! Compaction: once [`MetaLog::snapshot_due`], the uploader writes a snapshot of the
+//! state ([`MetaState::snapshot`]) and confirms the WAL below it, which trims the older
+//! records as the backend trims (whole file segments, a Postgres trim offset, S3 trim
+//! units); replay starts from the last complete snapshot
+//! ([`walab_core::stream_store::meta::replay`]). A snapshot is due after
+//! `--meta-snapshot-every` records *and* once the records since the last one hold at
+//! least as many bytes as it did: the state keeps one run per stream per upload, so a
+//! snapshot grows with the store, and writing one only after as many bytes of log keeps
+//! its cost per logged byte at most one and the log at most about twice the state.
 
 use std::sync::Arc;
 
@@ -82,6 +86,9 @@ pub struct MetaLog {
     state: MetaState,
     /// Records written after the last complete snapshot (or since the log began).
     since_snapshot: u64,
+    /// Their encoded bytes, and the last snapshot's.
+    since_snapshot_bytes: u64,
+    snapshot_bytes: u64,
     /// Set after a failed append: the state may be ahead of the log, so nothing more
     /// is written until a restart replays the log.
     failed: Option<String>,
@@ -101,7 +108,27 @@ impl MetaLog {
             records.push((record.seq, command));
         }
         let replayed = replay(&records).map_err(|error| format!("{}: {error}", wal.name()))?;
-        Ok(MetaLog { writer: wal.async_writer(), state: replayed.state, since_snapshot: replayed.since_snapshot, failed: None, wal })
+        // The records after the snapshot are the last `since_snapshot`; its parts are
+        // the ones from its first seq up to them.
+        let tail = recovered.records.len() - replayed.since_snapshot as usize;
+        let since_snapshot_bytes = recovered.records[tail..].iter().map(|r| r.value.len() as u64).sum();
+        let snapshot_bytes = match replayed.snapshot_seq {
+            Some(seq) => recovered.records[..tail].iter().filter(|r| r.seq >= seq).map(|r| r.value.len() as u64).sum(),
+            None => 0,
+        };
+        if let Some(seq) = replayed.snapshot_seq {
+            // What a crash kept from being trimmed after the last snapshot may go now.
+            wal.confirm_consumer(seq - 1);
+        }
+        Ok(MetaLog {
+            writer: wal.async_writer(),
+            state: replayed.state,
+            since_snapshot: replayed.since_snapshot,
+            since_snapshot_bytes,
+            snapshot_bytes,
+            failed: None,
+            wal,
+        })
     }
 
     pub fn name(&self) -> &str {
@@ -128,9 +155,11 @@ impl MetaLog {
 
     /// Makes `command` durable; its seq.
     async fn write(&mut self, command: &MetaCommand) -> Result<u64, String> {
-        match self.writer.append(META_KEY, &command.encode()).await {
+        let bytes = command.encode();
+        match self.writer.append(META_KEY, &bytes).await {
             Ok(seq) => {
                 self.since_snapshot += 1;
+                self.since_snapshot_bytes += bytes.len() as u64;
                 Ok(seq)
             }
             Err(error) => {
@@ -141,9 +170,10 @@ impl MetaLog {
         }
     }
 
-    /// Whether `every` records or more were written since the last snapshot.
+    /// Whether `every` records or more were written since the last snapshot, holding at
+    /// least as many bytes as it did.
     pub fn snapshot_due(&self, every: u64) -> bool {
-        self.since_snapshot >= every
+        self.since_snapshot >= every && self.since_snapshot_bytes >= self.snapshot_bytes
     }
 
     /// Writes the state as a snapshot and confirms the WAL below its first part, so the
@@ -158,10 +188,52 @@ impl MetaLog {
             let seq = self.write(part).await?;
             first_seq.get_or_insert(seq);
         }
+        self.snapshot_bytes = parts.iter().map(|part| part.encode().len() as u64).sum();
         self.since_snapshot = 0;
+        self.since_snapshot_bytes = 0;
         if let Some(first_seq) = first_seq {
             self.wal.confirm_consumer(first_seq - 1);
         }
         Ok(parts.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reserve_one(log: &MetaLog) -> MetaCommand {
+        log.state().reserve(1)
+    }
+
+    #[test]
+    fn a_snapshot_is_due_after_as_many_bytes_as_it_took_also_after_a_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let mut log = MetaLog::open(file_backend(dir.path().join("meta"))).unwrap();
+        let reserve_bytes = reserve_one(&log).encode().len() as u64;
+        for _ in 0..40 {
+            let command = reserve_one(&log);
+            runtime.block_on(log.append(command)).unwrap();
+        }
+        assert!(log.snapshot_due(40) && !log.snapshot_due(41));
+        let parts = runtime.block_on(log.snapshot()).unwrap();
+        assert_eq!(parts, 1);
+        // 40 reserved ids: the state's encoding is several reservations' worth of bytes.
+        let snapshot_bytes = log.state().snapshot()[0].encode().len() as u64;
+        let needed = snapshot_bytes.div_ceil(reserve_bytes);
+        assert!(needed > 2, "{snapshot_bytes} bytes");
+        for written in 1..=needed {
+            let command = reserve_one(&log);
+            runtime.block_on(log.append(command)).unwrap();
+            assert_eq!(log.snapshot_due(1), written == needed, "after {written} of {needed}");
+            if written == needed - 1 {
+                // A reopen counts the same: the snapshot's bytes and the records after it.
+                drop(log);
+                log = MetaLog::open(file_backend(dir.path().join("meta"))).unwrap();
+                assert_eq!(log.state().reserved_ids().len() as u64, 40 + written);
+                assert!(!log.snapshot_due(1));
+            }
+        }
     }
 }
