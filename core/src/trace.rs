@@ -145,7 +145,19 @@ pub enum Event {
     },
     /// A free-form note for the page ("E1: retry the sync and carry on").
     Note { text: String },
+    /// `walab serve`'s upload sealed block `block` of the log cache: `records` durable
+    /// records (`bytes` bytes of values) to become `objects` objects. Their PUTs are syncs
+    /// on the trace's `objects` file, numbered from [`OBJECT_SYNC_BASE`] plus the object id.
+    BlockSealed { block: u64, records: u64, bytes: u64, objects: u64 },
+    /// One command in `walab serve`'s metadata log committed block `block`: its `records`
+    /// records are in committed objects now, where readers find them, and the WAL no
+    /// longer has to keep them.
+    Committed { block: u64, records: u64 },
 }
+
+/// `walab serve`'s live trace numbers an object's PUT as sync `OBJECT_SYNC_BASE + id`,
+/// apart from the WAL's batches.
+pub const OBJECT_SYNC_BASE: u64 = 1 << 48;
 
 /// An event at its instant.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -198,6 +210,9 @@ mod wire {
         lost_acknowledged: Option<Vec<u64>>,
         stop: Option<TraceScanStop>,
         text: Option<String>,
+        block: Option<u64>,
+        records: Option<u64>,
+        objects: Option<u64>,
     }
 
     impl TryFrom<WireEvent> for TraceEvent {
@@ -250,6 +265,8 @@ mod wire {
                     stop: need!(stop),
                 },
                 "note" => Event::Note { text: need!(text) },
+                "block_sealed" => Event::BlockSealed { block: need!(block), records: need!(records), bytes: need!(bytes), objects: need!(objects) },
+                "committed" => Event::Committed { block: need!(block), records: need!(records) },
                 _ => return Err(format!("event {name:?} at {} ns: not an event this trace format has", at.0)),
             };
             Ok(TraceEvent { at, event })
@@ -556,7 +573,9 @@ impl StateAt {
             | Event::Gates { .. }
             | Event::ReaderConfirmed { .. }
             | Event::Recovery { .. }
-            | Event::Note { .. } => {}
+            | Event::Note { .. }
+            | Event::BlockSealed { .. }
+            | Event::Committed { .. } => {}
         }
     }
 

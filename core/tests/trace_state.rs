@@ -72,6 +72,8 @@ fn every_event_reads_back_and_a_bad_one_is_named() {
         Event::Gates { file: 1, flushed: true, readers_done: false },
         Event::Delete { file: 1 },
         Event::ReaderConfirmed { reader: "cdc".into(), seq: 5 },
+        Event::BlockSealed { block: 3, records: 40, bytes: 4000, objects: 2 },
+        Event::Committed { block: 3, records: 40 },
         Event::PowerCut,
         Event::Recovery {
             acknowledged: vec![1, 2],

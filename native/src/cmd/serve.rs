@@ -15,6 +15,7 @@ use crate::serve::uploader::{CrashPoint, Uploader};
 use crate::serve::{http, Store};
 use crate::wal::file::node_dir;
 use crate::wal::url::{parse_wal_url, WalArgs, WalUrl};
+use crate::wal::live::LiveTrace;
 use crate::wal::{Wal, WalOptions};
 
 use super::common::open_failure;
@@ -53,6 +54,10 @@ pub struct Args {
     /// records before a snapshot are trimmed.
     #[arg(long, value_name = "RECORDS", default_value_t = meta_log::SNAPSHOT_EVERY_DEFAULT)]
     meta_snapshot_every: u64,
+    /// The lab's page to serve at / (a built dist/ holding index.html; `GET /trace` is
+    /// the live trace it draws). Default: ./dist if it holds index.html, else no page.
+    #[arg(long, value_name = "DIR")]
+    page: Option<PathBuf>,
     /// A fault for crash tests: abort an upload at this point (before-commit: after its
     /// PUTs; after-commit: after its commit, before the WAL is confirmed).
     #[arg(long, hide = true, value_enum, value_name = "POINT")]
@@ -132,7 +137,9 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let meta = MetaLog::open(meta_backend).map_err(CliError::failed)?;
     // The WAL is opened (and recovered) before the runtime starts: a backend with a
     // runtime of its own must not be opened from inside another.
-    let (wal, mut recovered) = Wal::open(backend, WalOptions::default()).map_err(open_failure)?;
+    let page = crate::serve::live::page_dir(args.page.as_deref()).map_err(CliError::usage)?;
+    let live = LiveTrace::new("walab-serve");
+    let (wal, mut recovered) = Wal::open_live(backend, WalOptions::default(), Some(live)).map_err(open_failure)?;
     if args.fault == Some(Fault::SkipWalReplay) {
         recovered.records.clear();
     }
@@ -147,7 +154,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         .build()
         .map_err(|error| CliError::failed(format!("serve: cannot start the runtime: {error}")))?;
     let snapshot_every = args.meta_snapshot_every;
-    let mut uploader = Uploader { store: Arc::clone(&store), meta, objects, policy, crash_at: args.crash_at, snapshot_every };
+    let mut uploader = Uploader { store: Arc::clone(&store), meta, objects, policy, crash_at: args.crash_at, snapshot_every, sealed: 0 };
     runtime.block_on(async move {
         let expired = uploader.expire_orphans().await.map_err(CliError::failed)?;
         if expired > 0 {
@@ -159,7 +166,12 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         let bound = listener.local_addr().map_err(|error| CliError::failed(format!("--listen {listen}: {error}")))?;
         tokio::spawn(uploader.run());
         eprintln!("walab serve: listening on http://{bound}");
-        axum::serve(listener, http::router(store))
+        let mut routes = http::router(store);
+        if let Some(dir) = &page {
+            eprintln!("walab serve: the lab's page at http://{bound}/ (from {}), watching this server", dir.display());
+            routes = crate::serve::live::with_page(routes, dir);
+        }
+        axum::serve(listener, routes)
             .await
             .map_err(|error| CliError::failed(format!("serve: http://{bound}: {error}")))
     })?;

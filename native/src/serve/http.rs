@@ -27,6 +27,7 @@ pub fn router(store: Arc<Store>) -> Router {
     Router::new()
         .route("/streams", get(list))
         .route("/stats", get(stats))
+        .route("/trace", get(super::live::trace))
         .route("/streams/{stream}", get(summary))
         .route("/streams/{stream}/records", get(read).post(append))
         .route("/streams/{stream}/batch", post(super::batch::append_batch).layer(DefaultBodyLimit::max(BATCH_BODY_BYTES_MAX)))

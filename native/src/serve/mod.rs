@@ -53,6 +53,7 @@
 
 pub mod batch;
 pub mod http;
+pub mod live;
 pub mod meta_log;
 pub mod objects;
 pub mod store;

@@ -17,6 +17,7 @@ use walab_core::stream_store::{check_name, NameError};
 use walab_core::time::Nanos;
 
 use super::objects::Objects;
+use crate::wal::live::LiveTrace;
 use crate::wal::{AsyncWriter, Recovered, Wal, WalError};
 
 /// The most streams one store holds; an append that would create one more is refused.
@@ -535,6 +536,11 @@ impl Store {
             }
         }
         through
+    }
+
+    /// The live trace the WAL and the upload send to, if the WAL was opened with one.
+    pub fn live(&self) -> Option<&Arc<LiveTrace>> {
+        self.wal.live()
     }
 
     /// The counters since start.

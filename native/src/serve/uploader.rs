@@ -26,7 +26,10 @@ use walab_core::stream_store::meta::MetaCommand;
 use walab_core::stream_store::object;
 use walab_core::stream_store::upload::{seal, SealPolicy};
 
+use walab_core::trace::Event;
+
 use super::meta_log::MetaLog;
+use crate::wal::live::{OBJECTS_FILE, OBJECT_SYNC_BASE};
 use super::objects::Objects;
 use super::store::Store;
 
@@ -40,6 +43,8 @@ pub struct Uploader {
     pub crash_at: Option<CrashPoint>,
     /// Snapshot the metadata log (and let it trim) after this many of its records.
     pub snapshot_every: u64,
+    /// Blocks sealed since start: the live trace's block numbers.
+    pub sealed: u64,
 }
 
 /// Where a crash test's server aborts an upload (`walab serve --crash-at`).
@@ -92,6 +97,7 @@ impl Uploader {
             while self.store.upload_due(&self.policy) {
                 if let Err(error) = self.upload_once().await {
                     eprintln!("walab serve: upload: {error}");
+                    self.live(|| vec![Event::Note { text: format!("the upload failed ({error}); it tries again in a second") }]);
                     if self.meta.failed() {
                         eprintln!("walab serve: uploads stopped until a restart; appends go on into the WAL");
                         return;
@@ -102,21 +108,43 @@ impl Uploader {
         }
     }
 
+    /// Sends live events, made only if someone listens.
+    fn live(&self, make: impl FnOnce() -> Vec<Event>) {
+        if let Some(live) = self.store.live() {
+            live.emit_with(make);
+        }
+    }
+
     /// Seals, uploads and commits one block; `false` when nothing was pending.
     pub async fn upload_once(&mut self) -> Result<bool, String> {
         let Some(block) = seal(self.store.pending_runs(self.policy.block_bytes), &self.policy) else {
             return Ok(false);
         };
+        self.sealed += 1;
+        let number = self.sealed;
+        let records: u64 = block.objects.iter().flatten().map(|run| run.records.len() as u64).sum();
+        self.live(|| {
+            let bytes = block.objects.iter().flatten().flat_map(|run| &run.records).map(|record| record.value.len() as u64).sum();
+            vec![Event::BlockSealed { block: number, records, bytes, objects: block.objects.len() as u64 }]
+        });
         let reserve = self.meta.state().reserve(block.objects.len() as u32);
         let MetaCommand::Reserve { first, count } = reserve else { unreachable!("reserve gives a reservation") };
         self.meta.append(reserve).await?;
         let ids: Vec<u64> = (first..first + u64::from(count)).collect();
         for (runs, &id) in block.objects.iter().zip(&ids) {
-            self.objects.put(id, object::encode(runs)).await?;
+            let sync = OBJECT_SYNC_BASE + id;
+            self.live(|| vec![Event::SyncStart { sync, file: OBJECTS_FILE, batch: None, units: Vec::new() }]);
+            let put = self.objects.put(id, object::encode(runs)).await;
+            self.live(|| {
+                let error = put.is_err().then_some(walab_core::group_commit::SyncError::Unavailable);
+                vec![Event::SyncEnd { sync, file: OBJECTS_FILE, ok: put.is_ok(), error }]
+            });
+            put?;
         }
         self.crash_if_at(CrashPoint::BeforeCommit, &ids);
         let entries = block.commit_entries(&ids);
         self.meta.append(MetaCommand::Commit { objects: entries.clone(), producers: block.producers }).await?;
+        self.live(|| vec![Event::Committed { block: number, records }]);
         self.crash_if_at(CrashPoint::AfterCommit, &ids);
         self.store.committed(&entries);
         if self.meta.snapshot_due(self.snapshot_every) {

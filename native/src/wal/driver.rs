@@ -10,13 +10,14 @@ use std::time::{Duration, Instant};
 use walab_core::codec::tiny;
 use walab_core::group_commit::{Action, AppendError, BatchId, GroupCommit, SyncError, Ticket};
 use walab_core::time::Nanos;
-use walab_core::trace::Trace;
+use walab_core::trace::{Event as TraceEvent, Trace};
 
 use super::backend::{Backend, Completion, WalError};
 use super::file::affinity;
 use super::handle::ReaderId;
 use super::os::{precise_timers, tuned, yield_to_a_waking_thread, Tuning};
 use super::stats::WalStats;
+use super::live::{LiveTrace, WAL_FILE};
 use super::trace::TraceRecorder;
 use super::writer::{seal_record, Reply, ReplyTo};
 
@@ -88,6 +89,9 @@ pub(super) struct Driver {
     pub(super) next_reader: u64,
     pub(super) stats: Arc<Mutex<WalStats>>,
     pub(super) trace: Option<TraceRecorder>,
+    /// The live feed (`walab serve`'s `GET /trace`); events are made only while someone
+    /// listens.
+    pub(super) live: Option<Arc<LiveTrace>>,
     pub(super) shutting_down: bool,
     /// Whether an idle driver may poll before sleeping (more than one core).
     pub(super) spin: bool,
@@ -111,6 +115,13 @@ impl Driver {
         let now = self.now();
         if let Some(trace) = &mut self.trace {
             f(trace, now);
+        }
+    }
+
+    /// Sends live events, made only if someone listens.
+    fn live(&self, make: impl FnOnce() -> Vec<TraceEvent>) {
+        if let Some(live) = &self.live {
+            live.emit_with(make);
         }
     }
 
@@ -211,6 +222,7 @@ impl Driver {
                     }
                 }
                 self.record(|trace, at| trace.persist_end(at, batch, result));
+                self.live(|| vec![TraceEvent::SyncEnd { sync: batch.0, file: WAL_FILE, ok: result.is_ok(), error: result.err() }]);
                 self.last_completion = Some(Instant::now());
                 self.machine.recycle_buffer(buffer);
                 // An unknown batch would be a driver bug; the machine reports it as data.
@@ -267,6 +279,7 @@ impl Driver {
                     let key = record[tiny::put_key_range(key_bytes)].to_vec();
                     self.record(|trace, at| trace.arrive(at, seq, segment, record_bytes, &key));
                 }
+                self.live(|| vec![TraceEvent::Arrive { write: seq }]);
                 self.waiting.push_back((ticket, reply, record));
             }
             Err(AppendError::Failed(error)) => {
@@ -362,6 +375,18 @@ impl Driver {
             match action {
                 Action::Persist(batch) => {
                     self.record(|trace, at| trace.persist_start(at, &batch));
+                    self.live(|| {
+                        let formed = TraceEvent::BatchFormed {
+                            batch: batch.id.0,
+                            segment: batch.segment,
+                            first_write: batch.tickets.first.0,
+                            writes: batch.tickets.count,
+                            offset: batch.offset,
+                            bytes: batch.bytes.len() as u64,
+                        };
+                        let sync = TraceEvent::SyncStart { sync: batch.id.0, file: WAL_FILE, batch: Some(batch.id.0), units: Vec::new() };
+                        vec![formed, sync]
+                    });
                     if let Some(last) = batch.tickets.last() {
                         self.segment_last_seq.insert(batch.segment, Some(last.0));
                     }
@@ -391,6 +416,7 @@ impl Driver {
                 }
                 Action::Ack(tickets) => {
                     self.record(|trace, at| trace.ack(at, tickets));
+                    self.live(|| vec![TraceEvent::Ack { first_write: tickets.first.0, writes: tickets.count }]);
                     self.stats.lock().unwrap_or_else(|p| p.into_inner()).acked += tickets.count;
                     for _ in 0..tickets.count {
                         let (ticket, reply, buffer) =
@@ -401,6 +427,7 @@ impl Driver {
                 }
                 Action::Fail { tickets, error } => {
                     self.record(|trace, at| trace.fail(at, tickets, error));
+                    self.live(|| vec![TraceEvent::Fail { first_write: tickets.first.0, writes: tickets.count, error }]);
                     self.stats.lock().unwrap_or_else(|p| p.into_inner()).failed += tickets.count;
                     // With several batches in flight, batches submitted before the
                     // failed one may still be acknowledged *after* this failure, so the
@@ -426,6 +453,7 @@ impl Driver {
         if confirmed > self.confirmed_seq {
             self.confirmed_seq = confirmed;
             self.backend.confirmed(confirmed);
+            self.live(|| vec![TraceEvent::ReaderConfirmed { reader: "consumer".to_string(), seq: confirmed }]);
         }
         let newest_with_records = self.segment_last_seq.iter().rev().find(|(_, last)| last.is_some()).map(|(s, _)| *s);
         let Some(newest_with_records) = newest_with_records else { return };
@@ -449,6 +477,14 @@ impl Driver {
                     for &segment in &removable {
                         trace.delete(at, segment);
                     }
+                });
+                self.live(|| {
+                    let (first, last) = (removable[0], removable[removable.len() - 1]);
+                    let text = match first == last {
+                        true => format!("WAL segment {first} removed: every record in it is confirmed"),
+                        false => format!("WAL segments {first} to {last} removed: every record in them is confirmed"),
+                    };
+                    vec![TraceEvent::Note { text }]
                 });
             }
             Err(_) => {

@@ -12,6 +12,7 @@ use walab_core::trace::Trace;
 
 use super::backend::{Backend, Recovered, WalError};
 use super::driver::{Driver, DriverResult, Event};
+use super::live::LiveTrace;
 use super::stats::WalStats;
 use super::trace::TraceRecorder;
 use super::writer::{AsyncWriter, Writer};
@@ -47,16 +48,25 @@ pub struct Wal {
     name: String,
     /// Where the driver runs, if it was pinned ([`Backend::sync_cpus`]).
     sync_cpus: Option<Vec<usize>>,
+    live: Option<Arc<LiveTrace>>,
 }
 
 impl Wal {
     /// Recovers the backend's log and starts the driver. Returns the WAL and the records
     /// recovery found.
-    pub fn open(mut backend: Box<dyn Backend>, options: WalOptions) -> Result<(Wal, Recovered), WalError> {
+    pub fn open(backend: Box<dyn Backend>, options: WalOptions) -> Result<(Wal, Recovered), WalError> {
+        Wal::open_live(backend, options, None)
+    }
+
+    /// [`Wal::open`], with the driver's events also sent to a live feed.
+    pub fn open_live(mut backend: Box<dyn Backend>, options: WalOptions, live: Option<Arc<LiveTrace>>) -> Result<(Wal, Recovered), WalError> {
         let name = backend.describe();
         let sync_cpus = backend.sync_cpus();
         let recovered = backend.recover()?;
         let machine_config = options.machine.unwrap_or_else(|| backend.machine_config());
+        if let Some(live) = &live {
+            live.set_wal(machine_config.policy.kind().name(), &name);
+        }
         let machine = GroupCommit::resume(
             machine_config,
             Ticket(recovered.next_seq),
@@ -97,6 +107,7 @@ impl Wal {
                 let policy = machine_config.policy.kind().name();
                 TraceRecorder::new("native-file", policy, recovered.next_seq, recovered_segment_bytes_max, events_max)
             }),
+            live: live.clone(),
             shutting_down: false,
             spin: std::thread::available_parallelism().is_ok_and(|n| n.get() > 1),
             last_completion: None,
@@ -118,6 +129,7 @@ impl Wal {
                 stats,
                 name,
                 sync_cpus,
+                live,
             },
             recovered,
         ))
@@ -125,6 +137,11 @@ impl Wal {
 
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The live feed the driver sends its events to, if it was opened with one.
+    pub fn live(&self) -> Option<&Arc<LiveTrace>> {
+        self.live.as_ref()
     }
 
     /// The CPUs the driver (and the backend's sync threads) run on, if pinned.

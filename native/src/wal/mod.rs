@@ -108,6 +108,7 @@ mod backend;
 mod driver;
 pub mod file;
 mod handle;
+pub mod live;
 pub mod os;
 pub mod postgres;
 pub mod s3;

@@ -131,6 +131,13 @@ fn describe_events(trace: &Trace, from: usize, to: usize, sync_batch: &mut BTree
             Event::Delete { file } => deleted.push(name(*file)),
             Event::PowerCut => sentences.push("the power fails: the page cache and the drive's cache are gone".to_string()),
             Event::Note { text } => sentences.push(text.clone()),
+            Event::BlockSealed { block, records, objects, .. } => sentences.push(format!(
+                "the upload seals log-cache block {block}: {records} records, to become {objects} object{}",
+                if *objects == 1 { "" } else { "s" }
+            )),
+            Event::Committed { block, records } => {
+                sentences.push(format!("one commit in the metadata log makes block {block}'s {records} records committed"))
+            }
             Event::Create { .. } | Event::Write { .. } | Event::Gates { .. } | Event::ReaderConfirmed { .. } | Event::Recovery { .. } => {}
         }
     }
