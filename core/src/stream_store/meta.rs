@@ -387,9 +387,10 @@ impl core::fmt::Display for ReplayError {
 }
 
 /// Replays a metadata log's records `(seq, command)`, in seq order, as its recovery
-/// found them (records 1, 2, ... of a new log; a compacted log's from some later seq):
-/// from the last complete snapshot, or from the start when there is none.
-pub fn replay(records: &[(u64, MetaCommand)]) -> Result<Replayed, ReplayError> {
+/// found them (records 1, 2, ... of a new log; a compacted log's from some later seq),
+/// `next_seq` being the seq its next record gets: from the last complete snapshot, or
+/// from the start when there is none.
+pub fn replay(records: &[(u64, MetaCommand)], next_seq: u64) -> Result<Replayed, ReplayError> {
     // The last run of parts 0..parts, one after the other with nothing between.
     let mut last_complete: Option<(usize, usize)> = None;
     let mut open: Option<(usize, u32)> = None;
@@ -423,10 +424,10 @@ pub fn replay(records: &[(u64, MetaCommand)]) -> Result<Replayed, ReplayError> {
             (state, end + 1, Some(seq))
         }
         None => {
-            if let Some(&(first_seq, _)) = records.first() {
-                if first_seq != 1 {
-                    return Err(ReplayError::NoStart { first_seq });
-                }
+            // An empty log is a new one only if it never took a record.
+            let first_seq = records.first().map_or(next_seq, |&(seq, _)| seq);
+            if first_seq != 1 {
+                return Err(ReplayError::NoStart { first_seq });
             }
             (MetaState::default(), 0, None)
         }
@@ -683,6 +684,11 @@ mod tests {
         commands.into_iter().enumerate().map(|(n, command)| (first_seq + n as u64, command)).collect()
     }
 
+    /// Replays records that are the whole tail of their log.
+    fn replay_all(records: &[(u64, MetaCommand)]) -> Result<Replayed, ReplayError> {
+        replay(records, records.last().map_or(1, |&(seq, _)| seq + 1))
+    }
+
     #[test]
     fn a_snapshot_round_trips_the_state_in_as_many_parts_as_it_needs() {
         let (small, _) = built(3, 2);
@@ -734,19 +740,22 @@ mod tests {
         let reserve = after.reserve(1);
         after.apply(&reserve).unwrap();
         commands.push(reserve);
-        let whole = replay(&numbered(commands.clone(), 1)).unwrap();
+        let whole = replay_all(&numbered(commands.clone(), 1)).unwrap();
         assert_eq!(whole, Replayed { state: after.clone(), snapshot_seq: Some(snapshot_at), since_snapshot: 1 });
         // Trimmed below the snapshot, or only partly: the same state.
         for first in [snapshot_at, snapshot_at - 5] {
             let kept = numbered(commands[(first - 1) as usize..].to_vec(), first);
-            assert_eq!(replay(&kept).unwrap(), whole);
+            assert_eq!(replay_all(&kept).unwrap(), whole);
         }
         // Without the snapshot, from record 1: the same state by applying every command.
         let plain: Vec<MetaCommand> = commands.iter().filter(|c| !matches!(c, MetaCommand::Snapshot { .. })).cloned().collect();
-        let from_start = replay(&numbered(plain.clone(), 1)).unwrap();
+        let from_start = replay_all(&numbered(plain.clone(), 1)).unwrap();
         assert_eq!((from_start.state, from_start.snapshot_seq), (after, None));
+        // A new log is empty; an empty log that took records lost them all.
+        assert_eq!(replay(&[], 1).map(|r| r.state), Ok(MetaState::default()));
+        assert_eq!(replay(&[], 9), Err(ReplayError::NoStart { first_seq: 9 }));
         // A log that does not start at record 1 and holds no snapshot is refused.
-        assert_eq!(replay(&numbered(plain[3..].to_vec(), 4)), Err(ReplayError::NoStart { first_seq: 4 }));
+        assert_eq!(replay_all(&numbered(plain[3..].to_vec(), 4)), Err(ReplayError::NoStart { first_seq: 4 }));
     }
 
     #[test]
@@ -760,18 +769,18 @@ mod tests {
         let reserve = after.reserve(1);
         after.apply(&reserve).unwrap();
         commands.push(reserve.clone());
-        let replayed = replay(&numbered(commands.clone(), 1)).unwrap();
+        let replayed = replay_all(&numbered(commands.clone(), 1)).unwrap();
         assert_eq!((&replayed.state, replayed.snapshot_seq), (&after, None));
         // Parts out of order or of two snapshots do not make one.
         let mut mixed = commands.clone();
         mixed.truncate(mixed.len() - 3);
         mixed.extend([parts[0].clone(), parts[2].clone(), parts[1].clone()]);
         mixed.extend(parts[3..].iter().cloned());
-        assert_eq!(replay(&numbered(mixed, 1)).unwrap().snapshot_seq, None);
+        assert_eq!(replay_all(&numbered(mixed, 1)).unwrap().snapshot_seq, None);
         // A whole snapshot written after the cut one counts.
         let first = commands.len() as u64 + 1;
         commands.extend(after.snapshot());
-        let replayed = replay(&numbered(commands, 1)).unwrap();
+        let replayed = replay_all(&numbered(commands, 1)).unwrap();
         assert_eq!((replayed.state, replayed.snapshot_seq, replayed.since_snapshot), (after, Some(first), 0));
     }
 

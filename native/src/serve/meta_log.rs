@@ -107,7 +107,7 @@ impl MetaLog {
                 .map_err(|error| format!("{}: metadata record {}: {error}", wal.name(), record.seq))?;
             records.push((record.seq, command));
         }
-        let replayed = replay(&records).map_err(|error| format!("{}: {error}", wal.name()))?;
+        let replayed = replay(&records, recovered.next_seq).map_err(|error| format!("{}: {error}", wal.name()))?;
         // The records after the snapshot are the last `since_snapshot`; its parts are
         // the ones from its first seq up to them.
         let tail = recovered.records.len() - replayed.since_snapshot as usize;
