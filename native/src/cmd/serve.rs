@@ -50,8 +50,9 @@ pub struct Args {
     /// Worker threads of the HTTP runtime (default: one per core).
     #[arg(long, value_name = "N")]
     http_threads: Option<usize>,
-    /// Snapshot the metadata log after this many of its records (two per upload); the
-    /// records before a snapshot are trimmed.
+    /// Snapshot the metadata log after this many of its records (two per upload), once
+    /// they hold at least the last snapshot's bytes; the records before a snapshot are
+    /// trimmed.
     #[arg(long, value_name = "RECORDS", default_value_t = meta_log::SNAPSHOT_EVERY_DEFAULT)]
     meta_snapshot_every: u64,
     /// The lab's page to serve at / (a built dist/ holding index.html; `GET /trace` is

@@ -28,7 +28,7 @@ use crate::wal::file::{FileBackend, SegmentFormat};
 use crate::wal::url::{parse_wal_url, WalArgs, WalUrl};
 use crate::wal::{AsyncWriter, Backend, Wal, WalOptions};
 
-/// Bytes per segment of a new file metadata log.
+/// Bytes per segment of a new file metadata log (and per trim unit of an S3 one).
 const META_SEGMENT_BYTES: u64 = 1 << 20;
 
 /// The key of every metadata record.
@@ -51,12 +51,15 @@ pub fn backend_at(url: &str, wal: &WalArgs) -> Result<Box<dyn Backend>, String> 
     };
     match parse_wal_url(url).map_err(as_meta)? {
         WalUrl::File(dir) => Ok(file_backend(dir)),
-        WalUrl::Postgres(_) | WalUrl::S3 { .. } => {
+        parsed @ (WalUrl::Postgres(_) | WalUrl::S3 { .. }) => {
             let args = WalArgs {
                 wal: url.to_string(),
                 cluster: wal.cluster.clone(),
                 node: meta_node(&wal.node),
-                segment_bytes: None,
+                // S3: trim units as small as a file log's segments, so what a restart
+                // reads (one object per record) stays near the records since the last
+                // snapshot. Postgres: the URL's ring.
+                segment_bytes: matches!(parsed, WalUrl::S3 { .. }).then_some(META_SEGMENT_BYTES),
                 format: SegmentFormat::Tiny,
                 endpoint: wal.endpoint.clone(),
                 inflight: None,
