@@ -144,16 +144,27 @@ struct Server {
 /// Lines of the server's stderr kept for error messages.
 const TAIL_LINES: usize = 20;
 
+/// How much later every other server seals a block by age.
+const SLOW_BLOCK_FACTOR: u64 = 50;
+
 /// How long a server may take to recover and listen.
 const START_TIMEOUT: Duration = Duration::from_secs(120);
 
 impl Server {
-    fn start(params: &ServeCrashParams) -> Result<Server, CliError> {
+    /// Starts the `n`th server of the test: every other one seals its blocks only after
+    /// [`SLOW_BLOCK_FACTOR`] times `--block-ms` (or when full), so that a kill also finds
+    /// a long WAL tail to replay and the check reads records from the log cache, not only
+    /// from objects.
+    fn start(params: &ServeCrashParams, n: u64) -> Result<Server, CliError> {
+        let block_ms = match n % 2 {
+            0 => params.block_ms,
+            _ => params.block_ms.saturating_mul(SLOW_BLOCK_FACTOR).min(3_600_000),
+        };
         let mut command = Command::new(&params.exe);
         command
             .args(["serve", "--wal", &params.wal, "--cluster", &params.cluster, "--node", &params.node])
             .args(["--listen", "127.0.0.1:0", "--block-bytes", &params.block_bytes.to_string()])
-            .args(["--block-ms", &params.block_ms.to_string(), "--stream-object-bytes", &(params.block_bytes / 4).to_string()]);
+            .args(["--block-ms", &block_ms.to_string(), "--stream-object-bytes", &(params.block_bytes / 4).to_string()]);
         for (flag, value) in [("--endpoint", &params.endpoint), ("--objects", &params.objects), ("--meta", &params.meta), ("--fault", &params.fault)] {
             if let Some(value) = value {
                 command.args([flag, value.as_str()]);
@@ -541,7 +552,7 @@ pub fn serve_kill_test(params: &ServeCrashParams, mut round_line: impl FnMut(&st
     let mut ledger = Ledger { streams: vec![BTreeMap::new(); params.streams], offsets: HashMap::new() };
     let mut report = ServeCrashReport::default();
     let started = Instant::now();
-    let mut server = Server::start(params)?;
+    let mut server = Server::start(params, 0)?;
     for round in 1..=params.kills {
         let acked_before = ledger.len();
         // Load, then the kill at a random moment.
@@ -585,7 +596,7 @@ pub fn serve_kill_test(params: &ServeCrashParams, mut round_line: impl FnMut(&st
         }
         // Restart on the same WAL, metadata and objects; retry; read everything back.
         let restarting = Instant::now();
-        server = Server::start(params)?;
+        server = Server::start(params, round)?;
         let restart = restarting.elapsed();
         let checking = Instant::now();
         let checked: Result<(Retried, u64, u64), Stop> = match broken {

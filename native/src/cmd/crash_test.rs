@@ -32,7 +32,9 @@
 //! uploads, commits and WAL trims run all the time, and drives it over HTTP from this
 //! process ([`crate::cmd::crash_serve`]): `--writers` idempotent producers on `--streams`
 //! streams, one append in flight per producer. At a random (seeded) moment the server
-//! gets SIGKILL; it is restarted on the same WAL, metadata log and objects, and then:
+//! gets SIGKILL; it is restarted on the same WAL, metadata log and objects (every other
+//! server seals by age 50 times later, so that kills also find a long WAL tail and the
+//! check also reads the log cache), and then:
 //!
 //! - each producer's request that was in flight at the kill is retried: the answer must
 //!   be a duplicate (it was durable) or a fresh append (it was not), never a refusal;
