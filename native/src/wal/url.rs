@@ -14,7 +14,7 @@ use super::file::affinity::SyncCpus;
 use super::file::{node_dir, FileBackend, SegmentFormat, SEGMENT_BYTES_DEFAULT, SYNC_THREADS_DEFAULT};
 use super::file::fs::RealFs;
 use super::postgres::PgBackend;
-use super::s3::{self, S3Backend, S3Location};
+use super::s3::{self, S3Backend, S3Location, PIPELINE_MIN_RECORDS};
 use super::Backend;
 use walab_core::group_commit::{Config, Policy};
 use walab_core::remote::lease::{FenceMode, LeaseTerms, LEASE_DEFAULT, SKEW_DEFAULT};
@@ -26,7 +26,8 @@ use walab_core::time::Nanos;
 pub struct WalArgs {
     /// Where the log lives: file:///DIR, s3://BUCKET/PATH or postgres://... An s3://
     /// URL may choose its fence: ?fence=read (the default: a registration read after
-    /// every PUT) or ?fence=lease (with lease=10s&skew=1s, the defaults).
+    /// every PUT) or ?fence=lease (with lease=10s&skew=1s, the defaults), and how many
+    /// records a bulk holds before it uploads beside another: ?pipeline_min=32.
     #[arg(long)]
     pub wal: String,
     /// The cluster the log belongs to.
@@ -119,7 +120,16 @@ pub fn parse_wal_url(text: &str) -> Result<WalUrl, String> {
 }
 
 /// The options an `s3://` URL may carry (`s3://BUCKET/PATH?fence=lease&lease=10s`).
-pub const S3_OPTIONS: [&str; 3] = ["fence", "lease", "skew"];
+pub const S3_OPTIONS: [&str; 4] = ["fence", "lease", "skew", "pipeline_min"];
+
+/// What an `s3://` URL's options ask for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct S3Options {
+    pub fence: FenceMode,
+    /// Records a bulk must hold before it uploads beside another upload
+    /// (`pipeline_min=N`, 1 to 65536; default the object store's 32).
+    pub pipeline_min: u64,
+}
 
 const DURATION: &str = "a duration with ns, us, ms or s (10s); a bare number is milliseconds";
 
@@ -127,14 +137,20 @@ const DURATION: &str = "a duration with ns, us, ms or s (10s); a bare number is 
 /// after every PUT) or `fence=lease`, with `lease=` and `skew=` (defaults 10s and 1s,
 /// [`walab_core::remote::lease`] says why). Every refusal names the option.
 pub fn s3_fence_mode(text: &str) -> Result<FenceMode, String> {
+    s3_options(text).map(|options| options.fence)
+}
+
+/// Every option of an `s3://` URL ([`S3_OPTIONS`]); each refusal names the option.
+pub fn s3_options(text: &str) -> Result<S3Options, String> {
     let query = text.strip_prefix("s3://").and_then(|rest| rest.split_once('?')).map_or("", |(_, query)| query);
     parse_s3_options(text, query)
 }
 
-fn parse_s3_options(text: &str, query: &str) -> Result<FenceMode, String> {
+fn parse_s3_options(text: &str, query: &str) -> Result<S3Options, String> {
     let mut fence = None;
     let mut lease = None;
     let mut skew = None;
+    let mut pipeline_min = None;
     for pair in query.split('&').filter(|pair| !pair.is_empty()) {
         let Some((name, value)) = pair.split_once('=') else {
             return Err(format!("--wal {text}: option {pair:?} has no value (write {pair}=...)"));
@@ -143,6 +159,7 @@ fn parse_s3_options(text: &str, query: &str) -> Result<FenceMode, String> {
             "fence" => &mut fence,
             "lease" => &mut lease,
             "skew" => &mut skew,
+            "pipeline_min" => &mut pipeline_min,
             _ => {
                 return Err(format!(
                     "--wal {text}: unknown option {name:?}; an s3:// URL takes {}",
@@ -158,12 +175,19 @@ fn parse_s3_options(text: &str, query: &str) -> Result<FenceMode, String> {
         None => Ok(default),
         Some(value) => parse_duration(value).ok_or_else(|| format!("--wal {text}: {name}={value}: expected {DURATION}")),
     };
-    match fence.unwrap_or("read") {
+    let pipeline_min = match pipeline_min {
+        None => PIPELINE_MIN_RECORDS,
+        Some(value) => match value.parse::<u64>() {
+            Ok(records) if (1..=65_536).contains(&records) => records,
+            _ => return Err(format!("--wal {text}: pipeline_min={value}: expected a number of records from 1 to 65536")),
+        },
+    };
+    let fence = match fence.unwrap_or("read") {
         "read" => {
             if let Some((name, value)) = [("lease", lease), ("skew", skew)].into_iter().find_map(|(n, v)| Some((n, v?))) {
                 return Err(format!("--wal {text}: {name}={value}: only with fence=lease"));
             }
-            Ok(FenceMode::Read)
+            FenceMode::Read
         }
         "lease" => {
             let lease_length = duration("lease", lease, LEASE_DEFAULT)?;
@@ -174,10 +198,11 @@ fn parse_s3_options(text: &str, query: &str) -> Result<FenceMode, String> {
                 let named = if named.is_empty() { "the defaults".to_string() } else { named.join(" ") };
                 format!("--wal {text}: {named}: {error}")
             })?;
-            Ok(FenceMode::Lease(terms))
+            FenceMode::Lease(terms)
         }
-        other => Err(format!("--wal {text}: fence={other}: expected read or lease")),
-    }
+        other => return Err(format!("--wal {text}: fence={other}: expected read or lease")),
+    };
+    Ok(S3Options { fence, pipeline_min })
 }
 
 fn check_name(flag: &str, value: &str) -> Result<(), String> {
@@ -244,7 +269,7 @@ impl WalArgs {
                 Ok(Box::new(backend))
             }
             WalUrl::S3 { bucket, path } => {
-                let fence = s3_fence_mode(&self.wal)?;
+                let options = s3_options(&self.wal)?;
                 if let Some(endpoint) = &self.endpoint {
                     if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
                         return Err(format!("--endpoint {endpoint}: use http://HOST:PORT or https://HOST"));
@@ -258,7 +283,8 @@ impl WalArgs {
                 // Uploads are spawned on the backend's own runtime: nothing blocks the driver.
                 let backend = S3Backend::new(store, location, create, self.segment_bytes.unwrap_or(SEGMENT_BYTES_DEFAULT))?
                     .with_machine_config(machine)
-                    .with_fence(fence);
+                    .with_pipeline_min(options.pipeline_min)
+                    .with_fence(options.fence);
                 Ok(Box::new(backend))
             }
         }
@@ -362,6 +388,10 @@ mod tests {
         assert!(refusal("s3://b1b/w?fence=lease&fence=read").contains("option \"fence\" is given twice"));
         assert!(refusal("s3://b1b/w?fence").contains("option \"fence\" has no value"));
         assert!(refusal("s3://b1b/w?lease=5s").ends_with(": lease=5s: only with fence=lease"));
+        assert_eq!(s3_options("s3://bucket/wal").map(|o| o.pipeline_min), Ok(PIPELINE_MIN_RECORDS));
+        assert_eq!(s3_options("s3://bucket/wal?fence=lease&pipeline_min=64").map(|o| o.pipeline_min), Ok(64));
+        assert!(refusal("s3://b1b/w?pipeline_min=0").ends_with(": pipeline_min=0: expected a number of records from 1 to 65536"));
+        assert!(refusal("s3://b1b/w?pipeline_min=many").contains("pipeline_min=many: expected a number"));
         assert!(refusal("s3://b1b/w?fence=read&skew=1s").ends_with(": skew=1s: only with fence=lease"));
         assert!(refusal("s3://b1b/w?fence=lease&lease=soon").contains("lease=soon: expected a duration"));
         assert!(refusal("s3://b1b/w?fence=lease&skew=-1s").contains("skew=-1s: expected a duration"));

@@ -354,6 +354,13 @@ impl S3Backend {
         self
     }
 
+    /// Records a bulk must hold before it uploads beside another (the URL's
+    /// `pipeline_min=N`; [`PIPELINE_MIN_RECORDS`] by default).
+    pub fn with_pipeline_min(mut self, records: u64) -> S3Backend {
+        self.machine.pipeline_min_records = records;
+        self
+    }
+
     /// How bulks are fenced (`fence=read`, the default, or `fence=lease`; see
     /// [`walab_core::remote::lease`]).
     pub fn with_fence(mut self, fence_mode: FenceMode) -> S3Backend {
