@@ -41,6 +41,22 @@ fn killing_the_server_breaks_no_promise() {
 }
 
 #[test]
+fn killing_the_server_under_batch_appends_breaks_no_promise() {
+    let dir = tempfile::tempdir().unwrap();
+    let wal = format!("file://{}", dir.path().display());
+    let output = walab(&[
+        "crash-test", "--serve", "--wal", &wal, "--kills", "3", "--writers", "4", "--streams", "2", "--batch", "100",
+        "--kill-after-ms-max", "200", "--json",
+    ]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let report: serde_json::Value = serde_json::from_str(text(&output.stdout).trim()).expect("a JSON report");
+    assert_eq!((report["kills"].as_u64(), report["broken"].is_null()), (Some(3), true), "{report}");
+    // Batches of 100: every acknowledgement covers whole batches, plus retried prefixes.
+    assert!(report["acked"].as_u64().unwrap() >= 100, "{report}");
+    assert!(report["duplicates"].as_u64().unwrap() > 0, "{report}");
+}
+
+#[test]
 fn a_server_that_forgets_the_wal_past_its_uploads_is_caught() {
     let dir = tempfile::tempdir().unwrap();
     let wal = format!("file://{}", dir.path().display());
@@ -67,6 +83,9 @@ fn bad_serve_flags_are_refused_by_name() {
     let output = walab(&["crash-test", "--serve", "--streams", "9", "--writers", "2", "--kills", "1"]);
     assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
     assert!(text(&output.stderr).contains("--streams 9"), "{}", text(&output.stderr));
+    let output = walab(&["crash-test", "--serve", "--batch", "0", "--kills", "1"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(text(&output.stderr).contains("--batch 0: between 1 and 1000"), "{}", text(&output.stderr));
     let output = walab(&["crash-test", "--serve", "--power-loss"]);
     assert_eq!(output.status.code(), Some(2));
     assert!(text(&output.stderr).contains("--serve: not with --power-loss"), "{}", text(&output.stderr));

@@ -55,6 +55,8 @@ pub struct ServeCrashParams {
     /// trims happen many times a round.
     pub block_bytes: usize,
     pub block_ms: u64,
+    /// Records per request: 1, single appends; more, batch appends.
+    pub batch: u64,
     pub run_id: String,
 }
 
@@ -73,6 +75,8 @@ pub struct ServeCrashReport {
     /// duplicate) or not (appended then).
     pub in_flight: u64,
     pub in_flight_durable: u64,
+    /// Batches in flight whose first records were durable and the rest not.
+    pub in_flight_partly: u64,
     pub in_flight_appended: u64,
     /// Records in committed objects at the last check (the upload did run).
     pub committed: u64,
@@ -88,9 +92,11 @@ struct Producer {
     id: String,
     stream: usize,
     next_seq: u64,
-    /// The last acknowledged `(seq, offset)`.
-    last: Option<(u64, u64)>,
-    /// A seq sent without an answer when the server died.
+    /// Records per request (more than 1: batch appends).
+    batch: u64,
+    /// The last acknowledged request: `(seq, count, offset)`.
+    last: Option<(u64, u64, u64)>,
+    /// The first seq of a request sent without an answer when the server died.
     in_flight: Option<u64>,
 }
 
@@ -100,6 +106,21 @@ struct Answer {
     offset: u64,
     #[serde(default)]
     duplicate: bool,
+    /// A batch's records (a single append has none).
+    count: Option<u64>,
+}
+
+/// A `409`'s `expected_seq`.
+#[derive(serde::Deserialize)]
+struct Conflict {
+    expected_seq: Option<u64>,
+}
+
+/// The answer to `count` records, if it is a `200` with an offset (and, for a batch, the
+/// right count).
+fn answer_to(status: StatusCode, body: &[u8], count: u64, batch: bool) -> Option<Answer> {
+    let answer = serde_json::from_slice::<Answer>(body).ok().filter(|_| status == StatusCode::OK)?;
+    (answer.count == batch.then_some(count)).then_some(answer)
 }
 
 #[derive(serde::Deserialize)]
@@ -248,16 +269,27 @@ impl Client {
         Ok(Client { connection: Connection::open(authority).await?, host, authority: authority.to_string() })
     }
 
-    /// One append as `producer` (its stream, its seq); `Err` when no answer came.
-    async fn append(&mut self, stream: &str, producer: &str, seq: u64, value: Vec<u8>) -> Result<(StatusCode, bytes::Bytes), String> {
-        let request = Request::post(format!("/streams/{stream}/records"))
+    /// One request as `producer`: `count` records from `seq` with the bytes
+    /// [`value_of`] gives, one append on `/records` or (`batch`) one batch append on
+    /// `/batch`; `Err` when no answer came.
+    async fn send(&mut self, stream: &str, producer: &str, seq: u64, count: u64, batch: bool, record_bytes: usize) -> Result<(StatusCode, bytes::Bytes), String> {
+        let (route, body) = match batch {
+            false => ("records", value_of(producer, seq, record_bytes)),
+            true => {
+                let values: Vec<Vec<u8>> = (seq..seq + count).map(|seq| value_of(producer, seq, record_bytes)).collect();
+                let mut body = Vec::new();
+                crate::serve::batch::encode_batch(values.iter().map(Vec::as_slice), &mut body);
+                ("batch", body)
+            }
+        };
+        let request = Request::post(format!("/streams/{stream}/{route}"))
             .header(HOST, self.host.clone())
             .header(PRODUCER_HEADER, producer)
             .header(EPOCH_HEADER, HeaderValue::from_static("1"))
             .header(SEQ_HEADER, HeaderValue::from(seq))
             .header(CONTENT_TYPE, HeaderValue::from_static("application/octet-stream"))
-            .body(Body::from(value))
-            .map_err(|error| format!("/streams/{stream}/records: {error}"))?;
+            .body(Body::from(body))
+            .map_err(|error| format!("/streams/{stream}/{route}: {error}"))?;
         self.connection.exchange(request).await.map_err(|error| format!("http://{}: {error}", self.authority))
     }
 
@@ -340,40 +372,34 @@ async fn produce(authority: String, stream: String, mut producer: Producer, reco
         // The server is already gone: nothing was sent.
         Err(_) => return Produced { producer, acks, broken: None },
     };
+    let (count, batch) = (producer.batch, producer.batch > 1);
     while !stop.load(Ordering::Relaxed) {
         let seq = producer.next_seq;
-        match client.append(&stream, &producer.id, seq, value_of(&producer.id, seq, record_bytes)).await {
+        let (status, body) = match client.send(&stream, &producer.id, seq, count, batch, record_bytes).await {
+            Ok(answered) => answered,
             Err(_) => {
                 producer.in_flight = Some(seq);
                 break;
             }
-            Ok((StatusCode::OK, body)) => match serde_json::from_slice::<Answer>(&body) {
-                Ok(answer) if !answer.duplicate => {
-                    acks.push((seq, answer.offset));
-                    producer.last = Some((seq, answer.offset));
-                    producer.next_seq += 1;
-                }
-                Ok(answer) => {
-                    let broken = format!(
-                        "stream {stream}: producer {} seq {seq}, sent for the first time, was answered as a duplicate of offset {}",
-                        producer.id, answer.offset
-                    );
-                    return Produced { producer, acks, broken: Some(broken) };
-                }
-                Err(_) => {
-                    let broken = format!("stream {stream}: producer {} seq {seq}: an answer without an offset: {}", producer.id, text(&body));
-                    return Produced { producer, acks, broken: Some(broken) };
-                }
-            },
-            Ok((status, body)) => {
-                let broken = format!(
-                    "stream {stream}: producer {} seq {seq}: answered {status} {}, expected an offset",
-                    producer.id,
-                    text(&body)
-                );
-                return Produced { producer, acks, broken: Some(broken) };
+        };
+        let broken = match answer_to(status, &body, count, batch) {
+            Some(answer) if !answer.duplicate => {
+                acks.extend((0..count).map(|i| (seq + i, answer.offset + i)));
+                producer.last = Some((seq, count, answer.offset));
+                producer.next_seq += count;
+                continue;
             }
-        }
+            Some(answer) => format!(
+                "stream {stream}: producer {} seq {seq}, sent for the first time, was answered as a duplicate of offset {}",
+                producer.id, answer.offset
+            ),
+            None => format!(
+                "stream {stream}: producer {} seq {seq} ({count} records): answered {status} {}, expected an offset",
+                producer.id,
+                text(&body)
+            ),
+        };
+        return Produced { producer, acks, broken: Some(broken) };
     }
     Produced { producer, acks, broken: None }
 }
@@ -383,47 +409,92 @@ async fn produce(authority: String, stream: String, mut producer: Producer, reco
 struct Retried {
     in_flight: u64,
     durable: u64,
+    /// Batches whose first records were durable and the rest not.
+    partly: u64,
     appended: u64,
     duplicates: u64,
 }
 
-/// Retries each producer's in-flight seq, then its last acknowledged one, on the
+/// Retries each producer's in-flight request, then its last acknowledged one, on the
 /// restarted server, and checks the answers.
+///
+/// An in-flight single append is either durable (a duplicate) or not (appended now). An
+/// in-flight batch is several WAL records, so a kill may leave any prefix of it durable:
+/// all (a duplicate), none (appended now), or the first few, which the server answers
+/// with `409` and the `expected_seq` after them; then the prefix is sent again as a batch
+/// of its own (a duplicate, at the offset it has) and the rest appended.
 async fn retry(client: &mut Client, names: &Names, producers: &mut [Producer], ledger: &mut Ledger, record_bytes: usize) -> Result<Retried, Stop> {
     let mut retried = Retried::default();
     for producer in producers.iter_mut() {
         let stream = &names.streams[producer.stream];
         let id = &producer.id;
+        let (count, batch) = (producer.batch, producer.batch > 1);
+        let ack = |ledger: &mut Ledger, seq: u64, count: u64, offset: u64| -> Result<(), Stop> {
+            (0..count).try_for_each(|i| ledger.ack(names, producer.index, producer.stream, seq + i, offset + i).map(drop))
+        };
         if let Some(seq) = producer.in_flight.take() {
             retried.in_flight += 1;
-            let (status, body) = client.append(stream, id, seq, value_of(id, seq, record_bytes)).await.map_err(Stop::Harness)?;
-            let answer = match (status, serde_json::from_slice::<Answer>(&body)) {
-                (StatusCode::OK, Ok(answer)) => answer,
-                _ => {
+            let (status, body) = client.send(stream, id, seq, count, batch, record_bytes).await.map_err(Stop::Harness)?;
+            let expected = serde_json::from_slice::<Conflict>(&body).ok().and_then(|conflict| conflict.expected_seq);
+            match (answer_to(status, &body, count, batch), expected) {
+                (Some(answer), _) => {
+                    match answer.duplicate {
+                        true => {
+                            retried.durable += 1;
+                            retried.duplicates += 1;
+                        }
+                        false => retried.appended += 1,
+                    }
+                    ack(ledger, seq, count, answer.offset)?;
+                    producer.last = Some((seq, count, answer.offset));
+                }
+                (None, Some(expected)) if batch && status == StatusCode::CONFLICT && seq < expected && expected < seq + count => {
+                    retried.partly += 1;
+                    let head = expected - seq;
+                    let (status, body) = client.send(stream, id, seq, head, batch, record_bytes).await.map_err(Stop::Harness)?;
+                    match answer_to(status, &body, head, batch) {
+                        Some(answer) if answer.duplicate => {
+                            retried.duplicates += 1;
+                            ack(ledger, seq, head, answer.offset)?;
+                        }
+                        _ => {
+                            return Err(Stop::Broken(format!(
+                                "stream {stream}: producer {id} seq {seq}: the batch in flight at the kill was durable up to seq {expected} (its retry's 409), but sending seqs {seq}..{expected} again was answered {status} {}, expected a duplicate",
+                                text(&body)
+                            )))
+                        }
+                    }
+                    let rest = count - head;
+                    let (status, body) = client.send(stream, id, expected, rest, batch, record_bytes).await.map_err(Stop::Harness)?;
+                    match answer_to(status, &body, rest, batch) {
+                        Some(answer) if !answer.duplicate => {
+                            ack(ledger, expected, rest, answer.offset)?;
+                            producer.last = Some((expected, rest, answer.offset));
+                        }
+                        _ => {
+                            return Err(Stop::Broken(format!(
+                                "stream {stream}: producer {id} seq {expected}: the rest of the batch in flight at the kill was answered {status} {}, expected a fresh append",
+                                text(&body)
+                            )))
+                        }
+                    }
+                }
+                (None, _) => {
                     return Err(Stop::Broken(format!(
-                        "stream {stream}: producer {id} seq {seq} was in flight at the kill; its retry was answered {status} {}, expected a duplicate with the offset it has or a fresh append",
+                        "stream {stream}: producer {id} seq {seq} ({count} records) was in flight at the kill; its retry was answered {status} {}, expected a duplicate with the offset it has or a fresh append",
                         text(&body)
                     )))
                 }
-            };
-            match answer.duplicate {
-                true => {
-                    retried.durable += 1;
-                    retried.duplicates += 1;
-                }
-                false => retried.appended += 1,
             }
-            ledger.ack(names, producer.index, producer.stream, seq, answer.offset)?;
-            producer.last = Some((seq, answer.offset));
-            producer.next_seq = seq + 1;
+            producer.next_seq = seq + count;
         }
-        if let Some((seq, offset)) = producer.last {
-            let (status, body) = client.append(stream, id, seq, value_of(id, seq, record_bytes)).await.map_err(Stop::Harness)?;
-            match (status, serde_json::from_slice::<Answer>(&body)) {
-                (StatusCode::OK, Ok(answer)) if answer.duplicate && answer.offset == offset => retried.duplicates += 1,
+        if let Some((seq, count, offset)) = producer.last {
+            let (status, body) = client.send(stream, id, seq, count, batch, record_bytes).await.map_err(Stop::Harness)?;
+            match answer_to(status, &body, count, batch) {
+                Some(answer) if answer.duplicate && answer.offset == offset => retried.duplicates += 1,
                 _ => {
                     return Err(Stop::Broken(format!(
-                        "stream {stream} offset {offset}: retrying producer {id}'s last acknowledged seq {seq} was answered {status} {}, expected {{\"offset\":{offset},\"duplicate\":true}}",
+                        "stream {stream} offset {offset}: retrying producer {id}'s last acknowledged seq {seq} ({count} records) was answered {status} {}, expected {{\"offset\":{offset},\"duplicate\":true}}",
                         text(&body)
                     )))
                 }
@@ -541,7 +612,7 @@ pub fn serve_kill_test(params: &ServeCrashParams, mut round_line: impl FnMut(&st
         by_id: (0..params.producers).map(|p| (format!("{}-p{p}", params.run_id), p)).collect(),
     };
     let mut producers: Vec<Producer> = (0..params.producers)
-        .map(|p| Producer { index: p, id: names.producers[p].clone(), stream: p % params.streams, next_seq: 0, last: None, in_flight: None })
+        .map(|p| Producer { index: p, id: names.producers[p].clone(), stream: p % params.streams, next_seq: 0, batch: params.batch, last: None, in_flight: None })
         .collect();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -594,6 +665,7 @@ pub fn serve_kill_test(params: &ServeCrashParams, mut round_line: impl FnMut(&st
             let index = producer.index;
             producers[index] = producer;
         }
+        let load_acked = ledger.len() - acked_before;
         // Restart on the same WAL, metadata and objects; retry; read everything back.
         let restarting = Instant::now();
         server = Server::start(params, round)?;
@@ -636,17 +708,19 @@ pub fn serve_kill_test(params: &ServeCrashParams, mut round_line: impl FnMut(&st
         report.duplicates += retried.duplicates;
         report.in_flight += retried.in_flight;
         report.in_flight_durable += retried.durable;
+        report.in_flight_partly += retried.partly;
         report.in_flight_appended += retried.appended;
         report.committed = committed;
         report.acked = ledger.len();
         round_line(&format!(
-            "round {round}/{}: killed after {} ms, {} acked ({} in all), {} in flight (durable {}, appended on retry {}), {} duplicates answered, {records} records checked, {committed} committed to objects; restart {} ms, check {} ms",
+            "round {round}/{}: killed after {} ms, {} acked ({} in all), {} in flight (durable {}{}, appended on retry {}), {} duplicates answered, {records} records checked, {committed} committed to objects; restart {} ms, check {} ms",
             params.kills,
             delay.as_millis(),
-            ledger.len() - acked_before - retried.appended - (retried.durable),
+            load_acked,
             ledger.len(),
             retried.in_flight,
             retried.durable,
+            if params.batch > 1 { format!(", partly {}", retried.partly) } else { String::new() },
             retried.appended,
             retried.duplicates,
             restart.as_millis(),

@@ -38,6 +38,9 @@
 //!
 //! - each producer's request that was in flight at the kill is retried: the answer must
 //!   be a duplicate (it was durable) or a fresh append (it was not), never a refusal;
+//!   With `--batch N` every request is a batch append of N records, which are N WAL
+//!   records: a kill may leave a prefix durable, answered `409` with the `expected_seq`
+//!   after it; the prefix sent again must then be a duplicate and the rest a fresh append;
 //! - each producer's last acknowledged seq is retried: the answer must be
 //!   `{"offset":N,"duplicate":true}` with its original offset;
 //! - every stream is read back from offset 0: gapless, every record one producer's
@@ -103,6 +106,10 @@ pub struct Args {
     /// The server's --block-ms (with --serve).
     #[arg(long, value_name = "MS", default_value_t = 20)]
     block_ms: u64,
+    /// Records per request (with --serve): 1, single appends; more, batch appends
+    /// (`POST /streams/{s}/batch`), whose prefix a kill may leave durable.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    batch: u64,
     /// Start the server with this hidden `walab serve --fault` (with --serve): a broken
     /// server, which the test must catch.
     #[arg(long, hide = true, value_enum, value_name = "FAULT")]
@@ -417,6 +424,9 @@ fn run_serve(args: &Args) -> Result<ExitCode, CliError> {
     if args.block_bytes < 1024 || args.block_ms == 0 || args.block_ms > 3_600_000 {
         return Err(CliError::usage("--block-bytes at least 1024, --block-ms between 1 and 3600000"));
     }
+    if !(1..=crate::serve::store::BATCH_RECORDS_MAX as u64).contains(&args.batch) {
+        return Err(CliError::usage(format!("--batch {}: between 1 and {}", args.batch, crate::serve::store::BATCH_RECORDS_MAX)));
+    }
     if args.streams == 0 || args.streams > args.writers {
         return Err(CliError::usage(format!("--streams {}: between 1 and --writers ({})", args.streams, args.writers)));
     }
@@ -463,6 +473,7 @@ fn run_serve(args: &Args) -> Result<ExitCode, CliError> {
         kill_after_ms_max: args.kill_after_ms_max,
         block_bytes: args.block_bytes,
         block_ms: args.block_ms,
+        batch: args.batch,
         run_id,
     };
     // The rounds' lines go to stdout, or to stderr when stdout is for the JSON.
@@ -477,13 +488,14 @@ fn run_serve(args: &Args) -> Result<ExitCode, CliError> {
     } else {
         let _ = writeln!(
             out,
-            "serve kills {}, acked {}, checked {}, duplicates answered {}, in flight {} (durable {}, appended on retry {}), committed {}, {:.1} s",
+            "serve kills {}, acked {}, checked {}, duplicates answered {}, in flight {} (durable {}{}, appended on retry {}), committed {}, {:.1} s",
             report.kills,
             report.acked,
             report.checked,
             report.duplicates,
             report.in_flight,
             report.in_flight_durable,
+            if args.batch > 1 { format!(", partly {}", report.in_flight_partly) } else { String::new() },
             report.in_flight_appended,
             report.committed,
             report.seconds
