@@ -130,7 +130,7 @@ struct Page {
     end: u64,
 }
 
-#[derive(serde::Deserialize)]
+#[derive(serde::Deserialize, Clone)]
 struct ReadRecord {
     offset: u64,
     value_base64: String,
@@ -504,15 +504,87 @@ async fn retry(client: &mut Client, names: &Names, producers: &mut [Producer], l
     Ok(retried)
 }
 
+/// Checks one page of a stream's read, from offset `from`, against the ledger: each
+/// record at the next offset, one of this test's producers' acknowledged seqs at its
+/// acknowledged offset, with the bytes it sent, not seen before in this read.
+fn check_page(
+    names: &Names,
+    stream: usize,
+    ledger: &Ledger,
+    from: u64,
+    records: &[ReadRecord],
+    seen: &mut HashMap<(usize, u64), u64>,
+    record_bytes: usize,
+) -> Result<(), String> {
+    let name = &names.streams[stream];
+    let acked = &ledger.streams[stream];
+    let base64 = base64::engine::general_purpose::STANDARD;
+    for (k, record) in records.iter().enumerate() {
+        let offset = from + k as u64;
+        if record.offset != offset {
+            return Err(format!(
+                "stream {name} offset {offset}: the read from {from} gave offset {} in its place (a gap or a reordering)",
+                record.offset
+            ));
+        }
+        let (producer, seq) = match (record.producer.as_ref().and_then(|id| names.by_id.get(id)), record.seq) {
+            (Some(&producer), Some(seq)) => (producer, seq),
+            _ => {
+                return Err(format!(
+                    "stream {name} offset {offset}: a record of producer {:?} seq {:?}, not one of this test's producers",
+                    record.producer, record.seq
+                ))
+            }
+        };
+        let id = &names.producers[producer];
+        if let Some(earlier) = seen.insert((producer, seq), offset) {
+            return Err(format!(
+                "stream {name} offset {offset}: producer {id} seq {seq} is there twice, at offsets {earlier} and {offset}"
+            ));
+        }
+        match acked.get(&offset) {
+            None => {
+                return Err(format!(
+                    "stream {name} offset {offset}: holds producer {id} seq {seq}, which no answer acknowledged (not even a retry)"
+                ))
+            }
+            Some(&(p, s)) if (p, s) != (producer, seq) => {
+                return Err(format!(
+                    "stream {name} offset {offset}: acknowledged to producer {} seq {s}, found producer {id} seq {seq}",
+                    names.producers[p]
+                ))
+            }
+            Some(_) => {}
+        }
+        let sent = value_of(id, seq, record_bytes);
+        if base64.decode(&record.value_base64).ok().as_deref() != Some(&sent[..]) {
+            return Err(format!(
+                "stream {name} offset {offset}: producer {id} seq {seq}'s bytes differ from the {} bytes it sent",
+                sent.len()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Checks that nothing acknowledged on `stream` lies at or past the end its read found.
+fn check_end(names: &Names, stream: usize, ledger: &Ledger, end: u64) -> Result<(), String> {
+    match ledger.streams[stream].range(end..).next() {
+        Some((&offset, &(producer, seq))) => Err(format!(
+            "stream {} offset {offset}: producer {} seq {seq} was acknowledged there, but the stream ends at {end}",
+            names.streams[stream], names.producers[producer]
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Reads stream `stream` from offset 0 to its end and checks it against the ledger:
 /// gapless, every record some producer's acknowledged seq at its acknowledged offset with
 /// the bytes it sent, each once, and nothing acknowledged missing. Gives the records
 /// checked and the stream's committed end.
 async fn check_stream(client: &mut Client, names: &Names, stream: usize, ledger: &Ledger, record_bytes: usize) -> Result<(u64, u64), Stop> {
     let name = &names.streams[stream];
-    let acked = &ledger.streams[stream];
     let page_max = (400_000 / (record_bytes * 4 / 3 + 200)).clamp(1, 1000);
-    let base64 = base64::engine::general_purpose::STANDARD;
     let mut seen: HashMap<(usize, u64), u64> = HashMap::new();
     let mut from = 0;
     let end = loop {
@@ -526,51 +598,7 @@ async fn check_stream(client: &mut Client, names: &Names, stream: usize, ledger:
             (StatusCode::OK, Ok(page)) => page,
             _ => return Err(Stop::Broken(format!("stream {name}: GET {path} answered {status} {}, expected records", text(&body)))),
         };
-        for (k, record) in page.records.iter().enumerate() {
-            let offset = from + k as u64;
-            if record.offset != offset {
-                return Err(Stop::Broken(format!(
-                    "stream {name} offset {offset}: the read from {from} gave offset {} in its place (a gap or a reordering)",
-                    record.offset
-                )));
-            }
-            let (producer, seq) = match (record.producer.as_ref().and_then(|id| names.by_id.get(id)), record.seq) {
-                (Some(&producer), Some(seq)) => (producer, seq),
-                _ => {
-                    return Err(Stop::Broken(format!(
-                        "stream {name} offset {offset}: a record of producer {:?} seq {:?}, not one of this test's producers",
-                        record.producer, record.seq
-                    )))
-                }
-            };
-            let id = &names.producers[producer];
-            if let Some(earlier) = seen.insert((producer, seq), offset) {
-                return Err(Stop::Broken(format!(
-                    "stream {name} offset {offset}: producer {id} seq {seq} is there twice, at offsets {earlier} and {offset}"
-                )));
-            }
-            match acked.get(&offset) {
-                None => {
-                    return Err(Stop::Broken(format!(
-                        "stream {name} offset {offset}: holds producer {id} seq {seq}, which no answer acknowledged (not even a retry)"
-                    )))
-                }
-                Some(&(p, s)) if (p, s) != (producer, seq) => {
-                    return Err(Stop::Broken(format!(
-                        "stream {name} offset {offset}: acknowledged to producer {} seq {s}, found producer {id} seq {seq}",
-                        names.producers[p]
-                    )))
-                }
-                Some(_) => {}
-            }
-            let sent = value_of(id, seq, record_bytes);
-            if base64.decode(&record.value_base64).ok().as_deref() != Some(&sent[..]) {
-                return Err(Stop::Broken(format!(
-                    "stream {name} offset {offset}: producer {id} seq {seq}'s bytes differ from the {} bytes it sent",
-                    sent.len()
-                )));
-            }
-        }
+        check_page(names, stream, ledger, from, &page.records, &mut seen, record_bytes).map_err(Stop::Broken)?;
         if page.next >= page.end {
             break page.end;
         }
@@ -584,12 +612,7 @@ async fn check_stream(client: &mut Client, names: &Names, stream: usize, ledger:
         }
         from = page.next;
     };
-    if let Some((&offset, &(producer, seq))) = acked.range(end..).next() {
-        return Err(Stop::Broken(format!(
-            "stream {name} offset {offset}: producer {} seq {seq} was acknowledged there, but the stream ends at {end}",
-            names.producers[producer]
-        )));
-    }
+    check_end(names, stream, ledger, end).map_err(Stop::Broken)?;
     let committed = match end {
         0 => 0,
         _ => {
@@ -740,6 +763,75 @@ pub fn print_line(out: &mut dyn Write, line: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn names() -> Names {
+        let producers = vec!["p0".to_string(), "p1".to_string()];
+        let by_id = producers.iter().enumerate().map(|(index, id)| (id.clone(), index)).collect();
+        Names { streams: vec!["s".to_string()], producers, by_id }
+    }
+
+    fn record(offset: u64, id: &str, seq: u64, value: &[u8]) -> ReadRecord {
+        ReadRecord {
+            offset,
+            value_base64: base64::engine::general_purpose::STANDARD.encode(value),
+            producer: Some(id.to_string()),
+            seq: Some(seq),
+        }
+    }
+
+    /// p0 seq 0 at 0, p1 seq 0 at 1, p0 seq 1 at 2, as acknowledged.
+    fn acked(names: &Names) -> Ledger {
+        let mut ledger = Ledger { streams: vec![BTreeMap::new()], offsets: HashMap::new() };
+        for (producer, seq, offset) in [(0, 0, 0), (1, 0, 1), (0, 1, 2)] {
+            assert!(ledger.ack(names, producer, 0, seq, offset).is_ok_and(|new| new));
+        }
+        ledger
+    }
+
+    fn check(records: &[ReadRecord]) -> Result<(), String> {
+        let names = names();
+        check_page(&names, 0, &acked(&names), 0, records, &mut HashMap::new(), 40)
+    }
+
+    #[test]
+    fn a_read_as_acknowledged_passes_and_each_broken_promise_is_named() {
+        let right = [record(0, "p0", 0, &value_of("p0", 0, 40)), record(1, "p1", 0, &value_of("p1", 0, 40)), record(2, "p0", 1, &value_of("p0", 1, 40))];
+        assert_eq!(check(&right), Ok(()));
+        let names = names();
+        assert_eq!(check_end(&names, 0, &acked(&names), 3), Ok(()));
+        let lost = check_end(&names, 0, &acked(&names), 2).unwrap_err();
+        assert_eq!(lost, "stream s offset 2: producer p0 seq 1 was acknowledged there, but the stream ends at 2");
+
+        let mut gap = right.clone();
+        gap[1].offset = 2;
+        assert!(check(&gap).unwrap_err().contains("offset 1: the read from 0 gave offset 2 in its place"));
+        let mut twice = right.clone();
+        twice[2] = record(2, "p0", 0, &value_of("p0", 0, 40));
+        assert_eq!(check(&twice).unwrap_err(), "stream s offset 2: producer p0 seq 0 is there twice, at offsets 0 and 2");
+        let mut swapped = right.clone();
+        swapped.swap(0, 1);
+        (swapped[0].offset, swapped[1].offset) = (0, 1);
+        assert_eq!(check(&swapped).unwrap_err(), "stream s offset 0: acknowledged to producer p0 seq 0, found producer p1 seq 0");
+        let mut bytes = right.clone();
+        bytes[1] = record(1, "p1", 0, &value_of("p1", 1, 40));
+        assert!(check(&bytes).unwrap_err().contains("offset 1: producer p1 seq 0's bytes differ"));
+        let extra = [right[0].clone(), right[1].clone(), right[2].clone(), record(3, "p1", 1, &value_of("p1", 1, 40))];
+        assert!(check(&extra).unwrap_err().contains("offset 3: holds producer p1 seq 1, which no answer acknowledged"));
+        let mut stranger = right.clone();
+        stranger[0].producer = None;
+        assert!(check(&stranger).unwrap_err().contains("not one of this test's producers"));
+    }
+
+    #[test]
+    fn an_acknowledgement_that_contradicts_an_earlier_one_is_a_broken_promise() {
+        let names = names();
+        let mut ledger = acked(&names);
+        assert!(ledger.ack(&names, 0, 0, 0, 0).is_ok_and(|new| !new), "the same acknowledgement again is no news");
+        let Err(Stop::Broken(copy)) = ledger.ack(&names, 0, 0, 0, 5) else { panic!("a second offset for p0 seq 0") };
+        assert!(copy.contains("producer p0 seq 0 acknowledged at offset 5, but it was already acknowledged at offset 0"), "{copy}");
+        let Err(Stop::Broken(taken)) = ledger.ack(&names, 1, 0, 7, 1) else { panic!("offset 1 twice") };
+        assert!(taken.contains("offset 1: acknowledged to producer p1 seq 7, but already to producer p1 seq 0"), "{taken}");
+    }
 
     #[test]
     fn a_value_depends_on_its_producer_and_seq_and_has_the_asked_length() {
