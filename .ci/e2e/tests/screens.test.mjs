@@ -74,6 +74,44 @@ for (const size of SIZES) {
   });
 }
 
+// The views of every Part a phone shows, with the power cut and the answers shown.
+const PHONE_VIEWS = [
+  ...PARTS.map((part) => `?part=${part}`),
+  '?part=3&fault=e1&handling=wrong&cut=11.5&seed=0&reveal=1',
+  '?part=6&cut=13.5&seed=0&reveal=1',
+  '?part=7&cut=13.5&seed=0&reveal=1',
+];
+
+test('on a phone every control is at least 44 px each way, so a finger can hit it', async () => {
+  const page = await open('?part=0', SIZES[0]);
+  const small = [];
+  const measure = () =>
+    page.evaluate(() => {
+      const out = [];
+      const controls = 'button, select, summary, input, textarea, .part-pager a';
+      for (const element of document.querySelectorAll(controls)) {
+        if (element.offsetParent === null && getComputedStyle(element).position !== 'fixed') continue;
+        // A box in a label is hit through its label.
+        const target = element.matches('input') ? (element.closest('label') ?? element) : element;
+        const rect = target.getBoundingClientRect();
+        if (rect.width <= 1 || rect.height <= 1) continue; // not drawn, or visually hidden
+        if (rect.width < 43.5 || rect.height < 43.5) {
+          out.push(`${element.tagName.toLowerCase()}.${[...element.classList].join('.')} ${Math.round(rect.width)}x${Math.round(rect.height)}`);
+        }
+      }
+      return out;
+    });
+  for (const view of PHONE_VIEWS) {
+    await goto(page, view);
+    for (const found of new Set(await measure())) small.push(`${view}: ${found}`);
+  }
+  await goto(page, '?part=1');
+  await page.click('button.menu-button');
+  for (const found of new Set(await measure())) small.push(`menu open: ${found}`);
+  assert.deepEqual(small, []);
+  await page.close();
+});
+
 test('on a phone the Parts are a menu that opens, lists every Part and closes on a choice', async () => {
   const page = await open('?part=1', SIZES[0]);
   assert.equal(await page.isVisible('nav.parts-nav'), false, 'the list is folded away');
@@ -126,10 +164,18 @@ test('presenter mode at 1024x768: the player, the figure, the power button and t
     assert.ok(fontSize >= 18, `large type: ${fontSize}px`);
   }
   assert.deepEqual(misfits, []);
+  const empty = [];
   for (const part of PARTS) {
     await goto(page, `?part=${part}&present=1`);
     await page.screenshot({ path: path.join(screensDir, `present-part-${pad(part)}-1024.png`) });
+    // Something to talk about besides the title and the pager.
+    const shown = await page.evaluate(() =>
+      [...document.querySelectorAll('main > :not(h2, .lab-status, .part-pager)')]
+        .filter((element) => element.offsetParent !== null)
+        .reduce((sum, element) => sum + element.getBoundingClientRect().height, 0));
+    if (shown < 150) empty.push(`Part ${part}: ${Math.round(shown)} px`);
   }
+  assert.deepEqual(empty, [], 'presenter mode shows each Part more than its title');
   await goto(page, PRESENTED[1]);
   await page.screenshot({ path: path.join(screensDir, 'present-part-06-cut-1024.png') });
   await page.close();

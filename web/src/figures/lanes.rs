@@ -139,10 +139,13 @@ pub fn FateLanes(props: &FateLanesProps) -> Html {
             </g>
         }
     });
-    let ticks = (0..=(spans.end.0 / 1_000_000)).map(|ms| {
+    // A millisecond is about 44 units wide, so "10 ms" at every tick runs into "11 ms":
+    // the ticks carry the number and the last one the unit.
+    let last_ms = spans.end.0 / 1_000_000;
+    let ticks = (0..=last_ms).map(|ms| {
         let tx = x(Nanos::from_millis(ms));
         html! { <g class="tick"><line x1={tx.to_string()} x2={tx.to_string()} y1={top.to_string()} y2={(height - 18.0).to_string()} />
-            <text x={tx.to_string()} y={(height - 4.0).to_string()} text-anchor="middle">{ format!("{ms} ms") }</text></g> }
+            <text x={tx.to_string()} y={(height - 4.0).to_string()} text-anchor="middle">{ if ms == last_ms { format!("{ms} ms") } else { ms.to_string() } }</text></g> }
     });
     let label = match (fates, props.cut) {
         (Some(_), Some(cut)) => format!("writes and syncs up to the power cut at {:.2} ms, each write marked kept or lost", cut.as_millis_f64()),
