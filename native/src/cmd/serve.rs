@@ -67,6 +67,10 @@ pub struct Args {
     /// must report it).
     #[arg(long, hide = true, value_enum, value_name = "FAULT")]
     fault: Option<Fault>,
+    /// Switches pieces of the WAL's tuning off, as `walab bench --untune` does, to measure
+    /// what each buys behind the server (BENCHMARKS.md). For measurement only.
+    #[arg(long, value_enum, value_delimiter = ',', hide = true)]
+    untune: Vec<crate::wal::os::Tuning>,
 }
 
 /// A broken server, for showing that `walab crash-test --serve` notices.
@@ -105,6 +109,7 @@ fn beside_the_wal(args: &Args) -> Result<PathBuf, CliError> {
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
+    crate::wal::os::untune(&args.untune);
     crate::wal::limit_malloc_arenas();
     let listen: SocketAddr = args
         .listen
