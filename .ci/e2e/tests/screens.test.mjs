@@ -174,6 +174,15 @@ test('presenter mode at 1024x768: the player, the figure, the power button and t
         .filter((element) => element.offsetParent !== null)
         .reduce((sum, element) => sum + element.getBoundingClientRect().height, 0));
     if (shown < 150) empty.push(`Part ${part}: ${Math.round(shown)} px`);
+    // The step's sentence, where the lanes do not need the room.
+    const caption = await page.evaluate(() => {
+      const player = document.querySelector('main > .player');
+      if (!player || player.offsetParent === null || document.querySelector('main > .lanes-figure')) return true;
+      const text = player.querySelector('.caption');
+      if (!text) return true; // this player tells its steps elsewhere
+      return text.offsetParent !== null && text.textContent.trim().length > 10;
+    });
+    if (!caption) empty.push(`Part ${part}: the step's sentence is hidden`);
   }
   assert.deepEqual(empty, [], 'presenter mode shows each Part more than its title');
   await goto(page, PRESENTED[1]);

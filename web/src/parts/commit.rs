@@ -260,7 +260,9 @@ pub fn TraceLanes(props: &TraceLanesProps) -> Html {
         html! { <g class="tick"><line x1={tx.to_string()} x2={tx.to_string()} y1={top.to_string()} y2={(height - 18.0).to_string()} />
             <text x={tx.to_string()} y={(height - 4.0).to_string()} text-anchor="middle">{ format!("{ms}") }</text></g> }
     });
+    // The box lets the lanes scroll sideways on a phone, at a size their text can be read.
     html! {
+        <div class="lanes-scroll">
         <svg class="lanes" viewBox={format!("0 0 {width} {height}")} width="100%" role="img" aria-label={crate::labels::lanes_label(spans, now, props.cut)}>
             <g class="ticks">{ for ticks }</g>
             <g class="batches">{ for batches }</g>
@@ -270,6 +272,7 @@ pub fn TraceLanes(props: &TraceLanesProps) -> Html {
             }
             <line class="playhead" x1={x(now).to_string()} x2={x(now).to_string()} y1="0" y2={height.to_string()} />
         </svg>
+        </div>
     }
 }
 
