@@ -223,7 +223,7 @@ async fn the_page_is_served_at_the_root_beside_the_api() {
     let dir = tempfile::tempdir().unwrap();
     let page = dir.path().join("page");
     std::fs::create_dir(&page).unwrap();
-    std::fs::write(page.join("index.html"), "<title>the lab</title>").unwrap();
+    std::fs::write(page.join("index.html"), "<html><head><title>the lab</title></head></html>").unwrap();
     std::fs::write(page.join("app.js"), "console.log(1)").unwrap();
     let server = Server::start(dir.path(), &["--page", page.to_str().unwrap(), "--block-ms", "3600000"]);
     assert!(server.preamble.iter().any(|line| line.contains("the lab's page at http://")), "{:?}", server.preamble);
@@ -235,7 +235,10 @@ async fn the_page_is_served_at_the_root_beside_the_api() {
             (response.status().as_u16(), response.text().await.unwrap())
         }
     };
-    assert_eq!(text(server.url("/")).await, (200, "<title>the lab</title>".to_string()));
+    // The index carries the mark that makes the page watch this server.
+    let marked = "<html><head><title>the lab</title><meta name=\"walab-serve\" content=\"trace\"></head></html>".to_string();
+    assert_eq!(text(server.url("/")).await, (200, marked.clone()));
+    assert_eq!(text(server.url("/index.html")).await, (200, marked));
     assert_eq!(text(server.url("/app.js")).await, (200, "console.log(1)".to_string()));
     // The API's routes are not shadowed by the files.
     assert_eq!(client.post(server.url("/streams/s/records")).body("v").send().await.unwrap().status(), 200);
@@ -274,5 +277,5 @@ fn a_page_dir_without_an_index_is_refused_by_name_and_dist_is_the_default() {
     })
     .join()
     .unwrap();
-    assert_eq!(body, "default page");
+    assert!(body.starts_with("<meta name=\"walab-serve\"") && body.ends_with("default page"), "{body}");
 }

@@ -18,6 +18,7 @@ use axum::handler::HandlerWithoutStateExt;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
+use axum::routing::get;
 use axum::{Json, Router};
 use futures::stream::{self, StreamExt};
 use serde_json::json;
@@ -49,12 +50,36 @@ pub async fn trace(State(store): State<Arc<Store>>) -> Response {
     response
 }
 
-/// The routes, and the page's files at every path no route takes.
+/// The tag that tells the page a `walab serve` served it, so it watches `/trace`.
+pub const PAGE_MARK: &str = r#"<meta name="walab-serve" content="trace">"#;
+
+/// The routes, and the page's files at every path no route takes. The page's
+/// `index.html` carries [`PAGE_MARK`].
 pub fn with_page(routes: Router, dir: &Path) -> Router {
     let not_found = || async {
         (StatusCode::NOT_FOUND, Json(json!({ "error": "no such route or page file; see GET /streams" }))).into_response()
     };
-    routes.fallback_service(ServeDir::new(dir).fallback(not_found.into_service()))
+    let index_file = dir.join("index.html");
+    let index = move || {
+        let index_file = index_file.clone();
+        async move {
+            match tokio::fs::read_to_string(&index_file).await {
+                Ok(page) => {
+                    let page = match page.find("</head>") {
+                        Some(at) => format!("{}{PAGE_MARK}{}", &page[..at], &page[at..]),
+                        None => format!("{PAGE_MARK}{page}"),
+                    };
+                    ([(header::CONTENT_TYPE, "text/html; charset=utf-8"), (header::CACHE_CONTROL, "no-store")], page).into_response()
+                }
+                Err(error) => (StatusCode::INTERNAL_SERVER_ERROR, Json(json!({ "error": format!("{}: {error}", index_file.display()) })))
+                    .into_response(),
+            }
+        }
+    };
+    routes
+        .route("/", get(index.clone()))
+        .route("/index.html", get(index))
+        .fallback_service(ServeDir::new(dir).fallback(not_found.into_service()))
 }
 
 /// Where the page is: `--page DIR` (it must hold index.html), else `dist/` in the
