@@ -45,6 +45,7 @@ proptest! {
         batch_bytes_max in 100usize..1000,
         pipeline_min_records in 0u64..6,
         window_only_when_busy in any::<bool>(),
+        cohort_hold_percent in prop_oneof![Just(0u32), 1u32..200],
         steps in prop::collection::vec(step(), 1..200),
     ) {
         let config = Config {
@@ -56,6 +57,7 @@ proptest! {
             pipeline_min_records,
             inline_persists: false,
             window_only_when_busy,
+            cohort_hold_percent,
         };
         let mut machine = GroupCommit::new(config).unwrap();
         let mut now = Nanos::ZERO;

@@ -297,6 +297,16 @@ pub struct Config {
     /// are backed up, not when a connection sits idle.
     #[cfg_attr(feature = "serde", serde(default, skip_serializing_if = "schedule::is_false"))]
     pub window_only_when_busy: bool,
+    /// Merge the writers' cohorts ([`schedule::CohortHold`]): when an acknowledgement
+    /// answers k writers and fewer than k records wait behind it, the batch that would
+    /// start next waits, even with a slot free, until k more records have been appended
+    /// or for at most this percent of the answered persist's duration, whichever comes
+    /// first. Closed-loop writers otherwise
+    /// split into cohorts that take turns: a batch starts the instant a sync ends, before
+    /// the writers it just answered have appended again, so each of them waits out the
+    /// sync then running and then its own. 0 (the default): off.
+    #[cfg_attr(feature = "serde", serde(default, skip_serializing_if = "schedule::is_zero"))]
+    pub cohort_hold_percent: u32,
 }
 
 impl Config {
@@ -311,18 +321,21 @@ impl Config {
             pipeline_min_records: 0,
             inline_persists: false,
             window_only_when_busy: false,
+            cohort_hold_percent: 0,
         }
     }
 
     /// The native file WAL: `inflight` syncs at once (its sync threads; 1 syncs every
     /// batch inline, one at a time). With more than one, a batch starts beside a running
     /// sync only once it holds [`schedule::LOCAL_FILE_PIPELINE_MIN_RECORDS`], and the
-    /// driver syncs inline the batches [`schedule::persists_inline`] names.
+    /// driver syncs inline the batches [`schedule::persists_inline`] names. The cohort
+    /// hold is on ([`schedule::LOCAL_FILE_COHORT_HOLD_PERCENT`]).
     pub const fn local_file(policy: Policy, inflight: usize) -> Config {
         Config {
             inflight_max: inflight,
             pipeline_min_records: if inflight > 1 { schedule::LOCAL_FILE_PIPELINE_MIN_RECORDS } else { 0 },
             inline_persists: true,
+            cohort_hold_percent: schedule::LOCAL_FILE_COHORT_HOLD_PERCENT,
             ..Config::file(policy)
         }
     }
@@ -562,6 +575,8 @@ struct Inflight {
     tickets: Tickets,
     lsn_end: u64,
     state: InflightState,
+    /// The latest instant the machine had been given when the batch was handed out.
+    submitted: Nanos,
 }
 
 /// Counters a driver or a trace may show.
@@ -618,6 +633,19 @@ pub struct GroupCommit {
     spare_buffers: Vec<Vec<u8>>,
     /// Records in the batch submitted last (see [`schedule::persists_inline`]).
     last_batch_records: u64,
+    /// The latest instant any input carried (a batch's submission time; the machine
+    /// reads no clock).
+    last_now: Nanos,
+    /// The cohort hold in force, if any ([`Config::cohort_hold_percent`]).
+    hold: Option<schedule::CohortHold>,
+}
+
+/// The earlier of two optional instants.
+fn earliest(a: Option<Nanos>, b: Option<Nanos>) -> Option<Nanos> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
 }
 
 /// How many emptied batch buffers are kept for reuse.
@@ -664,6 +692,8 @@ impl GroupCommit {
             counters: Counters::default(),
             spare_buffers: Vec::new(),
             last_batch_records: 0,
+            last_now: Nanos::ZERO,
+            hold: None,
         })
     }
 
@@ -673,6 +703,7 @@ impl GroupCommit {
 
     /// Offers one writer's record for `segment`. Returns the writer's ticket.
     pub fn handle_append(&mut self, now: Nanos, segment: u64, record: &[u8]) -> Result<Ticket, AppendError> {
+        self.last_now = self.last_now.max(now);
         if let Err(error) = self.admit(segment, record.len()) {
             self.counters.refused += 1;
             return Err(error);
@@ -726,6 +757,11 @@ impl GroupCommit {
                 self.next_periodic = Some(now + interval);
             }
         }
+        if let Some(hold) = &mut self.hold {
+            if hold.count_append() || hold.expired(now) {
+                self.hold = None;
+            }
+        }
         Ok(ticket)
     }
 
@@ -761,7 +797,7 @@ impl GroupCommit {
         batch: BatchId,
         result: Result<(), SyncError>,
     ) -> Result<(), CompletionError> {
-        let _ = now;
+        self.last_now = self.last_now.max(now);
         let index = self
             .inflight
             .iter()
@@ -771,9 +807,10 @@ impl GroupCommit {
             })
             .ok_or(CompletionError::UnknownBatch(batch))?;
         self.running -= 1;
+        let persisted_in = now.saturating_sub(self.inflight[index].submitted);
         if self.inflight[index].state == InflightState::AbandonedRunning {
             self.inflight[index].state = InflightState::AbandonedDone;
-            self.release_in_order();
+            self.release_in_order(now, persisted_in);
             return Ok(());
         }
         match result {
@@ -793,12 +830,16 @@ impl GroupCommit {
                 self.fail_from(failed_from, error);
             }
         }
-        self.release_in_order();
+        self.release_in_order(now, persisted_in);
         Ok(())
     }
 
     /// Reports that the time from [`GroupCommit::poll_timeout`] has come.
     pub fn handle_timeout(&mut self, now: Nanos) {
+        self.last_now = self.last_now.max(now);
+        if self.hold.is_some_and(|hold| hold.expired(now)) {
+            self.hold = None;
+        }
         self.close_expired_window(now);
         if let (Policy::Periodic { interval }, Some(due)) = (self.config.policy, self.next_periodic) {
             if now >= due {
@@ -831,10 +872,9 @@ impl GroupCommit {
             return None;
         }
         let window = self.open.as_ref().and_then(|open| open.deadline);
-        match (window, self.next_periodic) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        // A hold matters only to a batch that is gathering.
+        let hold = self.hold.filter(|_| self.open.is_some()).map(|hold| hold.until);
+        earliest(earliest(window, self.next_periodic), hold)
     }
 
     /// The next thing the driver must do, if any.
@@ -863,6 +903,11 @@ impl GroupCommit {
                 if self.running > 0 && open.tickets.count < self.config.pipeline_min_records {
                     // Not worth a persist of its own yet: it gathers while the running
                     // ones finish, and goes when it is big enough or none is left.
+                    return None;
+                }
+                if self.hold.is_some() {
+                    // The writers just answered are about to append: they ride this
+                    // batch's sync rather than wait out the next one.
                     return None;
                 }
                 self.open.take()?
@@ -922,6 +967,7 @@ impl GroupCommit {
         batch
     }
 
+
     fn make_batch(&mut self, gathering: Gathering) -> Batch {
         let id = self.take_batch_id();
         Batch {
@@ -944,13 +990,14 @@ impl GroupCommit {
 
     fn push_inflight(&mut self, id: BatchId, tickets: Tickets, lsn_end: u64) {
         assert!(self.running < self.config.inflight_max, "running persists <= inflight_max");
-        self.inflight.push_back(Inflight { id, tickets, lsn_end, state: InflightState::Running });
+        self.inflight.push_back(Inflight { id, tickets, lsn_end, state: InflightState::Running, submitted: self.last_now });
         self.running += 1;
         self.counters.persists += 1;
     }
 
-    /// Releases acknowledgements for the completed batches at the front, in order.
-    fn release_in_order(&mut self) {
+    /// Releases acknowledgements for the completed batches at the front, in order, at
+    /// `now`, just after a persist that took `persisted_in` returned.
+    fn release_in_order(&mut self, now: Nanos, persisted_in: Nanos) {
         let mut acked: Option<Tickets> = None;
         while let Some(front) = self.inflight.front() {
             match front.state {
@@ -981,6 +1028,10 @@ impl GroupCommit {
                 self.settle(run);
                 self.counters.acked += run.count;
                 self.ready.push_back(Action::Ack(run));
+                // Writers answered earlier and not back yet still count.
+                let still_away = self.hold.map_or(0, |hold| hold.answered.saturating_sub(hold.appended));
+                let waiting = self.open.as_ref().map_or(0, |open| open.tickets.count);
+                self.hold = schedule::CohortHold::after_ack(&self.config, now, run.count + still_away, waiting, persisted_in);
             }
         }
     }
@@ -999,6 +1050,7 @@ impl GroupCommit {
         }
         self.failed_from = Some(first);
         self.failed.get_or_insert(error);
+        self.hold = None;
         self.open = None;
         self.closed.clear();
         self.next_periodic = None;

@@ -12,6 +12,7 @@
 //! blocking the driver on it would make them wait out this sync before theirs starts.
 
 use super::Config;
+use crate::time::Nanos;
 
 /// The native file WAL: the fewest records a group batch needs to start syncing beside
 /// a running sync (the machine's `pipeline_min_records`), and the size below which a
@@ -35,10 +36,79 @@ pub fn persists_inline(config: &Config, running: usize, records: u64, previous_r
             || (running == 0 && records < config.pipeline_min_records && previous_records < config.pipeline_min_records))
 }
 
+/// The native file WAL's cohort hold ([`Config::cohort_hold_percent`]): a ready batch
+/// waits for the writers just answered for at most this percent of the persist that
+/// answered them. At most one persist: a hold that runs out costs the waiting writers
+/// no more than the extra sync the cohort split it undoes costs them. Half a persist
+/// was measured too short on a busy 2-core machine (64 woken tasks often not all back
+/// within it, so the cohorts stayed apart in some runs).
+pub const LOCAL_FILE_COHORT_HOLD_PERCENT: u32 = 100;
+
+/// A hold on the next batch after an acknowledgement, so that the writers it answered
+/// ride the same sync as those already waiting ([`Config::cohort_hold_percent`]).
+///
+/// Closed-loop writers (each appends again once answered) left alone split into two
+/// cohorts: while cohort X's sync runs, cohort Y gathers; the instant X's sync ends, Y's
+/// batch starts, a moment before X's writers have appended again, so X gathers during
+/// Y's sync, and so on. Every append then waits for two syncs (the one running when it
+/// arrives, then its own) and each sync carries half the writers. Holding Y's batch,
+/// when it holds fewer records than X answered, until X's writers are back (k appends
+/// after an acknowledgement of k) merges the two into one batch (cohorts of exactly
+/// equal size stay apart, but any difference merges them at the next acknowledgement,
+/// and once merged they stay so): an append waits for one sync plus the time the answered writers take
+/// to append again. The hold is bounded by a fraction of the answered persist's
+/// duration, so writers that do not come back (an open-loop load, writers that finished)
+/// cost at most that, and a lone writer, whose own append ends the hold, costs nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CohortHold {
+    /// Writers the acknowledgement answered: the appends the hold waits for.
+    pub answered: u64,
+    /// Records appended since the acknowledgement.
+    pub appended: u64,
+    /// When the hold ends whatever has been appended.
+    pub until: Nanos,
+}
+
+impl CohortHold {
+    /// The hold an acknowledgement of `answered` writers at `now` starts, with `waiting`
+    /// records gathered behind it, after a persist that took `persisted_in`. `None` when
+    /// the config asks for none, when the batch that would start already holds as many
+    /// records as were answered (many writers: the disk has a full batch to sync, and
+    /// holding it would only idle the disk), or when it would end at once.
+    pub fn after_ack(config: &Config, now: Nanos, answered: u64, waiting: u64, persisted_in: Nanos) -> Option<CohortHold> {
+        if config.cohort_hold_percent == 0 || answered == 0 || waiting >= answered {
+            return None;
+        }
+        let hold = Nanos(persisted_in.0.saturating_mul(u64::from(config.cohort_hold_percent)) / 100);
+        if hold == Nanos::ZERO {
+            return None;
+        }
+        Some(CohortHold { answered, appended: 0, until: now + hold })
+    }
+
+    /// Counts one append; true once every answered writer could have appended again,
+    /// which ends the hold.
+    pub fn count_append(&mut self) -> bool {
+        self.appended += 1;
+        self.appended >= self.answered
+    }
+
+    /// Whether the hold has run out at `now`.
+    pub fn expired(&self, now: Nanos) -> bool {
+        now >= self.until
+    }
+}
+
 /// Serde's test for leaving `inline_persists` out of a serialized config.
 #[cfg(feature = "serde")]
 pub(super) fn is_false(value: &bool) -> bool {
     !*value
+}
+
+/// Serde's test for leaving `cohort_hold_percent` out of a serialized config.
+#[cfg(feature = "serde")]
+pub(super) fn is_zero(value: &u32) -> bool {
+    *value == 0
 }
 
 #[cfg(test)]
@@ -57,6 +127,30 @@ mod tests {
         assert!(persists_inline(&one_at_a_time, 0, 64, 64), "one sync at a time: always inline");
         assert!(!persists_inline(&Config::object_store(Policy::Group), 0, 1, 1), "an object store never blocks the driver");
         assert!(!persists_inline(&Config::file(Policy::Group), 0, 1, 1), "the simulated file leaves it to its driver");
+    }
+
+    #[test]
+    fn only_the_native_file_wal_holds_for_cohorts() {
+        for inflight in [1, 2] {
+            assert_eq!(Config::local_file(Policy::Group, inflight).cohort_hold_percent, LOCAL_FILE_COHORT_HOLD_PERCENT);
+        }
+        assert_eq!(Config::file(Policy::Group).cohort_hold_percent, 0, "the simulated file (the page's figures) does not");
+        assert_eq!(Config::remote(Policy::Group).cohort_hold_percent, 0);
+        assert_eq!(Config::object_store(Policy::Group).cohort_hold_percent, 0);
+    }
+
+    #[test]
+    fn a_hold_lasts_its_share_of_the_answered_persist() {
+        let config = Config { cohort_hold_percent: 50, ..Config::file(Policy::Group) };
+        let hold = CohortHold::after_ack(&config, Nanos(1_000), 3, 2, Nanos(800)).expect("a hold");
+        assert_eq!(hold, CohortHold { answered: 3, appended: 0, until: Nanos(1_400) });
+        assert!(!hold.expired(Nanos(1_399)) && hold.expired(Nanos(1_400)));
+        let mut counting = hold;
+        assert!(!counting.count_append() && !counting.count_append() && counting.count_append(), "the third append ends it");
+        assert_eq!(CohortHold::after_ack(&Config::file(Policy::Group), Nanos(0), 3, 2, Nanos(800)), None, "off");
+        assert_eq!(CohortHold::after_ack(&config, Nanos(0), 0, 0, Nanos(800)), None, "nobody answered");
+        assert_eq!(CohortHold::after_ack(&config, Nanos(0), 3, 3, Nanos(800)), None, "as many wait as were answered");
+        assert_eq!(CohortHold::after_ack(&config, Nanos(0), 3, 2, Nanos(1)), None, "a hold of nothing");
     }
 
     #[test]

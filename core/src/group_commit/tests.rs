@@ -451,3 +451,247 @@ fn a_batch_carries_each_record_s_boundaries() {
     driver.drain();
     assert_eq!(driver.writes[0].records().collect::<Vec<_>>(), [&b"xy"[..], b"z"]);
 }
+
+/// The cohort hold at 50% of the answered persist's duration, one sync at a time.
+fn held(policy: Policy) -> Config {
+    Config { cohort_hold_percent: 50, ..Config::file(policy) }
+}
+
+#[test]
+fn a_cohort_hold_waits_for_the_answered_writers_then_takes_everyone() {
+    let mut driver = FakeDriver::new(held(Policy::Group));
+    for _ in 0..3 {
+        driver.append(at(0), 1, 10);
+    }
+    driver.drain();
+    assert_eq!(driver.batches(), [vec![1, 2, 3]], "nothing answered yet: an idle log starts at once");
+    // Writers 4 and 5 arrive during B1's sync (1 ms); when it ends, 1-3 are answered and
+    // B2 waits for them rather than start with 4 and 5 alone.
+    driver.append(at(3), 1, 10);
+    driver.append(at(4), 1, 10);
+    driver.complete(at(10), 1, Ok(()));
+    driver.drain();
+    assert_eq!(driver.acked, [1, 2, 3]);
+    assert_eq!(driver.batches().len(), 1, "held: the answered writers have not appended again");
+    assert_eq!(driver.machine.poll_timeout(), Some(at(15)), "at most half of B1's 1 ms");
+    driver.append(at(11), 1, 10);
+    driver.append(at(11), 1, 10);
+    driver.drain();
+    assert_eq!(driver.batches().len(), 1, "two of the three are back: more wait than were answered, still held");
+    driver.append(at(12), 1, 10);
+    driver.drain();
+    assert_eq!(driver.batches(), [vec![1, 2, 3], vec![4, 5, 6, 7, 8]], "both cohorts ride one sync");
+    assert_eq!(driver.machine.poll_timeout(), None, "the hold ended with the third append");
+}
+
+#[test]
+fn no_hold_when_as_many_wait_as_were_answered() {
+    let mut driver = FakeDriver::new(held(Policy::Group));
+    driver.append(at(0), 1, 10);
+    driver.append(at(0), 1, 10);
+    driver.drain();
+    driver.append(at(3), 1, 10);
+    driver.append(at(4), 1, 10);
+    driver.complete(at(10), 1, Ok(()));
+    driver.drain();
+    assert_eq!(driver.batches(), [vec![1, 2], vec![3, 4]], "a full batch waits: it starts at once");
+}
+
+#[test]
+fn without_a_cohort_hold_the_waiting_cohort_starts_the_instant_a_sync_ends() {
+    let mut driver = FakeDriver::new(Config::file(Policy::Group));
+    driver.append(at(0), 1, 10);
+    driver.append(at(0), 1, 10);
+    driver.drain();
+    driver.append(at(3), 1, 10);
+    driver.append(at(4), 1, 10);
+    driver.complete(at(10), 1, Ok(()));
+    driver.drain();
+    assert_eq!(driver.batches(), [vec![1, 2], vec![3, 4]], "the two cohorts take turns");
+}
+
+#[test]
+fn a_cohort_hold_ends_at_its_bound_when_the_writers_do_not_come_back() {
+    let mut driver = FakeDriver::new(held(Policy::Group));
+    driver.append(at(0), 1, 10);
+    driver.append(at(0), 1, 10);
+    driver.drain();
+    driver.append(at(2), 1, 10);
+    // B1 was handed out at 0 and took 0.8 ms: the hold lasts at most 0.4 ms.
+    driver.complete(at(8), 1, Ok(()));
+    driver.drain();
+    assert_eq!(driver.batches().len(), 1);
+    assert_eq!(driver.machine.poll_timeout(), Some(at(12)));
+    driver.machine.handle_timeout(at(11));
+    driver.drain();
+    assert_eq!(driver.batches().len(), 1, "not yet");
+    driver.machine.handle_timeout(at(12));
+    driver.drain();
+    assert_eq!(driver.batches(), [vec![1, 2], vec![3]], "the bound passed: writer 3 goes alone");
+    // B2 answers writer 3 with none waiting: a hold starts, and its next append ends it.
+    driver.complete(at(20), 2, Ok(()));
+    driver.drain();
+    driver.append(at(40), 1, 10);
+    driver.append(at(40), 1, 10);
+    driver.drain();
+    assert_eq!(driver.batches(), [vec![1, 2], vec![3], vec![4, 5]]);
+}
+
+#[test]
+fn a_lone_writer_ends_its_own_hold() {
+    let mut driver = FakeDriver::new(held(Policy::Group));
+    for round in 0..3u64 {
+        driver.append(at(10 * round), 1, 10);
+        driver.drain();
+        driver.complete(at(10 * round + 5), round + 1, Ok(()));
+        driver.drain();
+    }
+    assert_eq!(driver.batches(), [vec![1], vec![2], vec![3]], "each append starts its batch at once");
+    assert_eq!(driver.acked, [1, 2, 3]);
+}
+
+#[test]
+fn a_cohort_hold_leaves_closed_batches_and_failures_alone() {
+    // A batch closed full goes when a slot frees, held or not.
+    let config = Config { batch_bytes_max: 20, ..held(Policy::Group) };
+    let mut driver = FakeDriver::new(config);
+    driver.append(at(0), 1, 10);
+    driver.drain();
+    driver.append(at(1), 1, 10);
+    driver.append(at(2), 1, 10);
+    driver.complete(at(10), 1, Ok(()));
+    driver.drain();
+    assert_eq!(driver.batches(), [vec![1], vec![2, 3]], "closed at 20 bytes: not held");
+    // A failed persist ends the hold with the log.
+    let mut driver = FakeDriver::new(Config { inflight_max: 2, ..held(Policy::Group) });
+    driver.append(at(0), 1, 10);
+    driver.drain();
+    driver.append(at(1), 1, 10);
+    driver.drain();
+    driver.complete(at(10), 1, Ok(()));
+    driver.append(at(11), 1, 10);
+    driver.complete(at(12), 2, Err(SyncError::Io));
+    driver.drain();
+    assert_eq!(driver.acked, [1]);
+    assert_eq!(driver.failed, [(2, SyncError::Io), (3, SyncError::Io)]);
+    assert_eq!(driver.machine.poll_timeout(), None);
+}
+
+/// Closed-loop writers on the simulator's clock: each appends again `think` after its
+/// answer; every persist takes `persist`.
+struct ClosedLoop {
+    machine: GroupCommit,
+    persist: Nanos,
+    think: Nanos,
+    running: Vec<(Nanos, BatchId)>,
+    due: Vec<Nanos>,
+    appended_at: std::collections::BTreeMap<u64, Nanos>,
+    appends_left: u64,
+    latencies: Vec<Nanos>,
+    batches: Vec<u64>,
+}
+
+impl ClosedLoop {
+    fn run(config: Config, writers: u64, appends: u64, persist: Nanos, think: Nanos) -> ClosedLoop {
+        let mut sim = ClosedLoop {
+            machine: GroupCommit::new(config).unwrap(),
+            persist,
+            think,
+            running: Vec::new(),
+            // Writers start 3 us apart, as real ones never start together.
+            due: (0..writers).map(|writer| Nanos::from_micros(3 * writer)).collect(),
+            appended_at: Default::default(),
+            appends_left: appends - writers,
+            latencies: Vec::new(),
+            batches: Vec::new(),
+        };
+        let bound = crate::sim::clock::InstantBound { name: "closed-loop test", instants_max: 10 * appends };
+        crate::sim::clock::run(&mut sim, bound).unwrap();
+        sim
+    }
+
+    /// Mean records per batch and the median latency, leaving out the first batches
+    /// while the writers settle into their cohorts and the last as they run out.
+    fn steady(&self) -> (u64, Nanos) {
+        let batches = &self.batches[4..self.batches.len() - 4];
+        let mut latencies = self.latencies[self.latencies.len() / 4..].to_vec();
+        latencies.sort();
+        (batches.iter().sum::<u64>() / batches.len() as u64, latencies[latencies.len() / 2])
+    }
+}
+
+impl crate::sim::clock::Simulation for ClosedLoop {
+    type Stop = ();
+
+    fn next_arrival(&self) -> Option<Nanos> {
+        self.due.iter().min().copied()
+    }
+    fn next_completion(&self) -> Option<Nanos> {
+        self.running.iter().map(|(at, _)| *at).min()
+    }
+    fn next_timeout(&self) -> Option<Nanos> {
+        self.machine.poll_timeout()
+    }
+    fn complete(&mut self, now: Nanos) -> core::ops::ControlFlow<()> {
+        let (done, running): (Vec<_>, Vec<_>) = self.running.drain(..).partition(|(at, _)| *at == now);
+        self.running = running;
+        for (_, batch) in done {
+            self.machine.handle_persisted(now, batch, Ok(())).unwrap();
+        }
+        core::ops::ControlFlow::Continue(())
+    }
+    fn arrive(&mut self, now: Nanos) -> core::ops::ControlFlow<()> {
+        let arriving = self.due.iter().filter(|at| **at == now).count();
+        self.due.retain(|at| *at != now);
+        for _ in 0..arriving {
+            let ticket = self.machine.handle_append(now, 1, &[1u8; 100]).unwrap();
+            self.appended_at.insert(ticket.0, now);
+        }
+        core::ops::ControlFlow::Continue(())
+    }
+    fn time_out(&mut self, now: Nanos) {
+        self.machine.handle_timeout(now);
+    }
+    fn act(&mut self, now: Nanos) -> core::ops::ControlFlow<()> {
+        while let Some(action) = self.machine.poll_action() {
+            match action {
+                Action::Persist(batch) => {
+                    self.batches.push(batch.tickets.count);
+                    self.running.push((now + self.persist, batch.id));
+                }
+                Action::Ack(tickets) => {
+                    for ticket in tickets.iter() {
+                        let appended = self.appended_at.remove(&ticket.0).expect("an appended ticket");
+                        self.latencies.push(now - appended);
+                        if self.appends_left > 0 {
+                            self.appends_left -= 1;
+                            self.due.push(now + self.think);
+                        }
+                    }
+                }
+                other => panic!("a group policy asks for no {other:?}"),
+            }
+        }
+        core::ops::ControlFlow::Continue(())
+    }
+}
+
+#[test]
+fn closed_loop_writers_split_into_two_cohorts_and_the_hold_merges_them() {
+    // 64 writers, 100 us syncs, each writer back 20 us after its answer.
+    let (persist, think) = (Nanos::from_micros(100), Nanos::from_micros(20));
+    let split = ClosedLoop::run(Config::file(Policy::Group), 64, 6_400, persist, think);
+    let (batch, p50) = split.steady();
+    assert!((31..=33).contains(&batch), "half the writers per sync: {batch}");
+    assert_eq!(p50, Nanos::from_micros(180), "two syncs per append, less the 20 us before it: the one running, then its own");
+    let merged = ClosedLoop::run(held(Policy::Group), 64, 6_400, persist, think);
+    let (batch, p50) = merged.steady();
+    assert_eq!(batch, 64, "every writer in every sync");
+    assert_eq!(p50, Nanos::from_micros(100), "one sync per append (the wait for the others is before the append)");
+    assert!(merged.batches.len() < split.batches.len() * 6 / 10, "about half the syncs for the same appends");
+    // Writers slower than the bound: the hold gives up after half a persist, and the
+    // latency is what it costs, not more.
+    let slow = ClosedLoop::run(held(Policy::Group), 64, 6_400, persist, Nanos::from_micros(80));
+    let (_, p50) = slow.steady();
+    assert!(p50 <= Nanos::from_micros(200 + 50), "p50 {p50:?}: at most the split's two syncs plus the bound");
+}

@@ -223,11 +223,11 @@ pub fn power_loss(params: PowerLossParams) -> Result<CrashReport, String> {
             break;
         }
         // A fresh WAL on the recovered disk, with the policy under test, syncing on two
-        // sync threads (the default) or inline only (`--inflight 1`): the round number
-        // picks, so both modes get cut.
+        // sync threads (`--inflight 2`) or inline only (`--inflight 1`, the default): the
+        // round number picks, so both modes get cut.
         let file = FileBackend::with_format(Arc::new(fs.clone()), dir.clone(), params.segment_bytes, true, params.format);
         let backend: Box<dyn Backend> = match round % 2 {
-            0 => Box::new(file.with_sync_threads(crate::wal::file::SYNC_THREADS_DEFAULT)),
+            0 => Box::new(file.with_sync_threads(2)),
             _ => Box::new(file),
         };
         // The backend's own settings (two batches in flight with sync threads), with the
@@ -389,6 +389,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             inflight: None,
             per_write: false,
             sync_cpus: None,
+            cohort_hold: None,
         };
         wal_args.backend(true).map_err(CliError::usage)?;
         ("kills", kill_test(&args, &wal_args)?)

@@ -48,9 +48,9 @@ pub struct WalArgs {
     /// S3-compatible endpoint for s3:// (MinIO, R2, a local server); AWS S3 when absent.
     #[arg(long)]
     pub endpoint: Option<String>,
-    /// Batches persisting at once: syncs for file:// (each on a sync thread; 1 syncs
-    /// every batch inline, default 2), uploads for s3:// (default 4), inserts for
-    /// postgres:// (the URL's maxInflight, default 4).
+    /// Batches persisting at once: syncs for file:// (default 1: every batch synced
+    /// inline, one at a time; 2 or more run on sync threads), uploads for s3:// (default
+    /// 4), inserts for postgres:// (the URL's maxInflight, default 4).
     #[arg(long, value_name = "N", alias = "inflight-max", alias = "sync-threads")]
     pub inflight: Option<usize>,
     /// For s3://: make every append its own PUT (the baseline group commit is measured
@@ -63,6 +63,12 @@ pub struct WalArgs {
     /// VMs); `off`: wherever Linux puts them; or a list such as `1` or `0,2-3`.
     #[arg(long, value_name = "auto|off|CPUS")]
     pub sync_cpus: Option<String>,
+    /// For file:// and postgres://: after an acknowledgement, hold the next batch until
+    /// the writers it answered have appended again, for at most PERCENT of the answered
+    /// persist's duration (0: off; file:// defaults to the core's
+    /// LOCAL_FILE_COHORT_HOLD_PERCENT, postgres:// to 0).
+    #[arg(long, value_name = "PERCENT")]
+    pub cohort_hold: Option<u32>,
 }
 
 /// A parsed `--wal` URL.
@@ -237,6 +243,14 @@ impl WalArgs {
                 return Err(format!("--inflight {inflight}: must be between 1 and 4096"));
             }
         }
+        if let Some(percent) = self.cohort_hold {
+            if percent > 1000 {
+                return Err(format!("--cohort-hold {percent}: must be between 0 and 1000 (percent of a persist)"));
+            }
+            if matches!(parse_wal_url(&self.wal)?, WalUrl::S3 { .. }) {
+                return Err(format!("--cohort-hold {percent}: only for a file:// or postgres:// WAL"));
+            }
+        }
         let sync_cpus = match &self.sync_cpus {
             Some(text) => {
                 let parsed = SyncCpus::parse(text)?;
@@ -260,12 +274,17 @@ impl WalArgs {
                 .with_recorded_geometry(self.segment_bytes.is_none())
                 .with_sync_cpus(sync_cpus)
                 .with_sync_threads(self.inflight.unwrap_or(SYNC_THREADS_DEFAULT));
+                let file = match self.cohort_hold {
+                    Some(percent) => file.with_cohort_hold(percent),
+                    None => file,
+                };
                 Ok(Box::new(file))
             }
             WalUrl::Postgres(url) => {
                 let url = with_url_option(&url, "maxInflight", "--inflight", self.inflight)?;
                 let url = with_url_option(&url, "segmentBytes", "--segment-bytes", self.segment_bytes)?;
-                let backend = PgBackend::new(&url, &self.cluster, &self.node, create)?;
+                let backend = PgBackend::new(&url, &self.cluster, &self.node, create)?
+                    .with_cohort_hold(self.cohort_hold.unwrap_or(0));
                 Ok(Box::new(backend))
             }
             WalUrl::S3 { bucket, path } => {
@@ -334,6 +353,7 @@ mod tests {
             inflight,
             per_write: false,
             sync_cpus: None,
+            cohort_hold: None,
         }
     }
 

@@ -26,8 +26,9 @@
 //!
 //! Every batch is written on the driver thread, in log order. A batch the machine marks
 //! [`Batch::inline`] (a lone writer's: [`walab_core::group_commit::schedule`]) is then
-//! synced on the driver thread; every other batch's `fdatasync` runs on one of the sync
-//! threads ([`sync_pool`], `--inflight`, 2 by default), so two syncs can overlap. Each sync thread syncs
+//! synced on the driver thread; with `--inflight 2` or more every other batch's
+//! `fdatasync` runs on one of the sync threads ([`sync_pool`]), so syncs can overlap (by
+//! default, `--inflight 1`, every sync is inline, one at a time). Each sync thread syncs
 //! through its own open of the segment, made when the segment becomes current. The
 //! driver and the sync threads run on the CPUs that take the device's completion
 //! interrupts, where that is a strict subset of the CPUs ([`affinity`],
@@ -100,9 +101,12 @@ use super::{sync_error_of, Backend, Completion, Recovered, WalError};
 /// zero-fill of the next one finishes in the background.
 pub const SEGMENT_BYTES_DEFAULT: u64 = 16 << 20;
 
-/// Sync threads by default: two syncs in flight hide the driver's work between syncs
-/// (see [`sync_pool`]).
-pub const SYNC_THREADS_DEFAULT: usize = 2;
+/// Sync threads by default: none, every sync inline on the driver, one at a time. With
+/// the machine's cohort hold every writer rides one sync, so a second sync would have
+/// nothing to overlap, and a sync on the driver saves the two thread hops a sync
+/// thread costs each batch (BENCHMARKS.md, "The file WAL's cohorts merged"). `--inflight
+/// 2` and more start the sync threads ([`sync_pool`]).
+pub const SYNC_THREADS_DEFAULT: usize = 1;
 
 /// The file name of a segment.
 pub fn segment_file_name(segment: u64) -> String {
@@ -174,6 +178,8 @@ pub struct FileBackend {
     sync_handles: Option<Arc<SyncHandles>>,
     /// The CPUs the syncing threads run on ([`FileBackend::with_sync_cpus`]).
     sync_cpus: Option<Vec<usize>>,
+    /// The machine's cohort hold ([`FileBackend::with_cohort_hold`]).
+    cohort_hold_percent: u32,
 }
 
 impl FileBackend {
@@ -203,7 +209,15 @@ impl FileBackend {
             pool: None,
             sync_handles: None,
             sync_cpus: None,
+            cohort_hold_percent: group_commit::Config::local_file(Policy::Group, 1).cohort_hold_percent,
         }
+    }
+
+    /// Sets the machine's cohort hold (`Config::cohort_hold_percent`; 0: off), in place
+    /// of the file WAL's default.
+    pub fn with_cohort_hold(mut self, percent: u32) -> FileBackend {
+        self.cohort_hold_percent = percent;
+        self
     }
 
     /// Takes the segment size the log recorded when it was created instead of this
@@ -581,7 +595,10 @@ impl Backend for FileBackend {
     }
 
     fn machine_config(&self) -> group_commit::Config {
-        group_commit::Config::local_file(Policy::Group, self.pool.as_ref().map_or(1, SyncPool::threads))
+        group_commit::Config {
+            cohort_hold_percent: self.cohort_hold_percent,
+            ..group_commit::Config::local_file(Policy::Group, self.pool.as_ref().map_or(1, SyncPool::threads))
+        }
     }
 
     fn sync_cpus(&self) -> Option<Vec<usize>> {

@@ -219,6 +219,8 @@ pub struct PgBackend {
     insert: Arc<dyn InsertRow>,
     notes: Vec<StartupNote>,
     quiet: bool,
+    /// The machine's cohort hold ([`PgBackend::with_cohort_hold`]; 0, the default: off).
+    cohort_hold_percent: u32,
 }
 
 impl PgBackend {
@@ -271,7 +273,15 @@ impl PgBackend {
             insert: Arc::new(FencedInsert),
             notes: Vec::new(),
             quiet: false,
+            cohort_hold_percent: 0,
         })
+    }
+
+    /// Sets the machine's cohort hold (`Config::cohort_hold_percent`; 0, the default:
+    /// off).
+    pub fn with_cohort_hold(mut self, percent: u32) -> PgBackend {
+        self.cohort_hold_percent = percent;
+        self
     }
 
     /// Keeps the start-up notes off stderr (tests read [`PgBackend::notes`]).
@@ -651,6 +661,7 @@ impl Backend for PgBackend {
         group_commit::Config {
             policy: Policy::Window { window: settings.batch_interval },
             window_only_when_busy: true,
+            cohort_hold_percent: self.cohort_hold_percent,
             inflight_max: settings.inflight_max,
             batch_bytes_max: settings.batch_bytes_max as usize,
             unflushed_bytes_max: settings.unflushed_bytes_max as usize,
