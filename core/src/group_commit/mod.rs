@@ -298,7 +298,7 @@ pub struct Config {
     #[cfg_attr(feature = "serde", serde(default, skip_serializing_if = "schedule::is_false"))]
     pub window_only_when_busy: bool,
     /// Merge the writers' cohorts ([`schedule::CohortHold`]): when an acknowledgement
-    /// answers k writers and fewer than k records wait behind it, the batch that would
+    /// answers k writers and fewer than k / 2 records wait behind it, the batch that would
     /// start next waits, even with a slot free, until k more records have been appended
     /// or for at most this percent of the answered persist's duration, whichever comes
     /// first. Closed-loop writers otherwise

@@ -52,12 +52,16 @@ pub const LOCAL_FILE_COHORT_HOLD_PERCENT: u32 = 100;
 /// batch starts, a moment before X's writers have appended again, so X gathers during
 /// Y's sync, and so on. Every append then waits for two syncs (the one running when it
 /// arrives, then its own) and each sync carries half the writers. Holding Y's batch,
-/// when it holds fewer records than X answered, until X's writers are back (k appends
-/// after an acknowledgement of k) merges the two into one batch (cohorts of exactly
-/// equal size stay apart, but any difference merges them at the next acknowledgement,
-/// and once merged they stay so): an append waits for one sync plus the time the answered writers take
-/// to append again. The hold is bounded by a fraction of the answered persist's
-/// duration, so writers that do not come back (an open-loop load, writers that finished)
+/// when it holds fewer than half as many records as X answered, until X's writers are
+/// back (k appends after an acknowledgement of k) merges the two into one batch, where
+/// an append waits for one sync plus the time the answered writers take to append
+/// again. Writers that start together split unevenly (the first batch takes whoever
+/// came first), so the hold merges them at the second acknowledgement, and once merged
+/// they stay so (a hold that runs out leaves a few stragglers, fewer than half).
+/// Cohorts of similar size are left apart: each fills a sync of its own, as at 1,024
+/// writers, where holding one would idle the disk. The hold is bounded by a fraction of
+/// the answered persist's duration, so writers that do not come back (an open-loop
+/// load, writers that finished)
 /// cost at most that, and a lone writer, whose own append ends the hold, costs nothing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CohortHold {
@@ -72,11 +76,11 @@ pub struct CohortHold {
 impl CohortHold {
     /// The hold an acknowledgement of `answered` writers at `now` starts, with `waiting`
     /// records gathered behind it, after a persist that took `persisted_in`. `None` when
-    /// the config asks for none, when the batch that would start already holds as many
-    /// records as were answered (many writers: the disk has a full batch to sync, and
-    /// holding it would only idle the disk), or when it would end at once.
+    /// the config asks for none, when the batch that would start already holds half as
+    /// many records as were answered or more (cohorts of similar size each fill a sync),
+    /// or when it would end at once.
     pub fn after_ack(config: &Config, now: Nanos, answered: u64, waiting: u64, persisted_in: Nanos) -> Option<CohortHold> {
-        if config.cohort_hold_percent == 0 || answered == 0 || waiting >= answered {
+        if config.cohort_hold_percent == 0 || answered == 0 || waiting.saturating_mul(2) >= answered {
             return None;
         }
         let hold = Nanos(persisted_in.0.saturating_mul(u64::from(config.cohort_hold_percent)) / 100);
@@ -142,15 +146,16 @@ mod tests {
     #[test]
     fn a_hold_lasts_its_share_of_the_answered_persist() {
         let config = Config { cohort_hold_percent: 50, ..Config::file(Policy::Group) };
-        let hold = CohortHold::after_ack(&config, Nanos(1_000), 3, 2, Nanos(800)).expect("a hold");
+        let hold = CohortHold::after_ack(&config, Nanos(1_000), 3, 1, Nanos(800)).expect("a hold");
         assert_eq!(hold, CohortHold { answered: 3, appended: 0, until: Nanos(1_400) });
         assert!(!hold.expired(Nanos(1_399)) && hold.expired(Nanos(1_400)));
         let mut counting = hold;
         assert!(!counting.count_append() && !counting.count_append() && counting.count_append(), "the third append ends it");
-        assert_eq!(CohortHold::after_ack(&Config::file(Policy::Group), Nanos(0), 3, 2, Nanos(800)), None, "off");
+        assert_eq!(CohortHold::after_ack(&Config::file(Policy::Group), Nanos(0), 3, 1, Nanos(800)), None, "off");
         assert_eq!(CohortHold::after_ack(&config, Nanos(0), 0, 0, Nanos(800)), None, "nobody answered");
-        assert_eq!(CohortHold::after_ack(&config, Nanos(0), 3, 3, Nanos(800)), None, "as many wait as were answered");
-        assert_eq!(CohortHold::after_ack(&config, Nanos(0), 3, 2, Nanos(1)), None, "a hold of nothing");
+        assert_eq!(CohortHold::after_ack(&config, Nanos(0), 4, 2, Nanos(800)), None, "half as many wait as were answered");
+        assert!(CohortHold::after_ack(&config, Nanos(0), 5, 2, Nanos(800)).is_some(), "fewer than half wait");
+        assert_eq!(CohortHold::after_ack(&config, Nanos(0), 3, 1, Nanos(1)), None, "a hold of nothing");
     }
 
     #[test]
