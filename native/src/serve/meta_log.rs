@@ -65,6 +65,7 @@ pub fn backend_at(url: &str, wal: &WalArgs) -> Result<Box<dyn Backend>, String> 
                 inflight: None,
                 per_write: false,
                 sync_cpus: None,
+                cohort_hold: None,
             };
             args.backend(true).map_err(as_meta)
         }
