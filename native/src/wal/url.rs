@@ -63,9 +63,10 @@ pub struct WalArgs {
     /// VMs); `off`: wherever Linux puts them; or a list such as `1` or `0,2-3`.
     #[arg(long, value_name = "auto|off|CPUS")]
     pub sync_cpus: Option<String>,
-    /// For file:// and postgres://: after an acknowledgement, hold the next batch until
-    /// the writers it answered have appended again, for at most PERCENT of the answered
-    /// persist's duration (0: off; file:// defaults to the core's
+    /// For file:// and postgres://: after an acknowledgement with fewer than half as
+    /// many records waiting as it answered, hold the next batch until the writers it
+    /// answered have appended again, for at most PERCENT of the answered persist's
+    /// duration (0: off; file:// defaults to the core's
     /// LOCAL_FILE_COHORT_HOLD_PERCENT, postgres:// to 0).
     #[arg(long, value_name = "PERCENT")]
     pub cohort_hold: Option<u32>,
