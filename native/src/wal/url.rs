@@ -63,11 +63,10 @@ pub struct WalArgs {
     /// VMs); `off`: wherever Linux puts them; or a list such as `1` or `0,2-3`.
     #[arg(long, value_name = "auto|off|CPUS")]
     pub sync_cpus: Option<String>,
-    /// For file:// and postgres://: after an acknowledgement with fewer than half as
-    /// many records waiting as it answered, hold the next batch until the writers it
-    /// answered have appended again, for at most PERCENT of the answered persist's
-    /// duration (0: off; file:// defaults to the core's
-    /// LOCAL_FILE_COHORT_HOLD_PERCENT, postgres:// to 0).
+    /// After an acknowledgement with fewer than half as many records waiting as it
+    /// answered, hold the next batch until the writers it answered have appended again,
+    /// for at most PERCENT of the answered persist's duration (0: off; file:// defaults
+    /// to the core's LOCAL_FILE_COHORT_HOLD_PERCENT, postgres:// and s3:// to 0).
     #[arg(long, value_name = "PERCENT")]
     pub cohort_hold: Option<u32>,
 }
@@ -248,9 +247,6 @@ impl WalArgs {
             if percent > 1000 {
                 return Err(format!("--cohort-hold {percent}: must be between 0 and 1000 (percent of a persist)"));
             }
-            if matches!(parse_wal_url(&self.wal)?, WalUrl::S3 { .. }) {
-                return Err(format!("--cohort-hold {percent}: only for a file:// or postgres:// WAL"));
-            }
         }
         let sync_cpus = match &self.sync_cpus {
             Some(text) => {
@@ -304,6 +300,7 @@ impl WalArgs {
                 let backend = S3Backend::new(store, location, create, self.segment_bytes.unwrap_or(SEGMENT_BYTES_DEFAULT))?
                     .with_machine_config(machine)
                     .with_pipeline_min(options.pipeline_min)
+                    .with_cohort_hold(self.cohort_hold.unwrap_or(0))
                     .with_fence(options.fence);
                 Ok(Box::new(backend))
             }

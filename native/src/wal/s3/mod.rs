@@ -361,6 +361,12 @@ impl S3Backend {
         self
     }
 
+    /// The machine's cohort hold (`--cohort-hold`; 0, the default, is off).
+    pub fn with_cohort_hold(mut self, percent: u32) -> S3Backend {
+        self.machine.cohort_hold_percent = percent;
+        self
+    }
+
     /// How bulks are fenced (`fence=read`, the default, or `fence=lease`; see
     /// [`walab_core::remote::lease`]).
     pub fn with_fence(mut self, fence_mode: FenceMode) -> S3Backend {
