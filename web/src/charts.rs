@@ -1,11 +1,14 @@
-//! Charts drawn with plotters on a canvas. They take samples and draw; nothing here
-//! computes a figure. A chart redraws only when its samples change, and its `aria-label`
-//! (from [`crate::labels`]) says what the samples show.
+//! Charts drawn as SVG, like every other figure of the lab: they take samples and draw;
+//! nothing here computes a figure. The text is real text (sharp on a projector, found by
+//! the page's checks) and the chart's `aria-label` (from [`crate::labels`]) says what the
+//! samples show.
+//!
+//! A chart is one string of markup: the lab draws a few of them, and a string costs the
+//! page far less code than a tree of elements.
 
+use std::fmt::Write;
 use std::rc::Rc;
 
-use plotters::prelude::*;
-use plotters_canvas::CanvasBackend;
 use yew::prelude::*;
 
 /// One line of a line chart.
@@ -16,6 +19,27 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
 }
 
+/// Bars with a label each (a distribution, or a budget against a limit).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bar {
+    pub label: String,
+    pub value: f64,
+    pub color: (u8, u8, u8),
+}
+
+/// The drawing's size in its own units; on screen it is scaled to the column, at most
+/// 4/3 of this, and on a phone about 1:1, so its 13-unit text stays at least 12 px.
+const WIDTH: f64 = 360.0;
+const HEIGHT: f64 = 230.0;
+/// The plot area inside the drawing: room for the caption, the tick labels and the axis
+/// titles.
+const LEFT: f64 = 58.0;
+const RIGHT: f64 = WIDTH - 10.0;
+const TOP: f64 = 26.0;
+const BOTTOM: f64 = HEIGHT - 40.0;
+const REFERENCE_COLOR: (u8, u8, u8) = (150, 60, 40);
+const LIMIT_COLOR: (u8, u8, u8) = (179, 38, 30);
+
 #[derive(Properties, PartialEq)]
 pub struct LineChartProps {
     pub title: AttrValue,
@@ -24,10 +48,6 @@ pub struct LineChartProps {
     pub series: Rc<Vec<Series>>,
     #[prop_or(true)]
     pub log_x: bool,
-    #[prop_or(520)]
-    pub width: u32,
-    #[prop_or(300)]
-    pub height: u32,
     /// A horizontal reference line, labelled (for example gp3's baseline).
     #[prop_or_default]
     pub reference: Option<(f64, AttrValue)>,
@@ -35,120 +55,19 @@ pub struct LineChartProps {
 
 #[component]
 pub fn LineChart(props: &LineChartProps) -> Html {
-    let canvas = use_node_ref();
-    {
-        let canvas = canvas.clone();
-        let deps = (props.series.clone(), props.title.clone(), props.log_x, props.reference.clone());
-        let (x_label, y_label) = (props.x_label.clone(), props.y_label.clone());
-        use_effect_with(deps, move |(series, title, log_x, reference)| {
-            if let Some(element) = canvas.cast::<web_sys::HtmlCanvasElement>() {
-                if let Err(error) = draw_lines(element, title, &x_label, &y_label, series, *log_x, reference.as_ref()) {
-                    web_sys::console::warn_1(&format!("chart {title}: {error}").into());
-                }
-            }
-        });
-    }
-    let legend = props.series.iter().map(|line| {
-        let (r, g, b) = line.color;
-        html! { <li><span class="swatch" style={format!("background: rgb({r}, {g}, {b})")}></span>{ line.label.clone() }</li> }
-    });
     let label = crate::labels::line_chart_label(&props.title, &props.x_label, &props.y_label, &props.series);
+    let reference = props.reference.as_ref().map(|(y, name)| (*y, name.as_str()));
+    let svg = line_svg(&props.title, &props.x_label, &props.y_label, &props.series, props.log_x, reference, &label);
+    let legend = props.series.iter().map(|line| swatch(line.color, &line.label));
     html! {
         <figure class="chart">
-            <canvas ref={canvas} width={props.width.to_string()} height={props.height.to_string()}
-                aria-label={label} role="img" data-series={props.series.len().to_string()} />
+            { Html::from_html_unchecked(svg.into()) }
             <ul class="chart-legend">
                 { for legend }
-                if let Some((_, label)) = &props.reference {
-                    <li><span class="swatch" style="background: rgb(150, 60, 40)"></span>{ label.clone() }</li>
-                }
+                if let Some((_, name)) = &props.reference { { swatch(REFERENCE_COLOR, name) } }
             </ul>
         </figure>
     }
-}
-
-fn draw_lines(
-    canvas: web_sys::HtmlCanvasElement,
-    title: &str,
-    x_label: &str,
-    y_label: &str,
-    series: &[Series],
-    log_x: bool,
-    reference: Option<&(f64, AttrValue)>,
-) -> Result<(), Box<dyn std::error::Error>> {
-    let backend = CanvasBackend::with_canvas_object(canvas).ok_or("no 2d context")?;
-    let root = backend.into_drawing_area();
-    root.fill(&WHITE)?;
-    let points = series.iter().flat_map(|line| line.points.iter());
-    let (mut x_min, mut x_max, mut y_max) = (f64::MAX, f64::MIN, 0f64);
-    for (x, y) in points {
-        x_min = x_min.min(*x);
-        x_max = x_max.max(*x);
-        y_max = y_max.max(*y);
-    }
-    if let Some((y, _)) = reference {
-        y_max = y_max.max(*y);
-    }
-    if x_min >= x_max {
-        x_min = if log_x { 1.0 } else { 0.0 };
-        x_max = x_min + 1.0;
-    }
-    let y_max = if y_max <= 0.0 { 1.0 } else { y_max * 1.1 };
-    let mut builder = ChartBuilder::on(&root);
-    builder.caption(title, ("sans-serif", 15)).margin(8).x_label_area_size(40).y_label_area_size(64);
-    if log_x {
-        let mut chart = builder.build_cartesian_2d((x_min..x_max).log_scale(), 0f64..y_max)?;
-        chart.configure_mesh().x_desc(x_label).y_desc(y_label).x_label_formatter(&|x| compact(*x)).draw()?;
-        draw_series_on(&mut chart, series, reference, x_min, x_max)?;
-    } else {
-        let mut chart = builder.build_cartesian_2d(x_min..x_max, 0f64..y_max)?;
-        chart.configure_mesh().x_desc(x_label).y_desc(y_label).draw()?;
-        draw_series_on(&mut chart, series, reference, x_min, x_max)?;
-    }
-    root.present()?;
-    Ok(())
-}
-
-fn draw_series_on<'a, X>(
-    chart: &mut ChartContext<'a, CanvasBackend, Cartesian2d<X, plotters::coord::types::RangedCoordf64>>,
-    series: &[Series],
-    reference: Option<&(f64, AttrValue)>,
-    x_min: f64,
-    x_max: f64,
-) -> Result<(), Box<dyn std::error::Error>>
-where
-    X: Ranged<ValueType = f64>,
-{
-    for line in series {
-        let color = RGBColor(line.color.0, line.color.1, line.color.2);
-        // The legend is HTML under the canvas, so it never covers a line.
-        chart.draw_series(LineSeries::new(line.points.iter().copied(), color.stroke_width(2)))?;
-        chart.draw_series(line.points.iter().map(|(x, y)| Circle::new((*x, *y), 3, color.filled())))?;
-    }
-    if let Some((y, _)) = reference {
-        let grey = RGBColor(150, 60, 40);
-        chart.draw_series(LineSeries::new(vec![(x_min, *y), (x_max, *y)], grey.stroke_width(1)))?;
-    }
-    Ok(())
-}
-
-/// 100, 1k, 20k, 1M.
-fn compact(x: f64) -> String {
-    if x >= 1e6 {
-        format!("{}M", x / 1e6)
-    } else if x >= 1e3 {
-        format!("{}k", x / 1e3)
-    } else {
-        format!("{x}")
-    }
-}
-
-/// Bars with a label each (a distribution, or a budget against a limit).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Bar {
-    pub label: String,
-    pub value: f64,
-    pub color: (u8, u8, u8),
 }
 
 #[derive(Properties, PartialEq)]
@@ -158,92 +77,279 @@ pub struct BarChartProps {
     pub bars: Rc<Vec<Bar>>,
     #[prop_or_default]
     pub limit: Option<(f64, AttrValue)>,
-    #[prop_or(520)]
-    pub width: u32,
-    #[prop_or(260)]
-    pub height: u32,
 }
 
 #[component]
 pub fn BarChart(props: &BarChartProps) -> Html {
-    let canvas = use_node_ref();
-    {
-        let canvas = canvas.clone();
-        let deps = (props.bars.clone(), props.title.clone(), props.limit.clone());
-        let y_label = props.y_label.clone();
-        use_effect_with(deps, move |(bars, title, limit)| {
-            if let Some(element) = canvas.cast::<web_sys::HtmlCanvasElement>() {
-                if let Err(error) = draw_bars(element, title, &y_label, bars, limit.as_ref()) {
-                    web_sys::console::warn_1(&format!("chart {title}: {error}").into());
-                }
-            }
-        });
-    }
     let limit = props.limit.as_ref().map(|(value, name)| (*value, name.as_str()));
     let label = crate::labels::bar_chart_label(&props.title, &props.y_label, &props.bars, limit);
+    let svg = bar_svg(&props.title, &props.y_label, &props.bars, limit, &label);
     html! {
         <figure class="chart">
-            <canvas ref={canvas} width={props.width.to_string()} height={props.height.to_string()}
-                aria-label={label} role="img" data-bars={props.bars.len().to_string()} />
+            { Html::from_html_unchecked(svg.into()) }
+            if let Some((_, name)) = limit { <ul class="chart-legend">{ swatch(LIMIT_COLOR, name) }</ul> }
         </figure>
     }
 }
 
-fn draw_bars(
-    canvas: web_sys::HtmlCanvasElement,
+fn swatch((r, g, b): (u8, u8, u8), label: &str) -> Html {
+    html! { <li><span class="swatch" style={format!("background: rgb({r}, {g}, {b})")}></span>{ label.to_string() }</li> }
+}
+
+/// Text made safe inside markup.
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+/// The opening of a chart's drawing: its size, what it says to a screen reader, its
+/// caption and the y axis's title.
+fn open(out: &mut String, title: &str, y_label: &str, label: &str, data: &str) {
+    let _ = write!(
+        out,
+        r#"<svg class="chart-svg" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="{}" {data}><text class="chart-title" x="{}" y="16" text-anchor="middle">{}</text><text class="chart-axis-title" transform="translate(13 {}) rotate(-90)" text-anchor="middle">{}</text>"#,
+        escape(label),
+        WIDTH / 2.0,
+        escape(title),
+        (TOP + BOTTOM) / 2.0,
+        escape(y_label),
+    );
+}
+
+/// A step of 1, 2 or 5 times a power of ten that cuts `span` into about `count` parts.
+fn nice_step(span: f64, count: f64) -> f64 {
+    let raw = (span / count).max(f64::MIN_POSITIVE);
+    let magnitude = 10f64.powf(raw.log10().floor());
+    let scaled = raw / magnitude;
+    magnitude * if scaled < 1.5 { 1.0 } else if scaled < 3.0 { 2.0 } else if scaled < 7.0 { 5.0 } else { 10.0 }
+}
+
+/// 0.5, 30, 1.2k, 20k, 1M.
+fn compact(x: f64) -> String {
+    let (value, unit) = if x.abs() >= 1e6 { (x / 1e6, "M") } else if x.abs() >= 1e3 { (x / 1e3, "k") } else { (x, "") };
+    let text = format!("{:.2}", value);
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    format!("{text}{unit}")
+}
+
+/// The y axis: from 0 to a tick at or above `y_max`, its grid lines and labels. Returns
+/// the scale's top.
+fn y_axis(out: &mut String, y_max: f64) -> f64 {
+    let step = nice_step(if y_max > 0.0 { y_max } else { 1.0 }, 4.0);
+    let top = (y_max / step).ceil().max(1.0) * step;
+    let mut tick = 0.0;
+    while tick <= top + step / 2.0 {
+        let y = BOTTOM - (BOTTOM - TOP) * tick / top;
+        let _ = write!(
+            out,
+            r#"<line class="chart-grid" x1="{LEFT}" x2="{RIGHT}" y1="{y:.1}" y2="{y:.1}"/><text class="chart-tick" x="{}" y="{:.1}" text-anchor="end">{}</text>"#,
+            LEFT - 5.0,
+            y + 4.5,
+            compact(tick),
+        );
+        tick += step;
+    }
+    top
+}
+
+fn line_svg(
     title: &str,
+    x_label: &str,
     y_label: &str,
-    bars: &[Bar],
-    limit: Option<&(f64, AttrValue)>,
-) -> Result<(), Box<dyn std::error::Error>> {
-    let backend = CanvasBackend::with_canvas_object(canvas).ok_or("no 2d context")?;
-    let root = backend.into_drawing_area();
-    root.fill(&WHITE)?;
+    series: &[Series],
+    log_x: bool,
+    reference: Option<(f64, &str)>,
+    label: &str,
+) -> String {
+    let mut out = String::new();
+    open(&mut out, title, y_label, label, &format!(r#"data-series="{}""#, series.len()));
+    let points = series.iter().flat_map(|line| line.points.iter()).filter(|(x, _)| !log_x || *x > 0.0);
+    let (mut x_min, mut x_max, mut y_max) = (f64::MAX, f64::MIN, 0f64);
+    for (x, y) in points {
+        x_min = x_min.min(*x);
+        x_max = x_max.max(*x);
+        y_max = y_max.max(*y);
+    }
+    if let Some((y, _)) = reference {
+        y_max = y_max.max(y);
+    }
+    if x_min >= x_max {
+        x_min = if log_x { 1.0 } else { 0.0 };
+        x_max = x_min + 1.0;
+    }
+    let top = y_axis(&mut out, y_max * 1.05);
+    let axis = |x: f64| if log_x { x.log10() } else { x };
+    let (a_min, a_max) = (axis(x_min), axis(x_max));
+    let to_x = |x: f64| LEFT + (RIGHT - LEFT) * (axis(x) - a_min) / (a_max - a_min);
+    let to_y = |y: f64| BOTTOM - (BOTTOM - TOP) * y / top;
+    // Ticks on the x axis: powers of ten on a log axis (with 2 and 5 between them when
+    // the range spans less than three), even steps on a linear one.
+    let mut ticks = Vec::new();
+    if log_x {
+        let decades = a_max.floor() - a_min.ceil();
+        let multiples: &[f64] = if decades < 2.0 { &[1.0, 2.0, 5.0] } else { &[1.0] };
+        let mut power = 10f64.powf(a_min.floor());
+        while power <= x_max {
+            ticks.extend(multiples.iter().map(|m| m * power).filter(|x| *x >= x_min && *x <= x_max));
+            power *= 10.0;
+        }
+    } else {
+        let step = nice_step(x_max - x_min, 5.0);
+        let mut x = (x_min / step).ceil() * step;
+        while x <= x_max {
+            ticks.push(x);
+            x += step;
+        }
+    }
+    for x in ticks {
+        let _ = write!(
+            out,
+            r#"<text class="chart-tick" x="{:.1}" y="{}" text-anchor="middle">{}</text>"#,
+            to_x(x),
+            BOTTOM + 16.0,
+            compact(x)
+        );
+    }
+    axes(&mut out, x_label);
+    if let Some((y, _)) = reference {
+        let (r, g, b) = REFERENCE_COLOR;
+        let _ = write!(out, r#"<line x1="{LEFT}" x2="{RIGHT}" y1="{0:.1}" y2="{0:.1}" stroke="rgb({r},{g},{b})"/>"#, to_y(y));
+    }
+    for line in series {
+        let (r, g, b) = line.color;
+        let shown: Vec<(f64, f64)> =
+            line.points.iter().filter(|(x, _)| !log_x || *x > 0.0).map(|(x, y)| (to_x(*x), to_y(*y))).collect();
+        let path: Vec<String> = shown.iter().map(|(x, y)| format!("{x:.1},{y:.1}")).collect();
+        let _ = write!(out, r#"<g stroke="rgb({r},{g},{b})" fill="rgb({r},{g},{b})"><polyline fill="none" stroke-width="2" points="{}"/>"#, path.join(" "));
+        for (x, y) in shown {
+            let _ = write!(out, r#"<circle cx="{x:.1}" cy="{y:.1}" r="2.5"/>"#);
+        }
+        out.push_str("</g>");
+    }
+    out.push_str("</svg>");
+    out
+}
+
+/// `text` in lines of at most `chars` characters, broken between words (a word longer
+/// than a line gets a line of its own).
+fn wrap(text: &str, chars: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for word in text.split_whitespace() {
+        match lines.last_mut() {
+            Some(line) if line.len() + 1 + word.len() <= chars => {
+                line.push(' ');
+                line.push_str(word);
+            }
+            _ => lines.push(word.to_string()),
+        }
+    }
+    lines
+}
+
+/// The two axis lines and the x axis's title.
+fn axes(out: &mut String, x_label: &str) {
+    let _ = write!(
+        out,
+        r#"<path class="chart-axis" d="M{LEFT} {TOP}V{BOTTOM}H{RIGHT}" fill="none"/><text class="chart-axis-title" x="{}" y="{}" text-anchor="middle">{}</text>"#,
+        (LEFT + RIGHT) / 2.0,
+        HEIGHT - 5.0,
+        escape(x_label)
+    );
+}
+
+fn bar_svg(title: &str, y_label: &str, bars: &[Bar], limit: Option<(f64, &str)>, label: &str) -> String {
+    let mut out = String::new();
+    open(&mut out, title, y_label, label, &format!(r#"data-bars="{}""#, bars.len()));
     let mut y_max = bars.iter().map(|bar| bar.value).fold(0f64, f64::max);
     if let Some((limit, _)) = limit {
-        y_max = y_max.max(*limit);
+        y_max = y_max.max(limit);
     }
-    let y_max = if y_max <= 0.0 { 1.0 } else { y_max * 1.4 };
-    let count = bars.len().max(1);
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 15))
-        .margin(8)
-        .x_label_area_size(34)
-        .y_label_area_size(84)
-        .build_cartesian_2d(0f64..count as f64, 0f64..y_max)?;
-    // The axis title sits left of the widest tick label, with room between them.
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .disable_x_axis()
-        .y_desc(y_label)
-        .y_label_style(("sans-serif", 13))
-        .axis_desc_style(("sans-serif", 13))
-        .y_label_formatter(&|y| compact(*y))
-        .draw()?;
-    let every = (count / 24).max(1);
-    chart.draw_series(bars.iter().enumerate().filter(|(index, _)| index % every == 0).map(|(index, bar)| {
-        Text::new(
-            bar.label.clone(),
-            (index as f64 + 0.5, 0.0),
-            ("sans-serif", 11).into_font().color(&BLACK).pos(plotters::style::text_anchor::Pos::new(
-                plotters::style::text_anchor::HPos::Center,
-                plotters::style::text_anchor::VPos::Top,
-            )),
-        )
-    }))?;
-    chart.draw_series(bars.iter().enumerate().map(|(index, bar)| {
-        let color = RGBColor(bar.color.0, bar.color.1, bar.color.2);
-        Rectangle::new([(index as f64 + 0.15, 0.0), (index as f64 + 0.85, bar.value)], color.filled())
-    }))?;
-    if let Some((limit, label)) = limit {
-        let red = RGBColor(179, 38, 30);
-        chart
-            .draw_series(LineSeries::new(vec![(0.0, *limit), (count as f64, *limit)], red.stroke_width(2)))?
-            .label(label.to_string())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], red.stroke_width(2)));
-        chart.configure_series_labels().position(SeriesLabelPosition::UpperRight).background_style(WHITE.mix(0.85)).draw()?;
+    let top = y_axis(&mut out, y_max * 1.1);
+    let count = bars.len().max(1) as f64;
+    let slot = (RIGHT - LEFT) / count;
+    let to_y = |y: f64| BOTTOM - (BOTTOM - TOP) * y / top;
+    // A label under every bar, on up to two lines, while they fit; else every k-th one.
+    let chars = ((slot - 4.0) / 7.0).floor().max(1.0) as usize;
+    let wrapped: Vec<Vec<String>> = bars.iter().map(|bar| wrap(&bar.label, chars)).collect();
+    let fits = wrapped.iter().all(|lines| lines.len() <= 2 && lines.iter().all(|line| line.len() <= chars));
+    let longest = bars.iter().map(|bar| bar.label.len()).max().unwrap_or(1) as f64;
+    let every = if fits { 1 } else { ((longest * 7.5 + 4.0) / slot).ceil().max(1.0) as usize };
+    for (index, bar) in bars.iter().enumerate() {
+        let (r, g, b) = bar.color;
+        let x = LEFT + slot * index as f64;
+        let y = to_y(bar.value.max(0.0));
+        let _ = write!(
+            out,
+            r#"<rect x="{:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="rgb({r},{g},{b})"/>"#,
+            x + slot * 0.15,
+            slot * 0.7,
+            BOTTOM - y
+        );
+        if index % every == 0 {
+            let lines = if fits { wrapped[index].clone() } else { vec![bar.label.clone()] };
+            for (line_index, line) in lines.iter().enumerate() {
+                let _ = write!(
+                    out,
+                    r#"<text class="chart-tick" x="{:.1}" y="{}" text-anchor="middle">{}</text>"#,
+                    x + slot / 2.0,
+                    BOTTOM + 16.0 + 14.0 * line_index as f64,
+                    escape(line)
+                );
+            }
+        }
     }
-    root.present()?;
-    Ok(())
+    axes(&mut out, "");
+    if let Some((limit, _)) = limit {
+        let (r, g, b) = LIMIT_COLOR;
+        let _ = write!(out, r#"<line x1="{LEFT}" x2="{RIGHT}" y1="{0:.1}" y2="{0:.1}" stroke="rgb({r},{g},{b})" stroke-width="2"/>"#, to_y(limit));
+    }
+    out.push_str("</svg>");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steps_are_one_two_or_five_times_a_power_of_ten() {
+        assert_eq!(nice_step(100.0, 4.0), 20.0);
+        assert_eq!(nice_step(7.0, 4.0), 2.0);
+        assert_eq!(nice_step(0.9, 4.0), 0.2);
+        assert_eq!(nice_step(30_000.0, 5.0), 5_000.0);
+    }
+
+    #[test]
+    fn numbers_are_short() {
+        assert_eq!(compact(0.0), "0");
+        assert_eq!(compact(0.25), "0.25");
+        assert_eq!(compact(1_500.0), "1.5k");
+        assert_eq!(compact(20_000.0), "20k");
+        assert_eq!(compact(1_000_000.0), "1M");
+    }
+
+    #[test]
+    fn a_line_chart_draws_every_point_inside_its_plot() {
+        let series = vec![Series { label: "a".into(), color: (1, 2, 3), points: vec![(100.0, 1.0), (1_000.0, 4.0), (10_000.0, 2.0)] }];
+        let svg = line_svg("t", "x", "y", &series, true, Some((3.0, "ref")), "label");
+        assert_eq!(svg.matches("<circle").count(), 3);
+        assert!(svg.contains(r#"data-series="1""#) && svg.contains(">100<") && svg.contains(">10k<"), "{svg}");
+        for cx in svg.split(r#"cx=""#).skip(1).map(|rest| rest.split('"').next().unwrap().parse::<f64>().unwrap()) {
+            assert!((LEFT..=RIGHT).contains(&cx), "{cx} outside the plot");
+        }
+    }
+
+    #[test]
+    fn labels_wrap_between_words() {
+        assert_eq!(wrap("one shared volume", 12), vec!["one shared", "volume"]);
+        assert_eq!(wrap("log syncs", 12), vec!["log syncs"]);
+        assert_eq!(wrap("unbreakable-word x", 4), vec!["unbreakable-word", "x"]);
+    }
+
+    #[test]
+    fn a_bar_chart_escapes_its_text_and_draws_each_bar() {
+        let bars = vec![Bar { label: "<a&b>".into(), value: 5.0, color: (0, 0, 0) }, Bar { label: "c".into(), value: 0.0, color: (0, 0, 0) }];
+        let svg = bar_svg("t", "y", &bars, Some((10.0, "limit")), "l \"quoted\"");
+        assert_eq!(svg.matches("<rect").count(), 2);
+        assert!(svg.contains("&lt;a&amp;b&gt;") && svg.contains("l &quot;quoted&quot;") && !svg.contains("<a&b>"), "{svg}");
+    }
 }

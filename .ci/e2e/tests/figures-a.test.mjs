@@ -279,8 +279,8 @@ test("Part 4: the appended record's bytes follow the append, in the right and th
 
 test('Part 11: the budget bars are drawn at 1024 wide', async () => {
   const page = await open('?part=11', 1024, 768);
-  await page.waitForSelector('canvas[aria-label^="IOPS"]');
-  const bars = await page.$$eval('canvas[data-bars]', (canvases) => canvases.map((canvas) => Number(canvas.dataset.bars)));
+  await page.waitForSelector('svg[aria-label^="IOPS"]');
+  const bars = await page.$$eval('svg[data-bars]', (charts) => charts.map((chart) => Number(chart.dataset.bars)));
   assert.ok(bars.length >= 2 && bars.every((count) => count > 0), `${bars}`);
   await screenshot(page, 'figure-part11');
   await page.close();

@@ -54,7 +54,7 @@ test('steady load at 100,000 writes a second batches about 100 writes per sync',
   assert.ok(batchMean > 80 && batchMean < 120, `batch mean ${batchMean}`);
   await page.keyboard.press('End');
   await screenshot(page, 'part-05-steady');
-  assert.equal(await page.getAttribute('figure.chart canvas[aria-label^="mean wait against load"]', 'data-series'), '3');
+  assert.equal(await page.getAttribute('figure.chart svg[aria-label^="mean wait against load"]', 'data-series'), '3');
   await page.close();
 });
 
