@@ -68,7 +68,8 @@ fn feed_url() -> Option<String> {
         return Some(format!("{}/trace", server.trim_end_matches('/')));
     }
     let document = window.document()?;
-    document.query_selector("meta[name='walab-serve']").ok().flatten().map(|_| "trace".to_string())
+    let origin = window.location().origin().ok()?;
+    document.query_selector("meta[name='walab-serve']").ok().flatten().map(|_| format!("{origin}/trace"))
 }
 
 fn message_data(event: &web_sys::Event) -> Option<String> {
