@@ -39,6 +39,12 @@ pub fn parse_trace(file_name: &str, text: &str) -> Result<DroppedTrace, String> 
     Ok(commit_trace(file_name, &trace))
 }
 
+/// A trace's JSON read back: the one place the page parses a trace (a dropped file, the
+/// live feed's header and its events in batches).
+pub fn trace_json(text: &str) -> Result<Trace, serde_json::Error> {
+    serde_json::from_str(text)
+}
+
 /// The checks every trace file passes, whatever it recorded: its size, its JSON, its
 /// format version, events in time order, at least one event.
 fn read_trace(file_name: &str, text: &str) -> Result<Trace, String> {
@@ -48,7 +54,7 @@ fn read_trace(file_name: &str, text: &str) -> Result<Trace, String> {
     if text.trim().is_empty() {
         return Err(format!("{file_name}: the file is empty"));
     }
-    let trace: Trace = serde_json::from_str(text).map_err(|error| {
+    let trace: Trace = trace_json(text).map_err(|error| {
         format!("{file_name}: not a walab trace (line {}, column {}: {})", error.line(), error.column(), strip_position(&error.to_string()))
     })?;
     if trace.format_version != TRACE_FORMAT_VERSION {

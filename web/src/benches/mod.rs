@@ -21,6 +21,7 @@ pub mod failed_sync_view;
 pub mod fates;
 pub mod group_steps;
 pub mod journey;
+pub mod live;
 pub mod models;
 pub mod moments;
 pub mod pages_view;

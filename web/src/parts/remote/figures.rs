@@ -17,6 +17,10 @@ use crate::url_state::format_millis;
 pub struct BulkLanesProps {
     pub run: Rc<RemoteRun>,
     pub now: Nanos,
+    /// What a bulk's request is called, when not the backend's PUT or INSERT (a live
+    /// file WAL's fdatasync); such lanes draw no fence read.
+    #[prop_or_default]
+    pub request: Option<AttrValue>,
 }
 
 /// The widest the figures are laid out; a wider column scales them up (a projector).
@@ -89,7 +93,7 @@ pub fn BulkLanes(props: &BulkLanesProps) -> Html {
     let x = |t: Nanos| LABEL_W + span * (t.0 as f64 / end.0 as f64).min(1.0);
     // Row 1 the axis, row 2 the takeover's label, then the lanes, then the legend.
     let top = if run.takeover.is_some() { 50.0 } else { 30.0 };
-    let s3 = run.backend == RemoteBackend::S3;
+    let s3 = run.backend == RemoteBackend::S3 && props.request.is_none();
     let mut legend_entries: Vec<(f64, &str, Html)> = vec![
         (14.0, "in flight", html! { <rect class="flight" x="0" y="-9" width="14" height="9" /> }),
         (14.0, "stored, not acknowledged", html! { <rect class="held" x="0" y="-9" width="14" height="9" /> }),
@@ -104,7 +108,11 @@ pub fn BulkLanes(props: &BulkLanesProps) -> Html {
     let legend_rows_count = placed.iter().map(|(_, row)| row + 1).max().unwrap_or(1);
     let lanes_bottom = top + bulks.len() as f64 * ROW_H;
     let height = lanes_bottom + 10.0 + legend_rows_count as f64 * 18.0;
-    let put = if s3 { "PUT" } else { "INSERT" };
+    let put = match &props.request {
+        Some(request) => request.to_string(),
+        None if s3 => "PUT".to_string(),
+        None => "INSERT".to_string(),
+    };
     let now = props.now;
     let rows = bulks.iter().enumerate().map(|(index, bulk)| {
         let y = top + index as f64 * ROW_H;

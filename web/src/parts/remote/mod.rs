@@ -6,6 +6,7 @@
 //! URL parameter (`r...`), so every view is a link.
 
 mod figures;
+pub mod live;
 mod upload;
 
 use std::rc::Rc;
@@ -265,6 +266,22 @@ fn upload_section(props: &ChapterProps, bench: &RemoteBench, run: &Rc<RemoteRun>
     }
 }
 
+/// A running server's WAL and upload, live.
+fn live_section(feed: &self::live::LiveFeed) -> Html {
+    html! {
+        <>
+        <h3 id="live">{ "Watch a real server" }</h3>
+        <div class="prose">
+            <p>{ "Everything above is simulated. walab serve is the real stream store: the same group commit over a real WAL \
+                  (a file with fdatasync, an S3 bucket, or Postgres) and the same upload into objects. When this page is served \
+                  by it, this section watches it as it runs: every bulk forming and going durable, every block sealed, uploaded \
+                  and committed, and the WAL trimmed behind the commits, with one sentence per step." }</p>
+        </div>
+        { self::live::live_view(feed) }
+        </>
+    }
+}
+
 /// Says so when the lanes draw only the first bulks of a longer run.
 fn lanes_note(run: &RemoteRun) -> Html {
     let drawn = crate::benches::remote::bulks_drawn(run).len();
@@ -376,6 +393,7 @@ fn losses(props: &ChapterProps, run: &RemoteRun, backend: RemoteBackend) -> Html
 #[component]
 pub fn ObjectStoreChapter(props: &ChapterProps) -> Html {
     use_scroll_to_new_trace(bench_of(props).and_then(|bench| bench.trace.as_ref()));
+    let live_feed = self::live::use_live_feed();
     let Some(bench) = bench_of(props) else { return html! { <p class="error">{ "this Part's bench did not run" }</p> } };
     let run = match &bench.run {
         Ok(run) => Rc::new(run.clone()),
@@ -419,6 +437,7 @@ pub fn ObjectStoreChapter(props: &ChapterProps) -> Html {
         { lanes_note(&run) }
         { totals(&run, bench) }
         { upload_section(props, bench, &run) }
+        { live_section(&live_feed) }
         <h3>{ "What a PUT costs" }</h3>
         <div class="prose">
             <p>{ "S3 bills every request. S3 Standard charges $0.005 per 1,000 PUT requests in us-east-1 " }
