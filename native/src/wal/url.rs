@@ -66,7 +66,7 @@ pub struct WalArgs {
     /// After an acknowledgement with fewer than half as many records waiting as it
     /// answered, hold the next batch until the writers it answered have appended again,
     /// for at most PERCENT of the answered persist's duration (0: off; file:// defaults
-    /// to the core's LOCAL_FILE_COHORT_HOLD_PERCENT, postgres:// and s3:// to 0).
+    /// to the core's LOCAL_FILE_COHORT_HOLD_PERCENT, s3:// to 10, postgres:// to 0).
     #[arg(long, value_name = "PERCENT")]
     pub cohort_hold: Option<u32>,
 }
@@ -300,7 +300,7 @@ impl WalArgs {
                 let backend = S3Backend::new(store, location, create, self.segment_bytes.unwrap_or(SEGMENT_BYTES_DEFAULT))?
                     .with_machine_config(machine)
                     .with_pipeline_min(options.pipeline_min)
-                    .with_cohort_hold(self.cohort_hold.unwrap_or(0))
+                    .with_cohort_hold(self.cohort_hold.unwrap_or(s3::COHORT_HOLD_PERCENT))
                     .with_fence(options.fence);
                 Ok(Box::new(backend))
             }
