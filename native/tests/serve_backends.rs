@@ -4,9 +4,10 @@
 //! test). The same contract as on a file WAL, the crashes around the commit, fencing.
 
 mod common;
+mod serve_common;
+use serve_common::Server;
 
-use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 
 use serde_json::{json, Value};
 use walab::wal::s3::local_server::{LocalS3, BUCKET};
@@ -78,70 +79,10 @@ impl Setup {
     }
 
     fn start(&self) -> Server {
-        let mut child = self
-            .command("serve")
-            .args(["--listen", "127.0.0.1:0"])
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("walab serve starts");
-        let mut stderr = BufReader::new(child.stderr.take().expect("stderr is piped"));
-        let mut preamble = Vec::new();
-        let address = loop {
-            let mut line = String::new();
-            assert!(stderr.read_line(&mut line).expect("stderr") > 0, "the server ended before it listened: {preamble:?}");
-            match line.trim().strip_prefix("walab serve: listening on ") {
-                Some(address) => break address.to_string(),
-                None => preamble.push(line.trim().to_string()),
-            }
-        };
-        let rest = std::thread::spawn(move || {
-            let mut rest = String::new();
-            let _ = stderr.read_to_string(&mut rest);
-            rest
-        });
-        Server { child, base: address, preamble, rest: Some(rest) }
+        Server::spawn(self.command("serve"), 0)
     }
 }
 
-/// A running `walab serve`; killed (SIGKILL, a crash) when dropped.
-struct Server {
-    child: Child,
-    base: String,
-    preamble: Vec<String>,
-    /// What it prints after it listened, once it has ended.
-    rest: Option<std::thread::JoinHandle<String>>,
-}
-
-impl Server {
-    fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.base)
-    }
-
-    fn crash(mut self) {
-        self.child.kill().expect("kill");
-        self.child.wait().expect("wait");
-    }
-
-    /// Waits (at most 30 s) for the server to end by itself; its exit and what it printed.
-    fn ended(mut self) -> (std::process::ExitStatus, String) {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        let exit = loop {
-            if let Some(exit) = self.child.try_wait().expect("the server's status") {
-                break exit;
-            }
-            assert!(std::time::Instant::now() < deadline, "the server never ended");
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        };
-        (exit, self.rest.take().unwrap().join().unwrap())
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 async fn answer(response: reqwest::Response) -> (u16, Value) {
     let status = response.status().as_u16();

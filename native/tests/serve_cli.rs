@@ -1,65 +1,22 @@
 //! `walab serve` end to end: the built binary on a real file WAL, real HTTP.
 
-use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 
 use serde_json::Value;
 
-/// A running `walab serve`; killed (SIGKILL, a crash) when dropped.
-struct Server {
-    child: Child,
-    base: String,
-    /// What the server printed before it listened.
-    preamble: Vec<String>,
+mod serve_common;
+use serve_common::Server;
+
+/// A server that uploads nothing during a test (its blocks seal after an hour).
+fn start(wal_dir: &Path) -> Server {
+    start_with(wal_dir, &["--block-ms", "3600000"])
 }
 
-impl Server {
-    /// A server that uploads nothing during a test (its blocks seal after an hour).
-    fn start(wal_dir: &Path) -> Server {
-        Server::start_with(wal_dir, &["--block-ms", "3600000"])
-    }
-
-    fn start_with(wal_dir: &Path, flags: &[&str]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_walab"))
-            .args(["serve", "--wal", &format!("file://{}", wal_dir.display()), "--listen", "127.0.0.1:0"])
-            .args(flags)
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("walab serve starts");
-        let mut stderr = BufReader::new(child.stderr.take().expect("stderr is piped"));
-        let mut preamble = Vec::new();
-        let address = loop {
-            let mut line = String::new();
-            assert!(stderr.read_line(&mut line).expect("stderr") > 0, "the server ended before it listened: {preamble:?}");
-            match line.trim().strip_prefix("walab serve: listening on ") {
-                Some(address) => break address.to_string(),
-                None => preamble.push(line.trim().to_string()),
-            }
-        };
-        // Keep reading stderr so that the server never writes into a full or closed pipe.
-        std::thread::spawn(move || {
-            let mut rest = String::new();
-            let _ = stderr.read_to_string(&mut rest);
-        });
-        Server { child, base: address, preamble }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.base)
-    }
-
-    fn crash(mut self) {
-        self.child.kill().expect("kill");
-        self.child.wait().expect("wait");
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+fn start_with(wal_dir: &Path, flags: &[&str]) -> Server {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_walab"));
+    command.args(["serve", "--wal", &format!("file://{}", wal_dir.display())]).args(flags);
+    Server::spawn(command, 0)
 }
 
 async fn answer(response: reqwest::Response) -> (u16, Value) {
@@ -92,7 +49,7 @@ fn decoded(record: &Value) -> Vec<u8> {
 #[tokio::test]
 async fn pipelined_appends_get_every_offset_once_and_read_back_in_order() {
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(dir.path());
+    let server = start(dir.path());
     let client = reqwest::Client::new();
     let records = server.url("/streams/one/records");
     let appends = (0..64).map(|n| {
@@ -139,7 +96,7 @@ async fn pipelined_appends_get_every_offset_once_and_read_back_in_order() {
 #[tokio::test]
 async fn bad_requests_are_refused_by_name() {
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(dir.path());
+    let server = start(dir.path());
     let client = reqwest::Client::new();
     assert_eq!(post(&client, &server.url("/streams/s/records"), b"x", None).await.0, 200);
     let refusals = [
@@ -168,7 +125,7 @@ async fn bad_requests_are_refused_by_name() {
 async fn a_producer_retry_is_a_duplicate_also_after_a_crash() {
     let dir = tempfile::tempdir().unwrap();
     let client = reqwest::Client::new();
-    let server = Server::start(dir.path());
+    let server = start(dir.path());
     let records = server.url("/streams/s/records");
     let mut offsets = Vec::new();
     for seq in 0..3 {
@@ -183,7 +140,7 @@ async fn a_producer_retry_is_a_duplicate_also_after_a_crash() {
     assert_eq!((status, body), (200, serde_json::json!({"offset": 4, "duplicate": true})));
     server.crash();
 
-    let server = Server::start(dir.path());
+    let server = start(dir.path());
     let records = server.url("/streams/s/records");
     let (status, body) = post(&client, &records, b"p 2", Some(("p", 1, 2))).await;
     assert_eq!((status, body), (200, serde_json::json!({"offset": 4, "duplicate": true})), "after the restart");
@@ -261,7 +218,7 @@ async fn stream_table(client: &reqwest::Client, server: &Server, stream: &str) -
 #[tokio::test]
 async fn a_batch_takes_consecutive_offsets_and_a_bad_one_is_refused_by_name() {
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(dir.path());
+    let server = start(dir.path());
     let client = reqwest::Client::new();
     let batch = server.url("/streams/s/batch");
     assert_eq!(post_batch(&client, &batch, &[b"a", b"", b"c"], None).await, (200, serde_json::json!({"offset": 0, "count": 3})));
@@ -299,7 +256,7 @@ async fn a_batch_takes_consecutive_offsets_and_a_bad_one_is_refused_by_name() {
 async fn a_retried_batch_is_a_duplicate_also_after_a_crash() {
     let dir = tempfile::tempdir().unwrap();
     let client = reqwest::Client::new();
-    let server = Server::start(dir.path());
+    let server = start(dir.path());
     let batch = server.url("/streams/s/batch");
     let p = |seq| Some(("p", 1, seq));
     assert_eq!(post_batch(&client, &batch, &[b"p0", b"p1", b"p2"], p(0)).await, (200, serde_json::json!({"offset": 0, "count": 3})));
@@ -319,7 +276,7 @@ async fn a_retried_batch_is_a_duplicate_also_after_a_crash() {
     }
     server.crash();
 
-    let server = Server::start(dir.path());
+    let server = start(dir.path());
     let batch = server.url("/streams/s/batch");
     assert_eq!(post_batch(&client, &batch, &[b"p3", b"p4"], p(3)).await, (200, duplicate), "after the restart");
     // The batch's last record alone, through the single append: the same offset.
@@ -346,7 +303,7 @@ async fn a_retried_batch_is_a_duplicate_also_after_a_crash() {
 async fn a_batch_retried_after_its_upload_and_a_crash_is_a_duplicate() {
     let dir = tempfile::tempdir().unwrap();
     let client = reqwest::Client::new();
-    let server = Server::start_with(dir.path(), SMALL_BLOCKS);
+    let server = start_with(dir.path(), SMALL_BLOCKS);
     let batch = server.url("/streams/s/batch");
     // 60 records of 100 bytes (about 8 KB): more than one 4 KB block, so the batch's run
     // is split across commits and joined again from their snapshots.
@@ -359,7 +316,7 @@ async fn a_batch_retried_after_its_upload_and_a_crash_is_a_duplicate() {
     eventually("everything committed", async || committed(&client, &server, "s").await == 62).await;
     server.crash();
 
-    let server = Server::start_with(dir.path(), SMALL_BLOCKS);
+    let server = start_with(dir.path(), SMALL_BLOCKS);
     let batch = server.url("/streams/s/batch");
     let (status, body) = post_batch(&client, &batch, &values, Some(("p", 1, 1))).await;
     assert_eq!((status, body), (200, serde_json::json!({"offset": 2, "count": 60, "duplicate": true})));
@@ -414,7 +371,7 @@ const SMALL_BLOCKS: &[&str] =
 async fn records_read_across_objects_and_the_log_cache_are_one_gapless_sequence_also_after_a_crash() {
     let dir = tempfile::tempdir().unwrap();
     let client = reqwest::Client::new();
-    let server = Server::start_with(dir.path(), SMALL_BLOCKS);
+    let server = start_with(dir.path(), SMALL_BLOCKS);
     let value = |n: u64| format!("{n:0>100}").into_bytes();
     for chunk in (0..1000u64).collect::<Vec<_>>().chunks(50) {
         let appends = chunk.iter().map(|&n| {
@@ -456,7 +413,7 @@ async fn records_read_across_objects_and_the_log_cache_are_one_gapless_sequence_
     }
     server.crash();
 
-    let server = Server::start_with(dir.path(), SMALL_BLOCKS);
+    let server = start_with(dir.path(), SMALL_BLOCKS);
     let again = read_all(&client, &server, "a").await;
     assert_eq!(again.len(), 1010);
     assert_eq!(&again[..1000], &a[..]);
@@ -474,14 +431,14 @@ async fn a_crash_between_upload_and_commit_leaves_an_orphan_that_expires() {
     let dir = tempfile::tempdir().unwrap();
     let client = reqwest::Client::new();
     let objects_dir = dir.path().join("default/0.serve/objects");
-    let mut server = Server::start_with(dir.path(), &["--block-ms", "20", "--crash-at", "before-commit"]);
+    let mut server = start_with(dir.path(), &["--block-ms", "20", "--crash-at", "before-commit"]);
     let (status, body) = post(&client, &server.url("/streams/s/records"), b"first", None).await;
     assert_eq!((status, body), (200, serde_json::json!({"offset": 0})));
     let exit = server.child.wait().expect("the server ends");
     assert!(!exit.success(), "the server aborted: {exit:?}");
     assert_eq!(files_in(&objects_dir), vec![format!("{:020}", 0)], "the orphan is uploaded");
 
-    let server = Server::start_with(dir.path(), &["--block-ms", "20"]);
+    let server = start_with(dir.path(), &["--block-ms", "20"]);
     assert!(server.preamble.iter().any(|line| line.contains("expired 1 object ids")), "{:?}", server.preamble);
     let (status, body) = post(&client, &server.url("/streams/s/records"), b"second", None).await;
     assert_eq!((status, body), (200, serde_json::json!({"offset": 1})));
@@ -506,7 +463,7 @@ async fn every_ack_printed_by_load_http_with_batches_is_readable_at_its_offset()
 
 async fn every_ack_is_readable(flags: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start_with(dir.path(), &["--block-ms", "10"]);
+    let server = start_with(dir.path(), &["--block-ms", "10"]);
     let load = Command::new(env!("CARGO_BIN_EXE_walab"))
         .args(["load", "--http", &server.base, "--writers", "16", "--records", "200", "--streams", "4", "--producers", "8"])
         .args(["--run-id", "t"])
@@ -565,7 +522,7 @@ async fn a_crash_between_the_commit_and_the_wal_trim_loses_and_repeats_nothing()
     let dir = tempfile::tempdir().unwrap();
     // The first block seals at about 500 records; the writers go on while it uploads.
     let flags = ["--block-bytes", "65536", "--block-ms", "2000", "--segment-bytes", "65536"];
-    let mut server = Server::start_with(dir.path(), &[&flags[..], &["--crash-at", "after-commit"]].concat());
+    let mut server = start_with(dir.path(), &[&flags[..], &["--crash-at", "after-commit"]].concat());
     // Every writer is a producer, so every stored record names its (producer, seq).
     let load = Command::new(env!("CARGO_BIN_EXE_walab"))
         .args(["load", "--http", &server.base, "--writers", "8", "--seconds", "60", "--streams", "3", "--producers", "8"])
@@ -588,7 +545,7 @@ async fn a_crash_between_the_commit_and_the_wal_trim_loses_and_repeats_nothing()
     // The crash left the WAL untrimmed: its first segment still holds committed records.
     assert!(files_in(&dir.path().join("default/0")).contains(&"wal-00000000000000000001.log".to_string()));
 
-    let server = Server::start_with(dir.path(), &flags);
+    let server = start_with(dir.path(), &flags);
     let client = reqwest::Client::new();
     let streams = ["c-0", "c-1", "c-2"];
     let mut committed_total = 0;

@@ -1,63 +1,22 @@
 //! `walab serve`'s live trace (`GET /trace`, server-sent events) and its page (`--page`):
 //! the built binary on a real file WAL, read by a real HTTP client.
 
-use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use walab_core::trace::{Event, Trace, TraceEvent, OBJECT_SYNC_BASE};
 
-/// A running `walab serve`; killed when dropped.
-struct Server {
-    child: Child,
-    base: String,
-    preamble: Vec<String>,
-}
+mod serve_common;
+use serve_common::Server;
 
-impl Server {
-    fn start(wal_dir: &Path, flags: &[&str]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_walab"))
-            .args(["serve", "--wal", &format!("file://{}", wal_dir.display()), "--listen", "127.0.0.1:0"])
-            .args(flags)
-            .current_dir(wal_dir)
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("walab serve starts");
-        let mut stderr = BufReader::new(child.stderr.take().expect("stderr is piped"));
-        let mut preamble = Vec::new();
-        let address = loop {
-            let mut line = String::new();
-            assert!(stderr.read_line(&mut line).expect("stderr") > 0, "the server ended before it listened: {preamble:?}");
-            match line.trim().strip_prefix("walab serve: listening on ") {
-                Some(address) => break address.to_string(),
-                None => preamble.push(line.trim().to_string()),
-            }
-        };
-        let mut next = String::new();
-        // The line after "listening" says whether a page is served (read only with --page).
-        if flags.contains(&"--page") {
-            stderr.read_line(&mut next).expect("stderr");
-            preamble.push(next.trim().to_string());
-        }
-        std::thread::spawn(move || {
-            let mut rest = String::new();
-            let _ = stderr.read_to_string(&mut rest);
-        });
-        Server { child, base: address, preamble }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.base)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// A server on a file WAL in `wal_dir`, run from there (so `./dist` means the test's).
+fn start(wal_dir: &Path, flags: &[&str]) -> Server {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_walab"));
+    command.args(["serve", "--wal", &format!("file://{}", wal_dir.display())]).args(flags).current_dir(wal_dir);
+    // The line after "listening" says whether a page is served (printed only with --page).
+    Server::spawn(command, usize::from(flags.contains(&"--page")))
 }
 
 /// One server-sent event: its `event:` name (empty for the default) and its data.
@@ -122,7 +81,7 @@ const SMALL_BLOCKS: &[&str] = &["--block-bytes", "4096", "--block-ms", "20", "--
 #[tokio::test]
 async fn the_trace_feed_sends_a_header_then_the_wal_s_and_the_upload_s_events_in_time_order() {
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(dir.path(), SMALL_BLOCKS);
+    let server = start(dir.path(), SMALL_BLOCKS);
     let client = reqwest::Client::new();
     let mut feed = EventStream::open(&client, &server.url("/trace")).await;
     let header = feed.next().await;
@@ -206,7 +165,7 @@ async fn the_trace_feed_sends_a_header_then_the_wal_s_and_the_upload_s_events_in
 #[tokio::test]
 async fn a_listener_that_connects_late_gets_events_from_then_on() {
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(dir.path(), &["--block-ms", "3600000"]);
+    let server = start(dir.path(), &["--block-ms", "3600000"]);
     let client = reqwest::Client::new();
     for _ in 0..3 {
         assert_eq!(client.post(server.url("/streams/s/records")).body("early").send().await.unwrap().status(), 200);
@@ -225,7 +184,7 @@ async fn the_page_is_served_at_the_root_beside_the_api() {
     std::fs::create_dir(&page).unwrap();
     std::fs::write(page.join("index.html"), "<html><head><title>the lab</title></head></html>").unwrap();
     std::fs::write(page.join("app.js"), "console.log(1)").unwrap();
-    let server = Server::start(dir.path(), &["--page", page.to_str().unwrap(), "--block-ms", "3600000"]);
+    let server = start(dir.path(), &["--page", page.to_str().unwrap(), "--block-ms", "3600000"]);
     assert!(server.preamble.iter().any(|line| line.contains("the lab's page at http://")), "{:?}", server.preamble);
     let client = reqwest::Client::new();
     let text = |url: String| {
@@ -267,7 +226,7 @@ fn a_page_dir_without_an_index_is_refused_by_name_and_dist_is_the_default() {
     // Without --page, a dist/ in the working directory holding index.html is served.
     std::fs::create_dir(dir.path().join("dist")).unwrap();
     std::fs::write(dir.path().join("dist/index.html"), "default page").unwrap();
-    let server = Server::start(dir.path(), &["--block-ms", "3600000"]);
+    let server = start(dir.path(), &["--block-ms", "3600000"]);
     let body = std::thread::spawn({
         let url = server.url("/");
         move || {
