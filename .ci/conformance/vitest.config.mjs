@@ -1,0 +1,10 @@
+// vitest for the conformance suite: only our one-line test file, the suite's own timeout.
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['conformance.test.mjs'],
+    testTimeout: 30000,
+    hookTimeout: 30000,
+  },
+});
