@@ -179,3 +179,43 @@ fn after_a_takeover_the_old_owners_commit_is_refused_and_its_ids_expire() {
     assert!(run.deletes.is_empty(), "nothing is trimmed from the WAL B recovers");
     assert_eq!(run.read_twice, 0);
 }
+
+#[test]
+fn a_takeover_before_any_block_is_due_leaves_the_upload_empty() {
+    // S3 Standard's latencies, node B at 28.5 to 30 ms: A has acknowledged at most bulk
+    // 1's one record when B claims, and that record's block would be due 40 ms after its
+    // acknowledgement, past the claim. A seals nothing; B's recovery replays the record.
+    for seed in 1..=3 {
+        for takeover_micros in [28_500, 29_000, 30_000] {
+            let setup = RemoteSetup {
+                seed,
+                takeover_at: Some(Nanos::from_micros(takeover_micros)),
+                ..RemoteSetup::new(RemoteBackend::S3, Load::Rate { rate_per_s: 20_000, poisson: false }, 600)
+            };
+            let wal = run(&setup).unwrap();
+            let takeover = wal.takeover.as_ref().unwrap();
+            let run = upload(&setup, &wal, None);
+            assert!(wal.records_acked <= 1, "seed {seed}: {} acknowledged", wal.records_acked);
+            if let Some(first_acked) = wal.records.iter().find_map(|record| record.acked) {
+                let due = first_acked + UploadSetup::lab().block_age_max;
+                assert!(due >= takeover.claimed_at, "seed {seed}: the first block is due after B's claim");
+            }
+            assert!(run.blocks.is_empty() && run.commits.is_empty() && run.objects.is_empty(), "seed {seed}: {run:?}");
+        }
+    }
+}
+
+#[test]
+fn one_record_is_uploaded_once_it_is_old_enough() {
+    let setup = RemoteSetup {
+        latency: SyncLatency::fixed(ms(25)),
+        ..RemoteSetup::new(RemoteBackend::S3, Load::Rate { rate_per_s: 1, poisson: false }, 1)
+    };
+    let wal = run(&setup).unwrap();
+    let acked = wal.records[0].acked.unwrap();
+    let run = upload(&setup, &wal, None);
+    assert_eq!(run.blocks.len(), 1);
+    assert_eq!(run.blocks[0].sealed, acked + UploadSetup::lab().block_age_max);
+    assert_eq!(run.blocks[0].records, 1);
+    assert_eq!(run.commits.len(), 1);
+}

@@ -15,6 +15,7 @@ mod cli_line;
 mod figures;
 mod keys;
 mod labels;
+mod panic_report;
 mod parts;
 mod player;
 mod progress;
@@ -373,5 +374,6 @@ fn schedule_frame(handle: Rc<RefCell<Option<AnimationFrame>>>, dispatch: Callbac
 }
 
 fn main() {
+    panic_report::install();
     yew::Renderer::<App>::new().render();
 }

@@ -31,7 +31,7 @@
 use std::collections::BTreeMap;
 
 use super::engine::{KeyRouter, PowerBudget, PowerCut};
-use super::page::{Lsn, Page, PageGeometry, PageNo};
+use super::page::{Lsn, Page, PageError, PageGeometry, PageNo};
 use crate::checksum::crc32c;
 use crate::codec::Op;
 use crate::tiny_store;
@@ -176,6 +176,15 @@ impl PowerBudget {
     }
 }
 
+/// Why a transaction did not commit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WalStop {
+    /// The power failed while its frame was appended.
+    PowerCut,
+    /// Its page would not fit the geometry's page size.
+    Page(PageError),
+}
+
 /// SQLite in WAL mode, running.
 #[derive(Clone, Debug)]
 pub struct WalEngine {
@@ -212,8 +221,9 @@ impl WalEngine {
 
     /// One transaction: change the page, append its whole image as a commit frame, sync.
     /// On a power cut during the append the transaction is not committed (and the
-    /// engine's memory is thrown away with the process).
-    pub fn write(&mut self, op: Op, key: &str, value: &str, power: &mut PowerBudget, events: &mut Vec<WalEvent>) -> Result<(), PowerCut> {
+    /// engine's memory is thrown away with the process). A page too small for its
+    /// entries refuses the transaction before anything is written.
+    pub fn write(&mut self, op: Op, key: &str, value: &str, power: &mut PowerBudget, events: &mut Vec<WalEvent>) -> Result<(), WalStop> {
         let page_no = self.router.page_for(key).expect("the tiny store's keys all route");
         let mut page = self.pages[&page_no].clone();
         match op {
@@ -225,7 +235,7 @@ impl WalEngine {
             }
         }
         page.page_lsn = self.next_lsn;
-        let image = page.encode(self.media.geometry).expect("branch b's pages fit");
+        let image = page.encode(self.media.geometry).map_err(WalStop::Page)?;
         let mut header = [0u8; FRAME_HEADER_BYTES];
         header[..4].copy_from_slice(&page_no.0.to_le_bytes());
         header[4..8].copy_from_slice(&(self.pages.len() as u32).to_le_bytes());
@@ -240,7 +250,7 @@ impl WalEngine {
         let sectors_written = self.media.write_wal(offset, &frame, power);
         events.push(WalEvent::Commit { lsn: page.page_lsn, page_no, frame: self.frames_in_wal + 1, sectors_written, sectors_total, entries_after: page.describe_entries() });
         if sectors_written < sectors_total {
-            return Err(PowerCut);
+            return Err(WalStop::PowerCut);
         }
         self.frames_in_wal += 1;
         self.last_checksum = checksum;
@@ -317,8 +327,10 @@ pub fn crash(geometry: PageGeometry, after_write: Lsn, sector_writes: Option<usi
     for write in &tiny_store::WRITES[..after_write as usize] {
         let last = write.id == after_write;
         let mut power = PowerBudget::unlimited();
-        if engine.write(write.op, write.key, write.value, &mut power, &mut events).is_err() {
-            break;
+        match engine.write(write.op, write.key, write.value, &mut power, &mut events) {
+            Ok(()) => {}
+            Err(WalStop::PowerCut) => break,
+            Err(WalStop::Page(error)) => return Err(super::branch_b::BranchBError::Engine(super::engine::EngineError::Page(error))),
         }
         let mut power = if last { PowerBudget::cut_after(sector_writes.unwrap_or(geometry.sectors_per_page() / 2)) } else { PowerBudget::unlimited() };
         let step = if checkpoint_after(write.id) { engine.checkpoint(&mut power, &mut events) } else { Ok(()) };
@@ -368,6 +380,15 @@ mod tests {
             format!("{} = {} (pageLSN {})", page.page_no, page.describe_entries(), page.page_lsn)
         }).collect();
         assert_eq!(pages, ["P1 = order:7 pen, order:9 book (pageLSN 7)", "P2 = user:1 alicia, user:3 carol, user:4 dave (pageLSN 8)"]);
+    }
+
+    #[test]
+    fn a_page_too_small_for_its_entries_is_refused_not_a_panic() {
+        // 32 bytes hold P2's header and user:1's entry, not user:2's beside it.
+        let geometry = PageGeometry::new(32, 32).unwrap();
+        let error = crash(geometry, 2, None).unwrap_err();
+        assert!(matches!(error, super::super::branch_b::BranchBError::Engine(super::super::engine::EngineError::Page(PageError::Full { .. }))), "{error:?}");
+        assert!(crash(PageGeometry::TINY, 2, None).is_ok());
     }
 
     /// Every cut of the run, every cut of recovery, then recovery again: the database

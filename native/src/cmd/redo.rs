@@ -209,7 +209,10 @@ struct WalJson<'a> {
 
 /// The same branch in SQLite's WAL mode.
 fn run_sqlite_wal(args: &Args, geometry: PageGeometry) -> Result<ExitCode, CliError> {
-    let crash = sqlite_wal::crash(geometry, args.cut_after_write, args.cut_sectors).map_err(|error| CliError::usage(format!("--cut-after-write: {error}")))?;
+    let crash = sqlite_wal::crash(geometry, args.cut_after_write, args.cut_sectors).map_err(|error| match error {
+        branch_b::BranchBError::CutOutOfRange { .. } => CliError::usage(format!("--cut-after-write: {error}")),
+        other => CliError::usage(format!("redo: {other}")),
+    })?;
     let mut media = crash.media.clone();
     let (recovery, _) = sqlite_wal::recover(&mut media, &mut PowerBudget::unlimited());
     let pages_after: Vec<(PageNo, Result<Page, PageReadError>)> = media.db.iter().map(|(no, bytes)| (*no, Page::decode(bytes))).collect();

@@ -24,6 +24,8 @@ pub mod journey;
 pub mod live;
 pub mod models;
 pub mod moments;
+#[cfg(test)]
+mod never_panics;
 pub mod pages_view;
 pub mod quorum_view;
 pub mod remote;

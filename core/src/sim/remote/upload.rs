@@ -439,9 +439,14 @@ impl Cache {
     /// The first instant from `from` on at which a block is due, if one ever is.
     fn next_due(&self, ends: &[u64], from: Nanos, policy: &SealPolicy) -> Option<Nanos> {
         let mut t = from;
-        // Bounded by the acknowledgements: each pass moves to a later one, or to the
-        // oldest pending record's age limit, where the block is due.
-        for _ in 0..=self.acked.len() {
+        // Bounded by the acknowledgements. A pass that finds no block due moves either to
+        // the next acknowledgement instant (there are at most `acked.len()` of them after
+        // `from`) or to the oldest pending record's age limit, where a block is due (it is
+        // still pending there: nothing is committed while the search runs). So the passes
+        // are the one at `from`, one per acknowledgement instant, and the last one at an
+        // age limit.
+        let passes_max = self.acked.len() + 2;
+        for _ in 0..passes_max {
             let (bytes, oldest) = self.pending(ends, t);
             if policy.due(bytes, oldest, t) {
                 return Some(t);
@@ -707,6 +712,14 @@ mod tests {
         let few = Cache::new(vec![ms(1); 10], &streams[..10], STREAMS, 110);
         assert_eq!(few.next_due(&[0; 4], Nanos::ZERO, &policy), Some(ms(41)), "40 ms after the oldest");
         assert_eq!(few.next_due(&[3, 3, 2, 2], ms(2), &policy), None, "nothing pending, nothing to come");
+        // One record, acknowledged after the search starts: one pass finds nothing
+        // pending, one reaches its acknowledgement, one its age limit.
+        let one = Cache::new(vec![ms(58)], &streams[..1], STREAMS, 110);
+        assert_eq!(one.next_due(&[0; 4], Nanos::ZERO, &policy), Some(ms(98)));
+        // Every record acknowledged at its own instant, all after the start.
+        let apart: Vec<Nanos> = (1..=10).map(ms).collect();
+        let spread = Cache::new(apart, &streams[..10], STREAMS, 110);
+        assert_eq!(spread.next_due(&[0; 4], Nanos::ZERO, &policy), Some(ms(41)));
         // The seal takes the streams' runs in name order and stops at the block's 148
         // records; runs of 50 records (83 bytes each in an object) reach 4 KiB and get
         // objects of their own, s3's 48 share the stream-set object, which comes first.
