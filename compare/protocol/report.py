@@ -56,8 +56,19 @@ def s2_section():
         return
     systems = sorted({n.split("-")[1] + "-" + n.split("-")[2] for n in names})
     walabs = [s for s in systems if s.startswith("walab-")]
+    labels = {}
+    if os.path.exists(os.path.join(out, "systems.txt")):
+        for line in open(os.path.join(out, "systems.txt")):
+            key, _, text = line.strip().partition(" ")
+            labels[key] = text
+    for key in walabs:
+        print(f"{key}: walab serve, S3 WAL URL ?{labels.get(key, '?')}")
     counts = sorted({int(n.rsplit("-", 1)[1]) for n in names})
     print("\n## walab serve (S3 WAL) beside s2-lite, both on the S3 test server (s3-standard)")
+    floor = os.path.join(out, "floor.txt")
+    if os.path.exists(floor):
+        print("the floor (native/examples/s3_floor, same server, before the cases):")
+        print(open(floor).read().rstrip())
     print(f"{'producers':>9} {'system':<20} {'acked/s':>26} {'p50 ms':>24} {'p99 ms':>24} {'S3 req/msg':>26} {'server us/msg':>22}")
     table = {}
     for w in counts:
