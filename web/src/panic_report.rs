@@ -64,7 +64,7 @@ fn show(headline: &str, details: &str) -> Option<()> {
         .set_attribute(
             "style",
             "position:fixed;inset:0;z-index:1000;overflow:auto;padding:2rem 1.5rem;\
-             background:var(--bg,#fff);color:var(--fg,#111);font:1.1rem/1.5 system-ui,sans-serif",
+             background:var(--paper,#fff);color:var(--ink,#111);font:1.1rem/1.5 system-ui,sans-serif",
         )
         .ok()?;
     let add = |parent: &web_sys::Element, tag: &str, text: &str| -> Option<web_sys::Element> {

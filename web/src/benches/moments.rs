@@ -11,6 +11,7 @@
 //! it, so a cut past the end is refused with that range instead of drawing off the chart.
 
 use walab_core::time::Nanos;
+use walab_core::trace::{Event, Trace};
 
 use super::trace_view::TraceSpans;
 use super::{append, Bench};
@@ -20,6 +21,7 @@ pub fn notable_marks(bench: &Bench) -> Vec<Nanos> {
     let mut marks = match bench {
         Bench::Tiny(tiny) => {
             let mut marks = tiny.spans().map(span_moments).unwrap_or_default();
+            marks.extend(tiny.trace().map(failed_syncs).unwrap_or_default());
             if let Some(Ok(outcome)) = &tiny.cut {
                 marks.retain(|mark| *mark <= outcome.at);
                 marks.push(outcome.at);
@@ -51,6 +53,13 @@ fn span_moments(spans: &TraceSpans) -> Vec<Nanos> {
     marks.extend(spans.writes.iter().filter_map(|write| write.failed));
     marks.extend(spans.power_cut);
     marks
+}
+
+/// Every instant a sync returned an error. A batch whose failed sync is retried spans
+/// the failure and the retry, so its end is the retry's; the failure itself is the moment
+/// the story turns on.
+fn failed_syncs(trace: &Trace) -> Vec<Nanos> {
+    trace.events.iter().filter(|event| matches!(event.event, Event::SyncEnd { ok: false, .. })).map(|event| event.at).collect()
 }
 
 /// Where the Part's run ends when the power stays on; `None` for a bench without a
@@ -89,6 +98,16 @@ mod tests {
         let Bench::Tiny(tiny) = &bench else { unreachable!() };
         let failed = tiny.spans().unwrap().writes.iter().find_map(|write| write.failed).expect("B11's writers are failed");
         assert!(notable_marks(&bench).contains(&failed));
+    }
+
+    #[test]
+    fn a_failed_sync_that_is_retried_is_a_moment() {
+        // E1 the wrong way: B11's fdatasync fails at 11.00 ms and the retry ends at 12.00.
+        let bench = Bench::Tiny(TinyBench::build(&parse_query("part=3&fault=e1&handling=wrong").0));
+        let marks = notable_marks(&bench);
+        for ms in [10, 11, 12] {
+            assert!(marks.contains(&Nanos::from_millis(ms)), "{ms} ms in {marks:?}");
+        }
     }
 
     #[test]

@@ -64,6 +64,8 @@ pub struct TinyBench {
     pub through_page_cache: Option<Vec<u64>>,
     /// Part 3, E1: the other handling of the failed sync, to draw both paths.
     pub other_path: Option<Result<super::failed_sync_view::OtherPath, String>>,
+    /// Part 7: the cuts worth opening on (a torn record, a sync that finished first).
+    pub named_cuts: Vec<super::torn::NamedCut>,
     /// The captions, made on first use (the player asks every frame while playing).
     captions_cache: std::cell::OnceCell<(Vec<Nanos>, Vec<String>)>,
 }
@@ -115,7 +117,13 @@ impl TinyBench {
             _ => None,
         };
         let other_path = if params.part == 3 { super::failed_sync_view::other_path_runs(&setup, params.cut, params.seed) } else { None };
-        TinyBench { part: params.part, full, cut, modes, through_page_cache, other_path, captions_cache: std::cell::OnceCell::new() }
+        let named_cuts = if params.part == 7 {
+            let at = walab_core::tiny_store::POWER_CUT;
+            tiny::run(&setup.clone().with_power_cut(at)).map(|run| super::torn::named_cuts(&run, at)).unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        TinyBench { part: params.part, full, cut, modes, through_page_cache, other_path, named_cuts, captions_cache: std::cell::OnceCell::new() }
     }
 
     pub fn timeline(&self) -> Timeline {

@@ -317,11 +317,93 @@ fn apply_scan(view: &mut LogView, outcome: &CutOutcome, checks_done: usize) {
     }
 }
 
+/// A power cut worth opening Part 7 on, named by what it shows: the cut's instant and
+/// the seed whose sample of the in-flight units gives that outcome.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NamedCut {
+    pub case: NamedCase,
+    pub at: Nanos,
+    pub seed: u64,
+}
+
+/// The two outcomes of a cut during the last log sync that the lesson is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NamedCase {
+    /// Every unit of the running sync but its last reached the media: the record that
+    /// ends in that last unit is torn, and the scan stops at its checksum.
+    TornRecord,
+    /// Every unit of the running sync reached the media just before the power went: its
+    /// records survive, although their writers were never told OK.
+    SyncFinished,
+}
+
+impl NamedCase {
+    pub const ALL: [NamedCase; 2] = [NamedCase::TornRecord, NamedCase::SyncFinished];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            NamedCase::TornRecord => "Case 1: a torn record",
+            NamedCase::SyncFinished => "Case 2: the sync finished first",
+        }
+    }
+}
+
+/// Seeds tried when looking for a named case's seed.
+pub const NAMED_CASE_SEEDS_MAX: u64 = 256;
+
+/// The named cases for a cut at `at` in `run` (the tiny store cut there): for each, the
+/// first seed whose sample keeps exactly that case's units of the log segment being
+/// synced. A case that no seed gives (with a unit as big as the segment there is no
+/// torn record) is left out.
+pub fn named_cuts(run: &walab_core::sim::tiny::TinyRun, at: Nanos) -> Vec<NamedCut> {
+    let log_units = |kept: &[(String, u32)]| -> Vec<(String, u32)> { kept.iter().filter(|(file, _)| file.starts_with("wal-")).cloned().collect() };
+    // The in-flight log units: what the state keeping every uncertain unit keeps.
+    let Some(states) = run.post_crash_states() else { return Vec::new() };
+    let Some(all) = states.iter().max_by_key(|state| state.kept_units.len()) else { return Vec::new() };
+    let in_flight = log_units(&all.kept_units);
+    if in_flight.is_empty() {
+        return Vec::new();
+    }
+    NamedCase::ALL
+        .into_iter()
+        .filter_map(|case| {
+            let wanted: Vec<(String, u32)> = match case {
+                NamedCase::TornRecord if in_flight.len() >= 2 => in_flight[..in_flight.len() - 1].to_vec(),
+                NamedCase::TornRecord => return None,
+                NamedCase::SyncFinished => in_flight.clone(),
+            };
+            let seed = (0..NAMED_CASE_SEEDS_MAX).find(|&seed| log_units(&run.sample_post_crash(seed).kept_units) == wanted)?;
+            Some(NamedCut { case, at, seed })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::benches::tiny::TinyBench;
     use crate::url_state::parse_query;
+
+    #[test]
+    fn the_named_cases_are_the_torn_record_and_the_finished_sync() {
+        let setup = crate::benches::tiny::setup_for(&parse_query("part=7").0, crate::url_state::PolicyKind::Group);
+        let at = walab_core::tiny_store::POWER_CUT;
+        let run = walab_core::sim::tiny::run(&setup.clone().with_power_cut(at)).unwrap();
+        let cuts = named_cuts(&run, at);
+        assert_eq!(cuts.iter().map(|cut| cut.case).collect::<Vec<_>>(), NamedCase::ALL);
+        let kept = |seed| run.sample_post_crash(seed).kept_units;
+        let wal_6 = |units: &[u32]| units.iter().map(|&unit| ("wal-6".to_string(), unit)).collect::<Vec<_>>();
+        assert_eq!(kept(cuts[0].seed), wal_6(&[1, 2]), "units 1 and 2 land, unit 3 does not");
+        let torn = run.sample_post_crash(cuts[0].seed);
+        assert_eq!(torn.recovery.stop.reason.name(), "checksum");
+        assert!(torn.recovery.recovered.contains(&23) && !torn.recovery.recovered.contains(&24));
+        let finished = run.sample_post_crash(cuts[1].seed);
+        assert_eq!(finished.kept_units, wal_6(&[1, 2, 3]));
+        assert!(finished.recovery.recovered.contains(&23) && finished.recovery.recovered.contains(&24), "23 and 24 survive without their OK");
+        // With 4 KiB units one unit holds all of wal-6: nothing can tear.
+        let big = walab_core::sim::tiny::run(&setup.with_unit_bytes(4096).with_power_cut(at)).unwrap();
+        assert_eq!(named_cuts(&big, at).iter().map(|cut| cut.case).collect::<Vec<_>>(), [NamedCase::SyncFinished]);
+    }
 
     #[test]
     fn wal_6_records_sit_where_the_page_says() {

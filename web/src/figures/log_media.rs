@@ -16,15 +16,18 @@ pub struct LogMediaProps {
 const WIDTH: f64 = 900.0;
 const LEFT: f64 = 70.0;
 const ROW: f64 = 84.0;
+/// Room above the first row for its units' labels, which also slide down into place
+/// when a unit lands after a cut.
+const TOP: f64 = 26.0;
 
 #[component]
 pub fn LogMedia(props: &LogMediaProps) -> Html {
     let view = &props.view;
-    let height = 8.0 + ROW * view.segments.len().max(1) as f64;
+    let height = TOP + ROW * view.segments.len().max(1) as f64;
     let rows = view.segments.iter().enumerate().map(|(row, segment)| {
         let scale = (WIDTH - LEFT - 10.0) / segment.bytes.max(1) as f64;
         let x = |byte: usize| LEFT + byte as f64 * scale;
-        let y = 8.0 + row as f64 * ROW;
+        let y = TOP + row as f64 * ROW;
         let units = segment.units.iter().enumerate().map(|(unit, place)| {
             let start = unit * segment.unit_bytes;
             let end = ((unit + 1) * segment.unit_bytes).min(segment.bytes);

@@ -14,6 +14,7 @@ use crate::benches::torn::log_view;
 use crate::figures::log_media::LogMedia;
 use crate::player::{Clock, Player};
 use crate::state::LabAction;
+use crate::url_state::{format_millis, to_query};
 
 #[component]
 pub fn TornChapter(props: &ChapterProps) -> Html {
@@ -81,6 +82,33 @@ pub fn TornChapter(props: &ChapterProps) -> Html {
             can tear one; on a real drive the same happens to a record that crosses a 512-byte or 4 KiB boundary. Choose \
             32 bytes to see the tear.")
     };
+    // The two outcomes the lesson is about, one click away: each is a link (a cut and a seed).
+    let cases = (!bench.named_cuts.is_empty()).then(|| {
+        let buttons = bench.named_cuts.iter().map(|named| {
+            let mut params = props.params.clone();
+            params.cut = Some(named.at);
+            params.seed = named.seed;
+            params.predict = None;
+            params.reveal = false;
+            let query = to_query(&params);
+            let current = props.params.cut == Some(named.at) && props.params.seed == named.seed;
+            let on_click = {
+                let on_action = props.on_action.clone();
+                let query = query.clone();
+                Callback::from(move |event: MouseEvent| {
+                    event.prevent_default();
+                    on_action.emit(LabAction::LoadQuery(query.clone()));
+                })
+            };
+            html! {
+                <a class={classes!("named-cut", current.then_some("current"))} href={query} onclick={on_click}
+                    data-case={format!("{:?}", named.case)} data-seed={named.seed.to_string()} aria-current={current.then_some("true")}>
+                    { format!("{} (cut at {} ms, seed {})", named.case.label(), format_millis(named.at), named.seed) }
+                </a>
+            }
+        });
+        html! { <p class="named-cuts">{ "Start from one of the two outcomes this Part is about: " }{ for buttons }</p> }
+    });
     html! {
         <>
         <div class="prose">
@@ -89,6 +117,7 @@ pub fn TornChapter(props: &ChapterProps) -> Html {
                   the old, in any combination: a torn write. The tiny store uses 32-byte units so the effect shows in a few \
                   bytes; real devices use 512 bytes or 4 KiB (choose the unit next to the power button)." }</p>
             <p class="unit-text" data-unit-bytes={unit_bytes.to_string()}>{ unit_text }</p>
+            { cases.unwrap_or_default() }
         </div>
         <Player state={props.player.clone()} on_action={on_player} caption={caption} mark_name="event or check" clock={clock} />
         { media }

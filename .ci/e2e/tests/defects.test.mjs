@@ -1,0 +1,69 @@
+// The lab's smaller defects, one test each: the moment a key jumps to, what a figure
+// labels, what a caption says. Each test opens the view the defect was seen in.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startLab, walab } from '../lib.mjs';
+
+let lab;
+before(async () => {
+  lab = await startLab();
+});
+after(async () => {
+  await lab?.close();
+});
+
+const now = async (page) => Number(await page.getAttribute('.player .now', 'data-now-ns'));
+
+test('Part 3, E1 handled the wrong way: n stops at the failed fdatasync at 11.00 ms', async () => {
+  const page = await lab.newPage('?part=3&fault=e1&handling=wrong');
+  await page.keyboard.press('Home');
+  const visited = [];
+  for (let presses = 0; presses < 40 && (await now(page)) < 13_000_000; presses += 1) {
+    await page.keyboard.press('n');
+    visited.push(await now(page));
+  }
+  assert.ok(visited.includes(10_000_000) && visited.includes(12_000_000), visited.join(' '));
+  assert.ok(visited.includes(11_000_000), `n skips the EIO at 11.00 ms: ${visited.join(' ')}`);
+  // At that moment the caption tells the failure.
+  while ((await now(page)) > 11_000_000) await page.keyboard.press('ArrowLeft');
+  while ((await now(page)) < 11_000_000) await page.keyboard.press('ArrowRight');
+  assert.match(await page.textContent('.player .caption'), /EIO|failed/i);
+  await page.close();
+});
+
+test('Part 7 offers its two cases by name: the torn record (units 1 and 2 land, 3 does not) and the finished sync', async () => {
+  const page = await lab.newPage('?part=7');
+  const links = await page.$$eval('a.named-cut', (as) => as.map((a) => ({ case: a.dataset.case, seed: Number(a.dataset.seed), href: a.getAttribute('href') })));
+  assert.deepEqual(links.map((link) => link.case), ['TornRecord', 'SyncFinished']);
+  for (const link of links) {
+    const cli = JSON.parse(walab('sim', 'power-cut', '--scenario', 'tiny-store', '--at-ms', '13.5', '--policy', 'group', '--seed', String(link.seed), '--json'));
+    const kept = cli.kept_units.filter((unit) => unit.file === 'wal-6').map((unit) => unit.unit);
+    assert.deepEqual(kept, link.case === 'TornRecord' ? [1, 2] : [1, 2, 3], `seed ${link.seed}`);
+    if (link.case === 'TornRecord') assert.deepEqual(cli.scan_stop, { reason: 'checksum', segment: 'wal-6', offset: 82 });
+  }
+  await page.click('a.named-cut[data-case="TornRecord"]');
+  await page.waitForFunction(() => new URL(location.href).searchParams.get('cut') === '13.5');
+  const url = new URL(page.url());
+  assert.equal(Number(url.searchParams.get('seed')), links[0].seed);
+  assert.ok(await page.$('a.named-cut.current[data-case="TornRecord"]'));
+  await page.close();
+});
+
+test('Part 7: the "unit N: landed" labels stay inside the figure, even as the units slide into place', async () => {
+  const page = await lab.newPage('?part=7&cut=13.5&seed=9&reveal=1');
+  await page.waitForSelector('.log-media .unit.arrival');
+  // Every arrival at its first frame, where it starts highest.
+  const outside = await page.evaluate(() => {
+    for (const animation of document.getAnimations()) {
+      animation.pause();
+      animation.currentTime = 0;
+    }
+    const svg = document.querySelector('.log-media svg').getBoundingClientRect();
+    return [...document.querySelectorAll('.log-media .unit-label')]
+      .map((label) => ({ text: label.textContent, box: label.getBoundingClientRect() }))
+      .filter(({ box }) => box.top < svg.top || box.bottom > svg.bottom || box.left < svg.left || box.right > svg.right)
+      .map(({ text, box }) => `${text}: ${(svg.top - box.top).toFixed(1)} px above`);
+  });
+  assert.deepEqual(outside, []);
+  await page.close();
+});
