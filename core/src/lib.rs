@@ -19,6 +19,8 @@
 //! - [`tiny_store`]: the 24-write scenario every Part of the teaching page follows.
 //! - [`rng`]: a small seeded generator, identical on every platform.
 //! - [`group_commit`]: the sans-IO group-commit machine every WAL driver runs (Part 5).
+//! - [`session`]: one open log around that machine: segment rollover, which segments
+//!   may go, each storage's settings, the trace events; every WAL driver drives one.
 //! - [`device`]: a simulated disk: page cache, volatile cache, atomic units, power cuts.
 //! - [`trace`]: what happened in a run, event by event, and the state at any instant.
 //! - [`sim`]: the deterministic simulator (group commit alone; the tiny store end to end).
@@ -50,6 +52,7 @@ pub mod rng;
 pub mod sim;
 pub mod stream_store;
 pub mod scan;
+pub mod session;
 pub mod time;
 pub mod trace;
 pub mod tiny_store;

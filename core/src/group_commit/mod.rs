@@ -88,14 +88,14 @@
 //!
 //! The teaching page's local file has one persist in flight at a time
 //! (`inflight_max = 1`, [`Config::file`]): the next batch gathers while a sync runs.
-//! The native file WAL keeps two ([`Config::local_file`], `walab --inflight`): while one
-//! batch's fdatasync runs, the next batch is written and synced beside it, so the disk
-//! does not idle while the driver acknowledges and writes between syncs. Which of its
-//! batches the driver syncs on its own thread is decided in [`schedule`]. An object store or a database
-//! accepts several concurrent requests, so their WALs keep up to `inflight_max` (4 by
-//! default in the stream store) batches in flight. Batches can then *complete* out of order, but acknowledgements are released
-//! strictly in submission order: a batch is acknowledged only when it and every batch
-//! before it are durable, because a reader of the log must never see a hole.
+//! With `inflight_max > 1` (the native file WAL's sync threads, an object store's
+//! concurrent PUTs, a database's connections) the next batch is written and persisted
+//! beside the running one, so the storage does not idle while the driver acknowledges
+//! and writes between persists; which batch a driver may persist on its own thread is
+//! decided in [`schedule`], and what each storage gets in [`crate::session::preset`].
+//! Batches can then *complete* out of order, but acknowledgements are released strictly
+//! in submission order: a batch is acknowledged only when it and every batch before it
+//! are durable, because a reader of the log must never see a hole.
 //!
 //! # Failure is fatal
 //!
@@ -259,8 +259,9 @@ impl PolicyKind {
     }
 }
 
-/// The machine's settings. [`Config::file`] and [`Config::remote`] give the defaults for
-/// a local file and for an object store or database.
+/// The machine's settings. [`Config::file`] gives the machine's defaults (the teaching
+/// page's file); what each storage gets instead is chosen in
+/// [`crate::session::preset`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Config {
@@ -310,7 +311,8 @@ pub struct Config {
 }
 
 impl Config {
-    /// A local log file: one sync at a time, 1 MiB batches, 128 MiB unflushed.
+    /// The machine's defaults, a local log file: one sync at a time, 1 MiB batches,
+    /// 128 MiB unflushed, no pipelining, no cohort hold.
     pub const fn file(policy: Policy) -> Config {
         Config {
             policy,
@@ -323,33 +325,6 @@ impl Config {
             window_only_when_busy: false,
             cohort_hold_percent: 0,
         }
-    }
-
-    /// The native file WAL: `inflight` syncs at once (its sync threads; 1 syncs every
-    /// batch inline, one at a time). With more than one, a batch starts beside a running
-    /// sync only once it holds [`schedule::LOCAL_FILE_PIPELINE_MIN_RECORDS`], and the
-    /// driver syncs inline the batches [`schedule::persists_inline`] names. The cohort
-    /// hold is on ([`schedule::LOCAL_FILE_COHORT_HOLD_PERCENT`]).
-    pub const fn local_file(policy: Policy, inflight: usize) -> Config {
-        Config {
-            inflight_max: inflight,
-            pipeline_min_records: if inflight > 1 { schedule::LOCAL_FILE_PIPELINE_MIN_RECORDS } else { 0 },
-            inline_persists: true,
-            cohort_hold_percent: schedule::LOCAL_FILE_COHORT_HOLD_PERCENT,
-            ..Config::file(policy)
-        }
-    }
-
-    /// The object-store WAL: [`Config::remote`], and a bulk starts beside a running
-    /// upload only once it holds [`schedule::OBJECT_STORE_PIPELINE_MIN_RECORDS`].
-    pub const fn object_store(policy: Policy) -> Config {
-        Config { pipeline_min_records: schedule::OBJECT_STORE_PIPELINE_MIN_RECORDS, ..Config::remote(policy) }
-    }
-
-    /// The stream store's object-store and Postgres WALs: 4 batches in flight, 1 MiB
-    /// batches, 128 MiB unflushed (the stream store's defaults).
-    pub const fn remote(policy: Policy) -> Config {
-        Config { inflight_max: 4, ..Config::file(policy) }
     }
 
     /// Checks every setting; a machine is only built from a valid config.

@@ -1,5 +1,5 @@
-//! Where and beside what a persist runs: the machine's pipelining settings for each kind
-//! of storage, and which batch a driver persists on its own thread.
+//! Where and beside what a persist runs: which batch a driver persists on its own
+//! thread, and the cohort hold that merges closed-loop writers into one batch.
 //!
 //! A driver that can block in a persist (the file WAL, whose `fdatasync` it may run
 //! itself) has two ways to run one: *inline*, blocking the driver until the sync
@@ -14,18 +14,6 @@
 use super::Config;
 use crate::time::Nanos;
 
-/// The native file WAL: the fewest records a group batch needs to start syncing beside
-/// a running sync (the machine's `pipeline_min_records`), and the size below which a
-/// batch after a batch as small is synced inline. A lone writer's record then syncs with
-/// no thread hop, and a second sync starts only for a batch worth a sync of its own.
-pub const LOCAL_FILE_PIPELINE_MIN_RECORDS: u64 = 2;
-
-/// The object-store WAL: the fewest records a bulk needs to be uploaded beside another
-/// upload. A PUT is billed per request and a bulk's latency is about one round trip
-/// whatever it carries, so at low concurrency one upload in flight lets the next bulk
-/// gather; at high concurrency every slot fills.
-pub const OBJECT_STORE_PIPELINE_MIN_RECORDS: u64 = 32;
-
 /// Whether the driver persists a batch of `records` inline: the storage allows it
 /// ([`Config::inline_persists`]), and either one persist at a time is all there is
 /// (`inflight_max == 1`), or nothing else is `running` and this batch and the previous
@@ -35,14 +23,6 @@ pub fn persists_inline(config: &Config, running: usize, records: u64, previous_r
         && (config.inflight_max == 1
             || (running == 0 && records < config.pipeline_min_records && previous_records < config.pipeline_min_records))
 }
-
-/// The native file WAL's cohort hold ([`Config::cohort_hold_percent`]): a ready batch
-/// waits for the writers just answered for at most this percent of the persist that
-/// answered them. At most one persist: a hold that runs out costs the waiting writers
-/// no more than the extra sync the cohort split it undoes costs them. Half a persist
-/// was measured too short on a busy 2-core machine (64 woken tasks often not all back
-/// within it, so the cohorts stayed apart in some runs).
-pub const LOCAL_FILE_COHORT_HOLD_PERCENT: u32 = 100;
 
 /// A hold on the next batch after an acknowledgement, so that the writers it answered
 /// ride the same sync as those already waiting ([`Config::cohort_hold_percent`]).
@@ -119,28 +99,24 @@ pub(super) fn is_zero(value: &u32) -> bool {
 mod tests {
     use super::*;
     use crate::group_commit::Policy;
+    use crate::session::preset::{Storage, Tuning};
+
+    fn local_file(sync_threads: usize) -> Config {
+        Storage::LocalFile { sync_threads }.config(&Tuning::default())
+    }
 
     #[test]
     fn a_lone_writer_syncs_inline_and_anything_with_company_goes_off_the_thread() {
-        let file = Config::local_file(Policy::Group, 2);
+        let file = local_file(2);
         assert!(persists_inline(&file, 0, 1, 1), "a record after a record, nothing running");
         assert!(!persists_inline(&file, 1, 1, 1), "another sync is running");
         assert!(!persists_inline(&file, 0, 2, 1), "a batch worth a sync of its own");
         assert!(!persists_inline(&file, 0, 1, 5), "a small batch after a large one");
-        let one_at_a_time = Config::local_file(Policy::Group, 1);
+        let one_at_a_time = local_file(1);
         assert!(persists_inline(&one_at_a_time, 0, 64, 64), "one sync at a time: always inline");
-        assert!(!persists_inline(&Config::object_store(Policy::Group), 0, 1, 1), "an object store never blocks the driver");
+        let object_store = Storage::ObjectStore.config(&Tuning::default());
+        assert!(!persists_inline(&object_store, 0, 1, 1), "an object store never blocks the driver");
         assert!(!persists_inline(&Config::file(Policy::Group), 0, 1, 1), "the simulated file leaves it to its driver");
-    }
-
-    #[test]
-    fn only_the_native_file_wal_holds_for_cohorts() {
-        for inflight in [1, 2] {
-            assert_eq!(Config::local_file(Policy::Group, inflight).cohort_hold_percent, LOCAL_FILE_COHORT_HOLD_PERCENT);
-        }
-        assert_eq!(Config::file(Policy::Group).cohort_hold_percent, 0, "the simulated file (the page's figures) does not");
-        assert_eq!(Config::remote(Policy::Group).cohort_hold_percent, 0);
-        assert_eq!(Config::object_store(Policy::Group).cohort_hold_percent, 0);
     }
 
     #[test]
@@ -162,7 +138,7 @@ mod tests {
     fn the_machine_marks_the_batches_it_submits() {
         use crate::group_commit::{Action, GroupCommit};
         use crate::time::Nanos;
-        let mut machine = GroupCommit::new(Config::local_file(Policy::Group, 2)).unwrap();
+        let mut machine = GroupCommit::new(local_file(2)).unwrap();
         machine.handle_append(Nanos(0), 1, b"a").unwrap();
         let Some(Action::Persist(first)) = machine.poll_action() else { panic!("a persist") };
         assert!(first.inline, "nothing running, a lone record");

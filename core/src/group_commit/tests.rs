@@ -4,6 +4,11 @@ use super::*;
 
 const MS: u64 = 1_000_000;
 
+/// Four persists in flight, as the remote WALs run.
+fn pipelined(policy: Policy) -> Config {
+    Config { inflight_max: 4, ..Config::file(policy) }
+}
+
 fn at(tenths: u64) -> Nanos {
     Nanos::from_tenth_millis(tenths)
 }
@@ -149,7 +154,7 @@ fn window_closes_after_w_and_a_write_at_the_close_opens_the_next() {
 #[test]
 fn a_window_only_when_busy_starts_a_batch_at_once_while_a_slot_is_free() {
     let window = Policy::Window { window: Nanos(MS) };
-    let config = Config { inflight_max: 2, window_only_when_busy: true, ..Config::remote(window) };
+    let config = Config { inflight_max: 2, window_only_when_busy: true, ..pipelined(window) };
     let mut driver = FakeDriver::new(config);
     // Both slots free: each record starts at once, no window waited out.
     driver.append(at(0), 1, 10);
@@ -182,7 +187,7 @@ fn a_window_only_when_busy_starts_a_batch_at_once_while_a_slot_is_free() {
 #[test]
 fn without_window_only_when_busy_a_free_slot_still_waits_out_the_window() {
     let window = Policy::Window { window: Nanos(MS) };
-    let mut driver = FakeDriver::new(Config { inflight_max: 2, ..Config::remote(window) });
+    let mut driver = FakeDriver::new(Config { inflight_max: 2, ..pipelined(window) });
     driver.append(at(0), 1, 10);
     driver.drain();
     assert!(driver.persists.is_empty(), "the window is waited out although both slots are free");
@@ -252,7 +257,7 @@ fn periodic_acknowledges_on_write_and_syncs_every_interval() {
 
 #[test]
 fn with_pipeline_min_records_a_batch_runs_beside_others_only_once_it_is_big_enough() {
-    let mut driver = FakeDriver::new(Config { pipeline_min_records: 3, ..Config::remote(Policy::Group) });
+    let mut driver = FakeDriver::new(Config { pipeline_min_records: 3, ..pipelined(Policy::Group) });
     driver.append(at(0), 1, 10);
     driver.drain();
     assert_eq!(driver.batches(), [vec![1]], "nothing running: a batch of one starts at once");
@@ -279,7 +284,7 @@ fn with_pipeline_min_records_a_batch_runs_beside_others_only_once_it_is_big_enou
 
 #[test]
 fn pipelined_batches_are_acknowledged_in_submission_order() {
-    let mut driver = FakeDriver::new(Config::remote(Policy::Group));
+    let mut driver = FakeDriver::new(pipelined(Policy::Group));
     for tenths in 0..6 {
         driver.append(at(tenths), 1, 10);
         driver.drain();
@@ -333,7 +338,7 @@ fn waiters_are_bounded() {
 
 #[test]
 fn a_failed_persist_fails_its_writers_and_every_later_one_and_stops_the_log() {
-    let mut driver = FakeDriver::new(Config::remote(Policy::Group));
+    let mut driver = FakeDriver::new(pipelined(Policy::Group));
     for tenths in 0..5 {
         driver.append(at(tenths), 1, 10);
         driver.drain();
@@ -367,7 +372,7 @@ fn a_failed_persist_fails_its_writers_and_every_later_one_and_stops_the_log() {
 
 #[test]
 fn an_earlier_failure_after_a_later_one_fails_only_the_rest() {
-    let mut driver = FakeDriver::new(Config::remote(Policy::Group));
+    let mut driver = FakeDriver::new(pipelined(Policy::Group));
     for tenths in 0..3 {
         driver.append(at(tenths), 1, 10);
         driver.drain();

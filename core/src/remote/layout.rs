@@ -43,11 +43,6 @@ pub const KEY_NUMBER_DIGITS: usize = 20;
 pub const REGISTRATION_NAME: &str = "registration";
 /// The registration's format marker.
 pub const REGISTRATION_FORMAT: &str = "walab-s3-registration-1";
-/// Records a bulk must hold before it is uploaded *beside* another upload: the machine's
-/// setting for the object-store WAL, named where every pipelining rule is
-/// ([`crate::group_commit::schedule::OBJECT_STORE_PIPELINE_MIN_RECORDS`]).
-pub use crate::group_commit::schedule::OBJECT_STORE_PIPELINE_MIN_RECORDS as PIPELINE_MIN_RECORDS;
-
 /// A node's prefix: `<path>/<cluster>/<node>/`, or `<cluster>/<node>/` with no path.
 pub fn node_prefix(path: &str, cluster: &str, node: &str) -> String {
     let path = path.trim_matches('/');

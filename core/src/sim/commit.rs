@@ -13,10 +13,15 @@ use std::ops::ControlFlow;
 
 use super::clock::{self, earliest, End, InstantBound, Simulation};
 use super::{exponential, LnTable, SyncLatency};
-use crate::group_commit::{Action, AppendError, BatchId, Config, GroupCommit, Policy, Tickets};
+use crate::group_commit::{Action, AppendError, BatchId, Config, GroupCommit, Policy, Ticket, Tickets};
 use crate::rng::Rng;
+use crate::session::trace::{self as session_trace, WriteNumbering};
 use crate::time::Nanos;
 use crate::trace::{Event, FileKind, Trace, TraceWrite};
+
+/// Write n is ticket n: a write the machine refuses for now is offered again, in order,
+/// before any later one, so tickets keep the writes' order.
+const WRITES_FROM_ONE: WriteNumbering = WriteNumbering::from_one();
 
 /// When writers arrive.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -516,7 +521,7 @@ impl Simulation for Loop<'_> {
             self.first_arrival.get_or_insert(now);
             let id = self.next_write;
             self.next_write += 1;
-            self.trace(now, || Event::Arrive { write: id });
+            self.trace(now, || WRITES_FROM_ONE.arrive(Ticket(id)));
             if self.keep_writes() {
                 self.writes.push(WriteRecord { id, arrival: now, ack: None, durable: None, batch: None });
             }
@@ -600,7 +605,7 @@ impl Loop<'_> {
                 }
             }
             Err(error) => {
-                self.trace(now, || Event::Refuse { write: id, reason: error.to_string() });
+                self.trace(now, || session_trace::refused(id, &error));
                 if self.paused.front().map(|(first, _)| *first) == Some(id) {
                     self.paused.pop_front();
                 }
@@ -636,14 +641,7 @@ impl Loop<'_> {
                 let bytes = batch.bytes.len() as u64;
                 if self.trace.is_some() {
                     let file = (batch.segment - 1) as u32;
-                    self.trace(now, || Event::BatchFormed {
-                        batch: batch.id.0,
-                        segment: batch.segment,
-                        first_write,
-                        writes,
-                        offset: batch.offset,
-                        bytes,
-                    });
+                    self.trace(now, || WRITES_FROM_ONE.formed(&batch));
                     self.trace(now, || Event::Write { file, offset: batch.offset, bytes });
                 }
                 if self.keep_writes() {
@@ -708,7 +706,7 @@ impl Loop<'_> {
                 for _ in 0..tickets.count {
                     self.waiting.pop_front();
                 }
-                self.trace(now, || Event::Fail { first_write: tickets.first.0, writes: tickets.count, error });
+                self.trace(now, || WRITES_FROM_ONE.fail(tickets, error));
             }
         }
     }
@@ -730,7 +728,7 @@ impl Loop<'_> {
                 }
             }
         }
-        self.trace(now, || Event::Ack { first_write: tickets.first.0, writes: tickets.count });
+        self.trace(now, || WRITES_FROM_ONE.ack(tickets));
     }
 
     fn complete_persist(&mut self, now: Nanos, running: Running) {

@@ -1,14 +1,15 @@
 //! The tiny store, end to end, on the simulated device (Parts 2 to 8).
 //!
 //! Twenty-four writes ([`crate::tiny_store::WRITES`]) arrive at their instants. Each goes
-//! through the WAL rule: its record is appended to the log through the
-//! [`GroupCommit`] machine, and only when the machine acknowledges it is it applied to
-//! the MemTable. The log's segments, the flushed files and the manifest are files on one
+//! through the WAL rule: its record is appended to the log through a log session
+//! ([`Session`], around the group-commit machine), and only when the machine
+//! acknowledges it is it applied to the MemTable. The log's segments, the flushed files and the manifest are files on one
 //! [`Device`], each synced independently.
 //!
 //! # The store's life, as simulated
 //!
-//! - **Segments.** Segment `wal-k` holds writes `4k-3 ..= 4k`. The store keeps the next
+//! - **Segments.** Segment `wal-k` holds writes `4k-3 ..= 4k`, a MemTable's worth (the
+//!   session's rule, [`crate::session::rollover`]). The store keeps the next
 //!   segment prepared (created zero-filled at [`SEGMENT_BYTES`] and synced with its
 //!   directory ahead of time, as PostgreSQL prepares WAL segments), so a switch costs no
 //!   sync; the trace shows the segment appearing when its first write arrives. A batch
@@ -23,7 +24,8 @@
 //! - **Deleting segments.** When an edit becomes durable, every segment is checked
 //!   against the two gates of Part 8: *flushed* (all its records are in files the durable
 //!   manifest lists) and *read* (every CDC reader has confirmed a seq at or past its last
-//!   record). A segment passing both is deleted.
+//!   record). A segment passing both is deleted; the session decides which
+//!   ([`crate::session::retention`]), the store only deletes.
 //! - **Durability modes.** The machine's [`Policy`] decides when a write is
 //!   acknowledged: after its batch's sync (per-write, group, window), or as soon as it is
 //!   handed to the page cache (no-sync, periodic). Flushed files and manifest edits are
@@ -51,8 +53,12 @@ use super::clock::{self, End, InstantBound, Simulation};
 use crate::checksum::crc32c;
 use crate::codec::Op;
 use crate::device::{Device, FileId, Image, UnitRef};
-use crate::group_commit::{Action, BatchId, Config, GroupCommit, Policy, SyncError, Tickets};
+use crate::group_commit::{Action, BatchId, Policy, SyncError, Tickets};
 use crate::scan::{scan_tiny, StopReason, TinyScan};
+use crate::session::preset::{Storage, Tuning};
+use crate::session::retention::{Gates, NextSeq};
+use crate::session::rollover::SegmentRule;
+use crate::session::{trace as session_trace, Layout, Resume, Session};
 use crate::time::Nanos;
 use crate::tiny_store::{self, FIRST_FILE_NUMBER, FIRST_MANIFEST_EDIT, MEMTABLE_WRITES, UNIT_BYTES, WRITES};
 use crate::trace::{Event, FileKind, Trace, TraceScanStop, TraceWrite};
@@ -399,7 +405,8 @@ impl TinyRun {
         recover(&self.device.cache_image())
     }
 
-    /// The deletion gates of every segment at instant `t` (Part 8).
+    /// The deletion gates of every segment at instant `t` (Part 8), as the log session
+    /// judges them ([`Gates::of`]), with each segment's last write the MemTable's.
     pub fn gates_at(&self, t: Nanos) -> Vec<SegmentGates> {
         let flushed_through = self
             .manifest_durable
@@ -414,12 +421,9 @@ impl TinyRun {
                 let index = (segment - 1) as usize;
                 let created = self.segment_created_at[index].is_some_and(|at| at <= t);
                 let deleted = self.segment_deleted_at[index].is_some_and(|at| at <= t);
-                SegmentGates {
-                    segment,
-                    flushed: last_seq <= flushed_through,
-                    readers_done: self.setup.readers.iter().all(|reader| reader.confirmed_seq >= last_seq),
-                    exists: created && !deleted,
-                }
+                let readers = self.setup.readers.iter().map(|reader| reader.confirmed_seq);
+                let gates = Gates::of(Some(last_seq), flushed_through, readers);
+                SegmentGates { segment, flushed: gates.consumer, readers_done: gates.readers, exists: created && !deleted }
             })
             .collect()
     }
@@ -459,7 +463,9 @@ struct Pending {
 
 struct TinyLoop {
     setup: TinySetup,
-    machine: GroupCommit,
+    /// The log: segments of a MemTable's writes each, removable once flushed (the
+    /// manifest remembers the seq) and read by every CDC reader.
+    session: Session,
     device: Device,
     files: TinyFiles,
     trace: Trace,
@@ -489,7 +495,10 @@ pub fn run(setup: &TinySetup) -> Result<TinyRun, TinySetupError> {
         return Err(TinySetupError::UnitZero);
     }
     let unit_bytes = u32::try_from(setup.unit_bytes).map_err(|_| TinySetupError::UnitTooLarge)?;
-    let machine = GroupCommit::new(Config::file(setup.policy)).map_err(TinySetupError::Config)?;
+    let layout = Layout { segments: SegmentRule::Records { records: MEMTABLE_WRITES as u64 }, next_seq: NextSeq::Elsewhere };
+    let config = Storage::SimulatedFile.config(&Tuning::policy(setup.policy));
+    let mut session = Session::new(config, layout, Resume::fresh(1)).map_err(TinySetupError::Config)?;
+    session.set_tracing(true);
     let mut device = Device::new(setup.unit_bytes);
     let mut trace = Trace::new("tiny-store", setup.policy.kind().name(), unit_bytes);
     let segments: Vec<FileId> = (1..=SEGMENTS)
@@ -525,11 +534,14 @@ pub fn run(setup: &TinySetup) -> Result<TinyRun, TinySetupError> {
         });
     }
     for reader in &setup.readers {
-        trace.push(Nanos::ZERO, Event::ReaderConfirmed { reader: reader.name.clone(), seq: reader.confirmed_seq });
+        session.register_reader(&reader.name, reader.confirmed_seq);
+    }
+    while let Some(event) = session.poll_event() {
+        trace.push(Nanos::ZERO, event);
     }
     let mut state = TinyLoop {
         setup: setup.clone(),
-        machine,
+        session,
         device,
         files: TinyFiles { segments, tables, manifest },
         trace,
@@ -575,10 +587,11 @@ impl Simulation for TinyLoop {
     fn next_timeout(&self) -> Option<Nanos> {
         // An idle, durable log needs no more ticks: a periodic timer would tick forever.
         let idle = self.next_arrival().is_none() && self.next_completion().is_none();
-        if idle && self.machine.durable_lsn() == self.machine.appended_lsn() {
+        let machine = self.session.machine();
+        if idle && machine.durable_lsn() == machine.appended_lsn() {
             None
         } else {
-            self.machine.poll_timeout()
+            self.session.poll_timeout()
         }
     }
 
@@ -609,7 +622,7 @@ impl Simulation for TinyLoop {
     }
 
     fn time_out(&mut self, now: Nanos) {
-        self.machine.handle_timeout(now);
+        self.session.handle_timeout(now);
     }
 
     fn act(&mut self, now: Nanos) -> ControlFlow<Nanos> {
@@ -629,24 +642,35 @@ impl TinyLoop {
     }
 
     fn arrive_write(&mut self, now: Nanos, write: &tiny_store::TinyWrite) {
-        self.trace.push(now, Event::Arrive { write: write.id });
-        let segment = write.segment();
-        let index = (segment - 1) as usize;
-        if self.segment_created_at[index].is_none() && self.machine.failed().is_none() {
-            let file = self.files.segment(segment);
-            self.device.create(file, SEGMENT_BYTES).expect("registered segment");
-            self.segment_created_at[index] = Some(now);
-            self.trace.push(now, Event::Create { file: file.0 });
+        match self.session.handle_append(now, &write.record()) {
+            Ok(appended) => {
+                debug_assert_eq!(appended.write, write.id, "ticket n is write n");
+                self.trace_session_events(now);
+                if appended.opens_segment {
+                    let file = self.files.segment(appended.segment);
+                    self.device.create(file, SEGMENT_BYTES).expect("registered segment");
+                    self.segment_created_at[(appended.segment - 1) as usize] = Some(now);
+                    self.trace.push(now, Event::Create { file: file.0 });
+                }
+            }
+            Err(refusal) => {
+                self.trace.push(now, Event::Arrive { write: write.id });
+                self.trace.push(now, session_trace::refused(write.id, &refusal));
+            }
         }
-        match self.machine.handle_append(now, segment, &write.record()) {
-            Ok(ticket) => debug_assert_eq!(ticket.0, write.id, "ticket n is write n"),
-            Err(error) => self.trace.push(now, Event::Refuse { write: write.id, reason: error.to_string() }),
+    }
+
+    /// Moves the events the session made into the trace, at `now`.
+    fn trace_session_events(&mut self, now: Nanos) {
+        while let Some(event) = self.session.poll_event() {
+            self.trace.push(now, event);
         }
     }
 
     fn drain(&mut self, now: Nanos) {
         // Bounded: each action comes from an input of this instant.
-        while let Some(action) = self.machine.poll_action() {
+        while let Some(action) = self.session.poll_action() {
+            self.trace_session_events(now);
             self.perform(now, action);
         }
     }
@@ -664,21 +688,13 @@ impl TinyLoop {
             Action::Persist(batch) | Action::Write(batch) => {
                 let sync_first = self.setup.policy.syncs_before_ack();
                 let file = self.files.segment(batch.segment);
-                self.trace.push(now, Event::BatchFormed {
-                    batch: batch.id.0,
-                    segment: batch.segment,
-                    first_write: batch.tickets.first.0,
-                    writes: batch.tickets.count,
-                    offset: batch.offset,
-                    bytes: batch.bytes.len() as u64,
-                });
                 self.device.write(file, batch.offset as usize, &batch.bytes).expect("writing a live segment");
                 self.trace.push(now, Event::Write { file: file.0, offset: batch.offset, bytes: batch.bytes.len() as u64 });
                 if sync_first {
                     let latency = self.setup.log_sync_latency;
                     self.start_sync(now, file, Some(batch.id.0), latency, Purpose::Log { batch: batch.id });
                 }
-                self.machine.recycle_buffer(batch.bytes);
+                self.session.recycle_buffer(batch.bytes);
             }
             Action::Sync { batch, first_segment, last_segment, .. } => {
                 let mut syncs = Vec::new();
@@ -699,8 +715,7 @@ impl TinyLoop {
                 });
             }
             Action::Ack(tickets) => self.acknowledge(now, tickets),
-            Action::Fail { tickets, error } => {
-                self.trace.push(now, Event::Fail { first_write: tickets.first.0, writes: tickets.count, error });
+            Action::Fail { tickets, .. } => {
                 for ticket in tickets.iter() {
                     self.failed_at[(ticket.0 - 1) as usize] = Some(now);
                 }
@@ -709,7 +724,6 @@ impl TinyLoop {
     }
 
     fn acknowledge(&mut self, now: Nanos, tickets: Tickets) {
-        self.trace.push(now, Event::Ack { first_write: tickets.first.0, writes: tickets.count });
         for ticket in tickets.iter() {
             let id = ticket.0;
             self.acked_at[(id - 1) as usize] = Some(now);
@@ -747,7 +761,7 @@ impl TinyLoop {
                 match fault {
                     None => {
                         self.finish(now, number, file, sync);
-                        self.machine.handle_persisted(now, batch, Ok(())).expect("batch in flight");
+                        self.session.handle_persisted(now, batch, Ok(())).expect("batch in flight");
                     }
                     Some(fault) => {
                         self.fail(now, number, file, sync);
@@ -756,7 +770,7 @@ impl TinyLoop {
                                 self.trace.push(now, Event::Note {
                                     text: format!("{batch}: fdatasync failed; fail the waiters and stop"),
                                 });
-                                self.machine.handle_persisted(now, batch, Err(SyncError::Io)).expect("batch in flight");
+                                self.session.handle_persisted(now, batch, Err(SyncError::Io)).expect("batch in flight");
                             }
                             SyncErrorHandling::RetryAndCarryOn => {
                                 self.trace.push(now, Event::Note {
@@ -771,13 +785,13 @@ impl TinyLoop {
             }
             Purpose::LogRetry { batch } => {
                 self.finish(now, number, file, sync);
-                self.machine.handle_persisted(now, batch, Ok(())).expect("batch in flight");
+                self.session.handle_persisted(now, batch, Ok(())).expect("batch in flight");
             }
             Purpose::Periodic { batch } => {
                 for (file, sync, number) in pending.syncs.clone() {
                     self.finish(now, number, file, sync);
                 }
-                self.machine.handle_persisted(now, batch, Ok(())).expect("sync in flight");
+                self.session.handle_persisted(now, batch, Ok(())).expect("sync in flight");
             }
             Purpose::Table { table, segment } => {
                 if self.setup.flush_sync_fault == Some(table) {
@@ -814,28 +828,29 @@ impl TinyLoop {
                 self.finish(now, number, file, sync);
                 self.manifest_durable.push((now, edit));
                 self.trace.push(now, Event::ManifestDurable { edit: edit.edit });
-                self.collect_segments(now);
+                self.collect_segments(now, edit.flushed_through);
             }
         }
     }
 
-    /// Applies the two gates to every live segment and deletes those that pass both.
-    fn collect_segments(&mut self, now: Nanos) {
-        let flushed_through = self.manifest_durable.iter().map(|(_, edit)| edit.flushed_through).max().unwrap_or(0);
-        for segment in 1..=SEGMENTS {
+    /// A manifest edit is durable: the log's consumer has everything through
+    /// `flushed_through`. Every live segment's two gates go into the trace, and the
+    /// segments the session names are deleted.
+    fn collect_segments(&mut self, now: Nanos, flushed_through: u64) {
+        self.session.confirm_consumer(flushed_through);
+        let gates: Vec<(u64, Gates)> = self.session.segment_gates().collect();
+        let removed = self.session.poll_removal().unwrap_or_default();
+        for (segment, gates) in gates {
             let file = self.files.segment(segment);
-            if !self.device.exists(file) {
-                continue;
-            }
-            let last_seq = segment * MEMTABLE_WRITES as u64;
-            let flushed = last_seq <= flushed_through;
-            let readers_done = self.setup.readers.iter().all(|reader| reader.confirmed_seq >= last_seq);
-            self.trace.push(now, Event::Gates { file: file.0, flushed, readers_done });
-            if flushed && readers_done {
+            self.trace.push(now, Event::Gates { file: file.0, flushed: gates.consumer, readers_done: gates.readers });
+            if removed.contains(&segment) {
                 self.device.delete(file).expect("live segment");
                 self.segment_deleted_at[(segment - 1) as usize] = Some(now);
                 self.trace.push(now, Event::Delete { file: file.0 });
             }
+        }
+        if !removed.is_empty() {
+            self.session.handle_removed(&removed, true);
         }
     }
 

@@ -60,7 +60,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::Serialize;
-use walab_core::group_commit::{Config, Policy};
+use walab_core::group_commit::Policy;
 use walab_core::rng::Rng;
 
 use crate::cli_error::CliError;
@@ -232,7 +232,7 @@ pub fn power_loss(params: PowerLossParams) -> Result<CrashReport, String> {
         };
         // The backend's own settings (two batches in flight with sync threads), with the
         // policy under test.
-        let options = WalOptions { machine: Some(Config { policy: params.policy, ..backend.machine_config() }), trace_events_max: None };
+        let options = WalOptions { policy: Some(params.policy), trace_events_max: None };
         let (wal, _) = Wal::open(backend, options).map_err(|e| format!("round {round}: reopen failed: {e}"))?;
         let mode = if rng.coin() { CutMode::Tear } else { CutMode::DropUnsynced };
         fs.schedule_cut(1 + rng.below(64), mode, rng.next_u64());

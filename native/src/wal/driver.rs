@@ -1,5 +1,7 @@
-//! The driver thread: owns the core's group-commit machine, feeds it appends and
-//! completions, and carries out its actions on the [`Backend`].
+//! The driver thread: owns the core's log session, feeds it appends, completions and
+//! confirmations, and carries out its actions on the [`Backend`]. It decides nothing:
+//! which segment a record goes to, what a batch holds, whether it syncs inline, who
+//! hears OK and which segments go are the session's.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -8,28 +10,18 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use walab_core::codec::tiny;
-use walab_core::group_commit::{Action, AppendError, BatchId, GroupCommit, SyncError, Ticket};
+use walab_core::group_commit::{AppendError, BatchId, SyncError, Ticket};
+use walab_core::session::{Action, Refusal, Session};
 use walab_core::time::Nanos;
-use walab_core::trace::{Event as TraceEvent, Trace};
+use walab_core::trace::Trace;
 
-use super::backend::{Backend, Completion, WalError};
-use super::file::affinity;
-use super::handle::ReaderId;
-use super::os::{precise_timers, tuned, yield_to_a_waking_thread, Tuning};
+use super::backend::Backend;
+use super::error::WalError;
+use super::inbox::{Completion, Event, Reply, ReplyTo};
+use super::os::{pin_current_thread, precise_timers, tuned, yield_to_a_waking_thread, Tuning};
 use super::stats::WalStats;
-use super::live::{LiveTrace, WAL_FILE};
-use super::trace::TraceRecorder;
-use super::writer::{seal_record, Reply, ReplyTo};
-
-pub(super) enum Event {
-    /// A framed record whose seq and CRC the driver fills in (see [`frame_unsequenced`]).
-    Append { record: Vec<u8>, key_bytes: usize, reply: ReplyTo },
-    Persisted { batch: BatchId, result: Result<(), SyncError>, buffer: Vec<u8> },
-    ConfirmConsumer { seq: u64 },
-    RegisterReader { name: String, seq: u64, reply: Sender<ReaderId> },
-    ConfirmReader { reader: ReaderId, seq: u64 },
-    Shutdown,
-}
+use super::trace::Tracer;
+use super::writer::seal_record;
 
 pub(super) struct DriverResult {
     pub(super) trace: Option<Trace>,
@@ -66,32 +58,21 @@ impl Drop for Driver {
 }
 
 pub(super) struct Driver {
-    /// Shared with the writers: see [`Wal::last_persist_ns`].
+    /// Shared with the writers: see [`super::Wal`]'s `last_persist_ns`.
     pub(super) last_persist_ns: Arc<AtomicU64>,
-    pub(super) machine: GroupCommit,
+    pub(super) session: Session,
     pub(super) backend: Box<dyn Backend>,
     pub(super) events_tx: Sender<Event>,
     pub(super) events_rx: Receiver<Event>,
     /// Writers waiting for their acknowledgement, in ticket order.
     pub(super) waiting: VecDeque<(Ticket, ReplyTo, Vec<u8>)>,
     pub(super) started: Instant,
-    /// The segment appends go to, and the bytes appended to it.
-    pub(super) segment: u64,
-    pub(super) segment_bytes: u64,
-    /// Every kept segment's last seq (None while empty).
-    pub(super) segment_last_seq: BTreeMap<u64, Option<u64>>,
     /// When each running persist was issued.
     pub(super) persist_started: BTreeMap<BatchId, Instant>,
-    pub(super) consumer_seq: u64,
     /// The last position passed to [`Backend::confirmed`].
     pub(super) confirmed_seq: u64,
-    pub(super) readers: BTreeMap<ReaderId, (String, u64)>,
-    pub(super) next_reader: u64,
     pub(super) stats: Arc<Mutex<WalStats>>,
-    pub(super) trace: Option<TraceRecorder>,
-    /// The live feed (`walab serve`'s `GET /trace`); events are made only while someone
-    /// listens.
-    pub(super) live: Option<Arc<LiveTrace>>,
+    pub(super) tracer: Tracer,
     pub(super) shutting_down: bool,
     /// Whether an idle driver may poll before sleeping (more than one core).
     pub(super) spin: bool,
@@ -101,7 +82,7 @@ pub(super) struct Driver {
     pub(super) outbox: Vec<(ReplyTo, Reply)>,
     /// The thread that sends large batches' answers while the driver syncs.
     pub(super) answerer: Option<Sender<Vec<(ReplyTo, Reply)>>>,
-    /// Set when this driver goes away; see [`Writer::append`].
+    /// Set when this driver goes away; see [`super::Writer::append`].
     pub(super) driver_gone: Arc<AtomicBool>,
 }
 
@@ -110,18 +91,11 @@ impl Driver {
         Nanos(self.started.elapsed().as_nanos() as u64)
     }
 
-    /// Records into the trace, if one is kept.
-    fn record(&mut self, f: impl FnOnce(&mut TraceRecorder, Nanos)) {
-        let now = self.now();
-        if let Some(trace) = &mut self.trace {
-            f(trace, now);
-        }
-    }
-
-    /// Sends live events, made only if someone listens.
-    fn live(&self, make: impl FnOnce() -> Vec<TraceEvent>) {
-        if let Some(live) = &self.live {
-            live.emit_with(make);
+    /// Hands the events the session made to the trace and the live feed.
+    fn trace_session_events(&mut self) {
+        while let Some(event) = self.session.poll_event() {
+            let at = self.now();
+            self.tracer.event(at, event);
         }
     }
 
@@ -129,11 +103,11 @@ impl Driver {
         precise_timers();
         if let Some(cpus) = &pin_to {
             // The driver syncs inline (a lone writer's batches): where the device's
-            // completions land, like the sync threads (see `affinity`).
-            affinity::pin_current_thread(cpus);
+            // completions land, like the backend's sync threads.
+            pin_current_thread(cpus);
         }
         loop {
-            // Wait for the next input, or for the machine's deadline.
+            // Wait for the next input, or for the session's deadline.
             let first = match self.spin_for_event() {
                 Some(event) => event,
                 None => self.wait_for_event(),
@@ -150,13 +124,15 @@ impl Driver {
                 self.handle(event);
             }
             let now = self.now();
-            if self.machine.poll_timeout().is_some_and(|deadline| deadline <= now) {
-                self.machine.handle_timeout(now);
+            self.session.set_tracing(self.tracer.on());
+            if self.session.poll_timeout().is_some_and(|deadline| deadline <= now) {
+                self.session.handle_timeout(now);
             }
             self.perform_actions();
             self.last_completion = None;
-            self.trim();
-            if self.shutting_down && self.waiting.is_empty() && self.machine.running() == 0 {
+            self.pass_on_confirmation();
+            self.remove_segments();
+            if self.shutting_down && self.waiting.is_empty() && self.session.machine().running() == 0 {
                 break;
             }
         }
@@ -164,7 +140,7 @@ impl Driver {
         for (_, reply, buffer) in self.waiting.drain(..) {
             reply.send((Err(WalError::Closed), buffer));
         }
-        DriverResult { trace: self.trace.take().map(TraceRecorder::finish) }
+        DriverResult { trace: self.tracer.finish() }
     }
 
     /// When the log is idle (every append answered, nothing in flight) the writers just
@@ -173,7 +149,8 @@ impl Driver {
     /// on a small machine costs as much again as the hop itself. Never while writers
     /// wait (they need the cores more), and never on a single core.
     fn spin_for_event(&mut self) -> Option<Result<Option<Event>, ()>> {
-        if !self.spin || !tuned(Tuning::IdleSpin) || !self.waiting.is_empty() || self.machine.running() != 0 || self.shutting_down {
+        let busy = !self.waiting.is_empty() || self.session.machine().running() != 0;
+        if !self.spin || !tuned(Tuning::IdleSpin) || busy || self.shutting_down {
             return None;
         }
         let started = Instant::now();
@@ -189,10 +166,10 @@ impl Driver {
         None
     }
 
-    /// Blocks for the next input, or until the machine's deadline (`Ok(None)`).
+    /// Blocks for the next input, or until the session's deadline (`Ok(None)`).
     /// `Err` once every sender is gone.
     fn wait_for_event(&mut self) -> Result<Option<Event>, ()> {
-        match self.machine.poll_timeout() {
+        match self.session.poll_timeout() {
             Some(deadline) => {
                 let now = self.now();
                 let wait = Duration::from_nanos(deadline.0.saturating_sub(now.0));
@@ -207,44 +184,42 @@ impl Driver {
     }
 
     fn handle(&mut self, event: Event) {
+        // Events are made only while someone records them; a listener may join any time.
+        self.session.set_tracing(self.tracer.on());
         match event {
             Event::Append { record, key_bytes, reply } => self.append(record, key_bytes, reply),
-            Event::Persisted { batch, result, buffer } => {
-                let now = self.now();
-                let elapsed = self.persist_started.remove(&batch).map(|t| t.elapsed().as_nanos() as u64).unwrap_or(0);
-                self.last_persist_ns.store(elapsed, Ordering::Relaxed);
-                {
-                    let mut stats = self.stats.lock().unwrap_or_else(|p| p.into_inner());
-                    stats.persist_ns_total += elapsed;
-                    match result {
-                        Ok(()) => stats.persists_ok += 1,
-                        Err(_) => stats.persists_failed += 1,
-                    }
-                }
-                self.record(|trace, at| trace.persist_end(at, batch, result));
-                self.live(|| vec![TraceEvent::SyncEnd { sync: batch.0, file: WAL_FILE, ok: result.is_ok(), error: result.err() }]);
-                self.last_completion = Some(Instant::now());
-                self.machine.recycle_buffer(buffer);
-                // An unknown batch would be a driver bug; the machine reports it as data.
-                let known = self.machine.handle_persisted(now, batch, result);
-                debug_assert!(known.is_ok(), "completion for a batch the machine never issued");
-            }
-            Event::ConfirmConsumer { seq } => self.consumer_seq = self.consumer_seq.max(seq),
+            Event::Persisted { batch, result, buffer } => self.persisted(batch, result, buffer),
+            Event::ConfirmConsumer { seq } => self.session.confirm_consumer(seq),
             Event::RegisterReader { name, seq, reply } => {
-                let id = ReaderId(self.next_reader);
-                self.next_reader += 1;
-                self.readers.insert(id, (name, seq));
-                let _ = reply.send(id);
+                let _ = reply.send(self.session.register_reader(&name, seq));
+                self.trace_session_events();
             }
             Event::ConfirmReader { reader, seq } => {
-                if let Some(entry) = self.readers.get_mut(&reader) {
-                    entry.1 = entry.1.max(seq);
-                    let name = entry.0.clone();
-                    self.record(|trace, at| trace.reader_confirmed(at, &name, seq));
-                }
+                self.session.confirm_reader(reader, seq);
+                self.trace_session_events();
             }
             Event::Shutdown => self.shutting_down = true,
         }
+    }
+
+    fn persisted(&mut self, batch: BatchId, result: Result<(), SyncError>, buffer: Vec<u8>) {
+        let now = self.now();
+        let elapsed = self.persist_started.remove(&batch).map(|t| t.elapsed().as_nanos() as u64).unwrap_or(0);
+        self.last_persist_ns.store(elapsed, Ordering::Relaxed);
+        {
+            let mut stats = self.stats.lock().unwrap_or_else(|p| p.into_inner());
+            stats.persist_ns_total += elapsed;
+            match result {
+                Ok(()) => stats.persists_ok += 1,
+                Err(_) => stats.persists_failed += 1,
+            }
+        }
+        self.tracer.persist_ended(now, batch, result);
+        self.last_completion = Some(Instant::now());
+        self.session.recycle_buffer(buffer);
+        // An unknown batch would be a driver bug; the machine reports it as data.
+        let known = self.session.handle_persisted(now, batch, result);
+        debug_assert!(known.is_ok(), "completion for a batch the machine never issued");
     }
 
     fn append(&mut self, mut record: Vec<u8>, key_bytes: usize, reply: ReplyTo) {
@@ -252,63 +227,42 @@ impl Driver {
             reply.send((Err(WalError::Closed), record));
             return;
         }
-        let record_bytes = record.len() as u64;
-        if record_bytes > self.backend.segment_bytes_max() {
-            let refusal = WalError::Refused(format!(
-                "record of {record_bytes} bytes exceeds the segment size {}",
-                self.backend.segment_bytes_max()
-            ));
-            reply.send((Err(refusal), record));
-            return;
-        }
-        let seq = self.machine.next_ticket().0;
+        let seq = self.session.next_seq();
         seal_record(&mut record, seq);
-        let (segment, segment_bytes) = if self.segment_bytes + record_bytes > self.backend.segment_bytes_max() {
-            (self.segment + 1, 0)
-        } else {
-            (self.segment, self.segment_bytes)
-        };
         let now = self.now();
-        match self.machine.handle_append(now, segment, &record) {
-            Ok(ticket) => {
-                assert_eq!(ticket.0, seq, "a record's seq is its ticket");
-                self.segment = segment;
-                self.segment_bytes = segment_bytes + record_bytes;
-                self.segment_last_seq.entry(segment).or_insert(None);
-                if self.trace.is_some() {
-                    let key = record[tiny::put_key_range(key_bytes)].to_vec();
-                    self.record(|trace, at| trace.arrive(at, seq, segment, record_bytes, &key));
+        match self.session.handle_append(now, &record) {
+            Ok(appended) => {
+                assert_eq!(appended.ticket.0, seq, "a record's seq is its ticket");
+                if self.tracer.recorder.is_some() {
+                    let key = &record[tiny::put_key_range(key_bytes)];
+                    self.tracer.arrival(now, &appended, record.len() as u64, key);
                 }
-                self.live(|| vec![TraceEvent::Arrive { write: seq }]);
-                self.waiting.push_back((ticket, reply, record));
+                self.trace_session_events();
+                self.waiting.push_back((appended.ticket, reply, record));
             }
-            Err(AppendError::Failed(error)) => {
-                reply.send((Err(WalError::Failed(error)), record));
-            }
-            Err(other) => {
-                reply.send((Err(WalError::Refused(other.to_string())), record));
-            }
+            Err(Refusal::Machine(AppendError::Failed(error))) => reply.send((Err(WalError::Failed(error)), record)),
+            Err(other) => reply.send((Err(WalError::Refused(other.to_string())), record)),
         }
     }
 
-    /// Performs the machine's actions. With a backend that returns from `persist` at
+    /// Performs the session's actions. With a backend that returns from `persist` at
     /// once (an I/O thread, a runtime), persists are issued first and acknowledgements
     /// delivered after, so the next sync runs while the previous batch's writers are
-    /// being woken. With one that blocks in `persist` (the inline file backend), the
+    /// being woken. With one that blocks in `persist` (a batch marked inline), the
     /// answers go first: otherwise a batch's writers would wait out the next sync too.
     /// Acks and fails keep their order among themselves, which is all the machine's
     /// ordering promise needs.
     fn perform_actions(&mut self) {
         let (mut answers, mut others): (Vec<Action>, Vec<Action>) = (Vec::new(), Vec::new());
-        while let Some(action) = self.machine.poll_action() {
+        while let Some(action) = self.session.poll_action() {
             if matches!(action, Action::Ack(_) | Action::Fail { .. }) {
                 answers.push(action);
             } else {
                 others.push(action);
             }
         }
-        let sync_follows =
-            others.iter().any(|action| matches!(action, Action::Persist(batch) if batch.inline));
+        self.trace_session_events();
+        let sync_follows = others.iter().any(|action| matches!(action, Action::Persist(batch) if batch.inline));
         if sync_follows {
             for action in answers {
                 self.perform(action);
@@ -325,7 +279,7 @@ impl Driver {
         }
     }
 
-    /// Sends the answers the machine decided. When the driver is about to block in a
+    /// Sends the answers the session decided. When the driver is about to block in a
     /// sync, a large batch's answers go to the answering thread instead, so that waking
     /// its writers (a wake-up each, which under load can cost microseconds apiece and
     /// get the driver preempted) overlaps the sync instead of delaying it. A few answers
@@ -370,128 +324,77 @@ impl Driver {
     }
 
     fn perform(&mut self, action: Action) {
-        {
-            let now = self.now();
-            match action {
-                Action::Persist(batch) => {
-                    self.record(|trace, at| trace.persist_start(at, &batch));
-                    self.live(|| {
-                        let formed = TraceEvent::BatchFormed {
-                            batch: batch.id.0,
-                            segment: batch.segment,
-                            first_write: batch.tickets.first.0,
-                            writes: batch.tickets.count,
-                            offset: batch.offset,
-                            bytes: batch.bytes.len() as u64,
-                        };
-                        let sync = TraceEvent::SyncStart { sync: batch.id.0, file: WAL_FILE, batch: Some(batch.id.0), units: Vec::new() };
-                        vec![formed, sync]
-                    });
-                    if let Some(last) = batch.tickets.last() {
-                        self.segment_last_seq.insert(batch.segment, Some(last.0));
-                    }
-                    let started = Instant::now();
-                    if let Some(completed) = self.last_completion.take() {
-                        let mut stats = self.stats.lock().unwrap_or_else(|p| p.into_inner());
-                        stats.handoffs += 1;
-                        stats.handoff_ns_total += (started - completed).as_nanos() as u64;
-                    }
-                    self.persist_started.insert(batch.id, started);
-                    let done = Completion { batch: batch.id, events: self.events_tx.clone() };
-                    self.backend.persist(batch, done);
+        let now = self.now();
+        match action {
+            Action::Persist(batch) => {
+                self.tracer.persist_started(now, &batch);
+                let started = Instant::now();
+                if let Some(completed) = self.last_completion.take() {
+                    let mut stats = self.stats.lock().unwrap_or_else(|p| p.into_inner());
+                    stats.handoffs += 1;
+                    stats.handoff_ns_total += (started - completed).as_nanos() as u64;
                 }
-                Action::Write(batch) => {
-                    if let Some(last) = batch.tickets.last() {
-                        self.segment_last_seq.insert(batch.segment, Some(last.0));
-                    }
-                    // The unsafe policies: a failed write here is noticed by nobody,
-                    // which is exactly what makes them unsafe.
-                    let _ = self.backend.write_unsynced(&batch);
-                    self.machine.recycle_buffer(batch.bytes);
+                self.persist_started.insert(batch.id, started);
+                let done = Completion { batch: batch.id, events: self.events_tx.clone() };
+                self.backend.persist(batch, done);
+            }
+            Action::Write(batch) => {
+                // The unsafe policies: a failed write here is noticed by nobody,
+                // which is exactly what makes them unsafe.
+                let _ = self.backend.write_unsynced(&batch);
+                self.session.recycle_buffer(batch.bytes);
+            }
+            Action::Sync { batch, .. } => {
+                // Only the periodic policy asks for a bare sync; the native WALs do not
+                // offer it, so report it done without durability claims.
+                let _ = self.session.handle_persisted(now, batch, Err(SyncError::Unavailable));
+            }
+            Action::Ack(tickets) => {
+                self.stats.lock().unwrap_or_else(|p| p.into_inner()).acked += tickets.count;
+                for _ in 0..tickets.count {
+                    let (ticket, reply, buffer) = self.waiting.pop_front().expect("an acknowledged ticket has a waiter");
+                    assert!(tickets.contains(ticket), "acknowledgements arrive in ticket order");
+                    self.outbox.push((reply, (Ok(ticket.0), buffer)));
                 }
-                Action::Sync { batch, .. } => {
-                    // Only the periodic policy asks for a bare sync; the file WAL does
-                    // not offer it, so report it done without durability claims.
-                    let _ = self.machine.handle_persisted(now, batch, Err(SyncError::Unavailable));
-                }
-                Action::Ack(tickets) => {
-                    self.record(|trace, at| trace.ack(at, tickets));
-                    self.live(|| vec![TraceEvent::Ack { first_write: tickets.first.0, writes: tickets.count }]);
-                    self.stats.lock().unwrap_or_else(|p| p.into_inner()).acked += tickets.count;
-                    for _ in 0..tickets.count {
-                        let (ticket, reply, buffer) =
-                            self.waiting.pop_front().expect("an acknowledged ticket has a waiter");
-                        assert!(tickets.contains(ticket), "acknowledgements arrive in ticket order");
-                        self.outbox.push((reply, (Ok(ticket.0), buffer)));
-                    }
-                }
-                Action::Fail { tickets, error } => {
-                    self.record(|trace, at| trace.fail(at, tickets, error));
-                    self.live(|| vec![TraceEvent::Fail { first_write: tickets.first.0, writes: tickets.count, error }]);
-                    self.stats.lock().unwrap_or_else(|p| p.into_inner()).failed += tickets.count;
-                    // With several batches in flight, batches submitted before the
-                    // failed one may still be acknowledged *after* this failure, so the
-                    // failed run is a suffix of the waiters, not always their front.
-                    let from = self.waiting.partition_point(|(ticket, _, _)| *ticket < tickets.first);
-                    let failed: Vec<_> = self.waiting.drain(from..).collect();
-                    assert_eq!(failed.len() as u64, tickets.count, "every failed ticket has a waiter");
-                    for (ticket, reply, buffer) in failed {
-                        assert!(tickets.contains(ticket), "failures cover the waiters from their first ticket on");
-                        self.outbox.push((reply, (Err(WalError::Failed(error)), buffer)));
-                    }
+            }
+            Action::Fail { tickets, error } => {
+                self.stats.lock().unwrap_or_else(|p| p.into_inner()).failed += tickets.count;
+                // With several batches in flight, batches submitted before the
+                // failed one may still be acknowledged *after* this failure, so the
+                // failed run is a suffix of the waiters, not always their front.
+                let from = self.waiting.partition_point(|(ticket, _, _)| *ticket < tickets.first);
+                let failed: Vec<_> = self.waiting.drain(from..).collect();
+                assert_eq!(failed.len() as u64, tickets.count, "every failed ticket has a waiter");
+                for (ticket, reply, buffer) in failed {
+                    assert!(tickets.contains(ticket), "failures cover the waiters from their first ticket on");
+                    self.outbox.push((reply, (Err(WalError::Failed(error)), buffer)));
                 }
             }
         }
     }
 
-    /// Removes the segments every consumer and reader is done with.
-    fn trim(&mut self) {
-        let confirmed = self.readers.values().map(|(_, seq)| *seq).fold(self.consumer_seq, u64::min);
-        if confirmed == 0 {
-            return;
+    /// Removes the segments the session says every consumer and reader is done with.
+    fn remove_segments(&mut self) {
+        let Some(segments) = self.session.poll_removal() else { return };
+        // A failed remove loses nothing: the segments stay, and the session names them
+        // again after the next input.
+        let removed = self.backend.remove_segments(&segments).is_ok();
+        self.session.handle_removed(&segments, removed);
+        if removed {
+            self.stats.lock().unwrap_or_else(|p| p.into_inner()).segments_removed += segments.len() as u64;
+            let now = self.now();
+            self.tracer.removed(now, &segments);
         }
+    }
+
+    /// Tells the backend how far every consumer and reader has confirmed, when that
+    /// moved (the Postgres WAL trims its ring by it).
+    fn pass_on_confirmation(&mut self) {
+        let confirmed = self.session.confirmed();
         if confirmed > self.confirmed_seq {
             self.confirmed_seq = confirmed;
             self.backend.confirmed(confirmed);
-            self.live(|| vec![TraceEvent::ReaderConfirmed { reader: "consumer".to_string(), seq: confirmed }]);
-        }
-        let newest_with_records = self.segment_last_seq.iter().rev().find(|(_, last)| last.is_some()).map(|(s, _)| *s);
-        let Some(newest_with_records) = newest_with_records else { return };
-        let removable: Vec<u64> = self
-            .segment_last_seq
-            .iter()
-            .take_while(|(segment, _)| **segment < newest_with_records && **segment < self.segment)
-            .take_while(|(_, last)| last.is_none_or(|last| last <= confirmed))
-            .map(|(segment, _)| *segment)
-            .collect();
-        if removable.is_empty() {
-            return;
-        }
-        match self.backend.remove_segments(&removable) {
-            Ok(()) => {
-                for segment in &removable {
-                    self.segment_last_seq.remove(segment);
-                }
-                self.stats.lock().unwrap_or_else(|p| p.into_inner()).segments_removed += removable.len() as u64;
-                self.record(|trace, at| {
-                    for &segment in &removable {
-                        trace.delete(at, segment);
-                    }
-                });
-                self.live(|| {
-                    let (first, last) = (removable[0], removable[removable.len() - 1]);
-                    let text = match first == last {
-                        true => format!("WAL segment {first} removed: every record in it is confirmed"),
-                        false => format!("WAL segments {first} to {last} removed: every record in them is confirmed"),
-                    };
-                    vec![TraceEvent::Note { text }]
-                });
-            }
-            Err(_) => {
-                // A failed remove loses nothing: the segment stays and is retried at the
-                // next trim.
-            }
+            self.tracer.confirmed(confirmed);
         }
     }
 }
-

@@ -7,31 +7,33 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use walab_core::group_commit::{self, GroupCommit, Ticket};
+use walab_core::group_commit::{Config, Policy};
+use walab_core::session::retention::{NextSeq, ReaderId};
+use walab_core::session::rollover::SegmentRule;
+use walab_core::session::{Layout, Resume, Session};
 use walab_core::trace::Trace;
 
-use super::backend::{Backend, Recovered, WalError};
-use super::driver::{Driver, DriverResult, Event};
+use super::backend::{Backend, Recovered};
+use super::driver::{Driver, DriverResult};
+use super::error::WalError;
+use super::inbox::Event;
 use super::live::LiveTrace;
 use super::stats::WalStats;
-use super::trace::TraceRecorder;
+use super::trace::{TraceRecorder, Tracer};
 use super::writer::{AsyncWriter, Writer};
 
 /// How a WAL is opened.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct WalOptions {
-    /// The machine's settings; `None` takes the backend's own
-    /// ([`Backend::machine_config`]). Tests set [`Policy::NoSync`] here to build the
-    /// deliberately broken WAL that acknowledges before it syncs.
-    pub machine: Option<group_commit::Config>,
+    /// Another policy than the backend's (everything else is the backend's, from its
+    /// preset: [`Backend::machine_config`]). Tests set [`Policy::NoSync`] here to build
+    /// the deliberately broken WAL that acknowledges before it syncs; the crash tests
+    /// choose theirs.
+    pub policy: Option<Policy>,
     /// Record the driver's trace (arrivals, batches, persists, acks) for `--trace`, in
     /// the core's trace format, keeping at most this many events.
     pub trace_events_max: Option<usize>,
 }
-
-/// A registered reader (a replica, a backup shipper, a CDC client) that pins the log.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct ReaderId(pub u64);
 
 /// An open WAL. Dropping it shuts the driver down after in-flight batches finish.
 pub struct Wal {
@@ -63,51 +65,43 @@ impl Wal {
         let name = backend.describe();
         let sync_cpus = backend.sync_cpus();
         let recovered = backend.recover()?;
-        let machine_config = options.machine.unwrap_or_else(|| backend.machine_config());
+        let preset = backend.machine_config();
+        let machine_config = Config { policy: options.policy.unwrap_or(preset.policy), ..preset };
         if let Some(live) = &live {
             live.set_wal(machine_config.policy.kind().name(), &name);
         }
-        let machine = GroupCommit::resume(
-            machine_config,
-            Ticket(recovered.next_seq),
-            recovered.lsn,
-            recovered.segment,
-            recovered.segment_bytes,
-        )
-        .map_err(|error| WalError::Open(format!("{name}: {error}")))?;
+        let segment_bytes_max = backend.segment_bytes_max();
+        let layout = Layout { segments: SegmentRule::Bytes { segment_bytes: segment_bytes_max }, next_seq: NextSeq::InLog };
+        let resume = Resume {
+            next_seq: recovered.next_seq,
+            lsn: recovered.lsn,
+            segment: recovered.segment,
+            segment_bytes: recovered.segment_bytes,
+            segment_records: 0,
+            kept: recovered.kept(),
+        };
+        let session =
+            Session::new(machine_config, layout, resume).map_err(|error| WalError::Open(format!("{name}: {error}")))?;
         let (events_tx, events_rx) = mpsc::channel();
         let stats = Arc::new(Mutex::new(WalStats::default()));
-        let mut segment_last_seq = BTreeMap::new();
-        for &(segment, last) in &recovered.segments {
-            segment_last_seq.insert(segment, last);
-        }
-        segment_last_seq.entry(recovered.segment).or_insert(None);
-        let recovered_segment_bytes_max = backend.segment_bytes_max();
         let driver_gone = Arc::new(AtomicBool::new(false));
         let last_persist_ns = Arc::new(AtomicU64::new(0));
+        let recorder = options.trace_events_max.map(|events_max| {
+            TraceRecorder::new("native-file", machine_config.policy.kind().name(), segment_bytes_max, events_max)
+        });
         let driver = Driver {
             driver_gone: Arc::clone(&driver_gone),
             last_persist_ns: Arc::clone(&last_persist_ns),
-            machine,
+            session,
             backend,
             events_tx: events_tx.clone(),
             events_rx,
             waiting: VecDeque::new(),
             started: Instant::now(),
-            segment: recovered.segment,
-            segment_bytes: recovered.segment_bytes,
-            segment_last_seq,
             persist_started: BTreeMap::new(),
-            consumer_seq: 0,
             confirmed_seq: 0,
-            readers: BTreeMap::new(),
-            next_reader: 1,
             stats: Arc::clone(&stats),
-            trace: options.trace_events_max.map(|events_max| {
-                let policy = machine_config.policy.kind().name();
-                TraceRecorder::new("native-file", policy, recovered.next_seq, recovered_segment_bytes_max, events_max)
-            }),
-            live: live.clone(),
+            tracer: Tracer { recorder, live: live.clone() },
             shutting_down: false,
             spin: std::thread::available_parallelism().is_ok_and(|n| n.get() > 1),
             last_completion: None,

@@ -13,7 +13,9 @@
 //! The events are the core's [`Event`]s, in the JSON `--trace` writes. Their files, in
 //! the header every listener gets first ([`LiveTrace::header`]): the WAL, named by its
 //! URL (every batch's persist is a sync on it, whatever the storage), `objects` (an object's PUT is sync
-//! [`OBJECT_SYNC_BASE`] + its id) and `meta` (the metadata log). Write ids are WAL seqs.
+//! [`OBJECT_SYNC_BASE`] + its id) and `meta` (the metadata log). Writes are numbered as
+//! the log session numbers them: from 1 at the WAL's opening, so on a new WAL a write's
+//! number is its seq ([`walab_core::session::trace`]).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

@@ -5,22 +5,24 @@
 //! ```text
 //!  writer threads            driver thread (one per open WAL)               backend
 //!  Writer::append ──Event::Append──▶ encode record (seq = ticket)
-//!        ▲                           GroupCommit::handle_append ─┐
+//!        ▲                           Session::handle_append ─────┐
 //!        │                           poll_action():              │
 //!        │                             Persist(batch) ───────────┼──▶ persist(batch, Completion)
 //!        │                                                       │      file: pwrite + fdatasync
 //!        │                           Event::Persisted ◀──────────┼──── Completion::complete(result)
-//!        │                           GroupCommit::handle_persisted
+//!        │                           Session::handle_persisted
 //!        └────── reply Ok(seq) ◀──── Ack(tickets) / Fail(tickets)
 //! ```
 //!
-//! Every decision (what goes in a batch, when a batch may start, which writers may be
-//! told OK, what happens after a failed persist) is made by
-//! [`walab_core::group_commit::GroupCommit`], the same machine the browser's simulator
-//! runs. This module is only its *driver*: it reads the clock, turns the machine's
-//! actions into calls on a [`Backend`], and turns the backend's completions and the
-//! writers' appends back into inputs. There is no second group-commit implementation
-//! here, and none in any backend.
+//! Every decision (which segment a record goes to, what goes in a batch, when a batch
+//! may start and whether it syncs inline, which writers may be told OK, what happens
+//! after a failed persist, which segments may be removed, the machine's settings for
+//! this storage) is made by the core's log session ([`walab_core::session::Session`]
+//! around [`walab_core::group_commit::GroupCommit`]), the same session the browser's
+//! simulators run. This module is only its *driver*: it reads the clock, turns the
+//! session's actions into calls on a [`Backend`], and turns the backend's completions and
+//! the writers' appends back into inputs. Everything that reaches the driver thread goes
+//! through one channel, whose vocabulary is [`inbox`]'s.
 //!
 //! # The backend seam
 //!
@@ -68,8 +70,9 @@
 //!    `next_seq` (the machine resumes its tickets there); `segment_bytes_max` is
 //!    `u64::MAX` unless the storage has segments; `persist` owns the batch, sends it
 //!    (one PUT, one INSERT) and calls [`Completion::complete`] from wherever the answer
-//!    arrives; `machine_config` returns `Config::remote(..)` for several batches in
-//!    flight; `remove_segments` is trim. A batch's bytes are tiny-store records
+//!    arrives; `machine_config` returns its storage's preset
+//!    ([`walab_core::session::preset::Storage::config`]) with the tuning it was built
+//!    with; `remove_segments` is trim. A batch's bytes are tiny-store records
 //!    back to back, and [`Batch::records`](walab_core::group_commit::Batch::records)
 //!    hands them out one by one; a remote backend wraps them in its own frame (the
 //!    stream WAL frame) with the core's codec.
@@ -98,16 +101,16 @@
 //!
 //! A consumer confirms the seq through which it has applied the log
 //! ([`Wal::confirm_consumer`]) and readers register and confirm their own positions
-//! ([`Wal::register_reader`], [`Wal::confirm_reader`]). A segment is removed only when
-//! every record in it is at or below the consumer's position *and* every registered
-//! reader's, and a newer segment holds records (so the next seq is never forgotten).
-//! `load` and `dump` never confirm anything, so they never trim.
-
+//! ([`Wal::register_reader`], [`Wal::confirm_reader`]). Which whole segments may then be
+//! removed is the session's decision ([`walab_core::session::retention`]); `load` and
+//! `dump` never confirm anything, so they never trim.
 
 mod backend;
 mod driver;
+mod error;
 pub mod file;
 mod handle;
+mod inbox;
 pub mod live;
 pub mod os;
 pub mod postgres;
@@ -117,8 +120,11 @@ pub mod trace;
 pub mod url;
 mod writer;
 
-pub use backend::{sync_error_of, Backend, Completion, Recovered, WalError};
-pub use handle::{ReaderId, Wal, WalOptions};
+pub use backend::{Backend, Recovered};
+pub use error::{sync_error_of, WalError};
+pub use handle::{Wal, WalOptions};
+pub use inbox::Completion;
+pub use walab_core::session::retention::ReaderId;
 pub use os::limit_malloc_arenas;
 pub use stats::WalStats;
 pub use writer::{frame_unsequenced, seal_record, AsyncWriter, PendingAppend, Writer};

@@ -11,12 +11,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::file::affinity::SyncCpus;
-use super::file::{node_dir, FileBackend, SegmentFormat, SEGMENT_BYTES_DEFAULT, SYNC_THREADS_DEFAULT};
+use super::file::{node_dir, FileBackend, SegmentFormat, SEGMENT_BYTES_DEFAULT};
 use super::file::fs::RealFs;
 use super::postgres::PgBackend;
-use super::s3::{self, S3Backend, S3Location, PIPELINE_MIN_RECORDS};
+use super::s3::{self, S3Backend, S3Location};
 use super::Backend;
-use walab_core::group_commit::{Config, Policy};
+use walab_core::group_commit::Policy;
+use walab_core::session::preset::Tuning;
 use walab_core::remote::lease::{FenceMode, LeaseTerms, LEASE_DEFAULT, SKEW_DEFAULT};
 use walab_core::ring::parse_duration;
 use walab_core::time::Nanos;
@@ -66,7 +67,7 @@ pub struct WalArgs {
     /// After an acknowledgement with fewer than half as many records waiting as it
     /// answered, hold the next batch until the writers it answered have appended again,
     /// for at most PERCENT of the answered persist's duration (0: off; file:// defaults
-    /// to the core's LOCAL_FILE_COHORT_HOLD_PERCENT, s3:// to 10, postgres:// to 0).
+    /// to 100, s3:// to 10, postgres:// to 0).
     #[arg(long, value_name = "PERCENT")]
     pub cohort_hold: Option<u32>,
 }
@@ -133,8 +134,8 @@ pub const S3_OPTIONS: [&str; 4] = ["fence", "lease", "skew", "pipeline_min"];
 pub struct S3Options {
     pub fence: FenceMode,
     /// Records a bulk must hold before it uploads beside another upload
-    /// (`pipeline_min=N`, 1 to 65536; default the object store's 32).
-    pub pipeline_min: u64,
+    /// (`pipeline_min=N`, 1 to 65536; `None`: the object store's preset, 32).
+    pub pipeline_min: Option<u64>,
 }
 
 const DURATION: &str = "a duration with ns, us, ms or s (10s); a bare number is milliseconds";
@@ -182,9 +183,9 @@ fn parse_s3_options(text: &str, query: &str) -> Result<S3Options, String> {
         Some(value) => parse_duration(value).ok_or_else(|| format!("--wal {text}: {name}={value}: expected {DURATION}")),
     };
     let pipeline_min = match pipeline_min {
-        None => PIPELINE_MIN_RECORDS,
+        None => None,
         Some(value) => match value.parse::<u64>() {
-            Ok(records) if (1..=65_536).contains(&records) => records,
+            Ok(records) if (1..=65_536).contains(&records) => Some(records),
             _ => return Err(format!("--wal {text}: pipeline_min={value}: expected a number of records from 1 to 65536")),
         },
     };
@@ -258,6 +259,14 @@ impl WalArgs {
             }
             None => SyncCpus::Auto,
         };
+        // What the user set on top of the storage's preset, assembled once here; the
+        // preset itself is the core's (`walab_core::session::preset`).
+        let tuning = Tuning {
+            policy: self.per_write.then_some(Policy::PerWrite),
+            inflight_max: self.inflight,
+            cohort_hold_percent: self.cohort_hold,
+            pipeline_min_records: None,
+        };
         match parse_wal_url(&self.wal)? {
             WalUrl::File(base) => {
                 let sync_cpus = sync_cpus.resolve(&base)?;
@@ -270,18 +279,15 @@ impl WalArgs {
                 )
                 .with_recorded_geometry(self.segment_bytes.is_none())
                 .with_sync_cpus(sync_cpus)
-                .with_sync_threads(self.inflight.unwrap_or(SYNC_THREADS_DEFAULT));
-                let file = match self.cohort_hold {
-                    Some(percent) => file.with_cohort_hold(percent),
-                    None => file,
-                };
+                .with_tuning(Tuning { policy: None, ..tuning });
                 Ok(Box::new(file))
             }
             WalUrl::Postgres(url) => {
+                // `--inflight` and `--segment-bytes` are the URL's options of the same names.
                 let url = with_url_option(&url, "maxInflight", "--inflight", self.inflight)?;
                 let url = with_url_option(&url, "segmentBytes", "--segment-bytes", self.segment_bytes)?;
                 let backend = PgBackend::new(&url, &self.cluster, &self.node, create)?
-                    .with_cohort_hold(self.cohort_hold.unwrap_or(0));
+                    .with_tuning(Tuning { policy: None, inflight_max: None, ..tuning });
                 Ok(Box::new(backend))
             }
             WalUrl::S3 { bucket, path } => {
@@ -294,13 +300,9 @@ impl WalArgs {
                 let store = s3::connect(&bucket, self.endpoint.as_deref())?;
                 let location =
                     S3Location { node_prefix: s3::layout::node_prefix(&path, &self.cluster, &self.node), bucket };
-                let policy = if self.per_write { Policy::PerWrite } else { Policy::Group };
-                let machine = Config { inflight_max: self.inflight.unwrap_or(4), ..Config::remote(policy) };
                 // Uploads are spawned on the backend's own runtime: nothing blocks the driver.
                 let backend = S3Backend::new(store, location, create, self.segment_bytes.unwrap_or(SEGMENT_BYTES_DEFAULT))?
-                    .with_machine_config(machine)
-                    .with_pipeline_min(options.pipeline_min)
-                    .with_cohort_hold(self.cohort_hold.unwrap_or(s3::COHORT_HOLD_PERCENT))
+                    .with_tuning(Tuning { pipeline_min_records: options.pipeline_min, ..tuning })
                     .with_fence(options.fence);
                 Ok(Box::new(backend))
             }
@@ -406,8 +408,8 @@ mod tests {
         assert!(refusal("s3://b1b/w?fence=lease&fence=read").contains("option \"fence\" is given twice"));
         assert!(refusal("s3://b1b/w?fence").contains("option \"fence\" has no value"));
         assert!(refusal("s3://b1b/w?lease=5s").ends_with(": lease=5s: only with fence=lease"));
-        assert_eq!(s3_options("s3://bucket/wal").map(|o| o.pipeline_min), Ok(PIPELINE_MIN_RECORDS));
-        assert_eq!(s3_options("s3://bucket/wal?fence=lease&pipeline_min=64").map(|o| o.pipeline_min), Ok(64));
+        assert_eq!(s3_options("s3://bucket/wal").map(|o| o.pipeline_min), Ok(None));
+        assert_eq!(s3_options("s3://bucket/wal?fence=lease&pipeline_min=64").map(|o| o.pipeline_min), Ok(Some(64)));
         assert!(refusal("s3://b1b/w?pipeline_min=0").ends_with(": pipeline_min=0: expected a number of records from 1 to 65536"));
         assert!(refusal("s3://b1b/w?pipeline_min=many").contains("pipeline_min=many: expected a number"));
         assert!(refusal("s3://b1b/w?fence=read&skew=1s").ends_with(": skew=1s: only with fence=lease"));

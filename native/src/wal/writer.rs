@@ -8,34 +8,9 @@ use std::time::{Duration, Instant};
 
 use walab_core::codec::tiny;
 
-use super::backend::WalError;
-use super::driver::Event;
+use super::error::WalError;
+use super::inbox::{Event, Reply, ReplyTo};
 use super::os::{tuned, yield_to_a_waking_thread, Tuning};
-
-/// The driver's answer to an append, with the record's buffer handed back for reuse.
-pub(super) type Reply = (Result<u64, WalError>, Vec<u8>);
-
-/// Where the driver sends an append's answer: a blocked writer thread's channel, or an
-/// async writer's oneshot (whose send only queues the task on its runtime: no system
-/// call per writer when a batch of a thousand is acknowledged).
-pub(super) enum ReplyTo {
-    Thread(Sender<Reply>),
-    Task(tokio::sync::oneshot::Sender<Reply>),
-}
-
-impl ReplyTo {
-    pub(super) fn send(self, reply: Reply) {
-        // A writer that went away (an async append that was dropped) no longer cares.
-        match self {
-            ReplyTo::Thread(sender) => {
-                let _ = sender.send(reply);
-            }
-            ReplyTo::Task(sender) => {
-                let _ = sender.send(reply);
-            }
-        }
-    }
-}
 
 /// Frames a put as a tiny-store record with seq and CRC left zero, into `out` (cleared
 /// first); the driver seals it ([`seal_record`]) once the machine has given it its ticket.

@@ -12,10 +12,13 @@ use super::{
 use crate::codec::stream::encode_frame_records;
 use crate::codec::tiny;
 use crate::codec::Op;
-use crate::group_commit::{Action, AppendError, GroupCommit, SyncError, Ticket};
+use crate::group_commit::{Action, AppendError, SyncError};
 use crate::remote::layout::{plan_chain, Registration, WalObject};
 use crate::ring::{self, SlotRow};
 use crate::rng::Rng;
+use crate::session::retention::NextSeq;
+use crate::session::rollover::SegmentRule;
+use crate::session::{Layout, Refusal, Resume, Session};
 use crate::sim::clock::{self, earliest, End, InstantBound, Simulation};
 use crate::time::Nanos;
 
@@ -73,7 +76,8 @@ struct Claim {
 
 struct Driver<'a> {
     setup: &'a RemoteSetup,
-    machine: GroupCommit,
+    /// The log: the machine, and the segments records go to (a Postgres generation).
+    session: Session,
     latency_rng: Rng,
     /// The fence reads (S3) and node B's requests draw from their own generator, so the
     /// PUTs' and INSERTs' draws stay those of a run without them.
@@ -115,8 +119,6 @@ struct Driver<'a> {
     objects: Vec<(WalObject, usize)>,
     next_offset: u64,
     // Postgres.
-    segment: u64,
-    segment_bytes: u64,
     trim_offset: u64,
     acked_end: u64,
     rows: Vec<(SlotRow, usize)>,
@@ -129,13 +131,14 @@ struct Driver<'a> {
 
 impl<'a> Driver<'a> {
     fn new(setup: &'a RemoteSetup) -> Driver<'a> {
-        let config = setup.machine_config();
-        let machine = match setup.backend {
-            RemoteBackend::S3 => GroupCommit::new(config),
-            // Segments are the ring's generations, from 0, as the native driver resumes them.
-            RemoteBackend::Postgres => GroupCommit::resume(config, Ticket(1), 0, 0, 0),
-        }
-        .expect("the setup was validated");
+        let (segments, first_segment) = match setup.backend {
+            RemoteBackend::S3 => (SegmentRule::ONE_SEGMENT, 1),
+            // Segments are the ring's generations, from 0, as the native backend resumes them.
+            RemoteBackend::Postgres => (SegmentRule::Bytes { segment_bytes: setup.ring.segment_bytes }, 0),
+        };
+        let layout = Layout { segments, next_seq: NextSeq::InLog };
+        let session =
+            Session::new(setup.machine_config(), layout, Resume::fresh(first_segment)).expect("the setup was validated");
         let arrivals = setup
             .arrivals()
             .map(|arrivals| arrivals.instants().collect())
@@ -155,7 +158,7 @@ impl<'a> Driver<'a> {
             .with_session(None, 0, 1);
         Driver {
             setup,
-            machine,
+            session,
             latency_rng: Rng::new(setup.seed ^ 0x5eed_1a7e_0000_0000),
             control_rng: Rng::new(setup.seed ^ 0x000f_e2ce_0ead_0000),
             checks: Vec::new(),
@@ -187,8 +190,6 @@ impl<'a> Driver<'a> {
             registration,
             objects: Vec::new(),
             next_offset: 0,
-            segment: 0,
-            segment_bytes: 0,
             trim_offset: 0,
             acked_end: 0,
             rows: Vec::new(),
@@ -250,39 +251,23 @@ impl<'a> Driver<'a> {
     }
 
     fn append(&mut self, now: Nanos, record: u64) -> Appended {
-        let seq = self.machine.next_ticket().0;
+        let seq = self.session.next_seq();
         let key = format!("{:0w$}", record % 100_000_000, w = RECORD_KEY_BYTES);
         let bytes = tiny::encode(seq, Op::Put, key.as_bytes(), &self.value);
-        let segment = match self.setup.backend {
-            RemoteBackend::S3 => 1,
-            RemoteBackend::Postgres => {
-                // As the native driver: a record that would pass the segment's end starts the next.
-                if self.segment_bytes + bytes.len() as u64 > self.setup.ring.segment_bytes {
-                    self.segment + 1
-                } else {
-                    self.segment
-                }
-            }
-        };
-        match self.machine.handle_append(now, segment, &bytes) {
-            Ok(ticket) => {
-                assert_eq!(ticket.0, seq, "a record's seq is its ticket");
+        match self.session.handle_append(now, &bytes) {
+            Ok(appended) => {
+                assert_eq!(appended.ticket.0, seq, "a record's seq is its ticket");
                 self.ticket_record.push(record);
-                if segment != self.segment {
-                    self.segment = segment;
-                    self.segment_bytes = 0;
-                }
-                self.segment_bytes += bytes.len() as u64;
                 Appended::Yes
             }
-            Err(AppendError::Backpressure { .. } | AppendError::TooManyWaiters) => Appended::Later,
+            Err(Refusal::Machine(AppendError::Backpressure { .. } | AppendError::TooManyWaiters)) => Appended::Later,
             // The log failed (a failed PUT, a fence): this record is never acknowledged.
             Err(_) => Appended::Never,
         }
     }
 
     fn drain(&mut self, now: Nanos) {
-        while let Some(action) = self.machine.poll_action() {
+        while let Some(action) = self.session.poll_action() {
             match action {
                 Action::Persist(batch) => self.persist(now, batch),
                 Action::Ack(tickets) => {
@@ -348,12 +333,12 @@ impl<'a> Driver<'a> {
         match self.setup.backend {
             RemoteBackend::S3 => {
                 self.bulk_bodies.push(Vec::new());
-                self.machine.recycle_buffer(batch.bytes);
+                self.session.recycle_buffer(batch.bytes);
                 self.send(now, index);
             }
             RemoteBackend::Postgres => {
                 self.bulk_bodies.push(ring::encode_row_body(first_offset, OWNER_EPOCH, batch.records()));
-                self.machine.recycle_buffer(batch.bytes);
+                self.session.recycle_buffer(batch.bytes);
                 self.pending.push_back(index);
             }
         }
@@ -784,7 +769,7 @@ impl Simulation for Driver<'_> {
     }
 
     fn next_timeout(&self) -> Option<Nanos> {
-        self.machine.poll_timeout()
+        self.session.poll_timeout()
     }
 
     fn begin(&mut self, now: Nanos) -> ControlFlow<Infallible> {
@@ -849,7 +834,7 @@ impl Simulation for Driver<'_> {
         heard.sort_by_key(|(bulk, _)| *bulk);
         for (bulk, result) in heard {
             let id = crate::group_commit::BatchId(self.bulks[bulk].bulk);
-            self.machine
+            self.session
                 .handle_persisted(now, id, result)
                 .expect("the bulk is in flight");
         }
@@ -890,7 +875,7 @@ impl Simulation for Driver<'_> {
 
     /// A batch window that closes now.
     fn time_out(&mut self, now: Nanos) {
-        self.machine.handle_timeout(now);
+        self.session.handle_timeout(now);
     }
 
     fn act(&mut self, now: Nanos) -> ControlFlow<Infallible> {

@@ -6,13 +6,13 @@
 //!
 //! Every decision comes from the code the native `walab` runs:
 //!
-//! - which records form a bulk, how many bulks are in flight (`inflight_max`) and when a
-//!   writer is acknowledged (in submission order): the [`crate::group_commit`] machine,
-//!   configured as the native S3 backend configures it (group commit, a bulk beside
-//!   another upload only once it holds [`layout::PIPELINE_MIN_RECORDS`]) or as the
-//!   Postgres backend does (a batch interval, 1 ms by default);
+//! - which records form a bulk, how many bulks are in flight (`inflight_max`), when a
+//!   writer is acknowledged (in submission order), which segment a record goes to: a
+//!   [`crate::session::Session`] around the group-commit machine, with the storage's
+//!   preset ([`crate::session::preset`]: the object store's group commit with its
+//!   pipelining threshold and cohort hold, or the Postgres ring's batch interval);
 //! - where a bulk's object goes and which objects recovery keeps after a takeover: the
-//!   keys, the registration and [`layout::plan_chain`] from [`crate::remote::layout`];
+//!   keys, the registration and [`crate::remote::layout::plan_chain`];
 //! - which slot table a batch goes to, when it must wait for its slot, what the trim
 //!   releases, what recovery reads back, the timeline verdict: [`crate::ring`].
 //!
@@ -66,8 +66,9 @@ pub use outcomes::{
 };
 
 use crate::group_commit::{Config, Policy};
-use crate::remote::layout::{self, Ignored, WalObject};
-use crate::ring::{self, RingGeometry};
+use crate::remote::layout::{Ignored, WalObject};
+use crate::ring::{self, PgWalSettings, RingGeometry};
+use crate::session::preset::{Storage, Tuning};
 use crate::sim::commit::Arrivals;
 use crate::sim::SyncLatency;
 use crate::time::Nanos;
@@ -243,41 +244,39 @@ impl RemoteSetup {
         }
     }
 
-    /// The group-commit machine's settings, as the native backend sets them.
+    /// The group-commit machine's settings: the storage's preset
+    /// ([`crate::session::preset`]), as the native backend runs it.
     pub fn machine_config(&self) -> Config {
-        let policy = match self.batch_interval {
-            Some(window) => Policy::Window { window },
-            None => Policy::Group,
-        };
-        let base = Config {
-            inflight_max: self.inflight_max,
-            ..Config::remote(policy)
-        };
         match self.backend {
-            RemoteBackend::S3 => Config {
-                pipeline_min_records: layout::PIPELINE_MIN_RECORDS,
-                ..base
-            },
-            RemoteBackend::Postgres => {
-                // A batch never exceeds half a segment (the seed's 1 MiB in a 64 MiB one),
-                // and the bytes in flight must fit the ring (its capacity exceeds
-                // maxUnflushedBytes): a small ring gets small batches.
-                let batch_bytes_max = base
-                    .batch_bytes_max
-                    .min((self.ring.segment_bytes / 2).max(1) as usize);
-                let capacity = self.ring.capacity_bytes() as usize;
-                let unflushed_bytes_max = base
-                    .unflushed_bytes_max
-                    .min(capacity.saturating_sub(1))
-                    .max(batch_bytes_max);
-                Config {
-                    batch_bytes_max,
-                    unflushed_bytes_max,
-                    // An insert that can start at once does not wait out the window.
-                    window_only_when_busy: true,
-                    ..base
-                }
+            RemoteBackend::S3 => {
+                let policy = self.batch_interval.map_or(Policy::Group, |window| Policy::Window { window });
+                let tuning = Tuning { policy: Some(policy), inflight_max: Some(self.inflight_max), ..Tuning::default() };
+                Storage::ObjectStore.config(&tuning)
             }
+            RemoteBackend::Postgres => {
+                let tuning = Tuning { policy: self.batch_interval.is_none().then_some(Policy::Group), ..Tuning::default() };
+                Storage::PostgresRing(self.postgres_settings()).config(&tuning)
+            }
+        }
+    }
+
+    /// The Postgres URL's settings this run stands for. A batch never exceeds half a
+    /// segment (the default 1 MiB in a 64 MiB one), and the bytes in flight must fit the
+    /// ring (its capacity exceeds `maxUnflushedBytes`): a small ring gets small batches.
+    pub fn postgres_settings(&self) -> PgWalSettings {
+        let defaults = PgWalSettings::default();
+        let batch_bytes_max = defaults.batch_bytes_max.min((self.ring.segment_bytes / 2).max(1));
+        let unflushed_bytes_max = defaults
+            .unflushed_bytes_max
+            .min(self.ring.capacity_bytes().saturating_sub(1))
+            .max(batch_bytes_max);
+        PgWalSettings {
+            geometry: self.ring,
+            batch_interval: self.batch_interval.unwrap_or(defaults.batch_interval),
+            batch_bytes_max,
+            inflight_max: self.inflight_max,
+            unflushed_bytes_max,
+            ..defaults
         }
     }
 

@@ -26,6 +26,8 @@
 
 use std::path::{Path, PathBuf};
 
+pub use crate::wal::os::{allowed_cpus, pin_current_thread};
+
 /// `--sync-cpus`: where the file WAL's syncing threads run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SyncCpus {
@@ -124,38 +126,6 @@ pub fn format_cpu_list(cpus: &[usize]) -> String {
         i = j + 1;
     }
     parts.join(",")
-}
-
-/// The CPUs the calling thread may run on (`None` where that cannot be asked).
-pub fn allowed_cpus() -> Option<Vec<usize>> {
-    #[cfg(target_os = "linux")]
-    // SAFETY: sched_getaffinity fills the cpu_set_t we own, of the size we pass.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return None;
-        }
-        let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize).filter(|&cpu| libc::CPU_ISSET(cpu, &set)).collect();
-        Some(cpus)
-    }
-    #[cfg(not(target_os = "linux"))]
-    None
-}
-
-/// Runs the calling thread on `cpus` from now on. Best effort: where that fails (a
-/// CPU went offline, another OS) the thread stays where it was allowed to run.
-pub fn pin_current_thread(cpus: &[usize]) {
-    #[cfg(target_os = "linux")]
-    // SAFETY: sched_setaffinity on the calling thread (pid 0) with a cpu_set_t we own.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        for &cpu in cpus.iter().filter(|&&cpu| cpu < libc::CPU_SETSIZE as usize) {
-            libc::CPU_SET(cpu, &mut set);
-        }
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = cpus;
 }
 
 /// The CPUs that take the completion interrupts of the block device holding `dir` (or

@@ -86,7 +86,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use walab_core::group_commit::{self, Batch, Policy, SyncError};
+use walab_core::group_commit::{self, Batch, SyncError};
+use walab_core::session::preset::{Storage, Tuning, LOCAL_FILE_INFLIGHT};
 use walab_core::codec::leveldb::{scan_log, LogFormat, LogSegment};
 use walab_core::codec::tiny::TinyRecord;
 use walab_core::codec::tiny_group;
@@ -100,13 +101,6 @@ use super::{sync_error_of, Backend, Completion, Recovered, WalError};
 /// Default bytes per segment: big enough that switches are rare, small enough that the
 /// zero-fill of the next one finishes in the background.
 pub const SEGMENT_BYTES_DEFAULT: u64 = 16 << 20;
-
-/// Sync threads by default: none, every sync inline on the driver, one at a time. With
-/// the machine's cohort hold every writer rides one sync, so a second sync would have
-/// nothing to overlap, and a sync on the driver saves the two thread hops a sync
-/// thread costs each batch (BENCHMARKS.md, "The file WAL's cohorts merged"). `--inflight
-/// 2` and more start the sync threads ([`sync_pool`]).
-pub const SYNC_THREADS_DEFAULT: usize = 1;
 
 /// The file name of a segment.
 pub fn segment_file_name(segment: u64) -> String {
@@ -178,8 +172,8 @@ pub struct FileBackend {
     sync_handles: Option<Arc<SyncHandles>>,
     /// The CPUs the syncing threads run on ([`FileBackend::with_sync_cpus`]).
     sync_cpus: Option<Vec<usize>>,
-    /// The machine's cohort hold ([`FileBackend::with_cohort_hold`]).
-    cohort_hold_percent: u32,
+    /// What the user set on top of the file WAL's preset ([`FileBackend::with_tuning`]).
+    tuning: Tuning,
 }
 
 impl FileBackend {
@@ -209,15 +203,16 @@ impl FileBackend {
             pool: None,
             sync_handles: None,
             sync_cpus: None,
-            cohort_hold_percent: group_commit::Config::local_file(Policy::Group, 1).cohort_hold_percent,
+            tuning: Tuning::default(),
         }
     }
 
-    /// Sets the machine's cohort hold (`Config::cohort_hold_percent`; 0: off), in place
-    /// of the file WAL's default.
-    pub fn with_cohort_hold(mut self, percent: u32) -> FileBackend {
-        self.cohort_hold_percent = percent;
-        self
+    /// What the user set on top of the file WAL's preset (`--inflight`: the sync
+    /// threads to start, [`LOCAL_FILE_INFLIGHT`] by default; `--cohort-hold`). The
+    /// machine then runs as many syncs at once as threads actually started.
+    pub fn with_tuning(mut self, tuning: Tuning) -> FileBackend {
+        self.tuning = tuning;
+        self.with_sync_threads(tuning.inflight_max.unwrap_or(LOCAL_FILE_INFLIGHT))
     }
 
     /// Takes the segment size the log recorded when it was created instead of this
@@ -595,10 +590,8 @@ impl Backend for FileBackend {
     }
 
     fn machine_config(&self) -> group_commit::Config {
-        group_commit::Config {
-            cohort_hold_percent: self.cohort_hold_percent,
-            ..group_commit::Config::local_file(Policy::Group, self.pool.as_ref().map_or(1, SyncPool::threads))
-        }
+        let sync_threads = self.pool.as_ref().map_or(1, SyncPool::threads);
+        Storage::LocalFile { sync_threads }.config(&self.tuning)
     }
 
     fn sync_cpus(&self) -> Option<Vec<usize>> {
@@ -606,9 +599,9 @@ impl Backend for FileBackend {
     }
 
     fn persist(&mut self, batch: Batch, done: Completion) {
-        // The machine decides ([`group_commit::schedule`]); without sync threads every
-        // sync is inline whatever a caller's machine settings say.
-        if batch.inline || self.pool.is_none() {
+        // The machine decides ([`group_commit::schedule`]), from this backend's own
+        // settings: without sync threads it runs one sync at a time, all inline.
+        if batch.inline {
             let result = self.persist_now(&batch).map_err(|error| sync_error_of(&error));
             if result.is_err() {
                 // After a failed sync the open file is not trusted again; a reopen starts over.
@@ -622,8 +615,9 @@ impl Backend for FileBackend {
         match self.write_now(&batch) {
             Ok(()) => match (&self.pool, &self.sync_handles) {
                 (Some(pool), Some(handles)) => pool.submit(Arc::clone(handles), done, batch.bytes),
-                // Not reached: the pool is used only when it exists, and a segment
-                // becomes current only with its handles.
+                // Not reached: the machine marks a batch for a sync thread only when
+                // this backend's settings say threads run, and a segment becomes current
+                // only with its handles.
                 _ => done.complete(Err(SyncError::Unavailable), batch.bytes),
             },
             Err(error) => {

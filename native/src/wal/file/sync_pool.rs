@@ -211,7 +211,7 @@ mod tests {
 
     use super::super::fault_fs::FaultFs;
     use super::super::fs::WalFs;
-    use crate::wal::driver::Event;
+    use crate::wal::inbox::Event;
     use crate::wal::Completion;
     use super::{SyncHandles, SyncPool};
 

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use walab_core::device::FailureProfile;
 use walab_core::group_commit::{Config, Policy, SyncError};
+use walab_core::session::preset::Tuning;
 
 use super::fault_fs::{CutMode, FaultFs};
 use super::{segment_file_name, FileBackend};
@@ -245,7 +246,7 @@ fn a_second_process_cannot_open_the_same_log() {
 #[test]
 fn the_no_sync_policy_acknowledges_what_a_power_cut_then_takes_away() {
     let fs = FaultFs::new(512);
-    let options = WalOptions { machine: Some(Config::file(Policy::NoSync)), trace_events_max: None };
+    let options = WalOptions { policy: Some(Policy::NoSync), trace_events_max: None };
     let (wal, _) = Wal::open(fault_backend(&fs, 1 << 16), options).unwrap();
     let mut writer = wal.writer();
     for n in 0..5 {
@@ -524,7 +525,7 @@ fn wait_until(condition: impl Fn() -> bool) {
 /// they may, which is what these tests hold at the gate (with the hold, writers held up
 /// by a slow sync would all ride the next one).
 fn pooled_backend(fs: &FaultFs, segment_bytes: u64) -> Box<FileBackend> {
-    Box::new(fault_backend(fs, segment_bytes).with_sync_threads(2).with_cohort_hold(0))
+    Box::new(fault_backend(fs, segment_bytes).with_tuning(Tuning { inflight_max: Some(2), cohort_hold_percent: Some(0), ..Tuning::default() }))
 }
 
 /// Opens the gate however a test ends, so the log can close.

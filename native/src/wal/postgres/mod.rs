@@ -61,7 +61,8 @@ use futures::future::BoxFuture;
 use tokio::sync::Notify;
 use tokio_postgres::{Client, NoTls, Statement};
 
-use walab_core::group_commit::{self, Batch, Policy, SyncError};
+use walab_core::group_commit::{self, Batch, SyncError};
+use walab_core::session::preset::{Storage, Tuning};
 use walab_core::ring::schedule::{Admission, NextTrim, RingSchedule};
 use walab_core::ring::{
     self, ChainStop, PgWalSettings, RingGeometry, ServerState, SlotRow, StartupWarning, TimelineVerdict,
@@ -219,8 +220,8 @@ pub struct PgBackend {
     insert: Arc<dyn InsertRow>,
     notes: Vec<StartupNote>,
     quiet: bool,
-    /// The machine's cohort hold ([`PgBackend::with_cohort_hold`]; 0, the default: off).
-    cohort_hold_percent: u32,
+    /// What the user set on top of the ring's preset ([`PgBackend::with_tuning`]).
+    tuning: Tuning,
 }
 
 impl PgBackend {
@@ -273,14 +274,15 @@ impl PgBackend {
             insert: Arc::new(FencedInsert),
             notes: Vec::new(),
             quiet: false,
-            cohort_hold_percent: 0,
+            tuning: Tuning::default(),
         })
     }
 
-    /// Sets the machine's cohort hold (`Config::cohort_hold_percent`; 0, the default:
-    /// off).
-    pub fn with_cohort_hold(mut self, percent: u32) -> PgBackend {
-        self.cohort_hold_percent = percent;
+    /// What the user set on top of the ring's preset
+    /// ([`walab_core::session::preset::Storage::PostgresRing`], from the URL's settings):
+    /// `--cohort-hold`.
+    pub fn with_tuning(mut self, tuning: Tuning) -> PgBackend {
+        self.tuning = tuning;
         self
     }
 
@@ -654,19 +656,7 @@ impl Backend for PgBackend {
     }
 
     fn machine_config(&self) -> group_commit::Config {
-        // The stream store's commit path: records gather for `batchInterval` or until
-        // `maxBytesInBatch`, and up to `maxInflight` inserts run at once; a batch that
-        // can start at once (a connection is idle) does not wait out the window.
-        let settings = &self.target.settings;
-        group_commit::Config {
-            policy: Policy::Window { window: settings.batch_interval },
-            window_only_when_busy: true,
-            cohort_hold_percent: self.cohort_hold_percent,
-            inflight_max: settings.inflight_max,
-            batch_bytes_max: settings.batch_bytes_max as usize,
-            unflushed_bytes_max: settings.unflushed_bytes_max as usize,
-            ..group_commit::Config::remote(Policy::Group)
-        }
+        Storage::PostgresRing(self.target.settings).config(&self.tuning)
     }
 
     fn confirmed(&mut self, seq: u64) {

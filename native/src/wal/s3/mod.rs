@@ -20,14 +20,13 @@
 //!
 //! A second, third, fourth upload in flight buys throughput, but every one is a PUT:
 //! with W writers and every slot used at once, a bulk carries about W / inflight_max
-//! records (14 to 24 at 64 writers, measured), so the PUTs per record would rise as the
-//! round trip gets faster. So a bulk starts *beside* another upload only once it holds
-//! [`PIPELINE_MIN_RECORDS`] (32) records; with nothing in flight it starts at once,
-//! whatever it holds (the machine's `pipeline_min_records`). Alone, that keeps two
-//! uploads of about 32 in flight at 64 writers; with the cohort hold ([`COHORT_HOLD_PERCENT`]:
-//! after an upload, the next bulk waits briefly for the writers it answered) the 64 ride
-//! one PUT, and at 1,024 all four slots carry several hundred: group commit is first a
-//! cost lever here, then a throughput one.
+//! records, so the PUTs per record would rise as the round trip gets faster. So a bulk starts *beside* another upload only once it holds
+//! enough records to be worth a PUT of its own; with nothing in flight it starts at
+//! once, whatever it holds. With the cohort hold (after an upload, the next bulk waits
+//! briefly for the writers it answered) 64 closed-loop writers ride one PUT, and at
+//! 1,024 every slot carries several hundred: group commit is first a cost lever here,
+//! then a throughput one. The numbers are the object store's preset
+//! ([`walab_core::session::preset`]).
 //!
 //! # Fencing: why an acknowledged record survives a takeover
 //!
@@ -168,7 +167,8 @@ use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};
 use walab_core::codec::stream::encode_frame_records;
 use walab_core::codec::tiny::{self, TinyRecord};
-use walab_core::group_commit::{Batch, Config, Policy, SyncError};
+use walab_core::group_commit::{Batch, Config, SyncError};
+use walab_core::session::preset::{Storage, Tuning};
 use walab_core::remote::lease::{takeover_wait, FenceMode, Lease, LeaseJudgement, OwnerLease};
 use walab_core::remote::recovery::{walk_chain, LeftOut, OutOfReach, WalkStop, Walked};
 use walab_core::time::Nanos;
@@ -189,19 +189,6 @@ pub const TAKEOVER_WAITS_MAX: usize = 16;
 pub const RELEASE_WAIT_MAX: Duration = Duration::from_secs(5);
 /// Worker threads of the backend's tokio runtime.
 pub const RUNTIME_WORKER_THREADS: usize = 2;
-/// Records a bulk must hold before it is uploaded *beside* another upload (with none in
-/// flight a bulk goes at once, whatever it holds): the group-commit machine's
-/// `pipeline_min_records`. See "What one append costs" in the module docs.
-pub use walab_core::group_commit::schedule::OBJECT_STORE_PIPELINE_MIN_RECORDS as PIPELINE_MIN_RECORDS;
-
-/// The cohort hold of `walab`'s S3 WAL unless `--cohort-hold` says otherwise: after an
-/// upload answers k writers with fewer than k / 2 records waiting, the next bulk waits
-/// for those writers to append again, for at most 10% of that upload's round trip. At 64
-/// closed-loop writers it turns two bulks of 32 beside each other into one of 64: half
-/// the PUTs per record, and the p50 of one PUT (a few milliseconds of hold against a
-/// round trip of tens).
-pub const COHORT_HOLD_PERCENT: u32 = 10;
-
 /// Requests this backend sent, by kind (shared with whoever asked for them).
 #[derive(Debug, Default)]
 pub struct RequestCounts {
@@ -273,7 +260,8 @@ pub struct S3Backend {
     clock: MonoClock,
     deleter: Option<tokio::sync::mpsc::UnboundedSender<Vec<Path>>>,
     counts: Arc<RequestCounts>,
-    machine: Config,
+    /// What the user set on top of the object store's preset.
+    tuning: Tuning,
 }
 
 fn random_owner_id() -> String {
@@ -352,28 +340,15 @@ impl S3Backend {
             clock,
             deleter: None,
             counts: Arc::new(RequestCounts::default()),
-            machine: Config::object_store(Policy::Group),
+            tuning: Tuning::default(),
         })
     }
 
-    /// Other group-commit settings than the default `Config::remote(Policy::Group)`
-    /// (`--inflight`, `--per-write`); bulks beside others still carry
-    /// [`PIPELINE_MIN_RECORDS`].
-    pub fn with_machine_config(mut self, machine: Config) -> S3Backend {
-        self.machine = Config { pipeline_min_records: PIPELINE_MIN_RECORDS, ..machine };
-        self
-    }
-
-    /// Records a bulk must hold before it uploads beside another (the URL's
-    /// `pipeline_min=N`; [`PIPELINE_MIN_RECORDS`] by default).
-    pub fn with_pipeline_min(mut self, records: u64) -> S3Backend {
-        self.machine.pipeline_min_records = records;
-        self
-    }
-
-    /// The machine's cohort hold (`--cohort-hold`; 0, the default, is off).
-    pub fn with_cohort_hold(mut self, percent: u32) -> S3Backend {
-        self.machine.cohort_hold_percent = percent;
+    /// What the user set on top of the object store's preset
+    /// ([`walab_core::session::preset::Storage::ObjectStore`]): `--inflight`,
+    /// `--per-write`, `--cohort-hold`, the URL's `pipeline_min=`.
+    pub fn with_tuning(mut self, tuning: Tuning) -> S3Backend {
+        self.tuning = tuning;
         self
     }
 
@@ -1000,7 +975,7 @@ impl Backend for S3Backend {
     }
 
     fn machine_config(&self) -> Config {
-        self.machine
+        Storage::ObjectStore.config(&self.tuning)
     }
 
     fn write_unsynced(&mut self, _batch: &Batch) -> Result<(), SyncError> {

@@ -23,10 +23,11 @@ use object_store::{
     PutMultipartOptions, PutOptions, PutPayload, PutResult,
 };
 use walab_core::codec::tiny::TinyRecord;
-use walab_core::group_commit::{Config, Policy, SyncError};
+use walab_core::group_commit::SyncError;
 
 use super::layout::{node_prefix, parse_key, registration_key, KeyKind, Registration, RegistrationJson};
 use walab_core::remote::lease::{FenceMode, LeaseTerms};
+use walab_core::session::preset::Tuning;
 use walab_core::time::Nanos;
 use super::local_server::{LocalS3, BUCKET};
 use super::{decode_object, reset, S3Backend, S3Location};
@@ -62,7 +63,13 @@ fn fenced_on(store: Arc<dyn ObjectStore>, node: &str, fence: FenceMode) -> Box<S
 }
 
 fn fenced_on_with_units(store: Arc<dyn ObjectStore>, node: &str, trim_unit_bytes: u64, fence: FenceMode) -> Box<S3Backend> {
-    Box::new(S3Backend::new(store, location(node), true, trim_unit_bytes).expect("backend").with_fence(fence))
+    Box::new(S3Backend::new(store, location(node), true, trim_unit_bytes).expect("backend").with_fence(fence).with_tuning(plain()))
+}
+
+/// Group commit alone: a bulk starts whenever an upload slot is free, with no cohort
+/// hold, so the tests count the bulks and PUTs that group commit makes by itself.
+fn plain() -> Tuning {
+    Tuning { pipeline_min_records: Some(0), cohort_hold_percent: Some(0), ..Tuning::default() }
 }
 
 /// `fence=lease` with a lease short enough that a test waits it out in about a second.
@@ -84,7 +91,7 @@ fn wall_now_ms() -> u64 {
 }
 
 fn options() -> WalOptions {
-    WalOptions { machine: Some(Config::remote(Policy::Group)), trace_events_max: Some(1_000_000) }
+    WalOptions { policy: None, trace_events_max: Some(1_000_000) }
 }
 
 fn keys_of(records: &[TinyRecord]) -> Vec<String> {
