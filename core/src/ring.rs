@@ -75,11 +75,9 @@
 //! the Postgres client ([`split_wal_url`]). [`startup_checks`] and [`timeline_verdict`]
 //! decide what the server's state means, [`clean_up_plan`] and [`ring_change`] what the
 //! start-up does to the tables, [`ChainRecovery::resume_point`] where appends resume; the
-//! native backend only asks the questions and runs the statements.
-//! [`schedule`] decides when a batch may be inserted, what a failure fails, and how far
-//! confirmations trim.
-
-pub mod schedule;
+//! native backend only asks the questions and runs the statements. When a batch may be
+//! inserted, what a failure fails and how far confirmations trim is the log session's
+//! ([`crate::session::ring`]).
 
 use core::fmt;
 use core::ops::Range;
@@ -1108,7 +1106,7 @@ pub fn parse_timeline(hex: &str) -> Option<u32> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ResumePoint {
     /// (last seq, end offset) of each row on the chain, oldest first: what confirmations
-    /// are mapped with ([`schedule::RingSchedule::new`]).
+    /// are mapped with ([`crate::session::ring::RingSchedule::new`]).
     pub confirmations: std::collections::VecDeque<(u64, u64)>,
     /// Every generation from the trim offset's to the head's, with the last seq of the
     /// rows on the chain in it (none when the chain has no row there).

@@ -23,17 +23,3 @@
 pub mod layout;
 pub mod lease;
 pub mod recovery;
-
-use crate::ring::RingGeometry;
-
-/// May the Postgres WAL insert the batch starting at `start` of `generation` now? Its
-/// slot must be free (no older generation kept in it, given the trim offset whose
-/// released slots are truncated), and a batch that opens its generation goes only once
-/// every earlier batch has committed (`earlier_in_flight` false), so a row at a
-/// generation's start proves nothing before it is missing (the recovery chain's jump).
-/// The native Postgres backend and the simulator both decide with this.
-pub fn ring_admits(geometry: &RingGeometry, trim_offset: u64, generation: u64, start: u64, earlier_in_flight: bool) -> bool {
-    let slot_free = geometry.may_write(generation, trim_offset);
-    let opens_generation = start == geometry.generation_start(generation);
-    slot_free && !(opens_generation && earlier_in_flight)
-}

@@ -70,6 +70,14 @@ pub const OBJECT_STORE_COHORT_HOLD_PERCENT: u32 = 10;
 /// The Postgres WAL's cohort hold: off (its window already gathers the writers).
 pub const POSTGRES_COHORT_HOLD_PERCENT: u32 = 0;
 
+/// The Postgres ring's trims are at least this far apart while no batch waits for its
+/// slot ([`crate::session::RingLayout::trim_pause`]). A trim's `UPDATE` of the node row
+/// waits for every insert holding the row `FOR SHARE` and holds back the next inserts
+/// until its own commit is flushed, so each trim costs the appenders about one commit's
+/// latency; a few a second keep a busy consumer's cost small (at 20 ms apart it was
+/// measurable at 64 appenders: BENCHMARKS.md). A full ring trims at once.
+pub const POSTGRES_TRIM_PAUSE: crate::time::Nanos = crate::time::Nanos(250_000_000);
+
 /// The storages a log session runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Storage {

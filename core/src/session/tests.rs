@@ -2,10 +2,12 @@
 //! and the trace events with their numbering.
 
 use super::*;
-use crate::group_commit::Policy;
+use crate::group_commit::{Batch, BatchId, Policy, Tickets};
+use crate::ring::RingGeometry;
+use crate::session::ring::{Admission, RingTrim, RingWait};
 
 fn session(segment_bytes: u64, next_seq: NextSeq, resume: Resume) -> Session {
-    let layout = Layout { segments: SegmentRule::Bytes { segment_bytes }, next_seq };
+    let layout = Layout::segments(SegmentRule::Bytes { segment_bytes }, next_seq);
     Session::new(Config::file(Policy::Group), layout, resume).unwrap()
 }
 
@@ -87,6 +89,7 @@ fn a_reopened_log_traces_its_writes_from_one_and_names_seqs_in_confirmations() {
         segment_bytes: 20,
         segment_records: 2,
         kept: vec![KeptSegment { segment: 2, last_seq: Some(38) }, KeptSegment { segment: 3, last_seq: Some(40) }],
+        ring: RingResume::default(),
     };
     let mut session = session(100, NextSeq::InLog, resume);
     session.set_tracing(true);
@@ -110,7 +113,7 @@ fn a_reopened_log_traces_its_writes_from_one_and_names_seqs_in_confirmations() {
 
 #[test]
 fn the_tiny_stores_segments_may_all_go_once_flushed() {
-    let layout = Layout { segments: SegmentRule::Records { records: 2 }, next_seq: NextSeq::Elsewhere };
+    let layout = Layout::segments(SegmentRule::Records { records: 2 }, NextSeq::Elsewhere);
     let mut session = Session::new(Config::file(Policy::Group), layout, Resume::fresh(1)).unwrap();
     for at in 0..4 {
         session.handle_append(Nanos(at), &[1; 5]).unwrap();
@@ -118,4 +121,100 @@ fn the_tiny_stores_segments_may_all_go_once_flushed() {
     }
     session.confirm_consumer(4);
     assert_eq!(session.poll_removal(), Some(vec![1, 2]), "the full current segment goes too");
+}
+
+/// A ring of 2 slots of 100 bytes, trimmed at most every 50 ns while nothing waits.
+fn ring_session() -> Session {
+    let geometry = RingGeometry { segments: 2, segment_bytes: 100 };
+    let config = Config { inflight_max: 4, batch_bytes_max: 40, unflushed_bytes_max: 200, ..Config::file(Policy::Group) };
+    Session::new(config, Layout::ring(geometry, Nanos(50)), Resume::fresh(0)).unwrap()
+}
+
+fn persisted(session: &mut Session) -> Vec<Batch> {
+    std::iter::from_fn(|| session.poll_action())
+        .filter_map(|action| match action {
+            Action::Persist(batch) => Some(batch),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_ring_admits_a_generation_s_first_batch_only_after_every_earlier_one_settled() {
+    let mut session = ring_session();
+    session.handle_append(Nanos(0), &[1; 60]).unwrap();
+    let first = persisted(&mut session);
+    session.handle_append(Nanos(1), &[2; 30]).unwrap();
+    session.handle_append(Nanos(1), &[3; 30]).unwrap();
+    let later = persisted(&mut session);
+    let (b1, b2, b3) = (first[0].id, later[0].id, later[1].id);
+    assert_eq!((later[0].segment, later[1].segment), (0, 1), "the third record opens generation 1");
+    assert_eq!(session.ring_admission(b1), Some(Admission::Insert));
+    assert_eq!(session.ring_admission(b2), Some(Admission::Insert), "inside a generation: no wait");
+    assert_eq!(session.ring_admission(b3), Some(Admission::Wait(RingWait::Drain)));
+    session.handle_persisted(Nanos(2), b1, Ok(())).unwrap();
+    assert_eq!(session.ring_admission(b3), Some(Admission::Wait(RingWait::Drain)), "b2 is still in flight");
+    session.handle_persisted(Nanos(3), b2, Ok(())).unwrap();
+    assert_eq!(session.ring_admission(b3), Some(Admission::Insert));
+}
+
+#[test]
+fn a_ring_reports_a_failure_only_after_every_earlier_batch_settled_and_fails_the_rest_uninserted() {
+    let mut session = ring_session();
+    let mut ids = Vec::new();
+    for at in 0..3 {
+        session.handle_append(Nanos(at), &[7; 20]).unwrap();
+        ids.extend(persisted(&mut session).iter().map(|batch| batch.id));
+    }
+    assert_eq!(ids.len(), 3);
+    session.handle_append(Nanos(3), &[8; 20]).unwrap();
+    let waiting = persisted(&mut session)[0].id;
+    session.handle_persisted(Nanos(4), ids[1], Err(SyncError::Fenced)).unwrap();
+    assert_eq!(session.machine().failed(), None, "b1 has not settled: the failure is held back");
+    assert_eq!(session.ring_admission(waiting), Some(Admission::Fail(SyncError::Fenced)), "never inserted");
+    session.handle_persisted(Nanos(5), ids[0], Ok(())).unwrap();
+    assert_eq!(session.machine().failed(), Some(SyncError::Fenced), "reported once b1 settled");
+    let answers: Vec<Action> = std::iter::from_fn(|| session.poll_action()).collect();
+    assert_eq!(answers[0], Action::Ack(Tickets { first: Ticket(1), count: 1 }));
+    assert!(matches!(answers[1], Action::Fail { tickets: Tickets { first: Ticket(2), count: 3 }, error: SyncError::Fenced }));
+}
+
+#[test]
+fn a_ring_trims_behind_its_confirmations_paced_unless_a_batch_waits_for_its_slot() {
+    let mut session = ring_session();
+    // Appends one 40-byte record; inserts and commits it if the ring admits it.
+    let append = |session: &mut Session, at: u64| -> (BatchId, Admission) {
+        session.handle_append(Nanos(at), &[5; 40]).unwrap();
+        let batch = persisted(session).remove(0);
+        let admission = session.ring_admission(batch.id).unwrap();
+        if admission == Admission::Insert {
+            session.handle_persisted(Nanos(at), batch.id, Ok(())).unwrap();
+        }
+        while session.poll_action().is_some() {}
+        (batch.id, admission)
+    };
+    append(&mut session, 0);
+    append(&mut session, 1);
+    session.confirm_consumer(1);
+    let trim = session.poll_trim().expect("the first trim goes at once");
+    assert_eq!(trim, RingTrim { to: 40, released: 0..0 });
+    assert_eq!(session.poll_trim(), None, "one trim at a time");
+    session.handle_trimmed(Nanos(2), 40, Ok(()));
+    append(&mut session, 3); // 100..140: generation 1
+    session.confirm_consumer(3);
+    assert_eq!(session.poll_trim(), None, "the next waits out the pause");
+    assert_eq!(session.poll_timeout(), Some(Nanos(51)), "50 after the first trim was asked for, at 1");
+    session.handle_timeout(Nanos(51));
+    assert_eq!(session.poll_trim(), Some(RingTrim { to: 140, released: 0..1 }));
+    session.handle_trimmed(Nanos(52), 140, Ok(()));
+    assert_eq!(session.ring_trim_offset(), Some(140));
+    append(&mut session, 53); // 140..180
+    append(&mut session, 54); // 200..240: generation 2, in slot 0 (generation 0 is released)
+    append(&mut session, 55); // 240..280
+    let (waiting, admission) = append(&mut session, 56); // 300..: generation 3 wants slot 1, still kept
+    assert_eq!(admission, Admission::Wait(RingWait::Slot));
+    session.confirm_consumer(6);
+    assert_eq!(session.poll_trim(), Some(RingTrim { to: 280, released: 1..2 }), "a full ring trims at once");
+    session.handle_trimmed(Nanos(57), 280, Ok(()));
+    assert_eq!(session.ring_admission(waiting), Some(Admission::Insert));
 }

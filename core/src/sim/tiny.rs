@@ -495,7 +495,7 @@ pub fn run(setup: &TinySetup) -> Result<TinyRun, TinySetupError> {
         return Err(TinySetupError::UnitZero);
     }
     let unit_bytes = u32::try_from(setup.unit_bytes).map_err(|_| TinySetupError::UnitTooLarge)?;
-    let layout = Layout { segments: SegmentRule::Records { records: MEMTABLE_WRITES as u64 }, next_seq: NextSeq::Elsewhere };
+    let layout = Layout::segments(SegmentRule::Records { records: MEMTABLE_WRITES as u64 }, NextSeq::Elsewhere);
     let config = Storage::SimulatedFile.config(&Tuning::policy(setup.policy));
     let mut session = Session::new(config, layout, Resume::fresh(1)).map_err(TinySetupError::Config)?;
     session.set_tracing(true);

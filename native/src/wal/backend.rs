@@ -4,9 +4,11 @@
 use walab_core::codec::tiny::TinyRecord;
 use walab_core::group_commit::{self, Batch, SyncError};
 use walab_core::session::retention::KeptSegment;
+use walab_core::session::ring::RingTrim;
+use walab_core::session::{RingLayout, RingResume};
 
 use super::error::WalError;
-use super::inbox::Completion;
+use super::inbox::{Completion, TrimDone};
 
 /// What a backend found on its storage when the WAL was opened.
 #[derive(Clone, Debug, Default)]
@@ -25,6 +27,9 @@ pub struct Recovered {
     pub segments: Vec<(u64, Option<u64>)>,
     /// A one-line note about what recovery repaired, if anything (a cut torn tail).
     pub repaired: Option<String>,
+    /// A ring of slot tables (the Postgres WAL): its layout and what recovery found of
+    /// its trim. Its segments are the ring's generations, and it is trimmed by offset.
+    pub ring: Option<(RingLayout, RingResume)>,
 }
 
 impl Recovered {
@@ -59,10 +64,13 @@ pub trait Backend: Send + 'static {
     fn write_unsynced(&mut self, batch: &Batch) -> Result<(), SyncError>;
     /// Removes these whole segments (all older than the segment being appended to).
     fn remove_segments(&mut self, segments: &[u64]) -> Result<(), WalError>;
-    /// Every consumer and reader has confirmed the records through `seq`. Called
-    /// whenever that position moves; a backend that trims finer than whole segments (the
-    /// Postgres WAL's trim offset) uses it, the others ignore it.
-    fn confirmed(&mut self, _seq: u64) {}
+    /// Trims a ring (a backend whose recovery named one): records trim offset `trim.to`
+    /// and truncates the slots of the `trim.released` generations, in one transaction,
+    /// then reports with `done` (done, or the fence that refused it). The session names
+    /// each trim; others are never asked.
+    fn trim_ring(&mut self, _trim: RingTrim, done: TrimDone) {
+        done.complete(Ok(()));
+    }
     /// The CPUs the driver should run on, because it syncs (the file WAL's
     /// `--sync-cpus`); `None` (the default) leaves it wherever Linux puts it.
     fn sync_cpus(&self) -> Option<Vec<usize>> {

@@ -11,13 +11,15 @@ use std::time::{Duration, Instant};
 
 use walab_core::codec::tiny;
 use walab_core::group_commit::{AppendError, BatchId, SyncError, Ticket};
+use walab_core::group_commit::Batch;
+use walab_core::session::ring::{Admission, RingWait};
 use walab_core::session::{Action, Refusal, Session};
 use walab_core::time::Nanos;
 use walab_core::trace::Trace;
 
 use super::backend::Backend;
 use super::error::WalError;
-use super::inbox::{Completion, Event, Reply, ReplyTo};
+use super::inbox::{Completion, Event, Reply, ReplyTo, TrimDone};
 use super::os::{pin_current_thread, precise_timers, tuned, yield_to_a_waking_thread, Tuning};
 use super::stats::WalStats;
 use super::trace::Tracer;
@@ -69,8 +71,12 @@ pub(super) struct Driver {
     pub(super) started: Instant,
     /// When each running persist was issued.
     pub(super) persist_started: BTreeMap<BatchId, Instant>,
-    /// The last position passed to [`Backend::confirmed`].
+    /// The last confirmed position sent to the live feed.
     pub(super) confirmed_seq: u64,
+    /// A ring's batches the session has not admitted yet, in submission order.
+    pub(super) ring_pending: VecDeque<Batch>,
+    /// Those of them already counted as waiting for their slot.
+    pub(super) ring_waits_slot: Vec<u64>,
     pub(super) stats: Arc<Mutex<WalStats>>,
     pub(super) tracer: Tracer,
     pub(super) shutting_down: bool,
@@ -128,10 +134,12 @@ impl Driver {
             if self.session.poll_timeout().is_some_and(|deadline| deadline <= now) {
                 self.session.handle_timeout(now);
             }
+            self.admit_ring_batches();
             self.perform_actions();
             self.last_completion = None;
             self.pass_on_confirmation();
             self.remove_segments();
+            self.trim_ring();
             if self.shutting_down && self.waiting.is_empty() && self.session.machine().running() == 0 {
                 break;
             }
@@ -189,6 +197,13 @@ impl Driver {
         match event {
             Event::Append { record, key_bytes, reply } => self.append(record, key_bytes, reply),
             Event::Persisted { batch, result, buffer } => self.persisted(batch, result, buffer),
+            Event::Trimmed { to, result } => {
+                let now = self.now();
+                if result.is_ok() {
+                    self.stats.lock().unwrap_or_else(|p| p.into_inner()).ring_trims += 1;
+                }
+                self.session.handle_trimmed(now, to, result);
+            }
             Event::ConfirmConsumer { seq } => self.session.confirm_consumer(seq),
             Event::RegisterReader { name, seq, reply } => {
                 let _ = reply.send(self.session.register_reader(&name, seq));
@@ -326,6 +341,11 @@ impl Driver {
     fn perform(&mut self, action: Action) {
         let now = self.now();
         match action {
+            Action::Persist(batch) if self.session.ring_admission(batch.id).is_some() => {
+                // A ring's batch goes in only once the session admits it.
+                self.ring_pending.push_back(batch);
+                self.admit_ring_batches();
+            }
             Action::Persist(batch) => {
                 self.tracer.persist_started(now, &batch);
                 let started = Instant::now();
@@ -387,14 +407,66 @@ impl Driver {
         }
     }
 
-    /// Tells the backend how far every consumer and reader has confirmed, when that
-    /// moved (the Postgres WAL trims its ring by it).
+    /// Tells the live feed how far every consumer and reader has confirmed, when that
+    /// moved.
     fn pass_on_confirmation(&mut self) {
         let confirmed = self.session.confirmed();
         if confirmed > self.confirmed_seq {
             self.confirmed_seq = confirmed;
-            self.backend.confirmed(confirmed);
             self.tracer.confirmed(confirmed);
+        }
+    }
+
+    /// A ring's waiting batches, asked again: inserted once admitted, failed (never
+    /// inserted) once an earlier batch failed, kept while they wait for a slot or for
+    /// the batches before them.
+    fn admit_ring_batches(&mut self) {
+        let mut still = VecDeque::new();
+        // Bounded by the queue: each batch is asked once.
+        while let Some(batch) = self.ring_pending.pop_front() {
+            match self.session.ring_admission(batch.id).expect("a batch of the ring") {
+                Admission::Insert => {
+                    let now = self.now();
+                    self.tracer.persist_started(now, &batch);
+                    self.persist_started.insert(batch.id, Instant::now());
+                    let done = Completion { batch: batch.id, events: self.events_tx.clone() };
+                    self.backend.persist(batch, done);
+                }
+                Admission::Fail(error) => {
+                    let now = self.now();
+                    let known = self.session.handle_persisted(now, batch.id, Err(error));
+                    debug_assert!(known.is_ok(), "a pending batch is in flight");
+                    self.session.recycle_buffer(batch.bytes);
+                }
+                Admission::Wait(wait) => {
+                    if wait == RingWait::Slot && !self.ring_waits_slot.contains(&batch.id.0) {
+                        self.ring_waits_slot.push(batch.id.0);
+                        let waits = {
+                            let mut stats = self.stats.lock().unwrap_or_else(|p| p.into_inner());
+                            stats.ring_waits += 1;
+                            stats.ring_waits
+                        };
+                        if waits == 1 {
+                            eprintln!(
+                                "walab: {}: the ring is full: generation {} waits for its slot to be trimmed (only a consumer trims; load and dump never do)",
+                                self.backend.describe(),
+                                batch.segment
+                            );
+                        }
+                    }
+                    still.push_back(batch);
+                }
+            }
+        }
+        self.ring_pending = still;
+        self.ring_waits_slot.retain(|id| self.ring_pending.iter().any(|batch| batch.id.0 == *id));
+    }
+
+    /// Hands a ring's trim to the backend when the session names one.
+    fn trim_ring(&mut self) {
+        if let Some(trim) = self.session.poll_trim() {
+            let done = TrimDone { to: trim.to, events: self.events_tx.clone() };
+            self.backend.trim_ring(trim, done);
         }
     }
 }

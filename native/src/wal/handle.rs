@@ -10,7 +10,7 @@ use std::time::Instant;
 use walab_core::group_commit::{Config, Policy};
 use walab_core::session::retention::{NextSeq, ReaderId};
 use walab_core::session::rollover::SegmentRule;
-use walab_core::session::{Layout, Resume, Session};
+use walab_core::session::{Layout, Resume, RingResume, Session};
 use walab_core::trace::Trace;
 
 use super::backend::{Backend, Recovered};
@@ -71,7 +71,10 @@ impl Wal {
             live.set_wal(machine_config.policy.kind().name(), &name);
         }
         let segment_bytes_max = backend.segment_bytes_max();
-        let layout = Layout { segments: SegmentRule::Bytes { segment_bytes: segment_bytes_max }, next_seq: NextSeq::InLog };
+        let (layout, ring) = match &recovered.ring {
+            Some((ring, resume)) => (Layout::ring(ring.geometry, ring.trim_pause), resume.clone()),
+            None => (Layout::segments(SegmentRule::Bytes { segment_bytes: segment_bytes_max }, NextSeq::InLog), RingResume::default()),
+        };
         let resume = Resume {
             next_seq: recovered.next_seq,
             lsn: recovered.lsn,
@@ -79,6 +82,7 @@ impl Wal {
             segment_bytes: recovered.segment_bytes,
             segment_records: 0,
             kept: recovered.kept(),
+            ring,
         };
         let session =
             Session::new(machine_config, layout, resume).map_err(|error| WalError::Open(format!("{name}: {error}")))?;
@@ -100,6 +104,8 @@ impl Wal {
             started: Instant::now(),
             persist_started: BTreeMap::new(),
             confirmed_seq: 0,
+            ring_pending: VecDeque::new(),
+            ring_waits_slot: Vec::new(),
             stats: Arc::clone(&stats),
             tracer: Tracer { recorder, live: live.clone() },
             shutting_down: false,

@@ -20,6 +20,8 @@ pub(crate) enum Event {
     Append { record: Vec<u8>, key_bytes: usize, reply: ReplyTo },
     /// A persist returned, with the batch's buffer for reuse.
     Persisted { batch: BatchId, result: Result<(), SyncError>, buffer: Vec<u8> },
+    /// A ring's trim to `to` returned.
+    Trimmed { to: u64, result: Result<(), SyncError> },
     ConfirmConsumer { seq: u64 },
     RegisterReader { name: String, seq: u64, reply: Sender<ReaderId> },
     ConfirmReader { reader: ReaderId, seq: u64 },
@@ -62,5 +64,18 @@ impl Completion {
     pub fn complete(self, result: Result<(), SyncError>, buffer: Vec<u8>) {
         // A closed driver no longer cares; nothing to do then.
         let _ = self.events.send(Event::Persisted { batch: self.batch, result, buffer });
+    }
+}
+
+/// Tells the driver that a ring's trim has returned (see [`super::Backend::trim_ring`]).
+pub struct TrimDone {
+    pub(crate) to: u64,
+    pub(crate) events: Sender<Event>,
+}
+
+impl TrimDone {
+    /// Reports the trim's outcome: done, or refused (a fence).
+    pub fn complete(self, result: Result<(), SyncError>) {
+        let _ = self.events.send(Event::Trimmed { to: self.to, result });
     }
 }

@@ -123,7 +123,7 @@ mod writer;
 pub use backend::{Backend, Recovered};
 pub use error::{sync_error_of, WalError};
 pub use handle::{Wal, WalOptions};
-pub use inbox::Completion;
+pub use inbox::{Completion, TrimDone};
 pub use walab_core::session::retention::ReaderId;
 pub use os::limit_malloc_arenas;
 pub use stats::WalStats;

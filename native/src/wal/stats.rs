@@ -18,5 +18,9 @@ pub struct WalStats {
     pub handoff_ns_total: u64,
     /// Segments removed by trim.
     pub segments_removed: u64,
+    /// A ring's batches that waited for their slot (the ring was full until a trim).
+    pub ring_waits: u64,
+    /// A ring's trims carried out.
+    pub ring_trims: u64,
 }
 

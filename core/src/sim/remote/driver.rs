@@ -7,7 +7,7 @@ use std::ops::ControlFlow;
 
 use super::{
     BulkOutcome, BulkRow, Load, RecordRow, RemoteBackend, RemoteError, RemoteRun, RemoteSetup,
-    RingWait, TakeoverReport, TrimRow, OWNER_EPOCH, RECORD_KEY_BYTES,
+    TakeoverReport, TrimRow, OWNER_EPOCH, RECORD_KEY_BYTES,
 };
 use crate::codec::stream::encode_frame_records;
 use crate::codec::tiny;
@@ -16,7 +16,9 @@ use crate::group_commit::{Action, AppendError, SyncError};
 use crate::remote::layout::{plan_chain, Registration, WalObject};
 use crate::ring::{self, SlotRow};
 use crate::rng::Rng;
+use crate::group_commit::BatchId;
 use crate::session::retention::NextSeq;
+use crate::session::ring::{Admission, RingWait};
 use crate::session::rollover::SegmentRule;
 use crate::session::{Layout, Refusal, Resume, Session};
 use crate::sim::clock::{self, earliest, End, InstantBound, Simulation};
@@ -119,8 +121,9 @@ struct Driver<'a> {
     objects: Vec<(WalObject, usize)>,
     next_offset: u64,
     // Postgres.
-    trim_offset: u64,
+    /// Postgres: the end of the last acknowledged bulk, and the seq of its last record.
     acked_end: u64,
+    acked_seq: u64,
     rows: Vec<(SlotRow, usize)>,
     trims: Vec<TrimRow>,
     last_trim_tick: Nanos,
@@ -131,12 +134,12 @@ struct Driver<'a> {
 
 impl<'a> Driver<'a> {
     fn new(setup: &'a RemoteSetup) -> Driver<'a> {
-        let (segments, first_segment) = match setup.backend {
-            RemoteBackend::S3 => (SegmentRule::ONE_SEGMENT, 1),
-            // Segments are the ring's generations, from 0, as the native backend resumes them.
-            RemoteBackend::Postgres => (SegmentRule::Bytes { segment_bytes: setup.ring.segment_bytes }, 0),
+        let (layout, first_segment) = match setup.backend {
+            RemoteBackend::S3 => (Layout::segments(SegmentRule::ONE_SEGMENT, NextSeq::InLog), 1),
+            // The ring's generations, from 0, as the native backend resumes them. The
+            // simulated upload confirms only every `trim_every`: nothing to pace.
+            RemoteBackend::Postgres => (Layout::ring(setup.ring, Nanos::ZERO), 0),
         };
-        let layout = Layout { segments, next_seq: NextSeq::InLog };
         let session =
             Session::new(setup.machine_config(), layout, Resume::fresh(first_segment)).expect("the setup was validated");
         let arrivals = setup
@@ -190,8 +193,8 @@ impl<'a> Driver<'a> {
             registration,
             objects: Vec::new(),
             next_offset: 0,
-            trim_offset: 0,
             acked_end: 0,
+            acked_seq: 0,
             rows: Vec::new(),
             trims: Vec::new(),
             last_trim_tick: Nanos::ZERO,
@@ -204,7 +207,7 @@ impl<'a> Driver<'a> {
     fn next_trim(&self) -> Option<Nanos> {
         // After a claim, A's trim (guarded by its epoch) changes nothing.
         if self.setup.backend != RemoteBackend::Postgres
-            || self.acked_end <= self.trim_offset
+            || self.acked_end <= self.trim_offset()
             || self.claim_requested
         {
             return None;
@@ -286,6 +289,7 @@ impl<'a> Driver<'a> {
                         let bulk = &mut self.bulks[self.next_acked_bulk];
                         bulk.acked = Some(now);
                         self.acked_end = bulk.end_offset;
+                        self.acked_seq = tickets.end().0 - 1;
                         self.next_acked_bulk += 1;
                     }
                     self.retry_paused = true;
@@ -376,37 +380,30 @@ impl<'a> Driver<'a> {
             .map_or(drawn, |&(_, slow)| slow)
     }
 
-    /// Postgres: starts every waiting batch whose slot is free and, if it opens its
-    /// generation, whose predecessors have all committed (the native backend's rule).
+    /// Postgres: the ring's trim offset (every byte below it trimmed).
+    fn trim_offset(&self) -> u64 {
+        self.session.ring_trim_offset().unwrap_or(0)
+    }
+
+    /// Postgres: sends every waiting batch the session admits, fails those it fails
+    /// (an earlier batch failed: they are never inserted), and notes why the rest wait.
     fn start_pending(&mut self, now: Nanos) {
-        if self.setup.backend != RemoteBackend::Postgres {
-            return;
-        }
-        let geometry = self.setup.ring;
         let mut still = VecDeque::new();
+        // Bounded by the queue: each batch is asked once.
         while let Some(index) = self.pending.pop_front() {
-            let (generation, start) = (
-                self.bulks[index].generation.expect("a ring batch"),
-                self.bulks[index].first_offset,
-            );
-            let slot_free = geometry.may_write(generation, self.trim_offset);
-            let earlier_open = still
-                .iter()
-                .chain(self.requests.iter().map(|r| &r.bulk))
-                .any(|&other: &usize| self.bulks[other].first_offset < start);
-            if crate::remote::ring_admits(&geometry, self.trim_offset, generation, start, earlier_open) {
-                self.send(now, index);
-            } else {
-                let wait = if slot_free {
-                    RingWait::Drain
-                } else {
-                    RingWait::Slot
-                };
-                let bulk = &mut self.bulks[index];
-                if bulk.waited != Some(RingWait::Slot) {
-                    bulk.waited = Some(wait);
+            let id = BatchId(self.bulks[index].bulk);
+            match self.session.ring_admission(id).expect("a batch of the ring") {
+                Admission::Insert => self.send(now, index),
+                Admission::Fail(error) => {
+                    self.session.handle_persisted(now, id, Err(error)).expect("the batch is in flight");
                 }
-                still.push_back(index);
+                Admission::Wait(wait) => {
+                    let bulk = &mut self.bulks[index];
+                    if bulk.waited != Some(RingWait::Slot) {
+                        bulk.waited = Some(wait);
+                    }
+                    still.push_back(index);
+                }
             }
         }
         self.pending = still;
@@ -535,7 +532,7 @@ impl<'a> Driver<'a> {
             ClaimStage::RecoveryScan => {
                 let geometry = self.setup.ring;
                 let rows: Vec<SlotRow> = self.rows.iter().map(|(row, _)| row.clone()).collect();
-                let recovery = ring::recover_chain(&geometry, self.trim_offset, OWNER_EPOCH + 1, &rows)
+                let recovery = ring::recover_chain(&geometry, self.trim_offset(), OWNER_EPOCH + 1, &rows)
                     .expect("rows the simulator wrote pass every check");
                 if let Some(report) = self.takeover.as_mut() {
                     report.new_session_start = recovery.head;
@@ -629,27 +626,18 @@ impl<'a> Driver<'a> {
             .collect()
     }
 
+    /// Postgres: the upload confirms every acknowledged record; the session names the
+    /// trim, whose released slots are truncated at once.
     fn trim(&mut self, now: Nanos) {
         self.last_trim_tick = now;
+        self.session.confirm_consumer(self.acked_seq);
+        let Some(trim) = self.session.poll_trim() else { return };
         let geometry = self.setup.ring;
-        let target = self.acked_end;
-        if target <= self.trim_offset {
-            return;
-        }
-        let released = geometry.released(self.trim_offset, target);
-        let truncated_slots: Vec<u64> = released
-            .clone()
-            .map(|generation| geometry.slot(generation))
-            .collect();
+        let truncated_slots: Vec<u64> = trim.released.clone().map(|generation| geometry.slot(generation)).collect();
         // Bounded by the rows kept: each is checked once.
-        self.rows
-            .retain(|(row, _)| !released.contains(&geometry.generation(row.start_offset)));
-        self.trim_offset = target;
-        self.trims.push(TrimRow {
-            at: now,
-            trim_offset: target,
-            truncated_slots,
-        });
+        self.rows.retain(|(row, _)| !trim.released.contains(&geometry.generation(row.start_offset)));
+        self.session.handle_trimmed(now, trim.to, Ok(()));
+        self.trims.push(TrimRow { at: now, trim_offset: trim.to, truncated_slots });
     }
 
     fn finish(mut self) -> RemoteRun {
@@ -693,7 +681,7 @@ impl<'a> Driver<'a> {
                     let rows: Vec<SlotRow> = self.rows.iter().map(|(row, _)| row.clone()).collect();
                     let recovery = ring::recover_chain(
                         &self.setup.ring,
-                        self.trim_offset,
+                        self.trim_offset(),
                         OWNER_EPOCH + 1,
                         &rows,
                     )
@@ -703,7 +691,7 @@ impl<'a> Driver<'a> {
                         self.bulks
                             .iter()
                             .enumerate()
-                            .filter(|(_, b)| b.end_offset <= self.trim_offset)
+                            .filter(|(_, b)| b.end_offset <= self.trim_offset())
                             .map(|(i, _)| i),
                     );
                     report.already_uploaded = uploaded.len() as u64;

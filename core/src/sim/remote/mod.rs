@@ -440,16 +440,8 @@ pub enum BulkOutcome {
     Fenced,
 }
 
-/// Why a Postgres batch waited before its INSERT.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
-pub enum RingWait {
-    /// Its slot still held an untrimmed generation.
-    Slot,
-    /// It opens a generation, and earlier batches were still in flight.
-    Drain,
-}
+/// Why a Postgres batch waited before its INSERT (the session's ring admission).
+pub use crate::session::ring::RingWait;
 
 /// One bulk: one PUT (or one INSERT, two when retried).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -582,6 +582,7 @@ impl Backend for FileBackend {
             segment_bytes: plan.segment_bytes,
             segments: plan.segments,
             repaired,
+            ring: None,
         })
     }
 

@@ -19,12 +19,11 @@
 //!
 //! A batch of segment `g` at byte `o` of that segment becomes the row whose offsets run
 //! from `g x segmentBytes + o` for the batch's length, in slot table `g % segments`.
-//! Before the insert, the batch's task asks the core's [`RingSchedule`] and does what it
-//! says: wait for the slot to be free of any older generation (the ring is full until
-//! the consumer trims), wait for every earlier batch to commit if the batch opens a
-//! generation, or fail uninserted because an earlier batch failed; and a failed batch
-//! reports only once every earlier one has settled. The backend makes none of these
-//! decisions itself.
+//! The driver hands a batch to [`Backend::persist`] only once the log session admits it
+//! ([`walab_core::session::ring`]: its slot free of any older generation, every earlier
+//! batch committed if it opens a generation, no earlier failure), and the session holds
+//! a failure back until every earlier batch has settled. The backend makes none of
+//! these decisions itself: it inserts what it is given.
 //!
 //! # When an insert fails
 //!
@@ -41,16 +40,15 @@
 //!
 //! # Trim
 //!
-//! The consumer's confirmations arrive as seqs ([`Backend::confirmed`]); the backend
-//! maps them to the end offset of the last wholly confirmed batch and a background task
+//! The session maps the consumer's confirmations to the end offset of the last wholly
+//! confirmed batch and names each trim ([`Backend::trim_ring`]); a background task
 //! records that trim offset in the node row (guarded by the epoch), truncating in the
-//! same transaction every slot whose generation the trim offset has passed. Waiting
-//! inserts wake when their slot is released. `load` and `dump` confirm nothing.
+//! same transaction every slot whose generation the trim offset has passed, and retries
+//! until it commits or the fence refuses it. `load` and `dump` confirm nothing.
 
 pub mod cluster;
 pub mod sql;
 
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -58,28 +56,25 @@ use std::time::Duration;
 use backon::{ExponentialBuilder, Retryable};
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod};
 use futures::future::BoxFuture;
-use tokio::sync::Notify;
+use tokio::sync::mpsc;
 use tokio_postgres::{Client, NoTls, Statement};
 
 use walab_core::group_commit::{self, Batch, SyncError};
-use walab_core::session::preset::{Storage, Tuning};
-use walab_core::ring::schedule::{Admission, NextTrim, RingSchedule};
+use walab_core::session::preset::{Storage, Tuning, POSTGRES_TRIM_PAUSE};
+use walab_core::session::ring::RingTrim;
+use walab_core::session::{RingLayout, RingResume};
 use walab_core::ring::{
     self, ChainStop, PgWalSettings, RingGeometry, ServerState, SlotRow, StartupWarning, TimelineVerdict,
 };
 
-use super::{Backend, Completion, Recovered, WalError};
+use super::{Backend, Completion, Recovered, TrimDone, WalError};
 
 /// Attempts per batch insert before the batch is failed.
 pub const INSERT_ATTEMPTS_MAX: u32 = 5;
 /// Wait before the first retry; doubled after each.
 pub const RETRY_BACKOFF_FIRST: Duration = Duration::from_millis(20);
-/// Pause between trim transactions, so a busy consumer costs a few updates a second. The
-/// trim's `UPDATE` of the node row waits for every insert holding the row `FOR SHARE` and
-/// holds back the next inserts until its own commit is flushed, so each trim costs the
-/// appenders about one commit's latency: at 20 ms that was measurable at 64 appenders. A
-/// batch waiting for its slot cuts the pause short (the ring is full: trim now).
-pub const TRIM_PAUSE: Duration = Duration::from_millis(250);
+/// Wait before a failed trim is tried again (on a new connection).
+pub const TRIM_RETRY_PAUSE: Duration = Duration::from_millis(250);
 
 /// Something the start-up noticed, in order; also printed to stderr.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -131,42 +126,25 @@ pub struct PgCounters {
     /// Trim transactions committed, and slots truncated by them.
     pub trims: u64,
     pub slots_truncated: u64,
-    /// Times a batch waited for its slot to be released.
-    pub ring_waits: u64,
 }
 
 /// The shared state of the backend's tasks.
 struct RingState {
-    /// Every ordering and failure decision: admission, failures, the trim target.
-    schedule: RingSchedule,
+    /// The ring as recovery left it (the URL's until then).
+    geometry: RingGeometry,
     epoch: u64,
-    ring_wait_reported: bool,
+    /// The trim offset the last committed trim recorded.
+    trim_offset: u64,
     counters: PgCounters,
 }
 
 struct Shared {
     state: Mutex<RingState>,
-    changed: Notify,
-    /// A batch is waiting for its slot: the trim task skips the rest of its pause.
-    slot_wanted: Notify,
 }
 
 impl Shared {
     fn lock(&self) -> std::sync::MutexGuard<'_, RingState> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Waits until `ready` holds, re-checking after every change.
-    async fn wait_until(&self, ready: impl Fn(&RingState) -> bool) {
-        loop {
-            let changed = self.changed.notified();
-            tokio::pin!(changed);
-            changed.as_mut().enable();
-            if ready(&self.lock()) {
-                return;
-            }
-            changed.await;
-        }
     }
 }
 
@@ -222,6 +200,8 @@ pub struct PgBackend {
     quiet: bool,
     /// What the user set on top of the ring's preset ([`PgBackend::with_tuning`]).
     tuning: Tuning,
+    /// The trim task's inbox (a writer's, once recovered).
+    trims: Option<mpsc::UnboundedSender<(RingTrim, TrimDone)>>,
 }
 
 impl PgBackend {
@@ -252,12 +232,7 @@ impl PgBackend {
             .max_size(settings.inflight_max)
             .build()
             .map_err(|e| format!("cannot make the postgres connection pool: {e}"))?;
-        let state = RingState {
-            schedule: RingSchedule::new(settings.geometry, 0, VecDeque::new()),
-            epoch: 0,
-            ring_wait_reported: false,
-            counters: PgCounters::default(),
-        };
+        let state = RingState { geometry: settings.geometry, epoch: 0, trim_offset: 0, counters: PgCounters::default() };
         Ok(PgBackend {
             target: Target {
                 client_config,
@@ -269,12 +244,13 @@ impl PgBackend {
             },
             create,
             runtime,
-            shared: Arc::new(Shared { state: Mutex::new(state), changed: Notify::new(), slot_wanted: Notify::new() }),
+            shared: Arc::new(Shared { state: Mutex::new(state) }),
             pool,
             insert: Arc::new(FencedInsert),
             notes: Vec::new(),
             quiet: false,
             tuning: Tuning::default(),
+            trims: None,
         })
     }
 
@@ -363,11 +339,14 @@ impl PgBackend {
         let resume = chain.resume_point(&geometry, trim_offset);
         {
             let mut state = self.shared.lock();
-            state.schedule = RingSchedule::new(geometry, trim_offset, resume.confirmations);
+            state.geometry = geometry;
             state.epoch = epoch;
+            state.trim_offset = trim_offset;
         }
         if self.create {
-            self.runtime.spawn(trim_loop(Arc::clone(&self.shared), target));
+            let (trims, inbox) = mpsc::unbounded_channel();
+            self.trims = Some(trims);
+            self.runtime.spawn(trim_loop(Arc::clone(&self.shared), target, inbox));
         }
         Ok(Recovered {
             next_seq: chain.next_seq(),
@@ -377,6 +356,10 @@ impl PgBackend {
             segment_bytes: resume.segment_bytes,
             segments: resume.segments,
             repaired,
+            ring: Some((
+                RingLayout { geometry, trim_pause: POSTGRES_TRIM_PAUSE },
+                RingResume { trim_offset, confirmations: resume.confirmations },
+            )),
         })
     }
 
@@ -457,7 +440,7 @@ impl PgCountersHandle {
     }
 
     pub fn trim_offset(&self) -> u64 {
-        self.0.lock().schedule.trim_offset()
+        self.0.lock().trim_offset
     }
 }
 
@@ -620,16 +603,13 @@ impl Backend for PgBackend {
     }
 
     fn segment_bytes_max(&self) -> u64 {
-        self.shared.lock().schedule.geometry().segment_bytes
+        self.shared.lock().geometry.segment_bytes
     }
 
     fn persist(&mut self, batch: Batch, done: Completion) {
-        let (start, generation) = {
-            let mut state = self.shared.lock();
-            let start = state.schedule.geometry().address(batch.segment, batch.offset);
-            let end = start + batch.bytes.len() as u64;
-            state.schedule.submitted(start, end, batch.tickets.last().map(|ticket| ticket.0));
-            (start, batch.segment)
+        let (start, slot, epoch) = {
+            let state = self.shared.lock();
+            (state.geometry.address(batch.segment, batch.offset), state.geometry.slot(batch.segment), state.epoch)
         };
         let task = PersistTask {
             shared: Arc::clone(&self.shared),
@@ -637,7 +617,8 @@ impl Backend for PgBackend {
             insert: Arc::clone(&self.insert),
             target: self.target.clone(),
             start,
-            generation,
+            slot,
+            epoch,
         };
         self.runtime.spawn(async move {
             let result = task.run(&batch).await;
@@ -659,10 +640,16 @@ impl Backend for PgBackend {
         Storage::PostgresRing(self.target.settings).config(&self.tuning)
     }
 
-    fn confirmed(&mut self, seq: u64) {
-        let moved = self.shared.lock().schedule.confirmed(seq);
-        if moved {
-            self.shared.changed.notify_waiters();
+    fn trim_ring(&mut self, trim: RingTrim, done: TrimDone) {
+        match &self.trims {
+            Some(trims) => {
+                if let Err(mpsc::error::SendError((_, done))) = trims.send((trim, done)) {
+                    // The trim task ended: it was fenced.
+                    done.complete(Err(SyncError::Fenced));
+                }
+            }
+            // `dump` never trims; nothing asks it to.
+            None => done.complete(Err(SyncError::Unavailable)),
         }
     }
 }
@@ -673,26 +660,15 @@ struct PersistTask {
     insert: Arc<dyn InsertRow>,
     target: Target,
     start: u64,
-    generation: u64,
+    slot: u64,
+    epoch: u64,
 }
 
 impl PersistTask {
     async fn run(&self, batch: &Batch) -> Result<(), SyncError> {
-        let result = self.run_inner(batch).await;
-        if let Err(error) = result {
-            self.shared.lock().schedule.record_failure(error);
-            self.shared.changed.notify_waiters();
-            self.shared.wait_until(|state| state.schedule.may_report_failure(self.start)).await;
-        }
-        self.shared.lock().schedule.settled(self.start);
-        self.shared.changed.notify_waiters();
-        result
-    }
-
-    async fn run_inner(&self, batch: &Batch) -> Result<(), SyncError> {
-        let epoch = self.admitted().await?;
+        let epoch = self.epoch;
         let body = ring::encode_row_body(self.start, epoch, batch.records());
-        let slot = self.shared.lock().schedule.geometry().slot(self.generation);
+        let slot = self.slot;
         let table = self.target.table(slot);
         let end = self.start + batch.bytes.len() as u64;
         let row = BatchRow {
@@ -746,38 +722,6 @@ impl PersistTask {
                 );
                 Err(SyncError::Unavailable)
             }
-        }
-    }
-
-    /// Waits until the schedule admits the batch ([`RingSchedule::admission`]); the epoch
-    /// to insert it with.
-    async fn admitted(&self) -> Result<u64, SyncError> {
-        loop {
-            let changed = self.shared.changed.notified();
-            tokio::pin!(changed);
-            changed.as_mut().enable();
-            {
-                let mut state = self.shared.lock();
-                match state.schedule.admission(self.generation, self.start) {
-                    Admission::Insert => return Ok(state.epoch),
-                    Admission::Fail(error) => return Err(error),
-                    Admission::WaitForDrain => {}
-                    Admission::WaitForSlot => {
-                        self.shared.slot_wanted.notify_one();
-                        state.counters.ring_waits += 1;
-                        if !state.ring_wait_reported {
-                            state.ring_wait_reported = true;
-                            eprintln!(
-                                "walab: {}: the ring is full: generation {} waits for slot {} to be trimmed (only a consumer trims; load and dump never do)",
-                                self.target.name,
-                                self.generation,
-                                state.schedule.geometry().slot(self.generation)
-                            );
-                        }
-                    }
-                }
-            }
-            changed.await;
         }
     }
 
@@ -876,55 +820,44 @@ impl InsertRow for FencedInsert {
 }
 
 /// Records the trim offset and truncates released slots, whenever the target moves.
-async fn trim_loop(shared: Arc<Shared>, target: Target) {
+async fn trim_loop(shared: Arc<Shared>, target: Target, mut requests: mpsc::UnboundedReceiver<(RingTrim, TrimDone)>) {
     let mut client: Option<Client> = None;
-    loop {
-        let changed = shared.changed.notified();
-        tokio::pin!(changed);
-        changed.as_mut().enable();
-        let (epoch, next, geometry) = {
-            let state = shared.lock();
-            (state.epoch, state.schedule.next_trim(), *state.schedule.geometry())
-        };
-        let (to, released) = match next {
-            NextTrim::Stop => return,
-            NextTrim::Wait => {
-                changed.await;
-                continue;
+    while let Some((RingTrim { to, released }, done)) = requests.recv().await {
+        // Tried until it commits or the fence refuses it: a trim is background work, and
+        // the session asks for no other until this one is reported.
+        loop {
+            let (epoch, geometry) = {
+                let state = shared.lock();
+                (state.epoch, state.geometry)
+            };
+            if client.as_ref().is_none_or(Client::is_closed) {
+                client = target.connect().await.ok();
             }
-            NextTrim::Run { to, released } => (to, released),
-        };
-        if client.as_ref().is_none_or(Client::is_closed) {
-            client = target.connect().await.ok();
-        }
-        let Some(conn) = client.as_mut() else {
-            tokio::time::sleep(TRIM_PAUSE * 5).await;
-            continue;
-        };
-        match trim_once(conn, &target, epoch, to, released.clone(), &geometry).await {
-            Ok(true) => {
-                {
+            let Some(conn) = client.as_mut() else {
+                tokio::time::sleep(TRIM_RETRY_PAUSE).await;
+                continue;
+            };
+            match trim_once(conn, &target, epoch, to, released.clone(), &geometry).await {
+                Ok(true) => {
                     let mut state = shared.lock();
-                    state.schedule.trimmed(to);
+                    state.trim_offset = state.trim_offset.max(to);
                     state.counters.trims += 1;
                     state.counters.slots_truncated += released.end - released.start;
+                    drop(state);
+                    done.complete(Ok(()));
+                    break;
                 }
-                shared.changed.notify_waiters();
+                Ok(false) => {
+                    eprintln!("walab: {}: fenced: trim refused, the node row carries a newer epoch", target.name);
+                    done.complete(Err(SyncError::Fenced));
+                    return;
+                }
+                Err(error) => {
+                    eprintln!("walab: {}: trim failed, will retry: {}", target.name, error_text(&error));
+                    client = None;
+                    tokio::time::sleep(TRIM_RETRY_PAUSE).await;
+                }
             }
-            Ok(false) => {
-                eprintln!("walab: {}: fenced: trim refused, the node row carries a newer epoch", target.name);
-                shared.lock().schedule.record_failure(SyncError::Fenced);
-                shared.changed.notify_waiters();
-                return;
-            }
-            Err(error) => {
-                eprintln!("walab: {}: trim failed, will retry: {}", target.name, error_text(&error));
-                client = None;
-            }
-        }
-        tokio::select! {
-            _ = tokio::time::sleep(TRIM_PAUSE) => {}
-            _ = shared.slot_wanted.notified() => {}
         }
     }
 }

@@ -222,7 +222,7 @@ fn appends_wait_for_a_full_ring_until_the_consumer_trims() {
             done.store(true, Ordering::SeqCst);
         })
     };
-    poll("an append to wait on the ring", || counters.get().ring_waits > 0);
+    poll("an append to wait on the ring", || wal.stats().ring_waits > 0);
     assert!(!done.load(Ordering::SeqCst), "the writer cannot finish while the ring is full");
     // The consumer confirms what was acknowledged; the slot is released and appends go on.
     let mut finished = false;

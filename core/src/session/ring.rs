@@ -1,16 +1,18 @@
-//! When the Postgres WAL may insert a batch, what a failure fails, and how far the
-//! consumer's confirmations let the ring trim.
+//! When a batch may go into a ring of slot tables, what a failure fails, and how far the
+//! consumer's confirmations let the ring trim: the Postgres WAL's ring admission.
 //!
-//! The group-commit machine hands the backend up to `maxInflight` batches at once and
-//! releases acknowledgements in order; it cannot know the ring. Three rules of the ring
-//! sit on top of it, and they are decided here, without I/O, so that the native backend
-//! only carries them out:
+//! The group-commit machine hands out up to `maxInflight` batches at once and releases
+//! acknowledgements in order; it cannot know the ring ([`crate::ring`]: generations of
+//! `segmentBytes` in `segments` slot tables). Three rules of the ring sit on top of it,
+//! and they are decided here, with no I/O, for every driver of a ring (the native
+//! Postgres WAL, the simulator of Parts 13 and 14):
 //!
 //! - **Admission** ([`RingSchedule::admission`]): a batch goes in only when its slot
-//!   holds no older kept generation ([`crate::remote::ring_admits`]), and a batch that
+//!   holds no older kept generation (the trim offset has released it), and a batch that
 //!   opens a generation goes in only once every earlier batch has committed. That drain
 //!   is what lets recovery jump over a generation's slack: a row at a generation's start
-//!   proves that nothing before it is missing.
+//!   proves that nothing before it is missing. A batch that waits says why
+//!   ([`RingWait`]): its slot, or the drain.
 //! - **A failed batch fails every later one** ([`RingSchedule::record_failure`]): once a
 //!   batch has failed, no later batch is inserted (its row would follow a hole); each is
 //!   failed with the first failure instead.
@@ -22,31 +24,53 @@
 //!
 //! And one for the consumer: a confirmed seq trims the ring up to the end of the last
 //! batch it wholly covers ([`RingSchedule::confirmed`], [`RingSchedule::next_trim`]).
+//!
+//! A [`super::Session`] on a ring keeps the schedule: it records each batch it hands
+//! out, answers [`super::Session::ring_admission`], holds back a failure until its turn,
+//! and names the next trim ([`super::Session::poll_trim`]). The driver only inserts,
+//! waits and truncates as told.
 
 use std::collections::{BTreeSet, VecDeque};
 use std::ops::Range;
 
-use super::RingGeometry;
 use crate::group_commit::SyncError;
+use crate::ring::RingGeometry;
 
 /// Batches remembered for mapping confirmed seqs to offsets. Older ones are dropped: the
 /// trim offset then lags a little, never runs ahead.
 pub const CONFIRM_MAP_MAX: usize = 1 << 18;
+
+/// Why a batch waits before its insert.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
+pub enum RingWait {
+    /// Its slot still holds an older generation: wait for the trim (the ring is full).
+    Slot,
+    /// It opens a generation and earlier batches are still in flight: wait for them.
+    Drain,
+}
 
 /// What a batch waiting to be inserted must do now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Admission {
     /// Insert it.
     Insert,
-    /// Its slot still holds an older generation: wait for the trim (the ring is full).
-    WaitForSlot,
-    /// It opens a generation and earlier batches are still in flight: wait for them.
-    WaitForDrain,
+    /// Not yet, for this reason.
+    Wait(RingWait),
     /// An earlier batch (or the trim) failed: fail this one with that error, uninserted.
     Fail(SyncError),
 }
 
-/// The next step of the trim task.
+/// A trim to carry out: record trim offset `to` and truncate the slots of the
+/// `released` generations, in one transaction.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RingTrim {
+    pub to: u64,
+    pub released: Range<u64>,
+}
+
+/// The next step of the trim.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum NextTrim {
     /// The log has failed (a fence, a failed batch): the trim task ends.
@@ -122,14 +146,15 @@ impl RingSchedule {
         if let Some(error) = self.failure {
             return Admission::Fail(error);
         }
-        let earlier_in_flight = self.inflight.range(..start).next().is_some();
-        if crate::remote::ring_admits(&self.geometry, self.trim_offset, generation, start, earlier_in_flight) {
-            Admission::Insert
-        } else if !self.geometry.may_write(generation, self.trim_offset) {
-            Admission::WaitForSlot
-        } else {
-            Admission::WaitForDrain
+        if !self.geometry.may_write(generation, self.trim_offset) {
+            return Admission::Wait(RingWait::Slot);
         }
+        let opens_generation = start == self.geometry.generation_start(generation);
+        let earlier_in_flight = self.inflight.range(..start).next().is_some();
+        if opens_generation && earlier_in_flight {
+            return Admission::Wait(RingWait::Drain);
+        }
+        Admission::Insert
     }
 
     /// A batch (or the trim) failed with `error`: every batch not yet inserted fails with
@@ -199,9 +224,9 @@ mod tests {
         schedule.submitted(40, 90, Some(2));
         schedule.submitted(100, 150, Some(3));
         assert_eq!(schedule.admission(0, 40), Admission::Insert, "inside a generation: no wait");
-        assert_eq!(schedule.admission(1, 100), Admission::WaitForDrain);
+        assert_eq!(schedule.admission(1, 100), Admission::Wait(RingWait::Drain));
         schedule.settled(0);
-        assert_eq!(schedule.admission(1, 100), Admission::WaitForDrain, "one earlier batch is still in flight");
+        assert_eq!(schedule.admission(1, 100), Admission::Wait(RingWait::Drain), "one earlier batch is still in flight");
         schedule.settled(40);
         assert_eq!(schedule.admission(1, 100), Admission::Insert);
     }
@@ -210,9 +235,9 @@ mod tests {
     fn a_full_ring_waits_for_the_trim_to_release_the_slot() {
         let mut schedule = RingSchedule::new(ring(), 0, VecDeque::new());
         schedule.submitted(300, 320, Some(9));
-        assert_eq!(schedule.admission(3, 300), Admission::WaitForSlot, "generation 3 wants generation 0's slot");
+        assert_eq!(schedule.admission(3, 300), Admission::Wait(RingWait::Slot), "generation 3 wants generation 0's slot");
         schedule.trimmed(100);
-        assert_eq!(schedule.admission(3, 300), Admission::WaitForSlot, "the trim offset must pass generation 0's end");
+        assert_eq!(schedule.admission(3, 300), Admission::Wait(RingWait::Slot), "the trim offset must pass generation 0's end");
         schedule.trimmed(101);
         assert_eq!(schedule.admission(3, 300), Admission::Insert);
     }
