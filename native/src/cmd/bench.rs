@@ -696,6 +696,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             streams: args.http.streams,
             producers: args.http.producers,
             batch: args.http.batch,
+            content: args.http.content,
             run_id: default_run_id(),
             json: args.json,
         });

@@ -29,28 +29,30 @@
 //!
 //! Each round starts `walab serve` on the WAL (a new file:// log in a temporary directory
 //! unless `--wal` says) with small blocks (`--block-bytes`, `--block-ms`), so that
-//! uploads, commits and WAL trims run all the time, and drives it over HTTP from this
-//! process ([`crate::cmd::crash_serve`]): `--writers` idempotent producers on `--streams`
-//! streams, one append in flight per producer. At a random (seeded) moment the server
-//! gets SIGKILL; it is restarted on the same WAL, metadata log and objects (every other
-//! server seals by age 50 times later, so that kills also find a long WAL tail and the
-//! check also reads the log cache), and then:
+//! uploads, commits and WAL trims run all the time, and drives it with the Durable
+//! Streams protocol from this process ([`crate::cmd::crash_serve`]): `--writers`
+//! idempotent producers on `--streams` JSON streams, one request in flight per producer,
+//! each request `--batch` messages under one `Producer-Seq`. At a random (seeded) moment
+//! the server gets SIGKILL; it is restarted on the same WAL, metadata log and objects
+//! (every other server seals by age 50 times later, so that kills also find a long WAL
+//! tail and the check also reads the log cache), and then:
 //!
 //! - each producer's request that was in flight at the kill is retried: the answer must
-//!   be a duplicate (it was durable) or a fresh append (it was not), never a refusal;
-//!   With `--batch N` every request is a batch append of N records, which are N WAL
-//!   records: a kill may leave a prefix durable, answered `409` with the `expected_seq`
-//!   after it; the prefix sent again must then be a duplicate and the rest a fresh append;
-//! - each producer's last acknowledged seq is retried: the answer must be
-//!   `{"offset":N,"duplicate":true}` with its original offset;
-//! - every stream is read back from offset 0: gapless, every record one producer's
-//!   acknowledged seq at the offset it was given, with the bytes it sent, each exactly
-//!   once, and no acknowledged record missing, in this round or any earlier one.
+//!   be a duplicate (`204`: it was durable, all of it) or a fresh append (`200`: none of
+//!   it was), never a refusal, since a request is atomic;
+//! - each producer's last acknowledged request is retried: the answer must be a
+//!   duplicate;
+//! - every stream is read back from its start with the protocol's offsets: every
+//!   message one producer's, with the bytes it sent, each request's messages together and
+//!   exactly once, every acknowledged request there and nothing else, and every offset an
+//!   acknowledgement named where its request ends (in the stream's order, at the reads'
+//!   boundaries, and a read from it starts with the next request), in this round or any
+//!   earlier one.
 //!
-//! The first broken promise stops the test with an error naming the stream, offset,
-//! producer and seq, what was expected and what was found. A server started with the
-//! hidden `--serve-fault skip-wal-replay` (it recovers from the metadata log alone) is
-//! caught, and a test keeps it that way.
+//! The first broken promise stops the test with an error naming the stream, producer and
+//! seq, what was expected and what was found. A server started with the hidden
+//! `--serve-fault skip-wal-replay` (it recovers from the metadata log alone) is caught,
+//! and a test keeps it that way.
 
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Write};
@@ -106,8 +108,8 @@ pub struct Args {
     /// The server's --block-ms (with --serve).
     #[arg(long, value_name = "MS", default_value_t = 20)]
     block_ms: u64,
-    /// Records per request (with --serve): 1, single appends; more, batch appends
-    /// (`POST /streams/{s}/batch`), whose prefix a kill may leave durable.
+    /// Messages per request (with --serve): 1, one JSON message; more, a JSON array of
+    /// them under one `Producer-Seq`, appended all or none.
     #[arg(long, value_name = "N", default_value_t = 1)]
     batch: u64,
     /// Start the server with this hidden `walab serve --fault` (with --serve): a broken
@@ -425,8 +427,8 @@ fn run_serve(args: &Args) -> Result<ExitCode, CliError> {
     if args.block_bytes < 1024 || args.block_ms == 0 || args.block_ms > 3_600_000 {
         return Err(CliError::usage("--block-bytes at least 1024, --block-ms between 1 and 3600000"));
     }
-    if !(1..=crate::serve::store::BATCH_RECORDS_MAX as u64).contains(&args.batch) {
-        return Err(CliError::usage(format!("--batch {}: between 1 and {}", args.batch, crate::serve::store::BATCH_RECORDS_MAX)));
+    if !(1..=crash_serve::BATCH_MAX).contains(&args.batch) {
+        return Err(CliError::usage(format!("--batch {}: between 1 and {}", args.batch, crash_serve::BATCH_MAX)));
     }
     if args.streams == 0 || args.streams > args.writers {
         return Err(CliError::usage(format!("--streams {}: between 1 and --writers ({})", args.streams, args.writers)));
@@ -489,16 +491,17 @@ fn run_serve(args: &Args) -> Result<ExitCode, CliError> {
     } else {
         let _ = writeln!(
             out,
-            "serve kills {}, acked {}, checked {}, duplicates answered {}, in flight {} (durable {}{}, appended on retry {}), committed {}, {:.1} s",
+            "serve kills {}, acked {} requests ({} messages), checked {} messages and {} offsets, duplicates answered {}, in flight {} (durable {}, appended on retry {}), objects uploaded {}, {:.1} s",
             report.kills,
             report.acked,
+            report.acked_messages,
             report.checked,
+            report.offsets_read,
             report.duplicates,
             report.in_flight,
             report.in_flight_durable,
-            if args.batch > 1 { format!(", partly {}", report.in_flight_partly) } else { String::new() },
             report.in_flight_appended,
-            report.committed,
+            report.objects_uploaded,
             report.seconds
         );
     }

@@ -1,17 +1,20 @@
-//! `walab load --http URL`: concurrent writers append to a running `walab serve` and
+//! `walab load --http URL`: concurrent writers append to a running Durable Streams
+//! server (`walab serve`, or any server of the protocol, [`super::protocol_client`]) and
 //! print each acknowledgement; `walab bench --http URL` runs the same writers and reports
 //! acked/s and latencies instead.
 //!
-//! Each acknowledged append goes to stdout as `ack <stream> <offset> <producer> <seq>`
-//! (`-` for an anonymous writer's producer and seq), flushed at once: the same ledger of
-//! promises as the WAL's `load`, for a harness that kills the server. Writer `w` appends
-//! to stream `<run id>-<w mod streams>`; the first `--producers` writers are idempotent
-//! producers `<run id>-p<w>` at epoch 1, seq from 0. At the end a summary goes to stderr.
+//! Writer `w` appends to stream `<run id>-<w mod streams>` (created first, with `PUT`);
+//! the first `--producers` writers are idempotent producers `<run id>-p<w>` at epoch 0,
+//! their seq one higher per request. With `--batch N` each request carries N records: a
+//! JSON array of N messages on a JSON stream, N records' bytes one after another on a
+//! byte stream. Each acknowledged request goes to stdout as
+//! `ack <stream> <offset> <producer> <seq> <records>` (`-` for an anonymous writer's
+//! producer and seq), flushed at once, where `offset` is the stream's tail the answer
+//! named (`Stream-Next-Offset`): the request's records end there. That is the ledger of
+//! promises a harness that kills the server checks. At the end a summary goes to stderr.
 //!
-//! Each writer holds one HTTP/1.1 connection of its own (hyper's connection API, with
-//! `TCP_NODELAY`) and sends one append at a time on it: no pool, no URL parsed per request.
-//! With `--batch N` each request is a batch append of N records (`POST
-//! /streams/{s}/batch`, [`crate::serve::batch`]); its acks are still printed one per record.
+//! Each writer holds one HTTP/1.1 connection of its own and sends one request at a time
+//! on it: no pool, no URL parsed per request.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -19,36 +22,36 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use axum::body::Body;
-use http::header::{HeaderValue, CONTENT_TYPE, HOST};
-use http::{Request, Uri};
-use hyper_util::rt::TokioIo;
+use http::header::HeaderValue;
 
+use super::protocol_client::{self, appended, append_request, Appended, Client, Connection, Content, ProducerHeaders};
 use crate::cli_error::CliError;
 use crate::latency::LatencyHistogram;
-use crate::serve::batch::{encode_batch, BATCH_BODY_BYTES_MAX};
-use crate::serve::http::{EPOCH_HEADER, PRODUCER_HEADER, SEQ_HEADER};
-use crate::serve::store::BATCH_RECORDS_MAX;
 
 /// The flags `load --http` and `bench --http` share.
 #[derive(clap::Args, Debug, Clone)]
 pub struct HttpArgs {
-    /// Append to a running `walab serve` at this URL instead of a WAL (`load` prints
-    /// `ack <stream> <offset> <producer> <seq>`; `bench` reports acked/s, latencies and
-    /// the server's persists and object PUTs per record from its `GET /stats`).
+    /// Append to a running Durable Streams server (`walab serve`) at this base URL
+    /// instead of a WAL (`load` prints `ack <stream> <offset> <producer> <seq>
+    /// <records>`; `bench` reports acked/s, latencies and, from `walab serve`'s
+    /// `GET /stats`, its persists and object PUTs per record).
     #[arg(long, value_name = "URL", conflicts_with = "wal")]
     pub http: Option<String>,
     /// With --http: streams the writers append to (writer w to stream w mod K).
     #[arg(long, value_name = "K", default_value_t = 1)]
     pub streams: usize,
-    /// With --http: how many of the writers are idempotent producers (epoch 1, seq from 0).
+    /// With --http: how many of the writers are idempotent producers (epoch 0, one seq
+    /// per request).
     #[arg(long, value_name = "P", default_value_t = 0)]
     pub producers: usize,
-    /// With --http: records per request; above 1 each request is a batch append.
+    /// With --http: records per request; above 1 each request is a batch (one POST).
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub batch: usize,
+    /// With --http: the streams' content type: bytes (application/octet-stream) or json
+    /// (application/json, each record a JSON string of --record-bytes bytes).
+    #[arg(long, value_enum, default_value_t = Content::Bytes)]
+    pub content: Content,
 }
-
 
 /// What `load --http` and `bench --http` need besides the shared writer flags.
 pub struct HttpLoad {
@@ -59,132 +62,98 @@ pub struct HttpLoad {
     pub record_bytes: usize,
     pub streams: usize,
     pub producers: usize,
-    /// Records per request (1: the single append route).
+    /// Records per request.
     pub batch: usize,
+    pub content: Content,
     pub run_id: String,
 }
 
 /// Worker threads of the client's runtime.
 const CLIENT_RUNTIME_THREADS: usize = 2;
 
-/// The most bytes of an answer the client reads.
-const ANSWER_BYTES_MAX: usize = 1 << 20;
+/// The most records one request carries (a server may take fewer: its `413` is named).
+pub const BATCH_RECORDS_MAX: usize = 10_000;
 
 /// A finished run of the writers.
 pub struct HttpRun {
-    /// Every acknowledged append's latency.
+    /// Every acknowledged record's latency (a request's, once per record it carried).
     pub latency: LatencyHistogram,
     pub elapsed: Duration,
     /// The first failure (the run stopped there).
     pub error: Option<String>,
 }
 
-/// `http://HOST:PORT[/]`, as the host header and the address to connect to.
 fn authority_of(url: &str) -> Result<String, CliError> {
-    let bad = || CliError::usage(format!("--http {url}: use http://HOST:PORT"));
-    let rest = url.strip_prefix("http://").ok_or_else(bad)?;
-    let authority = rest.trim_end_matches('/');
-    if authority.is_empty() || authority.contains('/') || !authority.contains(':') {
-        return Err(bad());
-    }
-    Ok(authority.to_string())
+    protocol_client::authority_of(url).ok_or_else(|| CliError::usage(format!("--http {url}: use http://HOST:PORT")))
 }
 
-/// One writer's connection.
-pub(crate) struct Connection {
-    sender: hyper::client::conn::http1::SendRequest<Body>,
-}
-
-impl Connection {
-    pub(crate) async fn open(authority: &str) -> Result<Connection, String> {
-        let stream = tokio::net::TcpStream::connect(authority).await.map_err(|error| format!("http://{authority}: {error}"))?;
-        stream.set_nodelay(true).map_err(|error| format!("http://{authority}: TCP_NODELAY: {error}"))?;
-        let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .map_err(|error| format!("http://{authority}: {error}"))?;
-        // Ends when the server closes the connection or the sender is dropped.
-        tokio::spawn(connection);
-        Ok(Connection { sender })
-    }
-
-    /// Sends one request and reads the whole answer, whatever its status; `Err` only when
-    /// no answer came (the connection failed or closed: the server may have died).
-    pub(crate) async fn exchange(&mut self, request: Request<Body>) -> Result<(http::StatusCode, bytes::Bytes), String> {
-        self.sender.ready().await.map_err(|error| error.to_string())?;
-        let response = self.sender.send_request(request).await.map_err(|error| error.to_string())?;
-        let status = response.status();
-        let body = axum::body::to_bytes(Body::new(response.into_body()), ANSWER_BYTES_MAX)
-            .await
-            .map_err(|error| format!("{status}: the answer's body: {error}"))?;
-        Ok((status, body))
+/// The body of one request of `n` records of `record_bytes` each.
+pub fn request_body(content: Content, n: usize, record_bytes: usize) -> bytes::Bytes {
+    match content {
+        Content::Bytes => bytes::Bytes::from(vec![b'v'; n * record_bytes]),
+        Content::Json => {
+            // A JSON string of `record_bytes` bytes with its quotes (at least `""`).
+            let message = format!("\"{}\"", "v".repeat(record_bytes.saturating_sub(2)));
+            let body = match n {
+                1 => message,
+                _ => format!("[{}]", vec![message; n].join(",")),
+            };
+            bytes::Bytes::from(body)
+        }
     }
 }
 
-#[derive(serde::Deserialize)]
-struct Acked {
-    offset: u64,
-    /// A batch's records (absent from a single append's answer).
-    count: Option<u64>,
-}
-
-/// One writer: its stream, its producer id, its connection.
+/// One writer: its stream, its producer id, its request's fixed parts.
 struct Writer {
     stream: String,
+    path: String,
     producer: Option<HeaderValue>,
-    uri: Uri,
     host: HeaderValue,
+    content: Content,
+    url: String,
 }
 
 impl Writer {
-    /// Sends one append (or one batch of `count` records, `body` already laid out) and
-    /// reads its answer: the (first) offset, or why not.
-    async fn append(&self, connection: &mut Connection, body: &bytes::Bytes, seq: u64, count: u64) -> Result<u64, String> {
-        let mut request = Request::post(self.uri.clone()).header(HOST, self.host.clone());
-        if let Some(producer) = &self.producer {
-            request = request
-                .header(PRODUCER_HEADER, producer.clone())
-                .header(EPOCH_HEADER, HeaderValue::from_static("1"))
-                .header(SEQ_HEADER, HeaderValue::from(seq));
+    /// Sends one request of `count` records (`body` already laid out) as seq `seq` and
+    /// reads its answer: the stream's tail after it, or why not.
+    async fn append(&self, connection: &mut Connection, body: &bytes::Bytes, seq: u64) -> Result<String, String> {
+        let producer = self.producer.as_ref().map(|id| ProducerHeaders { id, epoch: 0, seq });
+        let request = append_request(&self.path, &self.host, self.content, body.clone(), producer)?;
+        let answer = connection.exchange(request).await.map_err(|error| format!("POST {}: {error}", self.url))?;
+        match appended(&answer, producer.is_some()) {
+            Ok(Appended::Fresh { next_offset }) => Ok(next_offset),
+            Ok(Appended::Duplicate { .. }) => Err(format!(
+                "POST {}: producer {} seq {seq} was answered as a duplicate: the server already has it (use a new --run-id)",
+                self.url,
+                self.producer.as_ref().and_then(|id| id.to_str().ok()).unwrap_or("?"),
+            )),
+            Err(refused) => Err(format!("POST {}: {refused}", self.url)),
         }
-        let request = request
-            .header(CONTENT_TYPE, HeaderValue::from_static("application/octet-stream"))
-            .body(Body::from(body.clone()))
-            .map_err(|error| format!("{}: {error}", self.uri))?;
-        let url = || format!("http://{}{}", self.host.to_str().unwrap_or("?"), self.uri);
-        connection.sender.ready().await.map_err(|error| format!("{}: {error}", url()))?;
-        let response = connection.sender.send_request(request).await.map_err(|error| format!("{}: {error}", url()))?;
-        let status = response.status();
-        let body = axum::body::to_bytes(Body::new(response.into_body()), ANSWER_BYTES_MAX)
-            .await
-            .map_err(|error| format!("{}: {status}: the answer's body: {error}", url()))?;
-        if !status.is_success() {
-            return Err(format!("{}: {status}: {}", url(), String::from_utf8_lossy(&body)));
-        }
-        let acked = serde_json::from_slice::<Acked>(&body)
-            .map_err(|_| format!("{}: an answer without an offset: {}", url(), String::from_utf8_lossy(&body)))?;
-        if acked.count.unwrap_or(1) != count {
-            return Err(format!("{}: {count} records sent, the answer counts {:?}: {}", url(), acked.count, String::from_utf8_lossy(&body)));
-        }
-        Ok(acked.offset)
     }
 }
 
-/// Runs the writers until `records` are acknowledged, the deadline or the first failure;
-/// with `ledger`, each acknowledgement is printed to it and flushed at once.
-pub fn drive(load: &HttpLoad, ledger: Option<Arc<Mutex<std::io::Stdout>>>) -> Result<HttpRun, CliError> {
-    let authority = authority_of(&load.url)?;
+/// Checks the flags `load --http` and `bench --http` share.
+fn check(load: &HttpLoad) -> Result<(), CliError> {
     if load.streams == 0 || load.streams > 100_000 {
         return Err(CliError::usage("--streams: must be between 1 and 100000"));
     }
     if !(1..=BATCH_RECORDS_MAX).contains(&load.batch) {
         return Err(CliError::usage(format!("--batch: must be between 1 and {BATCH_RECORDS_MAX}")));
     }
-    if load.batch * (load.record_bytes + 4) > BATCH_BODY_BYTES_MAX {
-        return Err(CliError::usage(format!("--batch times --record-bytes: a batch body is at most {BATCH_BODY_BYTES_MAX} bytes")));
-    }
     if load.producers > load.writers {
         return Err(CliError::usage(format!("--producers {}: at most --writers ({})", load.producers, load.writers)));
     }
+    if load.content == Content::Json && load.record_bytes < 2 {
+        return Err(CliError::usage("--record-bytes: a JSON record is at least 2 bytes (\"\")"));
+    }
+    Ok(())
+}
+
+/// Runs the writers until `records` are acknowledged, the deadline or the first failure;
+/// with `ledger`, each acknowledgement is printed to it and flushed at once.
+pub fn drive(load: &HttpLoad, ledger: Option<Arc<Mutex<std::io::Stdout>>>) -> Result<HttpRun, CliError> {
+    let authority = authority_of(&load.url)?;
+    check(load)?;
     let host = HeaderValue::from_str(&authority).map_err(|_| CliError::usage(format!("--http {}: not a host", load.url)))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(CLIENT_RUNTIME_THREADS)
@@ -193,27 +162,28 @@ pub fn drive(load: &HttpLoad, ledger: Option<Arc<Mutex<std::io::Stdout>>>) -> Re
         .map_err(|error| CliError::failed(format!("load: cannot start the runtime: {error}")))?;
     let stop = Arc::new(AtomicBool::new(false));
     let first_error: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
-    let value = vec![b'v'; load.record_bytes];
-    // The request bodies: one record, or a batch of `n` (every batch is full but a
-    // writer's last one under --records).
-    let body_of = |n: usize| -> bytes::Bytes {
-        if load.batch == 1 {
-            return bytes::Bytes::from(value.clone());
+    let names: Vec<String> = (0..load.streams.min(load.writers)).map(|k| format!("{}-{k}", load.run_id)).collect();
+    for name in &names {
+        if protocol_client::escape(name) != *name {
+            return Err(CliError::usage(format!("--run-id {}: use letters, digits and . _ - ~ only", load.run_id)));
         }
-        let mut body = Vec::with_capacity(n * (value.len() + 4));
-        encode_batch(std::iter::repeat_n(&value[..], n), &mut body);
-        bytes::Bytes::from(body)
-    };
-    let full_body = body_of(load.batch);
+    }
+    // The streams first, one after the other on one connection.
+    runtime.block_on(async {
+        let mut client = Client::open(&authority).await?;
+        for name in &names {
+            client.create(name, load.content).await?;
+        }
+        Ok::<_, String>(())
+    })
+    .map_err(CliError::failed)?;
+    let full_body = request_body(load.content, load.batch, load.record_bytes);
     let started = Instant::now();
     let histograms: Vec<LatencyHistogram> = runtime.block_on(async {
         let mut tasks = Vec::with_capacity(load.writers);
         for w in 0..load.writers {
-            let stream = format!("{}-{}", load.run_id, w % load.streams);
-            let route = if load.batch == 1 { "records" } else { "batch" };
-            let uri: Uri = format!("/streams/{stream}/{route}")
-                .parse()
-                .map_err(|_| CliError::usage(format!("--run-id {}: not usable in a URL path", load.run_id)))?;
+            let stream = names[w % names.len()].clone();
+            let path = protocol_client::stream_path(&stream);
             let producer = match w < load.producers {
                 true => Some(
                     HeaderValue::from_str(&format!("{}-p{w}", load.run_id))
@@ -221,11 +191,13 @@ pub fn drive(load: &HttpLoad, ledger: Option<Arc<Mutex<std::io::Stdout>>>) -> Re
                 ),
                 false => None,
             };
-            let writer = Writer { stream, producer, uri, host: host.clone() };
+            let url = format!("http://{authority}{path}");
+            let writer = Writer { stream, path, producer, host: host.clone(), content: load.content, url };
             let share = load.records / load.writers as u64 + u64::from((w as u64) < load.records % load.writers as u64);
             let (authority, ledger) = (authority.clone(), ledger.clone());
             let batch = load.batch as u64;
-            let (full_body, last_body) = (full_body.clone(), body_of((share % batch) as usize));
+            // Every request is full but a writer's last one under --records.
+            let (full_body, last_body) = (full_body.clone(), request_body(load.content, (share % batch) as usize, load.record_bytes));
             let (stop, first_error) = (Arc::clone(&stop), Arc::clone(&first_error));
             let deadline = load.deadline;
             tasks.push(tokio::spawn(async move {
@@ -241,15 +213,15 @@ pub fn drive(load: &HttpLoad, ledger: Option<Arc<Mutex<std::io::Stdout>>>) -> Re
                         return latency;
                     }
                 };
-                let mut seq = 0;
-                'requests: while seq < share {
+                let (mut sent_records, mut seq) = (0, 0u64);
+                while sent_records < share {
                     if stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| Instant::now() >= d) {
                         break;
                     }
-                    let count = batch.min(share - seq);
+                    let count = batch.min(share - sent_records);
                     let body = if count == batch { &full_body } else { &last_body };
                     let sent = Instant::now();
-                    let offset = match writer.append(&mut connection, body, seq, count).await {
+                    let offset = match writer.append(&mut connection, body, seq).await {
                         Ok(offset) => offset,
                         Err(error) => {
                             fail(error);
@@ -259,25 +231,19 @@ pub fn drive(load: &HttpLoad, ledger: Option<Arc<Mutex<std::io::Stdout>>>) -> Re
                     latency.record_n(u64::try_from(sent.elapsed().as_nanos()).unwrap_or(u64::MAX), count);
                     if let Some(ledger) = &ledger {
                         let mut out = ledger.lock().unwrap_or_else(|p| p.into_inner());
-                        for n in 0..count {
-                            let record_seq = (seq + n).to_string();
-                            let (producer, record_seq) = match &writer.producer {
-                                Some(producer) => (producer.to_str().unwrap_or("?"), record_seq.as_str()),
-                                None => ("-", "-"),
-                            };
-                            let line = writeln!(out, "ack {} {} {producer} {record_seq}", writer.stream, offset + n);
-                            if line.is_err() {
-                                // Nobody reads our promises any more (a closed pipe).
-                                stop.store(true, Ordering::Relaxed);
-                                break 'requests;
-                            }
-                        }
-                        if out.flush().is_err() {
+                        let seq_text = seq.to_string();
+                        let (producer, seq_text) = match &writer.producer {
+                            Some(producer) => (producer.to_str().unwrap_or("?"), seq_text.as_str()),
+                            None => ("-", "-"),
+                        };
+                        if writeln!(out, "ack {} {offset} {producer} {seq_text} {count}", writer.stream).and_then(|()| out.flush()).is_err() {
+                            // Nobody reads our promises any more (a closed pipe).
                             stop.store(true, Ordering::Relaxed);
                             break;
                         }
                     }
-                    seq += count;
+                    sent_records += count;
+                    seq += 1;
                 }
                 latency
             }));
@@ -326,27 +292,19 @@ struct ServerStats {
     object_puts: u64,
 }
 
-/// One GET on a connection of its own, its JSON answer; `None` from a server without the
-/// route (an HTTP floor that only answers appends).
+/// `GET /stats` on a connection of its own, its JSON answer; `None` from a server without
+/// it (another server of the protocol, or an HTTP floor that only answers appends).
 async fn server_stats(authority: &str) -> Result<Option<ServerStats>, String> {
-    let mut connection = Connection::open(authority).await?;
-    let request = Request::get("/stats")
-        .header(HOST, authority)
-        .body(Body::empty())
-        .map_err(|error| format!("http://{authority}/stats: {error}"))?;
+    let mut client = Client::open(authority).await?;
+    let answer = client.get("/stats").await?;
     let url = format!("http://{authority}/stats");
-    let response = connection.sender.send_request(request).await.map_err(|error| format!("{url}: {error}"))?;
-    let status = response.status();
-    let body = axum::body::to_bytes(Body::new(response.into_body()), ANSWER_BYTES_MAX)
-        .await
-        .map_err(|error| format!("{url}: {error}"))?;
-    if status == http::StatusCode::NOT_FOUND {
+    if answer.status == http::StatusCode::NOT_FOUND {
         return Ok(None);
     }
-    if !status.is_success() {
-        return Err(format!("{url}: {status}: {}", String::from_utf8_lossy(&body)));
+    if !answer.status.is_success() {
+        return Err(format!("{url}: {}", answer.describe()));
     }
-    serde_json::from_slice(&body).map(Some).map_err(|error| format!("{url}: {error}: {}", String::from_utf8_lossy(&body)))
+    serde_json::from_slice(&answer.body).map(Some).map_err(|error| format!("{url}: {error}: {}", String::from_utf8_lossy(&answer.body)))
 }
 
 /// What `bench --http` asks for.
@@ -358,6 +316,7 @@ pub struct HttpBench {
     pub streams: usize,
     pub producers: usize,
     pub batch: usize,
+    pub content: Content,
     pub run_id: String,
     pub json: bool,
 }
@@ -393,6 +352,8 @@ struct BenchRunJson {
 struct BenchJson {
     http: String,
     wal: String,
+    /// The streams' content type.
+    content: &'static str,
     record_bytes: usize,
     runs: Vec<BenchRunJson>,
 }
@@ -419,6 +380,7 @@ pub fn bench(bench: HttpBench) -> Result<ExitCode, CliError> {
             streams: bench.streams,
             producers: bench.producers.min(writers),
             batch: bench.batch,
+            content: bench.content,
             run_id: format!("{}-{writers}w", bench.run_id),
         };
         let run = drive(&load, None)?;
@@ -452,14 +414,14 @@ pub fn bench(bench: HttpBench) -> Result<ExitCode, CliError> {
             s3_puts_per_record: counted.and_then(|(persists, puts, s3)| s3.then(|| per_record(persists + puts))),
         });
     }
-    let report = BenchJson { http: bench.url.clone(), wal, record_bytes: bench.record_bytes, runs };
+    let report = BenchJson { http: bench.url.clone(), wal, content: bench.content.mime(), record_bytes: bench.record_bytes, runs };
     let mut out = std::io::stdout().lock();
     if bench.json {
         let _ = writeln!(out, "{}", serde_json::to_string(&report).expect("plain data serializes"));
         return Ok(ExitCode::SUCCESS);
     }
     let column = |value: Option<f64>| value.map_or("-".to_string(), |value| format!("{value:.4}"));
-    let _ = writeln!(out, "{} (WAL {}), {} B values", report.http, report.wal, report.record_bytes);
+    let _ = writeln!(out, "{} (WAL {}), {} B records, {}", report.http, report.wal, report.record_bytes, report.content);
     let _ = writeln!(
         out,
         "{:>7} {:>7} {:>5} {:>11} {:>9} {:>9} {:>14} {:>14} {:>14}",

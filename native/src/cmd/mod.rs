@@ -16,6 +16,7 @@ pub mod fsync_test;
 pub mod inspect;
 pub mod load;
 pub mod load_http;
+pub mod protocol_client;
 pub mod quorum;
 pub mod redo;
 pub mod reset;
