@@ -133,6 +133,11 @@ fn message_of(id: &str, seq: u64, i: u64, record_bytes: usize) -> String {
     named(&filler)
 }
 
+/// "1 message", "3 messages".
+fn messages(n: u64) -> String {
+    format!("{n} message{}", if n == 1 { "" } else { "s" })
+}
+
 /// The body of request `seq`: one message, or a JSON array of `count`.
 fn request_body(id: &str, seq: u64, count: u64, record_bytes: usize) -> bytes::Bytes {
     let messages: Vec<String> = (0..count).map(|i| message_of(id, seq, i, record_bytes)).collect();
@@ -404,9 +409,9 @@ async fn retry(client: &mut Client, names: &Names, producers: &mut [Producer], l
                 }
                 Err(refused) => {
                     return Err(Stop::Broken(format!(
-                        "stream {stream}: producer {} seq {seq} ({} messages) was in flight at the kill; its retry was answered {refused}, expected a duplicate or a fresh append",
+                        "stream {stream}: producer {} seq {seq} ({}) was in flight at the kill; its retry was answered {refused}, expected a duplicate or a fresh append",
                         producer.name(),
-                        producer.batch
+                        messages(producer.batch)
                     )))
                 }
             }
@@ -768,12 +773,12 @@ pub fn serve_kill_test(params: &ServeCrashParams, mut round_line: impl FnMut(&st
         report.acked = ledger.len();
         report.acked_messages = ledger.messages;
         round_line(&format!(
-            "round {round}/{}: killed after {} ms, {} requests acked ({} in all, {} messages), {} in flight (durable {}, appended on retry {}), {} duplicates answered, {messages} messages checked, {offsets_read} offsets read, {uploaded} objects uploaded; restart {} ms, check {} ms",
+            "round {round}/{}: killed after {} ms, {} requests acked ({} in all, {}), {} in flight (durable {}, appended on retry {}), {} duplicates answered, {messages} messages checked, {offsets_read} offsets read, {uploaded} objects uploaded; restart {} ms, check {} ms",
             params.kills,
             delay.as_millis(),
             load_acked,
             ledger.len(),
-            ledger.messages,
+            messages(ledger.messages),
             retried.in_flight,
             retried.durable,
             retried.appended,
