@@ -67,6 +67,11 @@ pub struct ServeCrashParams {
 /// The most messages one request of the test carries.
 pub const BATCH_MAX: u64 = 1000;
 
+/// How long the harness waits for an answer after the restart (retries, reads) before it
+/// reports the server as not answering. The load's requests have no bound: the kill
+/// ends them.
+const ANSWER_WITHIN: Duration = Duration::from_secs(30);
+
 /// Acknowledged requests whose offset each check reads directly, per stream.
 const OFFSET_READS_PER_CHECK: usize = 8;
 
@@ -134,7 +139,7 @@ fn message_of(id: &str, seq: u64, i: u64, record_bytes: usize) -> String {
 }
 
 /// "1 message", "3 messages".
-fn messages(n: u64) -> String {
+fn messages_text(n: u64) -> String {
     format!("{n} message{}", if n == 1 { "" } else { "s" })
 }
 
@@ -411,7 +416,7 @@ async fn retry(client: &mut Client, names: &Names, producers: &mut [Producer], l
                     return Err(Stop::Broken(format!(
                         "stream {stream}: producer {} seq {seq} ({}) was in flight at the kill; its retry was answered {refused}, expected a duplicate or a fresh append",
                         producer.name(),
-                        messages(producer.batch)
+                        messages_text(producer.batch)
                     )))
                 }
             }
@@ -634,7 +639,8 @@ async fn objects_uploaded(authority: &str) -> u64 {
     struct Stats {
         object_puts: u64,
     }
-    let Ok(mut client) = Client::open(authority).await else { return 0 };
+    let Ok(client) = Client::open(authority).await else { return 0 };
+    let mut client = client.answer_within(Duration::from_secs(5));
     match client.get("/stats").await {
         Ok(answer) if answer.status == StatusCode::OK => serde_json::from_slice::<Stats>(&answer.body).map_or(0, |stats| stats.object_puts),
         _ => 0,
@@ -666,7 +672,7 @@ pub fn serve_kill_test(params: &ServeCrashParams, mut round_line: impl FnMut(&st
     let mut server = Server::start(params, 0)?;
     runtime
         .block_on(async {
-            let mut client = Client::open(&server.authority).await?;
+            let mut client = Client::open(&server.authority).await?.answer_within(ANSWER_WITHIN);
             for name in &names.streams {
                 client.create(name, Content::Json).await?;
             }
@@ -726,7 +732,7 @@ pub fn serve_kill_test(params: &ServeCrashParams, mut round_line: impl FnMut(&st
         let checked: Result<(Retried, u64, u64), Stop> = match broken {
             Some(stop) => Err(stop),
             None => runtime.block_on(async {
-                let mut client = Client::open(&server.authority).await.map_err(Stop::Harness)?;
+                let mut client = Client::open(&server.authority).await.map_err(Stop::Harness)?.answer_within(ANSWER_WITHIN);
                 let retried = retry(&mut client, &names, &mut producers, &mut ledger, params.record_bytes).await?;
                 // The streams are read at once, each on a connection of its own; the first
                 // stream's broken promise is the one reported.
@@ -735,7 +741,7 @@ pub fn serve_kill_test(params: &ServeCrashParams, mut round_line: impl FnMut(&st
                 let checks = (0..params.streams).map(|stream| {
                     let seed = seeds[stream];
                     async move {
-                        let mut client = Client::open(authority).await.map_err(Stop::Harness)?;
+                        let mut client = Client::open(authority).await.map_err(Stop::Harness)?.answer_within(ANSWER_WITHIN);
                         let read = read_all(&mut client, &names.streams[stream]).await?;
                         let ends = check_read(names, producers, stream, ledger, &read, params.record_bytes).map_err(Stop::Broken)?;
                         let reads = check_offsets(&mut client, names, stream, ledger, &read, &ends, &mut Rng::new(seed)).await?;
@@ -778,7 +784,7 @@ pub fn serve_kill_test(params: &ServeCrashParams, mut round_line: impl FnMut(&st
             delay.as_millis(),
             load_acked,
             ledger.len(),
-            messages(ledger.messages),
+            messages_text(ledger.messages),
             retried.in_flight,
             retried.durable,
             retried.appended,

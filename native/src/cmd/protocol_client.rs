@@ -22,6 +22,8 @@
 //! that epoch in `Producer-Epoch`. A retry after a lost answer is therefore safe: it is
 //! appended once.
 
+use std::time::Duration;
+
 use axum::body::Body;
 use bytes::Bytes;
 use http::header::{HeaderMap, HeaderValue, CONTENT_TYPE, HOST};
@@ -252,18 +254,39 @@ pub struct Client {
     connection: Connection,
     host: HeaderValue,
     authority: String,
+    /// How long an answer may take before the request counts as failed (`None`: no
+    /// bound).
+    answer_within: Option<Duration>,
 }
 
 impl Client {
     pub async fn open(authority: &str) -> Result<Client, String> {
         let host = HeaderValue::from_str(authority).map_err(|_| format!("{authority}: not a host"))?;
-        Ok(Client { connection: Connection::open(authority).await?, host, authority: authority.to_string() })
+        Ok(Client { connection: Connection::open(authority).await?, host, authority: authority.to_string(), answer_within: None })
+    }
+
+    /// Every later request fails (`Err`) when its whole answer has not come within
+    /// `bound`: a server that stops answering is reported instead of waited for.
+    pub fn answer_within(mut self, bound: Duration) -> Client {
+        self.answer_within = Some(bound);
+        self
+    }
+
+    async fn exchange(&mut self, request: Request<Body>) -> Result<Answer, String> {
+        let what = format!("{} http://{}{}", request.method(), self.authority, request.uri());
+        let answer = match self.answer_within {
+            None => self.connection.exchange(request).await,
+            Some(bound) => match tokio::time::timeout(bound, self.connection.exchange(request)).await {
+                Ok(answer) => answer,
+                Err(_) => Err(format!("no answer within {} s", bound.as_secs_f64())),
+            },
+        };
+        answer.map_err(|error| format!("{what}: {error}"))
     }
 
     async fn send(&mut self, request: http::request::Builder, body: Body) -> Result<Answer, String> {
         let request = request.header(HOST, self.host.clone()).body(body).map_err(|error| error.to_string())?;
-        let what = format!("{} http://{}{}", request.method(), self.authority, request.uri());
-        self.connection.exchange(request).await.map_err(|error| format!("{what}: {error}"))
+        self.exchange(request).await
     }
 
     /// Creates stream `name` with this content type, or finds it there alike.
@@ -280,7 +303,7 @@ impl Client {
     pub async fn append(&mut self, name: &str, content: Content, body: Bytes, producer: Option<ProducerHeaders<'_>>) -> Result<Answer, String> {
         let path = stream_path(name);
         let request = append_request(&path, &self.host, content, body, producer)?;
-        self.connection.exchange(request).await.map_err(|error| format!("POST http://{}{path}: {error}", self.authority))
+        self.exchange(request).await
     }
 
     /// A catch-up read of stream `name` from `offset`.
@@ -340,5 +363,18 @@ mod tests {
         assert_eq!(authority_of("https://127.0.0.1:7070"), None);
         assert_eq!(authority_of("http://127.0.0.1:7070/v1"), None);
         assert_eq!(authority_of("http://localhost"), None);
+    }
+
+    #[tokio::test]
+    async fn a_server_that_does_not_answer_is_reported_after_the_bound() {
+        // Accepts the connection and reads nothing back to it.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let authority = listener.local_addr().unwrap().to_string();
+        let held = tokio::spawn(async move { listener.accept().await.map(|(socket, _)| socket) });
+        let client = Client::open(&authority).await.unwrap();
+        let mut client = client.answer_within(Duration::from_millis(200));
+        let error = client.get("/stats").await.err().expect("no answer");
+        assert_eq!(error, format!("GET http://{authority}/stats: no answer within 0.2 s"));
+        drop(held);
     }
 }
