@@ -1,14 +1,16 @@
 // Reads a vitest JSON report of the conformance suite and decides: it fails (exit 1)
 // when a test failed that the Node reference server passes, that is one not listed in
-// reference-failures.txt, or when the suite ran no test. It prints the counts, each such
-// failure by name, and which of the reference server's failures this server passes.
+// reference-failures.txt, or when the suite ran no test. With --strict (walab serve,
+// which passes them all) any failed test fails it. It prints the counts, each failure by
+// name, and which of the reference server's failures this server passes.
 //
-//   node check-results.mjs REPORT.json LABEL
+//   node check-results.mjs REPORT.json LABEL [--strict]
 import { readFileSync } from 'node:fs';
 
-const [reportPath, label = 'server'] = process.argv.slice(2);
+const [reportPath, label = 'server', mode] = process.argv.slice(2);
+const strict = mode === '--strict';
 if (!reportPath) {
-  console.error('usage: node check-results.mjs REPORT.json LABEL');
+  console.error('usage: node check-results.mjs REPORT.json LABEL [--strict]');
   process.exit(2);
 }
 const report = JSON.parse(readFileSync(reportPath, 'utf8'));
@@ -30,7 +32,7 @@ const passed = names('passed');
 const failed = names('failed');
 const skipped = [...outcomes].filter(([, s]) => s === 'pending' || s === 'skipped' || s === 'todo').length;
 
-const unexpected = failed.filter((name) => !referenceFailures.has(name));
+const unexpected = failed.filter((name) => strict || !referenceFailures.has(name));
 const fixed = [...referenceFailures].filter((name) => outcomes.get(name) === 'passed');
 const missing = [...referenceFailures].filter((name) => !outcomes.has(name));
 
@@ -49,6 +51,10 @@ if (outcomes.size === 0) {
   process.exit(1);
 }
 if (unexpected.length > 0) {
-  console.log(`conformance on ${label}: ${unexpected.length} test(s) that the reference server passes failed`);
+  console.log(
+    strict
+      ? `conformance on ${label}: ${unexpected.length} test(s) failed, and walab serve must pass every one`
+      : `conformance on ${label}: ${unexpected.length} test(s) that the reference server passes failed`,
+  );
   process.exit(1);
 }
