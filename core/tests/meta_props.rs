@@ -1,13 +1,16 @@
-//! Property tests of the metadata log's compaction: whatever the uploads, wherever the
-//! snapshots fall and however far the log was trimmed below the last one (or a crash cut
-//! a snapshot short), replay gives the state of applying every command; and no bytes
-//! make the decoders panic.
+//! Property tests of the metadata log's compaction: whatever the uploads and deletes,
+//! wherever the snapshots fall and however far the log was trimmed below the last one
+//! (or a crash cut a snapshot short), replay gives the state of applying every command;
+//! and no bytes make the decoders panic.
 
 use proptest::prelude::*;
+use walab_core::stream_store::expiry::Expiry;
 use walab_core::stream_store::meta::{
-    replay, MetaCommand, MetaState, ObjectEntry, ProducerEntry, ReplayError, RunEntry,
+    replay, MetaCommand, MetaState, ObjectEntry, ReplayError, RunEntry, StreamConfig, StreamEnd,
 };
+use walab_core::stream_store::offset::Offset;
 use walab_core::stream_store::producers::ProducerState;
+use walab_core::stream_store::StreamId;
 
 /// One step of a metadata log's writer.
 #[derive(Clone, Debug)]
@@ -18,6 +21,8 @@ enum Step {
     Orphan { expired: bool },
     /// A snapshot, or only its first `kept` parts (a crash while writing it).
     Snapshot { kept: Option<usize> },
+    /// The stream is deleted (if it still exists), and the garbage it leaves forgotten.
+    Delete(u8),
 }
 
 fn steps() -> impl Strategy<Value = Vec<Step>> {
@@ -25,6 +30,7 @@ fn steps() -> impl Strategy<Value = Vec<Step>> {
         4 => prop::collection::vec((0u8..6, 1u8..40), 1..4).prop_map(Step::Upload),
         1 => any::<bool>().prop_map(|expired| Step::Orphan { expired }),
         1 => prop::option::of(0usize..3).prop_map(|kept| Step::Snapshot { kept }),
+        1 => (0u8..6).prop_map(Step::Delete),
     ];
     prop::collection::vec(step, 0..60)
 }
@@ -42,6 +48,12 @@ fn written(steps: &[Step], streams_wide: bool) -> (Vec<MetaCommand>, MetaState, 
         state.apply(&command).expect("the writer writes only commands that apply");
         commands.push(command);
     };
+    apply(&mut state, &mut commands, MetaCommand::Bind { wal: "file:///wal/default/0".into() });
+    for stream in 0..if streams_wide { 200 } else { 6 } {
+        let name = if streams_wide { format!("{stream}-{}", "s".repeat(120)) } else { format!("s{stream}") };
+        let config = StreamConfig { name, content_type: "application/json".into(), expiry: Expiry::Never, fork: None };
+        apply(&mut state, &mut commands, MetaCommand::Create { id: StreamId(stream), config });
+    }
     for step in steps {
         match step {
             Step::Upload(runs) => {
@@ -49,19 +61,25 @@ fn written(steps: &[Step], streams_wide: bool) -> (Vec<MetaCommand>, MetaState, 
                 let MetaCommand::Reserve { first: id, .. } = reserve else { unreachable!() };
                 apply(&mut state, &mut commands, reserve);
                 let mut entries: Vec<RunEntry> = Vec::new();
-                let mut producers = Vec::new();
+                let mut ends: Vec<StreamEnd> = Vec::new();
                 for &(stream, len) in runs {
-                    let name = if streams_wide { format!("{stream}-{}", "s".repeat(120)) } else { format!("s{stream}") };
-                    let start = entries.iter().filter(|r| r.stream == name).map(|r| r.end).max().unwrap_or(state.committed(&name));
-                    let end = start + u64::from(len);
-                    producers.push(ProducerEntry {
-                        stream: name.clone(),
-                        producer: if streams_wide { format!("{stream}-{}", "p".repeat(120)) } else { format!("p{stream}") },
-                        state: ProducerState { epoch: 1, first_seq: end, last_seq: end, last_offset: end - 1 },
+                    let stream = StreamId(u64::from(stream));
+                    let Some(meta) = state.stream(stream) else { continue };
+                    let start = entries.iter().filter(|r| r.stream == stream).map(|r| r.end).max().unwrap_or(meta.committed);
+                    let end = Offset::new(start.index + u64::from(len), start.bytes + 3 * u64::from(len));
+                    let producer = if streams_wide { format!("{}-{}", stream.0, "p".repeat(120)) } else { format!("p{}", stream.0) };
+                    ends.retain(|e| e.stream != stream);
+                    ends.push(StreamEnd {
+                        stream,
+                        end,
+                        closed: false,
+                        closed_by: None,
+                        stream_seq: Some(format!("{:08}", end.index)),
+                        producers: vec![(producer, ProducerState { epoch: 1, last_seq: end.index })],
                     });
-                    entries.push(RunEntry { stream: name, start, end });
+                    entries.push(RunEntry { stream, start, end });
                 }
-                apply(&mut state, &mut commands, MetaCommand::Commit { objects: vec![ObjectEntry { id, runs: entries }], producers });
+                apply(&mut state, &mut commands, MetaCommand::Commit { objects: vec![ObjectEntry { id, runs: entries }], ends });
             }
             Step::Orphan { expired } => {
                 let reserve = state.reserve(1);
@@ -79,6 +97,16 @@ fn written(steps: &[Step], streams_wide: bool) -> (Vec<MetaCommand>, MetaState, 
                 }
                 let kept = kept.unwrap_or(parts.len()).min(parts.len());
                 commands.extend(parts.into_iter().take(kept));
+            }
+            Step::Delete(stream) => {
+                let id = StreamId(u64::from(*stream));
+                if state.stream(id).is_some() {
+                    apply(&mut state, &mut commands, MetaCommand::Delete { id });
+                    let garbage = state.garbage_ids();
+                    if !garbage.is_empty() {
+                        apply(&mut state, &mut commands, MetaCommand::Forget { ids: garbage });
+                    }
+                }
             }
         }
     }
@@ -117,7 +145,7 @@ proptest! {
     }
 
     #[test]
-    fn no_bytes_make_the_decoders_panic(bytes in prop::collection::vec(any::<u8>(), 0..200), tag in 1u8..=4) {
+    fn no_bytes_make_the_decoders_panic(bytes in prop::collection::vec(any::<u8>(), 0..200), tag in 1u8..=24) {
         let _ = MetaState::decode(&bytes);
         let mut command = vec![tag];
         command.extend_from_slice(&bytes);

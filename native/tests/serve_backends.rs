@@ -5,7 +5,7 @@
 
 mod common;
 mod serve_common;
-use serve_common::Server;
+use serve_common::{eventually, files_in, index_of, Server, Streams};
 
 use std::process::Command;
 
@@ -84,141 +84,68 @@ impl Setup {
 }
 
 
-async fn answer(response: reqwest::Response) -> (u16, Value) {
-    let status = response.status().as_u16();
-    let body = response.bytes().await.expect("a body");
-    let json = serde_json::from_slice(&body).unwrap_or_else(|_| panic!("not JSON: {}", String::from_utf8_lossy(&body)));
-    (status, json)
-}
-
-async fn post(client: &reqwest::Client, url: &str, value: &[u8], producer: Option<(&str, u64, u64)>) -> (u16, Value) {
-    let mut request = client.post(url).body(value.to_vec());
-    if let Some((id, epoch, seq)) = producer {
-        request = request
-            .header("walab-producer", id)
-            .header("walab-producer-epoch", epoch.to_string())
-            .header("walab-producer-seq", seq.to_string());
-    }
-    answer(request.send().await.expect("the server answers")).await
-}
-
-async fn get(client: &reqwest::Client, url: &str) -> (u16, Value) {
-    answer(client.get(url).send().await.expect("the server answers")).await
-}
-
-fn decoded(record: &Value) -> Vec<u8> {
-    use base64::Engine;
-    base64::engine::general_purpose::STANDARD.decode(record["value_base64"].as_str().expect("value_base64")).expect("base64")
-}
-
-/// Waits (at most a minute, polling) until `done` holds.
-async fn eventually(what: &str, mut done: impl AsyncFnMut() -> bool) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while !done().await {
-        assert!(std::time::Instant::now() < deadline, "never happened: {what}");
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-}
-
-/// Every record of `stream` as the server answers it, paging with `next` until the end.
-async fn read_pages(client: &reqwest::Client, server: &Server, stream: &str) -> Vec<Value> {
-    let mut records = Vec::new();
-    let mut from = 0;
-    loop {
-        let (status, page) = get(client, &server.url(&format!("/streams/{stream}/records?from={from}&max=1000"))).await;
-        assert_eq!(status, 200, "{page}");
-        records.extend(page["records"].as_array().unwrap().iter().cloned());
-        let next = page["next"].as_u64().unwrap();
-        if next == page["end"].as_u64().unwrap() {
-            return records;
-        }
-        assert!(next > from, "a read made no progress at {from}");
-        from = next;
-    }
-}
-
-/// Every record of `stream`: (offset, value, seq).
-async fn read_all(client: &reqwest::Client, server: &Server, stream: &str) -> Vec<(u64, Vec<u8>, Option<u64>)> {
-    let records = read_pages(client, server, stream).await;
-    records.iter().map(|record| (record["offset"].as_u64().unwrap(), decoded(record), record["seq"].as_u64())).collect()
-}
-
-async fn committed(client: &reqwest::Client, server: &Server, stream: &str) -> u64 {
-    get(client, &server.url(&format!("/streams/{stream}"))).await.1["committed"].as_u64().unwrap_or(0)
-}
-
 const SMALL_BLOCKS: &[&str] = &["--block-bytes", "4096", "--block-ms", "20", "--stream-object-bytes", "2048"];
 
-/// The contract on `setup`: offsets without a gap read back across the committed objects
-/// and the log cache, a producer's retry is a duplicate, a gap and a stale epoch are
-/// `409`; and all of it again after a crash, the producers' state coming back from the
-/// metadata log once the WAL records are trimmed.
+/// The contract on `setup`: records read back once each across the committed objects
+/// and the log cache, a producer's retry is a duplicate, a gap is `409` and a stale
+/// epoch `403`; and all of it again after a crash, the producers' state coming back from
+/// the metadata log once the WAL records are trimmed.
 async fn keeps_the_contract(setup: &Setup) {
-    let client = reqwest::Client::new();
     let server = setup.with(SMALL_BLOCKS).start();
+    let s = Streams::of(&server);
+    assert_eq!(s.create("a", "application/octet-stream", b"").await.status, 201);
+    assert_eq!(s.create("b", "application/json", b"").await.status, 201);
     let value = |n: u64| format!("{n:0>100}").into_bytes();
     for chunk in (0..400u64).collect::<Vec<_>>().chunks(50) {
         let appends = chunk.iter().map(|&n| {
-            let (client, server) = (&client, &server);
+            let s = &s;
             async move {
-                let (status, body) = post(client, &server.url("/streams/a/records"), &value(n), None).await;
-                assert_eq!(status, 200, "{body}");
+                let answer = s.append("a", "application/octet-stream", &value(n), None).await;
+                assert_eq!(answer.status, 204, "{}", answer.text());
             }
         });
         futures::future::join_all(appends).await;
     }
     for seq in 0..100u64 {
-        let (status, body) = post(&client, &server.url("/streams/b/records"), &value(seq), Some(("p", 1, seq))).await;
-        assert_eq!((status, body["offset"].as_u64()), (200, Some(seq)), "{body}");
+        let answer = s.append("b", "application/json", json!({ "seq": seq }).to_string().as_bytes(), Some(("p", 1, seq))).await;
+        assert_eq!((answer.status, index_of(&answer.next())), (200, seq + 1), "{}", answer.text());
     }
-    let b_records = server.url("/streams/b/records");
-    let (status, body) = post(&client, &b_records, &value(99), Some(("p", 1, 99))).await;
-    assert_eq!((status, body), (200, json!({"offset": 99, "duplicate": true})));
-    let (status, body) = post(&client, &b_records, b"gap", Some(("p", 1, 101))).await;
-    assert_eq!((status, body["expected_seq"].as_u64()), (409, Some(100)), "{body}");
+    let again = s.append("b", "application/json", b"{}", Some(("p", 1, 99))).await;
+    assert_eq!((again.status, again.header("producer-seq")), (204, Some("99")));
+    let gap = s.append("b", "application/json", b"{}", Some(("p", 1, 101))).await;
+    assert_eq!((gap.status, gap.header("producer-expected-seq")), (409, Some("100")));
     eventually("everything committed", async || {
-        committed(&client, &server, "a").await == 400 && committed(&client, &server, "b").await == 100
+        index_of(&s.committed("a").await) == 400 && index_of(&s.committed("b").await) == 100
     })
     .await;
-    let stats = get(&client, &server.url("/stats")).await.1;
+    let stats: Value = serde_json::from_slice(&s.client.get(server.url("/stats")).send().await.unwrap().bytes().await.unwrap()).unwrap();
     assert!(stats["object_puts"].as_u64().unwrap() >= 2, "{stats}");
 
-    let a = read_all(&client, &server, "a").await;
-    assert_eq!(a.iter().map(|r| r.0).collect::<Vec<u64>>(), (0..400).collect::<Vec<u64>>(), "offsets without a gap");
-    let mut values: Vec<Vec<u8>> = a.iter().map(|r| r.1.clone()).collect();
+    let a = s.bytes("a").await;
+    let mut values: Vec<Vec<u8>> = a.chunks(100).map(<[u8]>::to_vec).collect();
     values.sort();
     assert_eq!(values, (0..400).map(value).collect::<Vec<_>>(), "every value once");
-    let b = read_all(&client, &server, "b").await;
-    assert_eq!(b, (0..100).map(|n| (n, value(n), Some(n))).collect::<Vec<_>>());
+    let b = s.messages("b").await;
+    assert_eq!(b, (0..100).map(|seq| json!({ "seq": seq })).collect::<Vec<_>>());
     // Ten more, in the log cache or in an object: the sequence goes on either way.
     for n in 400..410 {
-        assert_eq!(post(&client, &server.url("/streams/a/records"), &value(n), None).await.1["offset"].as_u64(), Some(n));
+        assert_eq!(index_of(&s.append("a", "application/octet-stream", &value(n), None).await.next()), n + 1);
     }
     server.crash();
 
     let server = setup.with(SMALL_BLOCKS).start();
-    let again = read_all(&client, &server, "a").await;
-    assert_eq!(again.len(), 410);
-    assert_eq!(&again[..400], &a[..]);
-    assert_eq!(again[400..].iter().map(|r| r.1.clone()).collect::<Vec<_>>(), (400..410).map(value).collect::<Vec<_>>());
-    assert_eq!(read_all(&client, &server, "b").await, b);
-    let b_records = server.url("/streams/b/records");
-    let (status, body) = post(&client, &b_records, &value(99), Some(("p", 1, 99))).await;
-    assert_eq!((status, body), (200, json!({"offset": 99, "duplicate": true})), "after the restart");
-    let (status, body) = post(&client, &b_records, b"late", Some(("p", 1, 50))).await;
-    assert_eq!((status, body["expected_seq"].as_u64()), (409, Some(100)), "{body}");
-    let (status, body) = post(&client, &b_records, b"new 0", Some(("p", 2, 0))).await;
-    assert_eq!((status, body), (200, json!({"offset": 100})));
-    let (status, body) = post(&client, &b_records, b"old", Some(("p", 1, 100))).await;
-    assert_eq!((status, body["current_epoch"].as_u64()), (409, Some(2)), "{body}");
-}
-
-fn files_in(dir: &std::path::Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .map(|entries| entries.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect())
-        .unwrap_or_default();
-    names.sort();
-    names
+    let s = Streams::of(&server);
+    let again = s.bytes("a").await;
+    assert_eq!((again.len(), &again[..40_000]), (41_000, &a[..]));
+    assert_eq!(&again[40_000..], (400..410).flat_map(value).collect::<Vec<u8>>());
+    assert_eq!(s.messages("b").await, b);
+    let retry = s.append("b", "application/json", b"{}", Some(("p", 1, 99))).await;
+    assert_eq!((retry.status, retry.header("producer-seq")), (204, Some("99")), "after the restart");
+    let late = s.append("b", "application/json", b"{}", Some(("p", 1, 150))).await;
+    assert_eq!((late.status, late.header("producer-expected-seq")), (409, Some("100")));
+    assert_eq!(s.append("b", "application/json", b"\"new 0\"", Some(("p", 2, 0))).await.status, 200);
+    let old = s.append("b", "application/json", b"{}", Some(("p", 1, 100))).await;
+    assert_eq!((old.status, old.header("producer-epoch")), (403, Some("2")));
 }
 
 #[tokio::test]
@@ -253,10 +180,10 @@ async fn on_s3_a_crash_between_upload_and_commit_leaves_an_orphan_that_expires()
     let path = unique("orphan");
     let setup = Setup::s3(&s3, &path);
     let objects_dir = s3.bucket_dir().join(&path).join("objects");
-    let client = reqwest::Client::new();
     let server = setup.with(&["--block-ms", "20", "--crash-at", "before-commit"]).start();
-    let (status, body) = post(&client, &server.url("/streams/s/records"), b"first", None).await;
-    assert_eq!((status, body), (200, json!({"offset": 0})));
+    let s = Streams::of(&server);
+    s.create("s", "text/plain", b"").await;
+    assert_eq!(s.append("s", "text/plain", b"first ", None).await.status, 204);
     let (exit, said) = server.ended();
     assert!(!exit.success(), "the server aborted: {exit:?}");
     assert!(said.contains("crashing at BeforeCommit"), "{said}");
@@ -264,35 +191,34 @@ async fn on_s3_a_crash_between_upload_and_commit_leaves_an_orphan_that_expires()
 
     let server = setup.with(&["--block-ms", "20"]).start();
     assert!(server.preamble.iter().any(|line| line.contains("expired 1 object ids")), "{:?}", server.preamble);
-    let (status, body) = post(&client, &server.url("/streams/s/records"), b"second", None).await;
-    assert_eq!((status, body), (200, json!({"offset": 1})));
-    eventually("both records committed", async || committed(&client, &server, "s").await == 2).await;
+    let s = Streams::of(&server);
+    assert_eq!(index_of(&s.append("s", "text/plain", b"second", None).await.next()), 2);
+    eventually("both records committed", async || index_of(&s.committed("s").await) == 2).await;
     let objects = files_in(&objects_dir);
     assert!(!objects.is_empty() && !objects.contains(&format!("{:020}", 0)), "objects: {objects:?}");
-    let records = read_all(&client, &server, "s").await;
-    assert_eq!(records, vec![(0, b"first".to_vec(), None), (1, b"second".to_vec(), None)]);
+    assert_eq!(s.bytes("s").await, b"first second");
 }
 
-/// The acks `walab load --http` printed: (stream, offset, producer, seq).
-fn ledger(stdout: &[u8]) -> Vec<(String, u64, String, u64)> {
+/// The acks `walab load --http` printed: (stream, offset, producer, seq, records).
+fn ledger(stdout: &[u8]) -> Vec<(String, String, String, String, u64)> {
     String::from_utf8_lossy(stdout)
         .lines()
         .map(|line| {
             let fields: Vec<&str> = line.split(' ').collect();
-            assert_eq!((fields.len(), fields[0]), (5, "ack"), "{line}");
-            (fields[1].to_string(), fields[2].parse().unwrap(), fields[3].to_string(), fields[4].parse().unwrap())
+            assert_eq!((fields.len(), fields[0]), (6, "ack"), "{line}");
+            (fields[1].into(), fields[2].into(), fields[3].into(), fields[4].into(), fields[5].parse().unwrap())
         })
         .collect()
 }
 
 /// A crash after the commit, before the WAL is confirmed, on `setup`: every acknowledged
-/// record is read back once, at its offset, and each producer's dedup goes on.
+/// request is there once, and each producer's dedup goes on.
 async fn a_crash_after_the_commit_loses_and_repeats_nothing(setup: &Setup) {
     let flags = ["--block-bytes", "65536", "--block-ms", "2000"];
     let server = setup.with(&[&flags[..], &["--crash-at", "after-commit"]].concat()).start();
     let load = Command::new(env!("CARGO_BIN_EXE_walab"))
         .args(["load", "--http", &server.base, "--writers", "8", "--seconds", "60", "--streams", "3", "--producers", "8"])
-        .args(["--run-id", "c"])
+        .args(["--run-id", "c", "--content", "json"])
         .output()
         .expect("walab load runs");
     let (exit, said) = server.ended();
@@ -303,33 +229,26 @@ async fn a_crash_after_the_commit_loses_and_repeats_nothing(setup: &Setup) {
     assert!(acks.len() > 100, "acks before the first commit: {}", acks.len());
 
     let server = setup.with(&flags).start();
-    let client = reqwest::Client::new();
-    let mut committed_total = 0;
-    let mut stored: Vec<(String, u64, String, u64)> = Vec::new();
-    let mut last_of: std::collections::BTreeMap<String, (String, u64, u64)> = Default::default();
+    let s = Streams::of(&server);
+    let mut committed = 0;
     for stream in ["c-0", "c-1", "c-2"] {
-        committed_total += committed(&client, &server, stream).await;
-        for record in read_pages(&client, &server, stream).await {
-            let offset = record["offset"].as_u64().unwrap();
-            let producer = record["producer"].as_str().expect("every record has a producer").to_string();
-            let seq = record["seq"].as_u64().unwrap();
-            assert_eq!(offset, stored.iter().filter(|r| r.0 == stream).count() as u64, "offsets follow without a gap");
-            last_of.insert(producer.clone(), (stream.to_string(), seq, offset));
-            stored.push((stream.to_string(), offset, producer, seq));
-        }
+        committed += index_of(&s.committed(stream).await);
+        let tail = index_of(&s.tail(stream).await);
+        let mut ends: Vec<u64> = acks.iter().filter(|ack| ack.0 == stream).map(|ack| index_of(&ack.1)).collect();
+        let acked = ends.len();
+        ends.sort();
+        ends.dedup();
+        assert_eq!(ends.len(), acked, "{stream}: two acks at one end");
+        assert!(ends.last().is_none_or(|&last| last <= tail), "{stream}: an ack past the tail {tail}");
+        assert!(tail <= acked as u64 + 8, "{stream}: {tail} records for {acked} acks and at most 8 in flight");
+        assert_eq!(s.messages(stream).await.len() as u64, tail);
     }
-    assert!(committed_total > 0, "the commit before the crash counts after the restart");
-    for producer in last_of.keys() {
-        let seqs: Vec<u64> = stored.iter().filter(|r| &r.2 == producer).map(|r| r.3).collect();
-        assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>(), "producer {producer}'s seqs, each once");
-    }
-    for ack in &acks {
-        assert!(stored.contains(ack), "acknowledged {ack:?} is not stored at its offset");
-    }
-    for (producer, (stream, seq, offset)) in &last_of {
-        let records = server.url(&format!("/streams/{stream}/records"));
-        let (status, body) = post(&client, &records, b"retry", Some((producer, 1, *seq))).await;
-        assert_eq!((status, body), (200, json!({"offset": offset, "duplicate": true})), "{producer} seq {seq}");
+    assert!(committed > 0, "the commit before the crash counts after the restart");
+    let producers: std::collections::BTreeSet<(String, String)> = acks.iter().map(|ack| (ack.0.clone(), ack.2.clone())).collect();
+    for (stream, producer) in producers {
+        let last: u64 = acks.iter().filter(|ack| ack.2 == producer).map(|ack| ack.3.parse::<u64>().unwrap()).max().unwrap();
+        let again = s.append(&stream, "application/json", b"\"retry\"", Some((&producer, 0, last))).await;
+        assert_eq!(again.status, 204, "{producer} seq {last}: {}", again.text());
     }
 }
 
@@ -350,20 +269,18 @@ async fn on_postgres_a_crash_between_the_commit_and_the_wal_trim_loses_and_repea
 /// append is fenced, which its writer hears as `503` with its outcome unknown, and the
 /// new server holds every record acknowledged before.
 async fn a_second_server_fences_the_first(setup: &Setup) {
-    let client = reqwest::Client::new();
     let first = setup.start();
-    let (status, body) = post(&client, &first.url("/streams/s/records"), b"before", None).await;
-    assert_eq!((status, body), (200, json!({"offset": 0})));
+    let one = Streams::of(&first);
+    assert_eq!(one.create("s", "text/plain", b"before ").await.status, 201);
     let second = setup.start();
-    let (status, body) = post(&client, &first.url("/streams/s/records"), b"fenced?", None).await;
-    assert_eq!((status, body["outcome"].as_str()), (503, Some("unknown")), "{body}");
-    assert!(body["error"].as_str().unwrap().contains("fenced"), "{body}");
-    let (status, body) = post(&client, &first.url("/streams/s/records"), b"after", None).await;
-    assert_eq!((status, body["outcome"].as_str()), (503, Some("not appended")), "{body}");
-    let (status, body) = post(&client, &second.url("/streams/s/records"), b"second", None).await;
-    assert_eq!((status, body), (200, json!({"offset": 1})));
-    let records = read_all(&client, &second, "s").await;
-    assert_eq!(records, vec![(0, b"before".to_vec(), None), (1, b"second".to_vec(), None)]);
+    let fenced = one.append("s", "text/plain", b"fenced? ", None).await;
+    assert_eq!((fenced.status, fenced.json()["outcome"].as_str()), (503, Some("unknown")), "{}", fenced.text());
+    assert!(fenced.error().contains("fenced"), "{}", fenced.text());
+    let after = one.append("s", "text/plain", b"after ", None).await;
+    assert_eq!((after.status, after.json()["outcome"].as_str()), (503, Some("not appended")), "{}", after.text());
+    let two = Streams::of(&second);
+    assert_eq!(index_of(&two.append("s", "text/plain", b"second", None).await.next()), 2);
+    assert_eq!(two.bytes("s").await, b"before second");
 }
 
 #[tokio::test]
@@ -430,20 +347,20 @@ async fn on_postgres_the_metadata_log_compacts_and_a_restart_reads_everything_ba
     let cluster = unique("serve-compact");
     let objects = tempfile::tempdir().unwrap();
     let setup = Setup::postgres(&cluster, objects.path()).with(&[&SMALL_BLOCKS[..], &["--meta-snapshot-every", "6"]].concat());
-    let client = reqwest::Client::new();
     let server = setup.start();
-    let value = |n: u64| format!("{n:0>100}").into_bytes();
+    let s = Streams::of(&server);
+    s.create("c", "application/json", b"").await;
     for seq in 0..300u64 {
-        let (status, body) = post(&client, &server.url("/streams/c/records"), &value(seq), Some(("p", 1, seq))).await;
-        assert_eq!((status, body["offset"].as_u64()), (200, Some(seq)), "{body}");
+        let answer = s.append("c", "application/json", json!({ "seq": seq }).to_string().as_bytes(), Some(("p", 1, seq))).await;
+        assert_eq!((answer.status, index_of(&answer.next())), (200, seq + 1), "{}", answer.text());
         if seq % 30 == 29 {
             // Let a block seal now and then, so there are many uploads.
-            eventually("the block committed", async || committed(&client, &server, "c").await == seq + 1).await;
+            eventually("the block committed", async || index_of(&s.committed("c").await) == seq + 1).await;
         }
     }
     eventually("the metadata log trimmed below a snapshot", async || meta_trim_offset(&cluster).await > 0).await;
-    let before = read_all(&client, &server, "c").await;
-    assert_eq!(before, (0..300).map(|n| (n, value(n), Some(n))).collect::<Vec<_>>());
+    let before = s.messages("c").await;
+    assert_eq!(before, (0..300).map(|seq| json!({ "seq": seq })).collect::<Vec<_>>());
     server.crash();
 
     // What is left of the metadata log starts past its first record.
@@ -460,13 +377,13 @@ async fn on_postgres_the_metadata_log_compacts_and_a_restart_reads_everything_ba
     assert!(first_seq > 1, "the metadata log was not trimmed: it starts at record {first_seq}");
 
     let server = setup.start();
-    assert_eq!(read_all(&client, &server, "c").await, before);
-    assert_eq!(committed(&client, &server, "c").await, 300);
-    let records = server.url("/streams/c/records");
-    let (status, body) = post(&client, &records, &value(299), Some(("p", 1, 299))).await;
-    assert_eq!((status, body), (200, json!({"offset": 299, "duplicate": true})), "dedup from the snapshot");
-    let (status, body) = post(&client, &records, b"next", Some(("p", 1, 300))).await;
-    assert_eq!((status, body), (200, json!({"offset": 300})));
+    let s = Streams::of(&server);
+    assert_eq!(s.messages("c").await, before);
+    assert_eq!(index_of(&s.committed("c").await), 300);
+    let retry = s.append("c", "application/json", b"{}", Some(("p", 1, 299))).await;
+    assert_eq!((retry.status, retry.header("producer-seq")), (204, Some("299")), "dedup from the snapshot");
+    let next = s.append("c", "application/json", b"{}", Some(("p", 1, 300))).await;
+    assert_eq!((next.status, index_of(&next.next())), (200, 301));
 }
 
 /// A WAL PUT that keeps failing (`500` to the first try and to every retry of the S3
@@ -476,33 +393,27 @@ async fn on_postgres_the_metadata_log_compacts_and_a_restart_reads_everything_ba
 async fn on_s3_a_failing_put_answers_503_unknown_and_stops_appends() {
     let s3 = LocalS3::start();
     let setup = Setup::s3(&s3, &unique("failed-put")).with(&["--block-ms", "3600000"]);
-    let client = reqwest::Client::new();
     let server = setup.start();
-    let records = server.url("/streams/s/records");
-    let (status, body) = post(&client, &records, b"kept", None).await;
-    assert_eq!((status, body), (200, json!({"offset": 0})));
+    let s = Streams::of(&server);
+    assert_eq!(s.create("s", "text/plain", b"kept ").await.status, 201);
     // The next PUTs the server sends are this append's frame and its retries (no uploads
     // run): fail more of them than the client retries.
     let next = s3.control().puts_seen() + 1;
     for nth in next..next + S3_CLIENT_ATTEMPTS {
         s3.control().fail_put(nth);
     }
-    let (status, body) = post(&client, &records, b"failed", None).await;
-    assert_eq!((status, body["outcome"].as_str()), (503, Some("unknown")), "{body}");
+    let failed = s.append("s", "text/plain", b"failed ", None).await;
+    assert_eq!((failed.status, failed.json()["outcome"].as_str()), (503, Some("unknown")), "{}", failed.text());
     assert_eq!(s3.control().faults_pending(), 0, "every attempt was sent and failed");
-    assert!(body["error"].as_str().unwrap().contains("may or may not be durable"), "{body}");
-    let (status, body) = post(&client, &records, b"after", None).await;
-    assert_eq!((status, body["outcome"].as_str()), (503, Some("not appended")), "{body}");
+    assert!(failed.error().contains("may or may not be durable"), "{}", failed.text());
+    let after = s.append("s", "text/plain", b"after ", None).await;
+    assert_eq!((after.status, after.json()["outcome"].as_str()), (503, Some("not appended")), "{}", after.text());
     server.crash();
     let server = setup.start();
-    assert_eq!(read_all(&client, &server, "s").await, vec![(0, b"kept".to_vec(), None)]);
-    let (status, body) = post(&client, &records_of(&server), b"next", None).await;
-    assert_eq!((status, body), (200, json!({"offset": 1})));
+    let s = Streams::of(&server);
+    assert_eq!(s.bytes("s").await, b"kept ");
+    assert_eq!(index_of(&s.append("s", "text/plain", b"next", None).await.next()), 2);
 }
 
 /// The S3 client's attempts at one request: the first and `object_store`'s 10 retries.
 const S3_CLIENT_ATTEMPTS: u64 = 11;
-
-fn records_of(server: &Server) -> String {
-    server.url("/streams/s/records")
-}

@@ -1,12 +1,13 @@
-//! `walab serve` end to end: the built binary on a real file WAL, real HTTP.
+//! `walab serve` end to end: the built binary on a real file WAL, the Durable Streams
+//! protocol over real HTTP, killed and restarted.
 
 use std::path::Path;
 use std::process::Command;
 
-use serde_json::Value;
+use serde_json::json;
 
 mod serve_common;
-use serve_common::Server;
+use serve_common::{eventually, files_in, index_of, Server, Streams};
 
 /// A server that uploads nothing during a test (its blocks seal after an hour).
 fn start(wal_dir: &Path) -> Server {
@@ -19,445 +20,367 @@ fn start_with(wal_dir: &Path, flags: &[&str]) -> Server {
     Server::spawn(command, 0)
 }
 
-async fn answer(response: reqwest::Response) -> (u16, Value) {
-    let status = response.status().as_u16();
-    let body = response.bytes().await.expect("a body");
-    let json = serde_json::from_slice(&body).unwrap_or_else(|_| panic!("not JSON: {}", String::from_utf8_lossy(&body)));
-    (status, json)
-}
-
-async fn post(client: &reqwest::Client, url: &str, value: &[u8], producer: Option<(&str, u64, u64)>) -> (u16, Value) {
-    let mut request = client.post(url).body(value.to_vec());
-    if let Some((id, epoch, seq)) = producer {
-        request = request
-            .header("walab-producer", id)
-            .header("walab-producer-epoch", epoch.to_string())
-            .header("walab-producer-seq", seq.to_string());
-    }
-    answer(request.send().await.expect("the server answers")).await
-}
-
-async fn get(client: &reqwest::Client, url: &str) -> (u16, Value) {
-    answer(client.get(url).send().await.expect("the server answers")).await
-}
-
-fn decoded(record: &Value) -> Vec<u8> {
-    use base64::Engine;
-    base64::engine::general_purpose::STANDARD.decode(record["value_base64"].as_str().expect("value_base64")).expect("base64")
-}
+const JSON: &str = "application/json";
+const BYTES: &str = "application/octet-stream";
 
 #[tokio::test]
-async fn pipelined_appends_get_every_offset_once_and_read_back_in_order() {
+async fn pipelined_appends_each_get_a_place_of_their_own_and_read_back_once_in_order() {
     let dir = tempfile::tempdir().unwrap();
     let server = start(dir.path());
-    let client = reqwest::Client::new();
-    let records = server.url("/streams/one/records");
+    let streams = Streams::of(&server);
+    assert_eq!(streams.create("one", JSON, b"").await.status, 201);
     let appends = (0..64).map(|n| {
-        let (client, records) = (&client, &records);
-        async move { (n, post(client, records, format!("record {n}").as_bytes(), None).await) }
+        let streams = &streams;
+        async move { (n, streams.append("one", JSON, json!({ "n": n }).to_string().as_bytes(), None).await) }
     });
-    let mut offset_of = vec![None; 64];
-    for (n, (status, body)) in futures::future::join_all(appends).await {
-        assert_eq!(status, 200, "{body}");
-        let offset = body["offset"].as_u64().expect("an offset") as usize;
-        assert!(offset_of.iter().all(|given| *given != Some(offset)), "offset {offset} given twice");
-        offset_of[n] = Some(offset);
+    // Each POST's answer names where its record ends: 64 different ends, 1 to 64.
+    let mut written_at = vec![0; 64];
+    for (n, answer) in futures::future::join_all(appends).await {
+        assert_eq!(answer.status, 204, "{}", answer.text());
+        written_at[n] = index_of(&answer.next());
     }
-    let (status, read) = get(&client, &format!("{records}?from=0&max=1000")).await;
-    assert_eq!(status, 200, "{read}");
-    assert_eq!((read["next"].as_u64(), read["end"].as_u64()), (Some(64), Some(64)));
-    let read = read["records"].as_array().unwrap();
-    assert_eq!(read.len(), 64);
-    for (offset, record) in read.iter().enumerate() {
-        assert_eq!(record["offset"].as_u64(), Some(offset as u64));
-        let n = offset_of.iter().position(|given| *given == Some(offset)).expect("an append got this offset");
-        assert_eq!(decoded(record), format!("record {n}").into_bytes());
-        assert!(record.get("producer").is_none(), "an anonymous append has no producer: {record}");
+    let mut ends = written_at.clone();
+    ends.sort();
+    assert_eq!(ends, (1..=64).collect::<Vec<u64>>());
+    // The read gives each message once, in the order of those places.
+    let messages = streams.messages("one").await;
+    assert_eq!(messages.len(), 64);
+    for (place, message) in messages.iter().enumerate() {
+        let n = message["n"].as_u64().unwrap() as usize;
+        assert_eq!(written_at[n], place as u64 + 1, "message {n}");
     }
-
-    for expected in 0..3 {
-        let (status, body) = post(&client, &server.url("/streams/two/records"), b"x", None).await;
-        assert_eq!((status, body["offset"].as_u64()), (200, Some(expected)));
-    }
-    let (_, window) = get(&client, &format!("{records}?from=60&max=2")).await;
-    let offsets: Vec<u64> = window["records"].as_array().unwrap().iter().map(|r| r["offset"].as_u64().unwrap()).collect();
-    assert_eq!((offsets, window["next"].as_u64()), (vec![60, 61], Some(62)));
-    assert_eq!(get(&client, &server.url("/streams/one")).await, (200, serde_json::json!({"end": 64, "committed": 0})));
-    let (_, list) = get(&client, &server.url("/streams")).await;
-    assert_eq!(
-        list,
-        serde_json::json!({"streams": [
-            {"stream": "one", "end": 64, "committed": 0},
-            {"stream": "two", "end": 3, "committed": 0},
-        ]})
-    );
+    // Reads from any returned offset start right after that record.
+    let middle = streams.read_from("one", &format!("{:016}_{:016}", 0, 0)).await;
+    assert_eq!(middle.json().as_array().unwrap().len(), 64);
+    let tail = streams.tail("one").await;
+    assert_eq!(index_of(&tail), 64);
+    let at_tail = streams.read_from("one", &tail).await;
+    assert_eq!((at_tail.status, at_tail.text().as_str(), at_tail.header("stream-up-to-date")), (200, "[]", Some("true")));
 }
 
 #[tokio::test]
-async fn bad_requests_are_refused_by_name() {
+async fn bad_requests_are_refused_as_the_protocol_says_and_by_name() {
     let dir = tempfile::tempdir().unwrap();
     let server = start(dir.path());
-    let client = reqwest::Client::new();
-    assert_eq!(post(&client, &server.url("/streams/s/records"), b"x", None).await.0, 200);
+    let s = Streams::of(&server);
+    assert_eq!(s.create("s", "text/plain", b"x").await.status, 201);
+    assert_eq!(s.create("j", JSON, b"").await.status, 201);
+    let producer = |epoch: &'static str, seq: &'static str| [("content-type", "text/plain"), ("producer-id", "p"), ("producer-epoch", epoch), ("producer-seq", seq)];
     let refusals = [
-        (post(&client, &server.url("/streams/a!b/records"), b"x", None).await, 400, "stream name \"a!b\" holds byte 0x21"),
-        (post(&client, &server.url(&format!("/streams/{}/records", "s".repeat(129))), b"x", None).await, 400, "more than 128"),
-        (post(&client, &server.url("/streams/s/records"), &vec![0; 64_001], None).await, 413, "over the limit of 64000"),
-        (post(&client, &server.url("/streams/s/records"), b"x", Some(("p/1", 1, 0))).await, 400, "producer id \"p/1\""),
-        (get(&client, &server.url("/streams/none/records")).await, 404, "stream none has no records"),
-        (get(&client, &server.url("/streams/none")).await, 404, "stream none has no records"),
-        (get(&client, &server.url("/streams/s/records?from=2")).await, 400, "from 2 is past the stream's end 1"),
-        (get(&client, &server.url("/streams/s/records?max=0")).await, 400, "max 0: must be between 1 and 1000"),
-        (get(&client, &server.url("/streams/s/records?from=-1")).await, 400, "from and max are whole numbers"),
-        (get(&client, &server.url("/nothing")).await, 404, "no such route"),
+        (s.append("s", "text/plain", b"", None).await, 400, "an empty body appends nothing"),
+        (s.append_with("s", &[], b"x", None).await, 400, "needs a Content-Type"),
+        (s.append("s", JSON, b"{}", None).await, 409, "the stream's content type is text/plain"),
+        (s.append("j", JSON, b"[]", None).await, 400, "an empty JSON array"),
+        (s.append("j", JSON, b"{ nope }", None).await, 400, "the body is not JSON"),
+        (s.append("none", "text/plain", b"x", None).await, 404, "no such stream"),
+        (s.append_with("s", &producer("0", "1abc"), b"x", None).await, 400, "Producer-Seq: \"1abc\" is not a non-negative whole number"),
+        (s.append_with("s", &producer("9007199254740992", "0"), b"x", None).await, 400, "more than 2^53 - 1"),
+        (s.append_with("s", &[("content-type", "text/plain"), ("producer-id", "p")], b"x", None).await, 400, "give all three or none"),
+        (s.append("s", "text/plain", &vec![b'x'; (4 << 20) + 1], None).await, 413, "over this server's limit of 4194304 bytes"),
+        (s.read_from("s", "0,1").await, 400, "offset \"0,1\" is not -1, now or an offset this server gave"),
+        (s.read_from("s", "").await, 400, "offset \"\" is empty"),
+        (s.get("s", "offset=-1&offset=now").await, 400, "given more than once"),
+        (s.read_from("s", "9999999999999999_9999999999999999").await, 400, "is past the stream's tail"),
+        (s.read_from("s", "0000000000000000_0000000000000007").await, 400, "is not where a record starts"),
+        (s.get("s", "live=long-poll").await, 400, "a live read needs an offset"),
+        (s.create_with("t", &[("stream-ttl", "060")]).await, 400, "Stream-TTL \"060\" is not a whole number"),
+        (s.create_with("t", &[("stream-ttl", "1"), ("stream-expires-at", "2030-01-01T00:00:00Z")]).await, 400, "give one or the other"),
+        (s.create_with("t", &[("stream-expires-at", "tomorrow")]).await, 400, "not an RFC 3339 time"),
+        (s.create("s", JSON, b"").await, 409, "another configuration: content type application/json"),
+        (s.create_with("t", &[("stream-fork-offset", "0000000000000000_0000000000000000")]).await, 400, "need Stream-Forked-From"),
+        (s.create_with("f", &[("stream-forked-from", "/v1/stream/none")]).await, 404, "no such stream"),
+        (s.read_from("a//b", "-1").await, 400, "path segment \"\""),
+        (s.create("__ds/x", JSON, b"").await, 400, "which the protocol reserves"),
     ];
-    for ((status, body), expected_status, expected_text) in refusals {
-        let error = body["error"].as_str().unwrap_or_else(|| panic!("no error in {body}"));
-        assert_eq!(status, expected_status, "{error}");
-        assert!(error.contains(expected_text), "{error:?} does not say {expected_text:?}");
+    for (answer, status, text) in refusals {
+        assert_eq!(answer.status, status, "{}", answer.text());
+        if answer.body.is_empty() {
+            continue;
+        }
+        let error = answer.error();
+        assert!(error.contains(text), "{error:?} does not say {text:?}");
     }
-    let incomplete = client.post(server.url("/streams/s/records")).header("walab-producer", "p").body("x").send().await.unwrap();
-    let (status, body) = answer(incomplete).await;
-    assert_eq!((status, body["error"].as_str()), (400, Some("walab-producer needs walab-producer-epoch")));
+    // Every refusal left the streams as they were.
+    assert_eq!(s.bytes("s").await, b"x");
+    assert_eq!(s.messages("j").await, Vec::<serde_json::Value>::new());
+    let gone = reqwest::get(server.url("/elsewhere")).await.unwrap();
+    assert_eq!(gone.status(), 404);
+    assert_eq!(gone.headers().get("x-content-type-options").unwrap(), "nosniff");
 }
 
 #[tokio::test]
 async fn a_producer_retry_is_a_duplicate_also_after_a_crash() {
     let dir = tempfile::tempdir().unwrap();
-    let client = reqwest::Client::new();
     let server = start(dir.path());
-    let records = server.url("/streams/s/records");
-    let mut offsets = Vec::new();
+    let s = Streams::of(&server);
+    s.create("s", "text/plain", b"").await;
+    let mut ends = Vec::new();
     for seq in 0..3 {
-        let (status, body) = post(&client, &records, format!("p {seq}").as_bytes(), Some(("p", 1, seq))).await;
-        assert_eq!(status, 200, "{body}");
-        offsets.push(body["offset"].as_u64().unwrap());
-        let (status, _) = post(&client, &records, b"anonymous", None).await;
-        assert_eq!(status, 200);
+        let answer = s.append("s", "text/plain", format!("p{seq} ").as_bytes(), Some(("p", 1, seq))).await;
+        assert_eq!((answer.status, answer.header("producer-seq")), (200, Some(seq.to_string().as_str())), "{}", answer.text());
+        ends.push(answer.next());
+        assert_eq!(s.append("s", "text/plain", b"- ", None).await.status, 204);
     }
-    assert_eq!(offsets, vec![0, 2, 4]);
-    let (status, body) = post(&client, &records, b"p 2", Some(("p", 1, 2))).await;
-    assert_eq!((status, body), (200, serde_json::json!({"offset": 4, "duplicate": true})));
+    let again = s.append("s", "text/plain", b"p2 ", Some(("p", 1, 2))).await;
+    assert_eq!((again.status, again.header("producer-epoch"), again.header("producer-seq")), (204, Some("1"), Some("2")));
     server.crash();
 
     let server = start(dir.path());
-    let records = server.url("/streams/s/records");
-    let (status, body) = post(&client, &records, b"p 2", Some(("p", 1, 2))).await;
-    assert_eq!((status, body), (200, serde_json::json!({"offset": 4, "duplicate": true})), "after the restart");
-    let (status, body) = post(&client, &records, b"p 4", Some(("p", 1, 4))).await;
-    assert_eq!((status, body["expected_seq"].as_u64()), (409, Some(3)), "{body}");
-    assert!(body["error"].as_str().unwrap().contains("expected seq 3"));
-    let (status, body) = post(&client, &records, b"p 3", Some(("p", 1, 3))).await;
-    assert_eq!((status, body), (200, serde_json::json!({"offset": 6})));
-    let (status, body) = post(&client, &records, b"old", Some(("p", 0, 4))).await;
-    assert_eq!((status, body["current_epoch"].as_u64()), (409, Some(1)), "{body}");
-    // A new session of the producer fences the old one.
-    let (status, body) = post(&client, &records, b"new 0", Some(("p", 2, 0))).await;
-    assert_eq!((status, body), (200, serde_json::json!({"offset": 7})));
-    let (status, body) = post(&client, &records, b"p 4", Some(("p", 1, 4))).await;
-    assert_eq!((status, body["current_epoch"].as_u64()), (409, Some(2)), "{body}");
-    assert!(body["error"].as_str().unwrap().contains("producer p epoch 1 is fenced: the current epoch is 2"));
-
-    let (_, read) = get(&client, &records).await;
-    let table: Vec<(u64, String, Option<u64>, Option<u64>)> = read["records"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            (r["offset"].as_u64().unwrap(), String::from_utf8(decoded(r)).unwrap(), r["epoch"].as_u64(), r["seq"].as_u64())
-        })
-        .collect();
-    let expected: Vec<(u64, String, Option<u64>, Option<u64>)> = vec![
-        (0, "p 0".into(), Some(1), Some(0)),
-        (1, "anonymous".into(), None, None),
-        (2, "p 1".into(), Some(1), Some(1)),
-        (3, "anonymous".into(), None, None),
-        (4, "p 2".into(), Some(1), Some(2)),
-        (5, "anonymous".into(), None, None),
-        (6, "p 3".into(), Some(1), Some(3)),
-        (7, "new 0".into(), Some(2), Some(0)),
-    ];
-    assert_eq!(table, expected);
-}
-
-async fn post_batch(client: &reqwest::Client, url: &str, values: &[&[u8]], producer: Option<(&str, u64, u64)>) -> (u16, Value) {
-    let mut body = Vec::new();
-    for value in values {
-        body.extend_from_slice(&(value.len() as u32).to_be_bytes());
-        body.extend_from_slice(value);
+    let s = Streams::of(&server);
+    // After the restart, from the WAL alone: the retried seqs are duplicates, naming the
+    // highest seq accepted.
+    for seq in [2, 0] {
+        let again = s.append("s", "text/plain", b"p? ", Some(("p", 1, seq))).await;
+        assert_eq!((again.status, again.header("producer-seq")), (204, Some("2")), "seq {seq}");
     }
-    post_body(client, url, body, producer).await
-}
-
-async fn post_body(client: &reqwest::Client, url: &str, body: Vec<u8>, producer: Option<(&str, u64, u64)>) -> (u16, Value) {
-    let mut request = client.post(url).body(body);
-    if let Some((id, epoch, seq)) = producer {
-        request = request
-            .header("walab-producer", id)
-            .header("walab-producer-epoch", epoch.to_string())
-            .header("walab-producer-seq", seq.to_string());
-    }
-    answer(request.send().await.expect("the server answers")).await
-}
-
-/// Every record of `stream` as (offset, value, producer, seq), from the log cache.
-async fn stream_table(client: &reqwest::Client, server: &Server, stream: &str) -> Vec<(u64, String, Option<String>, Option<u64>)> {
-    let (status, read) = get(client, &server.url(&format!("/streams/{stream}/records?from=0&max=1000"))).await;
-    assert_eq!(status, 200, "{read}");
-    read["records"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            let producer = r["producer"].as_str().map(str::to_string);
-            (r["offset"].as_u64().unwrap(), String::from_utf8(decoded(r)).unwrap(), producer, r["seq"].as_u64())
-        })
-        .collect()
+    let gap = s.append("s", "text/plain", b"p4 ", Some(("p", 1, 4))).await;
+    assert_eq!((gap.status, gap.header("producer-expected-seq"), gap.header("producer-received-seq")), (409, Some("3"), Some("4")));
+    assert!(gap.error().contains("expected seq 3"), "{}", gap.error());
+    assert_eq!(s.append("s", "text/plain", b"p3 ", Some(("p", 1, 3))).await.status, 200);
+    let stale = s.append("s", "text/plain", b"old ", Some(("p", 0, 4))).await;
+    assert_eq!((stale.status, stale.header("producer-epoch")), (403, Some("1")));
+    // A new session of the producer fences the old one; a new epoch starts at 0.
+    assert_eq!(s.append("s", "text/plain", b"new ", Some(("p", 2, 1))).await.status, 400);
+    assert_eq!(s.append("s", "text/plain", b"new0 ", Some(("p", 2, 0))).await.status, 200);
+    let fenced = s.append("s", "text/plain", b"p4 ", Some(("p", 1, 4))).await;
+    assert_eq!((fenced.status, fenced.header("producer-epoch")), (403, Some("2")));
+    assert!(fenced.error().contains("producer epoch 1 is fenced: the current epoch is 2"), "{}", fenced.error());
+    assert_eq!(String::from_utf8(s.bytes("s").await).unwrap(), "p0 - p1 - p2 - p3 new0 ");
+    // A retried seq is read from where its record ends, as the first answer said.
+    assert_eq!(s.read_from("s", &ends[1]).await.text(), "- p2 - p3 new0 ");
 }
 
 #[tokio::test]
-async fn a_batch_takes_consecutive_offsets_and_a_bad_one_is_refused_by_name() {
+async fn a_post_is_one_record_whole_also_when_it_is_larger_than_a_wal_record_and_after_a_crash() {
     let dir = tempfile::tempdir().unwrap();
     let server = start(dir.path());
-    let client = reqwest::Client::new();
-    let batch = server.url("/streams/s/batch");
-    assert_eq!(post_batch(&client, &batch, &[b"a", b"", b"c"], None).await, (200, serde_json::json!({"offset": 0, "count": 3})));
-    assert_eq!(post(&client, &server.url("/streams/s/records"), b"d", None).await, (200, serde_json::json!({"offset": 3})));
-    // A body larger than one record may be (two of 40,000 bytes) is a batch's to take.
-    let big = vec![b'e'; 40_000];
-    assert_eq!(post_batch(&client, &batch, &[&big, &big], None).await, (200, serde_json::json!({"offset": 4, "count": 2})));
-    let values: Vec<String> = stream_table(&client, &server, "s").await.into_iter().map(|r| r.1).collect();
-    let e = "e".repeat(40_000);
-    assert_eq!(values, vec!["a".to_string(), String::new(), "c".into(), "d".into(), e.clone(), e]);
-
-    let mut thousand_and_one = Vec::new();
-    for _ in 0..1001 {
-        thousand_and_one.extend_from_slice(&[0, 0, 0, 1, b'x']);
-    }
-    let refusals = [
-        (post_body(&client, &batch, vec![], None).await, 400, "batch body: no records"),
-        (post_body(&client, &batch, vec![0, 0, 0, 5, b'x'], None).await, 400, "record 0 at byte 0: 5 bytes announced, 1 left"),
-        (post_body(&client, &batch, vec![0, 0, 0, 1, b'x', 0], None).await, 400, "length at byte 5 is cut short"),
-        (post_body(&client, &batch, vec![0, 0, 250, 1], None).await, 400, "64001 bytes is over the limit of 64000"),
-        (post_body(&client, &batch, thousand_and_one, None).await, 400, "more than 1000 records"),
-        (post_body(&client, &batch, vec![0; (4 << 20) + 1], None).await, 413, "batch body over the limit of 4194304 bytes"),
-        (post_batch(&client, &server.url("/streams/a!b/batch"), &[b"x"], None).await, 400, "stream name \"a!b\""),
-        (post_batch(&client, &batch, &[b"x", b"y"], Some(("p", 1, u64::MAX))).await, 400, "past the last seq"),
-    ];
-    for ((status, body), expected_status, expected_text) in refusals {
-        let error = body["error"].as_str().unwrap_or_else(|| panic!("no error in {body}"));
-        assert_eq!(status, expected_status, "{error}");
-        assert!(error.contains(expected_text), "{error:?} does not say {expected_text:?}");
-    }
-    assert_eq!(get(&client, &server.url("/streams/s")).await.1["end"].as_u64(), Some(6), "nothing refused was appended");
-}
-
-#[tokio::test]
-async fn a_retried_batch_is_a_duplicate_also_after_a_crash() {
-    let dir = tempfile::tempdir().unwrap();
-    let client = reqwest::Client::new();
-    let server = start(dir.path());
-    let batch = server.url("/streams/s/batch");
-    let p = |seq| Some(("p", 1, seq));
-    assert_eq!(post_batch(&client, &batch, &[b"p0", b"p1", b"p2"], p(0)).await, (200, serde_json::json!({"offset": 0, "count": 3})));
-    assert_eq!(post(&client, &server.url("/streams/s/records"), b"anonymous", None).await.0, 200);
-    assert_eq!(post_batch(&client, &batch, &[b"p3", b"p4"], p(3)).await, (200, serde_json::json!({"offset": 4, "count": 2})));
-    let duplicate = serde_json::json!({"offset": 4, "count": 2, "duplicate": true});
-    assert_eq!(post_batch(&client, &batch, &[b"p3", b"p4"], p(3)).await, (200, duplicate.clone()));
-    let conflicts = [
-        // Overlapping partly, leaving a gap, and an older batch (not the last one).
-        (post_batch(&client, &batch, &[b"p4", b"p5"], p(4)).await, "seq 4 is not the next one: expected seq 5"),
-        (post_batch(&client, &batch, &[b"p6"], p(6)).await, "seq 6 is not the next one: expected seq 5"),
-        (post_batch(&client, &batch, &[b"p0", b"p1", b"p2"], p(0)).await, "seq 0 is not the next one: expected seq 5"),
-    ];
-    for ((status, body), text) in conflicts {
-        assert_eq!((status, body["expected_seq"].as_u64()), (409, Some(5)), "{body}");
-        assert!(body["error"].as_str().unwrap().contains(text), "{body}");
-    }
+    let s = Streams::of(&server);
+    s.create("j", JSON, b"").await;
+    s.create("b", BYTES, b"").await;
+    // A batch of 500 messages under one producer seq: one record.
+    let batch: Vec<serde_json::Value> = (0..500).map(|n| json!({ "n": n })).collect();
+    let answer = s.append("j", JSON, serde_json::to_string(&batch).unwrap().as_bytes(), Some(("p", 0, 0))).await;
+    assert_eq!((answer.status, index_of(&answer.next())), (200, 1));
+    // 300 KB in one POST: five WAL records joined back into one stream record.
+    let big: Vec<u8> = (0..300_000u32).map(|n| (n % 251) as u8).collect();
+    let answer = s.append("b", BYTES, &big, Some(("p", 0, 0))).await;
+    assert_eq!(answer.status, 200);
+    assert_eq!(answer.next(), format!("{:016}_{:016}", 1, 300_000));
     server.crash();
 
     let server = start(dir.path());
-    let batch = server.url("/streams/s/batch");
-    assert_eq!(post_batch(&client, &batch, &[b"p3", b"p4"], p(3)).await, (200, duplicate), "after the restart");
-    // The batch's last record alone, through the single append: the same offset.
-    let (status, body) = post(&client, &server.url("/streams/s/records"), b"p4", p(4)).await;
-    assert_eq!((status, body), (200, serde_json::json!({"offset": 5, "duplicate": true})));
-    let (status, body) = post_batch(&client, &batch, &[b"p4", b"p5"], p(4)).await;
-    assert_eq!((status, body["expected_seq"].as_u64()), (409, Some(5)), "{body}");
-    assert_eq!(post_batch(&client, &batch, &[b"p5", b"p6"], p(5)).await, (200, serde_json::json!({"offset": 6, "count": 2})));
-    let table: Vec<(u64, String, Option<u64>)> = stream_table(&client, &server, "s").await.into_iter().map(|r| (r.0, r.1, r.3)).collect();
-    let expected: Vec<(u64, String, Option<u64>)> = vec![
-        (0, "p0".into(), Some(0)),
-        (1, "p1".into(), Some(1)),
-        (2, "p2".into(), Some(2)),
-        (3, "anonymous".into(), None),
-        (4, "p3".into(), Some(3)),
-        (5, "p4".into(), Some(4)),
-        (6, "p5".into(), Some(5)),
-        (7, "p6".into(), Some(6)),
-    ];
-    assert_eq!(table, expected);
-}
-
-#[tokio::test]
-async fn a_batch_retried_after_its_upload_and_a_crash_is_a_duplicate() {
-    let dir = tempfile::tempdir().unwrap();
-    let client = reqwest::Client::new();
-    let server = start_with(dir.path(), SMALL_BLOCKS);
-    let batch = server.url("/streams/s/batch");
-    // 60 records of 100 bytes (about 8 KB): more than one 4 KB block, so the batch's run
-    // is split across commits and joined again from their snapshots.
-    let values: Vec<Vec<u8>> = (0..60).map(|n| format!("{n:0>100}").into_bytes()).collect();
-    let values: Vec<&[u8]> = values.iter().map(Vec::as_slice).collect();
-    assert_eq!(post_batch(&client, &batch, &values[..1], Some(("p", 1, 0))).await.1["offset"].as_u64(), Some(0));
-    assert_eq!(post(&client, &server.url("/streams/s/records"), b"anonymous", None).await.0, 200);
-    let first = serde_json::json!({"offset": 2, "count": 60});
-    assert_eq!(post_batch(&client, &batch, &values, Some(("p", 1, 1))).await, (200, first));
-    eventually("everything committed", async || committed(&client, &server, "s").await == 62).await;
-    server.crash();
-
-    let server = start_with(dir.path(), SMALL_BLOCKS);
-    let batch = server.url("/streams/s/batch");
-    let (status, body) = post_batch(&client, &batch, &values, Some(("p", 1, 1))).await;
-    assert_eq!((status, body), (200, serde_json::json!({"offset": 2, "count": 60, "duplicate": true})));
-    let (status, body) = post_batch(&client, &batch, &values[..2], Some(("p", 1, 0))).await;
-    assert_eq!((status, body["expected_seq"].as_u64()), (409, Some(61)), "{body}");
-}
-
-/// Waits (at most a minute, polling) until `done` holds.
-async fn eventually(what: &str, mut done: impl AsyncFnMut() -> bool) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while !done().await {
-        assert!(std::time::Instant::now() < deadline, "never happened: {what}");
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-}
-
-/// Every record of `stream`, paging with `next` until the end: (offset, value, seq).
-async fn read_all(client: &reqwest::Client, server: &Server, stream: &str) -> Vec<(u64, Vec<u8>, Option<u64>)> {
-    let mut records = Vec::new();
-    let mut from = 0;
-    loop {
-        let (status, page) = get(client, &server.url(&format!("/streams/{stream}/records?from={from}&max=1000"))).await;
-        assert_eq!(status, 200, "{page}");
-        for record in page["records"].as_array().unwrap() {
-            records.push((record["offset"].as_u64().unwrap(), decoded(record), record["seq"].as_u64()));
-        }
-        let next = page["next"].as_u64().unwrap();
-        if next == page["end"].as_u64().unwrap() {
-            return records;
-        }
-        assert!(next > from, "a read made no progress at {from}");
-        from = next;
-    }
-}
-
-fn files_in(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .map(|entries| entries.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect())
-        .unwrap_or_default();
-    names.sort();
-    names
-}
-
-async fn committed(client: &reqwest::Client, server: &Server, stream: &str) -> u64 {
-    get(client, &server.url(&format!("/streams/{stream}"))).await.1["committed"].as_u64().unwrap_or(0)
+    let s = Streams::of(&server);
+    assert_eq!(s.messages("j").await, batch);
+    assert_eq!(s.bytes("b").await, big);
+    assert_eq!(s.append("b", BYTES, &big, Some(("p", 0, 0))).await.status, 204, "the retry is a duplicate");
+    assert_eq!(s.tail("b").await, format!("{:016}_{:016}", 1, 300_000));
 }
 
 const SMALL_BLOCKS: &[&str] =
     &["--block-bytes", "4096", "--block-ms", "20", "--stream-object-bytes", "2048", "--segment-bytes", "65536"];
 
 #[tokio::test]
-async fn records_read_across_objects_and_the_log_cache_are_one_gapless_sequence_also_after_a_crash() {
+async fn records_read_across_objects_and_the_log_cache_are_one_sequence_also_after_a_crash() {
     let dir = tempfile::tempdir().unwrap();
-    let client = reqwest::Client::new();
     let server = start_with(dir.path(), SMALL_BLOCKS);
+    let s = Streams::of(&server);
+    s.create("a", BYTES, b"").await;
+    s.create("b", JSON, b"").await;
     let value = |n: u64| format!("{n:0>100}").into_bytes();
     for chunk in (0..1000u64).collect::<Vec<_>>().chunks(50) {
         let appends = chunk.iter().map(|&n| {
-            let (client, server) = (&client, &server);
-            async move {
-                let a = post(client, &server.url("/streams/a/records"), &value(n), None).await;
-                assert_eq!(a.0, 200, "{}", a.1);
-            }
+            let s = &s;
+            async move { assert_eq!(s.append("a", BYTES, &value(n), None).await.status, 204) }
         });
         futures::future::join_all(appends).await;
     }
     // One producer on stream b, one seq after the other.
     for seq in 0..200u64 {
-        let (status, body) = post(&client, &server.url("/streams/b/records"), &value(seq), Some(("p", 1, seq))).await;
-        assert_eq!((status, body["offset"].as_u64()), (200, Some(seq)));
+        let answer = s.append("b", JSON, json!({ "seq": seq }).to_string().as_bytes(), Some(("p", 1, seq))).await;
+        assert_eq!((answer.status, index_of(&answer.next())), (200, seq + 1));
     }
     eventually("everything committed", async || {
-        committed(&client, &server, "a").await == 1000 && committed(&client, &server, "b").await == 200
+        index_of(&s.committed("a").await) == 1000 && index_of(&s.committed("b").await) == 200
     })
     .await;
     let wal_dir = dir.path().join("default/0");
-    eventually("the WAL's first segment removed", async || {
-        !files_in(&wal_dir).contains(&"wal-00000000000000000001.log".to_string())
-    })
-    .await;
+    eventually("the WAL's first segment removed", async || !files_in(&wal_dir).contains(&"wal-00000000000000000001.log".to_string())).await;
     let objects = files_in(&dir.path().join("default/0.serve/objects"));
     assert!(objects.len() >= 2, "objects: {objects:?}");
 
-    let a = read_all(&client, &server, "a").await;
-    assert_eq!(a.iter().map(|r| r.0).collect::<Vec<u64>>(), (0..1000).collect::<Vec<u64>>(), "offsets without a gap");
-    let mut values: Vec<Vec<u8>> = a.iter().map(|r| r.1.clone()).collect();
+    let a = s.bytes("a").await;
+    assert_eq!(a.len(), 100_000);
+    let mut values: Vec<Vec<u8>> = a.chunks(100).map(<[u8]>::to_vec).collect();
     values.sort();
     assert_eq!(values, (0..1000).map(value).collect::<Vec<_>>(), "every value once");
-    let b = read_all(&client, &server, "b").await;
-    assert_eq!(b, (0..200).map(|n| (n, value(n), Some(n))).collect::<Vec<_>>());
+    let b = s.messages("b").await;
+    assert_eq!(b, (0..200).map(|seq| json!({ "seq": seq })).collect::<Vec<_>>());
     // Ten more stay in the log cache or join an object: the sequence goes on either way.
     for n in 1000..1010 {
-        assert_eq!(post(&client, &server.url("/streams/a/records"), &value(n), None).await.1["offset"].as_u64(), Some(n));
+        assert_eq!(index_of(&s.append("a", BYTES, &value(n), None).await.next()), n + 1);
     }
     server.crash();
 
     let server = start_with(dir.path(), SMALL_BLOCKS);
-    let again = read_all(&client, &server, "a").await;
-    assert_eq!(again.len(), 1010);
-    assert_eq!(&again[..1000], &a[..]);
-    assert_eq!(again[1000..].iter().map(|r| r.1.clone()).collect::<Vec<_>>(), (1000..1010).map(value).collect::<Vec<_>>());
-    assert_eq!(read_all(&client, &server, "b").await, b);
+    let s = Streams::of(&server);
+    let again = s.bytes("a").await;
+    assert_eq!((again.len(), &again[..100_000]), (101_000, &a[..]));
+    assert_eq!(s.messages("b").await, b);
     // The producer's state came back from the commit: the WAL records are trimmed.
-    let (status, body) = post(&client, &server.url("/streams/b/records"), &value(199), Some(("p", 1, 199))).await;
-    assert_eq!((status, body), (200, serde_json::json!({"offset": 199, "duplicate": true})));
-    let (status, body) = post(&client, &server.url("/streams/b/records"), b"late", Some(("p", 1, 150))).await;
-    assert_eq!((status, body["expected_seq"].as_u64()), (409, Some(200)));
+    let answer = s.append("b", JSON, b"{}", Some(("p", 1, 199))).await;
+    assert_eq!((answer.status, answer.header("producer-seq")), (204, Some("199")));
+    let late = s.append("b", JSON, b"{}", Some(("p", 1, 201))).await;
+    assert_eq!((late.status, late.header("producer-expected-seq")), (409, Some("200")));
 }
 
 #[tokio::test]
 async fn a_crash_between_upload_and_commit_leaves_an_orphan_that_expires() {
     let dir = tempfile::tempdir().unwrap();
-    let client = reqwest::Client::new();
     let objects_dir = dir.path().join("default/0.serve/objects");
     let mut server = start_with(dir.path(), &["--block-ms", "20", "--crash-at", "before-commit"]);
-    let (status, body) = post(&client, &server.url("/streams/s/records"), b"first", None).await;
-    assert_eq!((status, body), (200, serde_json::json!({"offset": 0})));
+    let s = Streams::of(&server);
+    s.create("s", "text/plain", b"").await;
+    assert_eq!(s.append("s", "text/plain", b"first ", None).await.status, 204);
     let exit = server.child.wait().expect("the server ends");
     assert!(!exit.success(), "the server aborted: {exit:?}");
     assert_eq!(files_in(&objects_dir), vec![format!("{:020}", 0)], "the orphan is uploaded");
 
     let server = start_with(dir.path(), &["--block-ms", "20"]);
     assert!(server.preamble.iter().any(|line| line.contains("expired 1 object ids")), "{:?}", server.preamble);
-    let (status, body) = post(&client, &server.url("/streams/s/records"), b"second", None).await;
-    assert_eq!((status, body), (200, serde_json::json!({"offset": 1})));
-    eventually("both records committed", async || committed(&client, &server, "s").await == 2).await;
+    let s = Streams::of(&server);
+    assert_eq!(index_of(&s.append("s", "text/plain", b"second", None).await.next()), 2);
+    eventually("both records committed", async || index_of(&s.committed("s").await) == 2).await;
     // Id 0 expired with its object; the commits used new ids.
     let objects = files_in(&objects_dir);
     assert!(!objects.is_empty() && !objects.contains(&format!("{:020}", 0)), "objects: {objects:?}");
-    let records = read_all(&client, &server, "s").await;
-    assert_eq!(records, vec![(0, b"first".to_vec(), None), (1, b"second".to_vec(), None)]);
+    assert_eq!(s.bytes("s").await, b"first second");
 }
 
 #[tokio::test]
-async fn every_ack_printed_by_load_http_is_readable_at_its_offset() {
+async fn streams_deleted_closed_forked_and_expiring_stay_so_across_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start_with(dir.path(), SMALL_BLOCKS);
+    let s = Streams::of(&server);
+    s.create("source", "text/plain", b"inherited ").await;
+    s.append("source", "text/plain", b"and more", None).await;
+    let fork = s.create_with("fork", &[("stream-forked-from", "/v1/stream/source"), ("stream-fork-offset", "0000000000000001_0000000000000010"), ("stream-fork-sub-offset", "3")]).await;
+    assert_eq!((fork.status, fork.next().as_str()), (201, "0000000000000002_0000000000000013"));
+    s.append("fork", "text/plain", b"!", None).await;
+    assert_eq!(s.delete("source").await.status, 204);
+    s.create("closed", "text/plain", b"final").await;
+    assert_eq!(s.close("closed").await.header("stream-closed"), Some("true"));
+    s.create("deleted", "text/plain", b"gone").await;
+    s.delete("deleted").await;
+    let expiry = chrono_in(2);
+    s.create_with("expiring", &[("stream-expires-at", &expiry), ("content-type", "text/plain")]).await;
+    // Let some of it reach objects, then crash.
+    eventually("the fork committed", async || index_of(&s.committed("fork").await) == 3).await;
+    server.crash();
+
+    let server = start_with(dir.path(), SMALL_BLOCKS);
+    let s = Streams::of(&server);
+    assert_eq!(s.head("source").await.status, 410, "soft-deleted: the fork still reads it");
+    assert_eq!(s.create("source", "text/plain", b"").await.status, 409, "its name stays taken");
+    assert_eq!(s.bytes("fork").await, b"inherited and!");
+    let closed = s.head("closed").await;
+    assert_eq!((closed.header("stream-closed"), s.append("closed", "text/plain", b"x", None).await.status), (Some("true"), 409));
+    assert_eq!(s.head("deleted").await.status, 404);
+    assert_eq!(s.create("deleted", "text/plain", b"anew").await.status, 201, "a deleted name may be used again");
+    assert_eq!(s.bytes("deleted").await, b"anew", "and nothing of the old stream shows");
+    eventually("the stream expired", async || s.head("expiring").await.status == 404).await;
+    // The fork's delete frees the soft-deleted source, also after another crash.
+    assert_eq!(s.delete("fork").await.status, 204);
+    assert_eq!(s.head("source").await.status, 404);
+    server.crash();
+    let server = start_with(dir.path(), SMALL_BLOCKS);
+    let s = Streams::of(&server);
+    assert_eq!((s.head("source").await.status, s.head("fork").await.status), (404, 404));
+    assert_eq!(s.create("source", "text/plain", b"").await.status, 201);
+}
+
+/// An RFC 3339 time `seconds` from now.
+fn chrono_in(seconds: u64) -> String {
+    let at = std::time::SystemTime::now() + std::time::Duration::from_secs(seconds);
+    let since = at.duration_since(std::time::UNIX_EPOCH).unwrap();
+    let (days, rest) = (since.as_secs() / 86_400, since.as_secs() % 86_400);
+    // Civil from days (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rest / 3600, rest % 3600 / 60, rest % 60)
+}
+
+#[test]
+fn a_metadata_log_belongs_to_one_wal() {
+    let dir = tempfile::tempdir().unwrap();
+    let meta = format!("file://{}", dir.path().join("meta").display());
+    let first = dir.path().join("first");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_walab"));
+    command.args(["serve", "--wal", &format!("file://{}", first.display()), "--meta", &meta]);
+    Server::spawn(command, 0).crash();
+    let other = Command::new(env!("CARGO_BIN_EXE_walab"))
+        .args(["serve", "--wal", &format!("file://{}", dir.path().join("second").display()), "--meta", &meta, "--listen", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&other.stderr);
+    assert_eq!(other.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("this metadata log belongs to the WAL file://"), "{stderr}");
+    assert!(stderr.contains(&format!("{}/default/0", first.display())), "{stderr}");
+    assert!(stderr.contains("give this WAL its own --meta"), "{stderr}");
+}
+
+#[tokio::test]
+async fn a_metadata_directory_that_came_back_empty_starts_over_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let wal = format!("file://{}", dir.path().display());
+    let mut command = Command::new(env!("CARGO_BIN_EXE_walab"));
+    command.args(["serve", "--wal", &wal]);
+    Server::spawn(command, 0).crash();
+    // A power cut on a machine whose server never synced them: every metadata file's
+    // bytes are gone (FORMAT and the segments are there, empty or zero).
+    let meta_dir = dir.path().join("default/0.serve/meta");
+    let names = files_in(&meta_dir);
+    assert!(names.contains(&"FORMAT".to_string()), "{names:?}");
+    for name in names.iter().filter(|name| *name == "FORMAT" || name.starts_with("wal-")) {
+        let path = meta_dir.join(name);
+        let len = if name == "FORMAT" { 0 } else { std::fs::metadata(&path).unwrap().len() as usize };
+        std::fs::write(&path, vec![0u8; len]).unwrap();
+    }
+    let mut command = Command::new(env!("CARGO_BIN_EXE_walab"));
+    command.args(["serve", "--wal", &wal]);
+    let server = Server::spawn(command, 0);
+    let said = server.preamble.join("\n");
+    assert!(said.contains("FORMAT was empty and no segment held a byte") && said.contains("in the tiny format"), "{said}");
+    assert!(!said.contains("the  format"), "{said}");
+    let s = Streams::of(&server);
+    assert_eq!(s.create("s", "text/plain", b"after").await.status, 201);
+}
+
+/// The acks `walab load --http` printed: (stream, offset, producer, seq, records).
+fn ledger(stdout: &[u8]) -> Vec<(String, String, String, String, u64)> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .map(|line| {
+            let fields: Vec<&str> = line.split(' ').collect();
+            assert_eq!((fields.len(), fields[0]), (6, "ack"), "{line}");
+            (fields[1].into(), fields[2].into(), fields[3].into(), fields[4].into(), fields[5].parse().unwrap())
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn every_ack_printed_by_load_http_is_where_its_records_end() {
     every_ack_is_readable(&[]).await;
 }
 
 #[tokio::test]
-async fn every_ack_printed_by_load_http_with_batches_is_readable_at_its_offset() {
-    // 200 records over 16 writers in batches of 3: every writer's last batch is shorter.
+async fn every_ack_printed_by_load_http_with_batches_is_where_its_records_end() {
     every_ack_is_readable(&["--batch", "3"]).await;
 }
 
@@ -466,55 +389,28 @@ async fn every_ack_is_readable(flags: &[&str]) {
     let server = start_with(dir.path(), &["--block-ms", "10"]);
     let load = Command::new(env!("CARGO_BIN_EXE_walab"))
         .args(["load", "--http", &server.base, "--writers", "16", "--records", "200", "--streams", "4", "--producers", "8"])
-        .args(["--run-id", "t"])
+        .args(["--run-id", "t", "--record-bytes", "10"])
         .args(flags)
         .output()
         .expect("walab load runs");
     assert!(load.status.success(), "{}", String::from_utf8_lossy(&load.stderr));
-    assert!(String::from_utf8_lossy(&load.stderr).contains("load: 200 acked in"), "{}", String::from_utf8_lossy(&load.stderr));
-    let mut acks: Vec<(String, u64, String, String)> = String::from_utf8(load.stdout)
-        .unwrap()
-        .lines()
-        .map(|line| {
-            let fields: Vec<&str> = line.split(' ').collect();
-            assert_eq!((fields.len(), fields[0]), (5, "ack"), "{line}");
-            (fields[1].to_string(), fields[2].parse().unwrap(), fields[3].to_string(), fields[4].to_string())
-        })
-        .collect();
-    acks.sort();
-    assert_eq!(acks.len(), 200);
-    let client = reqwest::Client::new();
-    let mut stored = Vec::new();
+    let acks = ledger(&load.stdout);
+    assert_eq!(acks.iter().map(|ack| ack.4).sum::<u64>(), 200);
+    let s = Streams::of(&server);
     for stream in ["t-0", "t-1", "t-2", "t-3"] {
-        // Paged: a read below the log cache ends with the object it came from.
-        let mut from = 0;
-        loop {
-            let (_, page) = get(&client, &server.url(&format!("/streams/{stream}/records?from={from}"))).await;
-            for record in page["records"].as_array().unwrap() {
-                let producer = record["producer"].as_str().unwrap_or("-").to_string();
-                let seq = record["seq"].as_u64().map_or("-".to_string(), |seq| seq.to_string());
-                stored.push((stream.to_string(), record["offset"].as_u64().unwrap(), producer, seq));
-            }
-            from = page["next"].as_u64().unwrap();
-            if from == page["end"].as_u64().unwrap() {
-                break;
-            }
+        let mut ends: Vec<&String> = acks.iter().filter(|ack| ack.0 == stream).map(|ack| &ack.1).collect();
+        ends.sort();
+        // Each acknowledged request is a record: the acks' ends are the records' ends,
+        // one per index, and the last one is the stream's tail.
+        assert_eq!(ends.iter().map(|end| index_of(end)).collect::<Vec<_>>(), (1..=ends.len() as u64).collect::<Vec<_>>());
+        assert_eq!(&s.tail(stream).await, *ends.last().unwrap());
+        let total = s.bytes(stream).await.len() as u64;
+        for end in ends {
+            let bytes: u64 = end.split('_').nth(1).unwrap().parse().unwrap();
+            let (pages, _) = s.read_pages(stream, end).await;
+            assert_eq!(pages.concat().len() as u64, total - bytes, "read from {end}");
         }
     }
-    stored.sort();
-    assert_eq!(stored, acks, "what was acknowledged is what is stored, offset for offset");
-}
-
-/// The acks `walab load --http` printed: (stream, offset, producer, seq).
-fn ledger(stdout: &[u8]) -> Vec<(String, u64, String, u64)> {
-    String::from_utf8_lossy(stdout)
-        .lines()
-        .map(|line| {
-            let fields: Vec<&str> = line.split(' ').collect();
-            assert_eq!((fields.len(), fields[0]), (5, "ack"), "{line}");
-            (fields[1].to_string(), fields[2].parse().unwrap(), fields[3].to_string(), fields[4].parse().unwrap())
-        })
-        .collect()
 }
 
 #[tokio::test]
@@ -523,13 +419,12 @@ async fn a_crash_between_the_commit_and_the_wal_trim_loses_and_repeats_nothing()
     // The first block seals at about 500 records; the writers go on while it uploads.
     let flags = ["--block-bytes", "65536", "--block-ms", "2000", "--segment-bytes", "65536"];
     let mut server = start_with(dir.path(), &[&flags[..], &["--crash-at", "after-commit"]].concat());
-    // Every writer is a producer, so every stored record names its (producer, seq).
+    // Every writer is a producer on a JSON stream.
     let load = Command::new(env!("CARGO_BIN_EXE_walab"))
         .args(["load", "--http", &server.base, "--writers", "8", "--seconds", "60", "--streams", "3", "--producers", "8"])
-        .args(["--run-id", "c"])
+        .args(["--run-id", "c", "--content", "json"])
         .output()
         .expect("walab load runs");
-    // The load stops at its first failed request, once the server is gone.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     let exit = loop {
         if let Some(exit) = server.child.try_wait().expect("the server's status") {
@@ -546,53 +441,33 @@ async fn a_crash_between_the_commit_and_the_wal_trim_loses_and_repeats_nothing()
     assert!(files_in(&dir.path().join("default/0")).contains(&"wal-00000000000000000001.log".to_string()));
 
     let server = start_with(dir.path(), &flags);
-    let client = reqwest::Client::new();
-    let streams = ["c-0", "c-1", "c-2"];
-    let mut committed_total = 0;
-    let mut stored: Vec<(String, u64, String, u64)> = Vec::new();
-    let mut last_of: std::collections::BTreeMap<String, (String, u64, u64)> = Default::default();
-    for stream in streams {
-        committed_total += committed(&client, &server, stream).await;
-        let mut from = 0;
-        loop {
-            let (status, page) = get(&client, &server.url(&format!("/streams/{stream}/records?from={from}"))).await;
-            assert_eq!(status, 200, "{page}");
-            for record in page["records"].as_array().unwrap() {
-                let offset = record["offset"].as_u64().unwrap();
-                let producer = record["producer"].as_str().expect("every record has a producer").to_string();
-                let seq = record["seq"].as_u64().unwrap();
-                assert_eq!(offset, stored.iter().filter(|r| r.0 == stream).count() as u64, "offsets follow without a gap");
-                last_of.insert(producer.clone(), (stream.to_string(), seq, offset));
-                stored.push((stream.to_string(), offset, producer, seq));
-            }
-            from = page["next"].as_u64().unwrap();
-            if from == page["end"].as_u64().unwrap() {
-                break;
-            }
-        }
+    let s = Streams::of(&server);
+    let mut committed = 0;
+    for stream in ["c-0", "c-1", "c-2"] {
+        committed += index_of(&s.committed(stream).await);
+        // Exactly once: each acknowledged request's end is a record's end; the records
+        // are as many as the requests that were acknowledged or in flight.
+        let tail = index_of(&s.tail(stream).await);
+        let acked: Vec<u64> = acks.iter().filter(|ack| ack.0 == stream).map(|ack| index_of(&ack.1)).collect();
+        let mut sorted = acked.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), acked.len(), "{stream}: two acks at one end");
+        assert!(sorted.last().is_none_or(|&last| last <= tail), "{stream}: an ack past the tail {tail}");
+        assert!(tail <= acked.len() as u64 + 8, "{stream}: {tail} records for {} acks and at most 8 in flight", acked.len());
+        assert_eq!(s.messages(stream).await.len() as u64, tail);
     }
-    assert!(committed_total > 0, "the commit before the crash counts after the restart");
-    // Exactly once: each producer's seqs are 0, 1, 2, ... in offset order, none twice.
-    for producer in last_of.keys() {
-        let seqs: Vec<u64> = stored.iter().filter(|r| &r.2 == producer).map(|r| r.3).collect();
-        assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>(), "producer {producer}'s seqs");
-    }
-    // Every acknowledged record is there, at the offset it was acknowledged with.
-    for ack in &acks {
-        assert!(stored.contains(ack), "acknowledged {ack:?} is not stored at its offset");
-    }
-    // Dedup survives: each producer's last stored seq is a duplicate at its offset, an
-    // earlier one a gap, and the next one gets the stream's next offset.
-    for (producer, (stream, seq, offset)) in &last_of {
-        let records = server.url(&format!("/streams/{stream}/records"));
-        let (status, body) = post(&client, &records, b"retry", Some((producer, 1, *seq))).await;
-        assert_eq!((status, body), (200, serde_json::json!({"offset": offset, "duplicate": true})), "{producer} seq {seq}");
-        if *seq > 0 {
-            let (status, body) = post(&client, &records, b"old", Some((producer, 1, seq - 1))).await;
-            assert_eq!((status, body["expected_seq"].as_u64()), (409, Some(seq + 1)), "{body}");
-        }
-        let end = get(&client, &server.url(&format!("/streams/{stream}"))).await.1["end"].as_u64().unwrap();
-        let (status, body) = post(&client, &records, b"next", Some((producer, 1, seq + 1))).await;
-        assert_eq!((status, body), (200, serde_json::json!({"offset": end})), "{producer} seq {}", seq + 1);
+    assert!(committed > 0, "the commit before the crash counts after the restart");
+    // Dedup survives: each producer's last acknowledged seq is a duplicate, and the next
+    // one after the highest the server holds is fresh.
+    let producers: std::collections::BTreeSet<(String, String)> = acks.iter().map(|ack| (ack.0.clone(), ack.2.clone())).collect();
+    for (stream, producer) in producers {
+        let last: u64 = acks.iter().filter(|ack| ack.2 == producer).map(|ack| ack.3.parse::<u64>().unwrap()).max().unwrap();
+        let again = s.append(&stream, JSON, b"\"retry\"", Some((&producer, 0, last))).await;
+        assert_eq!(again.status, 204, "{producer} seq {last}: {}", again.text());
+        let held: u64 = again.header("producer-seq").unwrap().parse().unwrap();
+        assert!(held >= last, "{producer}: the server holds seq {held}, below the acknowledged {last}");
+        let next = s.append(&stream, JSON, b"\"next\"", Some((&producer, 0, held + 1))).await;
+        assert_eq!(next.status, 200, "{producer} seq {}: {}", held + 1, next.text());
     }
 }

@@ -94,7 +94,10 @@ async fn the_trace_feed_sends_a_header_then_the_wal_s_and_the_upload_s_events_in
     assert!(names[0].starts_with("file://"), "the WAL's file is named by its URL: {names:?}");
     assert!(header.events.is_empty());
 
-    // Appends on two streams, while the feed is read.
+    // Appends on two streams, while the feed is read (creating them writes no record).
+    for stream in ["a", "b"] {
+        assert_eq!(client.put(server.url(&format!("/v1/stream/{stream}"))).send().await.unwrap().status(), 201);
+    }
     let appends = 40u64;
     let poster = {
         let client = client.clone();
@@ -102,8 +105,14 @@ async fn the_trace_feed_sends_a_header_then_the_wal_s_and_the_upload_s_events_in
         tokio::spawn(async move {
             for i in 0..appends {
                 let stream = if i % 2 == 0 { "a" } else { "b" };
-                let response = client.post(format!("{base}/streams/{stream}/records")).body(vec![b'x'; 200]).send().await.unwrap();
-                assert_eq!(response.status(), 200);
+                let response = client
+                    .post(format!("{base}/v1/stream/{stream}"))
+                    .header("content-type", "application/octet-stream")
+                    .body(vec![b'x'; 200])
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(response.status(), 204);
             }
         })
     };
@@ -167,12 +176,15 @@ async fn a_listener_that_connects_late_gets_events_from_then_on() {
     let dir = tempfile::tempdir().unwrap();
     let server = start(dir.path(), &["--block-ms", "3600000"]);
     let client = reqwest::Client::new();
+    let stream = server.url("/v1/stream/s");
+    assert_eq!(client.put(&stream).send().await.unwrap().status(), 201);
+    let append = |body: &'static str| client.post(&stream).header("content-type", "application/octet-stream").body(body).send();
     for _ in 0..3 {
-        assert_eq!(client.post(server.url("/streams/s/records")).body("early").send().await.unwrap().status(), 200);
+        assert_eq!(append("early").await.unwrap().status(), 204);
     }
     let mut feed = EventStream::open(&client, &server.url("/trace")).await;
     assert_eq!(feed.next().await.name, "header");
-    assert_eq!(client.post(server.url("/streams/s/records")).body("late").send().await.unwrap().status(), 200);
+    assert_eq!(append("late").await.unwrap().status(), 204);
     let first = feed.event().await;
     assert_eq!(first.event, Event::Arrive { write: 4 }, "the fourth append is the first the feed shows");
 }
@@ -200,10 +212,12 @@ async fn the_page_is_served_at_the_root_beside_the_api() {
     assert_eq!(text(server.url("/index.html")).await, (200, marked));
     assert_eq!(text(server.url("/app.js")).await, (200, "console.log(1)".to_string()));
     // The API's routes are not shadowed by the files.
-    assert_eq!(client.post(server.url("/streams/s/records")).body("v").send().await.unwrap().status(), 200);
-    let (status, streams) = text(server.url("/streams")).await;
+    let stream = server.url("/v1/stream/s");
+    assert_eq!(client.put(&stream).header("content-type", "text/plain").body("v").send().await.unwrap().status(), 201);
+    assert_eq!(text(stream).await, (200, "v".to_string()));
+    let (status, stats) = text(server.url("/stats")).await;
     assert_eq!(status, 200);
-    assert!(streams.contains("\"stream\":\"s\""), "{streams}");
+    assert!(stats.contains("\"streams\":1"), "{stats}");
     let (status, missing) = text(server.url("/no-such-file.js")).await;
     assert_eq!(status, 404);
     assert!(missing.contains("no such route or page file"), "{missing}");

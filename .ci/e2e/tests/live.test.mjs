@@ -51,10 +51,24 @@ after(async () => {
   if (walDir) fs.rmSync(walDir, { recursive: true, force: true });
 });
 
+// Three streams (created once: a create with no body writes no WAL record), appended to
+// in turn with the Durable Streams protocol.
+let created = false;
 async function append(count) {
+  if (!created) {
+    for (let s = 0; s < 3; s++) {
+      const response = await fetch(`${base}/v1/stream/s${s}`, { method: 'PUT' });
+      assert.equal(response.status, 201);
+    }
+    created = true;
+  }
   for (let i = 0; i < count; i++) {
-    const response = await fetch(`${base}/streams/s${i % 3}/records`, { method: 'POST', body: 'x'.repeat(300) });
-    assert.equal(response.status, 200);
+    const response = await fetch(`${base}/v1/stream/s${i % 3}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/octet-stream' },
+      body: 'x'.repeat(300),
+    });
+    assert.equal(response.status, 204);
   }
 }
 

@@ -1,55 +1,76 @@
-//! One stream's log cache: its records in offset order, what is assigned and what is
-//! durable.
+//! One stream's log cache: its records above the committed end, what is assigned and
+//! what is durable.
 //!
-//! A record enters the cache when it is submitted to the WAL, with its offset already
+//! A record enters the cache when it is submitted to the WAL, with its place already
 //! fixed, and becomes readable only once the WAL has acknowledged it. Three positions
-//! describe a stream, and they only grow:
+//! describe a stream's cache, and they only grow:
 //!
 //! ```text
-//!  start            durable_end          end
-//!    |  readable       |  in the WAL,      |  next offset to assign
+//!  start            durable              end
+//!    |  readable       |  in the WAL,      |  next position to assign
 //!    |  records        |  not acknowledged |
 //! ```
 //!
-//! Acknowledgements come in WAL order, and one stream's records enter the WAL in offset
-//! order (both under the stream's lock), so when the record at offset `o` is acknowledged
-//! every record below `o` is durable too: [`StreamLog::mark_durable`] takes the largest
-//! end it has been told, whatever order the acknowledged tasks run in.
+//! Acknowledgements come in WAL order, and one stream's records enter the WAL in index
+//! order (both under the stream's lock), so when a record is acknowledged every record
+//! before it is durable too: [`StreamLog::mark_durable`] takes the largest position it
+//! has been told, whatever order the acknowledged requests' tasks run in.
+//!
+//! A close-only request takes no index: it sits after the last record as
+//! [`StreamLog::close`] until it is committed with the records before it.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
+use super::offset::Offset;
 use super::record::ProducerStamp;
-
-/// The most records one read returns.
-pub const READ_RECORDS_MAX: usize = 1000;
 
 /// One record in the cache.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CachedRecord {
-    pub offset: u64,
+    /// Its position: its index and the bytes before it.
+    pub start: Offset,
+    pub body: Arc<[u8]>,
     pub producer: Option<ProducerStamp>,
-    pub value: Vec<u8>,
-    /// The WAL's seq of the record holding it (what trimming the WAL is counted in),
-    /// known once the WAL has acknowledged it; 0 before.
+    pub stream_seq: Option<String>,
+    /// The stream closes after this record.
+    pub closes: bool,
+    /// The WAL seq of the record's first fragment (what trimming the WAL is counted in).
     pub wal_seq: u64,
+}
+
+impl CachedRecord {
+    /// The position after it.
+    pub fn end(&self) -> Offset {
+        Offset { index: self.start.index + 1, bytes: self.start.bytes + self.body.len() as u64 }
+    }
+}
+
+/// A close-only request after the last cached record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CachedClose {
+    pub producer: Option<ProducerStamp>,
+    pub wal_seq: u64,
+    pub durable: bool,
 }
 
 /// Why a read was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReadError {
     /// `from` is past the durable end.
-    PastEnd { from: u64, durable_end: u64 },
+    PastEnd { from: Offset, durable: Offset },
     /// `from` is below what the cache holds (older records are elsewhere).
-    BelowCache { from: u64, start: u64 },
+    BelowCache { from: Offset, start: Offset },
+    /// `from`'s index is a record's, but its bytes are not where that record starts.
+    NotABoundary { from: Offset },
 }
 
 impl core::fmt::Display for ReadError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
-            ReadError::PastEnd { from, durable_end } => {
-                write!(f, "from {from} is past the stream's end {durable_end}")
-            }
-            ReadError::BelowCache { from, start } => write!(f, "from {from} is below the log cache's start {start}"),
+            ReadError::PastEnd { from, durable } => write!(f, "offset {from} is past the stream's end {durable}"),
+            ReadError::BelowCache { from, start } => write!(f, "offset {from} is below the log cache's start {start}"),
+            ReadError::NotABoundary { from } => write!(f, "offset {from} is not where a record starts"),
         }
     }
 }
@@ -57,85 +78,138 @@ impl core::fmt::Display for ReadError {
 /// One stream's cached records.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct StreamLog {
-    start: u64,
+    start: Offset,
     records: VecDeque<CachedRecord>,
-    durable_end: u64,
+    durable: Offset,
+    close: Option<CachedClose>,
 }
 
 impl StreamLog {
-    /// An empty cache whose first record will get offset `start`, all below durable.
-    pub fn starting_at(start: u64) -> StreamLog {
-        StreamLog { start, records: VecDeque::new(), durable_end: start }
+    /// An empty cache whose first record will be at `start`, all before it durable.
+    pub fn starting_at(start: Offset) -> StreamLog {
+        StreamLog { start, records: VecDeque::new(), durable: start, close: None }
     }
 
-    /// The offset of the oldest cached record.
-    pub fn start(&self) -> u64 {
+    /// The position of the oldest cached record.
+    pub fn start(&self) -> Offset {
         self.start
     }
 
-    /// The next offset to assign.
-    pub fn end(&self) -> u64 {
-        self.start + self.records.len() as u64
+    /// The next position to assign.
+    pub fn end(&self) -> Offset {
+        self.records.back().map_or(self.start, CachedRecord::end)
     }
 
-    /// Everything below is durable.
-    pub fn durable_end(&self) -> u64 {
-        self.durable_end
+    /// Everything before is durable.
+    pub fn durable(&self) -> Offset {
+        self.durable
     }
 
-    /// Adds the next record; its offset must be [`StreamLog::end`].
+    /// Records cached.
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty() && self.close.is_none()
+    }
+
+    /// Adds the next record; its position must be [`StreamLog::end`].
     pub fn push(&mut self, record: CachedRecord) {
-        assert_eq!(record.offset, self.end(), "offsets have no gaps");
+        assert_eq!(record.start, self.end(), "records have no gaps");
+        assert!(self.close.is_none(), "nothing follows a close");
         self.records.push_back(record);
     }
 
-    /// The WAL acknowledged the record at `offset` as its record `wal_seq`, and with it
-    /// every record of this stream below.
-    pub fn mark_durable(&mut self, offset: u64, wal_seq: u64) {
-        assert!(offset < self.end(), "only submitted records become durable");
-        if offset >= self.start {
-            self.records[(offset - self.start) as usize].wal_seq = wal_seq;
-        }
-        self.durable_end = self.durable_end.max(offset + 1);
+    /// Adds a close-only request after the last record.
+    pub fn push_close(&mut self, close: CachedClose) {
+        assert!(self.close.is_none(), "a stream closes once");
+        self.close = Some(close);
     }
 
-    /// The oldest cached record.
-    pub fn first(&self) -> Option<&CachedRecord> {
-        self.records.front()
+    /// The close-only request after the last record, if one was submitted.
+    pub fn close(&self) -> Option<&CachedClose> {
+        self.close.as_ref()
     }
 
-    /// Forgets the records below `offset` (they are committed elsewhere); returns the
-    /// bytes they held as the upload counts them (value + 32 each).
-    pub fn drop_below(&mut self, offset: u64) -> usize {
-        assert!(offset <= self.durable_end, "only durable records are dropped");
+    /// The WAL acknowledged everything up to `through` (a record's end).
+    pub fn mark_durable(&mut self, through: Offset) {
+        assert!(through <= self.end(), "only submitted records become durable");
+        self.durable = self.durable.max(through);
+    }
+
+    /// The WAL acknowledged the close-only request.
+    pub fn mark_close_durable(&mut self) {
+        let close = self.close.as_mut().expect("a close was submitted");
+        close.durable = true;
+    }
+
+    /// The WAL seq of the oldest cached request.
+    pub fn first_wal_seq(&self) -> Option<u64> {
+        self.records.front().map(|record| record.wal_seq).or(self.close.as_ref().map(|close| close.wal_seq))
+    }
+
+    /// Forgets the records before `end` (committed elsewhere), and the close-only request
+    /// too when `with_close`; returns how many records they were and the body bytes they
+    /// held.
+    pub fn drop_below(&mut self, end: Offset, with_close: bool) -> (usize, usize) {
+        assert!(end <= self.durable, "only durable records are dropped");
         let mut bytes = 0;
-        while self.start < offset {
+        let mut records = 0;
+        while self.start < end {
             let record = self.records.pop_front().expect("records up to the durable end are cached");
-            bytes += record.value.len() + 32;
-            self.start += 1;
+            bytes += record.body.len();
+            records += 1;
+            self.start = record.end();
         }
-        bytes
+        assert_eq!(self.start, end, "a commit ends where a record ends");
+        if with_close {
+            assert!(self.records.is_empty(), "a close follows the last record");
+            self.close = None;
+        }
+        (records, bytes)
     }
 
-    /// Every durable record from offset `from` (at least [`StreamLog::start`]), with no
-    /// read bound: what the upload seals, which bounds its block by bytes itself.
-    pub fn durable_from(&self, from: u64) -> impl Iterator<Item = &CachedRecord> {
-        let skip = from.saturating_sub(self.start) as usize;
-        let durable = (self.durable_end - self.start) as usize;
-        self.records.range(skip.min(durable)..durable)
+    /// Every durable record from the start: what the upload seals, which bounds its block
+    /// by bytes itself.
+    pub fn durable_records(&self) -> impl Iterator<Item = &CachedRecord> {
+        let count = (self.durable.index - self.start.index) as usize;
+        self.records.range(..count)
     }
 
-    /// Up to `max` durable records from offset `from` (at most [`READ_RECORDS_MAX`]).
-    pub fn read(&self, from: u64, max: usize) -> Result<impl Iterator<Item = &CachedRecord>, ReadError> {
-        if from > self.durable_end {
-            return Err(ReadError::PastEnd { from, durable_end: self.durable_end });
+    /// The durable records from `from`, until they hold at least `bytes_max` bytes (at
+    /// least one record when there is one).
+    pub fn read(&self, from: Offset, bytes_max: usize) -> Result<Vec<CachedRecord>, ReadError> {
+        if from.index > self.durable.index {
+            return Err(ReadError::PastEnd { from, durable: self.durable });
         }
-        if from < self.start {
+        if from.index < self.start.index {
             return Err(ReadError::BelowCache { from, start: self.start });
         }
-        let skip = (from - self.start) as usize;
-        let count = (self.durable_end - from).min(max.min(READ_RECORDS_MAX) as u64) as usize;
-        Ok(self.records.range(skip..skip + count))
+        let skip = (from.index - self.start.index) as usize;
+        let expected = self.records.get(skip).map_or(self.end(), |record| record.start);
+        if expected != from {
+            return Err(ReadError::NotABoundary { from });
+        }
+        let durable = (self.durable.index - self.start.index) as usize;
+        let mut out = Vec::new();
+        let mut bytes = 0;
+        for record in self.records.range(skip..durable) {
+            if bytes >= bytes_max && !out.is_empty() {
+                break;
+            }
+            bytes += record.body.len();
+            out.push(record.clone());
+        }
+        Ok(out)
+    }
+
+    /// The durable record at `index` (for a fork's sub-offset).
+    pub fn record_at(&self, index: u64) -> Option<&CachedRecord> {
+        if index < self.start.index || index >= self.durable.index {
+            return None;
+        }
+        self.records.get((index - self.start.index) as usize)
     }
 }
 
@@ -143,45 +217,62 @@ impl StreamLog {
 mod tests {
     use super::*;
 
-    fn record(offset: u64) -> CachedRecord {
-        CachedRecord { offset, producer: None, value: vec![offset as u8], wal_seq: 0 }
+    fn record(start: Offset, body: &[u8]) -> CachedRecord {
+        CachedRecord { start, body: body.into(), producer: None, stream_seq: None, closes: false, wal_seq: start.index + 100 }
     }
 
-    fn offsets<'a>(records: impl Iterator<Item = &'a CachedRecord>) -> Vec<u64> {
-        records.map(|r| r.offset).collect()
+    fn indexes(records: &[CachedRecord]) -> Vec<u64> {
+        records.iter().map(|r| r.start.index).collect()
     }
 
     #[test]
     fn only_durable_records_are_read_whatever_order_the_acks_run_in() {
-        let mut log = StreamLog::starting_at(10);
-        for offset in 10..15 {
-            log.push(record(offset));
+        let mut log = StreamLog::starting_at(Offset::new(10, 50));
+        let mut at = log.end();
+        for body in [&b"a"[..], b"bb", b"ccc", b"dddd", b"e"] {
+            let next = record(at, body);
+            at = next.end();
+            log.push(next);
         }
-        assert_eq!(offsets(log.read(10, 100).unwrap()), Vec::<u64>::new());
-        log.mark_durable(13, 113); // offset 13's answer ran first
-        log.mark_durable(11, 111); // offset 11's later
-        assert_eq!(log.durable_end(), 14);
-        assert_eq!(offsets(log.read(10, 100).unwrap()), vec![10, 11, 12, 13]);
-        assert_eq!(offsets(log.read(12, 1).unwrap()), vec![12]);
-        assert_eq!(offsets(log.read(14, 5).unwrap()), Vec::<u64>::new());
-        assert_eq!(log.read(15, 5).err(), Some(ReadError::PastEnd { from: 15, durable_end: 14 }));
-        assert_eq!(log.read(9, 5).err(), Some(ReadError::BelowCache { from: 9, start: 10 }));
-        assert_eq!(log.end(), 15);
-        let wal_seqs: Vec<u64> = log.read(10, 100).unwrap().map(|r| r.wal_seq).collect();
-        assert_eq!(wal_seqs, vec![0, 111, 0, 113]);
+        assert_eq!(log.end(), Offset::new(15, 61));
+        assert_eq!(indexes(&log.read(Offset::new(10, 50), 100).unwrap()), Vec::<u64>::new());
+        log.mark_durable(Offset::new(14, 60)); // the fourth record's answer ran first
+        log.mark_durable(Offset::new(12, 53)); // the second's later
+        assert_eq!(log.durable(), Offset::new(14, 60));
+        assert_eq!(indexes(&log.read(Offset::new(10, 50), 100).unwrap()), vec![10, 11, 12, 13]);
+        // A byte bound stops after the record that reaches it, never before the first.
+        assert_eq!(indexes(&log.read(Offset::new(11, 51), 1).unwrap()), vec![11]);
+        assert_eq!(indexes(&log.read(Offset::new(11, 51), 3).unwrap()), vec![11, 12]);
+        assert_eq!(indexes(&log.read(Offset::new(14, 60), 5).unwrap()), Vec::<u64>::new());
+        assert_eq!(log.read(Offset::new(15, 61), 5), Err(ReadError::PastEnd { from: Offset::new(15, 61), durable: Offset::new(14, 60) }));
+        assert_eq!(log.read(Offset::new(9, 40), 5), Err(ReadError::BelowCache { from: Offset::new(9, 40), start: Offset::new(10, 50) }));
+        assert_eq!(log.read(Offset::new(12, 54), 5), Err(ReadError::NotABoundary { from: Offset::new(12, 54) }));
+        assert_eq!(log.record_at(13).map(|r| &*r.body), Some(&b"dddd"[..]));
+        assert_eq!(log.record_at(14), None);
         // Committed records leave the cache; what is not durable stays.
-        assert_eq!(log.drop_below(12), 2 * (1 + 32));
-        assert_eq!((log.start(), log.first().map(|r| r.offset)), (12, Some(12)));
-        assert_eq!(log.read(11, 5).err(), Some(ReadError::BelowCache { from: 11, start: 12 }));
-        assert_eq!(offsets(log.read(12, 5).unwrap()), vec![12, 13]);
-        assert_eq!(offsets(log.durable_from(13)), vec![13]);
-        assert_eq!(offsets(log.durable_from(0)), vec![12, 13]);
+        assert_eq!(log.drop_below(Offset::new(12, 53), false), (2, 3));
+        assert_eq!((log.start(), log.first_wal_seq()), (Offset::new(12, 53), Some(112)));
+        assert_eq!(indexes(&log.durable_records().cloned().collect::<Vec<_>>()), vec![12, 13]);
     }
 
     #[test]
-    #[should_panic(expected = "offsets have no gaps")]
+    fn a_close_follows_the_last_record_and_leaves_with_it() {
+        let mut log = StreamLog::starting_at(Offset::START);
+        log.push(record(Offset::START, b"x"));
+        log.push_close(CachedClose { producer: None, wal_seq: 7, durable: false });
+        assert_eq!(log.end(), Offset::new(1, 1));
+        log.mark_durable(Offset::new(1, 1));
+        log.mark_close_durable();
+        assert!(log.close().unwrap().durable);
+        assert_eq!(log.drop_below(Offset::new(1, 1), true), (1, 1));
+        assert!(log.is_empty());
+        assert_eq!(log.first_wal_seq(), None);
+    }
+
+    #[test]
+    #[should_panic(expected = "records have no gaps")]
     fn a_gap_is_a_bug() {
-        let mut log = StreamLog::starting_at(0);
-        log.push(record(1));
+        let mut log = StreamLog::starting_at(Offset::START);
+        log.push(record(Offset::new(1, 0), b"x"));
     }
 }

@@ -1,79 +1,140 @@
-//! The metadata log's state machine: which objects exist, which offsets of which stream
-//! each one holds, how far every stream is committed, and the producers' state as of
-//! those ends.
+//! The metadata log's state machine: which streams exist (their names, content types,
+//! expiry, fork bases; whether they were deleted while forks still read them), how far
+//! each is committed to objects and with which producers, `Stream-Seq` and closure, and
+//! which objects hold which runs.
 //!
 //! The metadata is a log of [`MetaCommand`]s; the state is what applying them in order
-//! gives, so a restart replays the log and arrives at the same state. Two commands carry
-//! an upload:
+//! gives, so a restart replays the log and arrives at the same state.
 //!
-//! 1. [`MetaCommand::Reserve`] takes object ids before anything is uploaded. An upload that
-//!    crashes leaves an object under a reserved id that no commit names: an orphan, which
-//!    the next start deletes and expires ([`MetaCommand::Expire`]). Ids are never reused.
-//! 2. [`MetaCommand::Commit`] registers the uploaded objects and advances the committed end
-//!    of every stream in them at once: one command, so a reader sees all of it or none.
-//!    It also carries the producers' state at those ends, so a retried seq is still
-//!    recognised once the WAL records that held it are trimmed.
+//! # Streams
 //!
-//! A commit is checked whole before any of it applies: its ids must be reserved and not
-//! committed, and each stream's runs must start exactly at its committed end and follow
-//! one another, so the objects of a stream tile its offsets from 0 with no gap or overlap.
+//! [`MetaCommand::Create`] gives a stream its number and configuration (numbers are
+//! handed out by the server in order and never reused, though concurrent creations may
+//! finish out of order); a `PUT` is
+//! answered once it is durable (the stream's initial records, if any, went to the WAL
+//! first, under the same number, so a crash between the two leaves records of a number
+//! nothing names, which recovery skips). [`MetaCommand::Delete`] removes a stream, or,
+//! while forks still inherit from it, marks it soft-deleted: its URL answers `410`, its
+//! name stays taken, its records stay for the forks. Removing the last fork of a
+//! soft-deleted source removes the source too, up the chain. A removed stream leaves
+//! nothing behind in the state: not its name, not its runs, not its producers.
+//!
+//! # Uploads
+//!
+//! [`MetaCommand::Reserve`] takes object ids before anything is uploaded. An upload that
+//! crashes leaves an object under a reserved id that no commit names: an orphan, which
+//! the next start deletes and expires ([`MetaCommand::Expire`]). Ids are never reused.
+//! [`MetaCommand::Commit`] registers the uploaded objects and advances the committed end
+//! of every stream in them at once: one command, so a reader sees all of it or none. It
+//! also carries each stream's producers, `Stream-Seq` and closure as of its new end, so
+//! a retried seq is still recognised once the WAL records that held it are trimmed. A
+//! run of a stream removed while its upload was in flight is dropped. An object no live
+//! run names any more (its streams were removed) is garbage: the uploader deletes it and
+//! [`MetaCommand::Forget`]s its id.
+//!
+//! A command is checked whole before any of it applies: a commit's ids must be reserved
+//! and not committed, and each stream's runs must start exactly at its committed end and
+//! follow one another, so the objects of a stream tile its records from its base (0, or
+//! a fork's offset) with no gap or overlap.
+//!
+//! # Belonging to one WAL
+//!
+//! [`MetaCommand::Bind`], the first command of a log, names the data WAL whose records
+//! the commits stand for. A server started on another WAL with the same metadata log is
+//! refused: its WAL's records would be skipped or taken for another stream's.
 //!
 //! # Compaction
 //!
-//! Left alone the log grows by two records per upload. [`MetaState::snapshot`] writes
-//! the whole state as [`MetaCommand::Snapshot`] parts (a state larger than one record
-//! takes several, written one after the other); once the last part is durable, every
-//! record before the first part may be trimmed. [`replay`] starts from the last complete
-//! snapshot in what the log holds and applies only the commands after it; a snapshot cut
-//! short by a crash is ignored (the records before it are still there, since nothing is
-//! trimmed until a snapshot is whole), and a log that no longer starts at its first
-//! record but holds no complete snapshot is refused: something trimmed it wrongly.
+//! [`MetaState::snapshot`] writes the whole state as [`MetaCommand::Snapshot`] parts (a
+//! state larger than one record takes several, written one after the other); once the
+//! last part is durable, every record before the first part may be trimmed. [`replay`]
+//! starts from the last complete snapshot in what the log holds and applies only the
+//! commands after it; a snapshot cut short by a crash is ignored (the records before it
+//! are still there, since nothing is trimmed until a snapshot is whole), and a log that
+//! no longer starts at its first record but holds no complete snapshot is refused:
+//! something trimmed it wrongly.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::bytes::{name_bytes, put_name, put_u32, put_u64, DecodeError, Reader};
+use super::bytes::{put_bytes16, put_bytes8, put_u32, put_u64, DecodeError, Reader};
+use super::expiry::Expiry;
+use super::offset::Offset;
 use super::producers::{ProducerState, ProducerTable};
+use super::record::ProducerStamp;
+use super::{check_producer_id, check_stream_name, NameError, StreamId};
 
 /// The most bytes one encoded command may take: it is one record of the metadata WAL
 /// (the tiny record's payload holds 65,535 bytes, with room for its own fields).
 pub const COMMAND_BYTES_MAX: usize = 60_000;
+/// The most bytes in a content type.
+pub const CONTENT_TYPE_BYTES_MAX: usize = 255;
 
-/// One run of one stream in one object: offsets `start..end`.
+/// One run of one stream in one object: records from `start` to `end`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct RunEntry {
-    pub stream: String,
-    pub start: u64,
-    pub end: u64,
+    pub stream: StreamId,
+    pub start: Offset,
+    pub end: Offset,
 }
 
 /// One uploaded object and the runs it holds.
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct ObjectEntry {
     pub id: u64,
     pub runs: Vec<RunEntry>,
 }
 
-/// A producer's state on one stream, as of the committed end.
+/// A stream as a commit leaves it: its committed end and what its records up to there
+/// say about producers, `Stream-Seq` and closure.
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub struct ProducerEntry {
-    pub stream: String,
-    pub producer: String,
-    pub state: ProducerState,
+pub struct StreamEnd {
+    pub stream: StreamId,
+    pub end: Offset,
+    pub closed: bool,
+    /// The producer request that closed the stream, for recognising its retry.
+    pub closed_by: Option<ProducerStamp>,
+    /// The last `Stream-Seq`, if a committed record carried one.
+    pub stream_seq: Option<String>,
+    /// The producers whose state the committed records changed.
+    pub producers: Vec<(String, ProducerState)>,
+}
+
+/// Where a fork branches off its source: it inherits the source's records before `at`,
+/// and, with a sub-offset, a prefix of the record at `at` (copied into the fork's first
+/// record).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ForkBase {
+    pub source: StreamId,
+    pub at: Offset,
+    pub sub_offset: u64,
+}
+
+/// What a stream is created with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StreamConfig {
+    pub name: String,
+    pub content_type: String,
+    pub expiry: Expiry,
+    pub fork: Option<ForkBase>,
 }
 
 /// One entry of the metadata log.
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum MetaCommand {
+    /// This log belongs to the data WAL named `wal`.
+    Bind { wal: String },
     /// Object ids `first..first + count` are taken.
     Reserve { first: u64, count: u32 },
     /// These objects are in place: register them and advance their streams' ends.
-    Commit { objects: Vec<ObjectEntry>, producers: Vec<ProducerEntry> },
+    Commit { objects: Vec<ObjectEntry>, ends: Vec<StreamEnd> },
     /// These reserved ids were never committed; their objects (if any) are deleted.
     Expire { ids: Vec<u64> },
+    /// A new stream.
+    Create { id: StreamId, config: StreamConfig },
+    /// A stream is deleted (by a client or by its expiry).
+    Delete { id: StreamId },
+    /// These objects held only runs of removed streams and are deleted.
+    Forget { ids: Vec<u64> },
     /// Part `part` (from 0) of `parts` of the state's encoding: the whole state as of
     /// this point of the log, once every part is there. Changes nothing when applied.
     Snapshot { part: u32, parts: u32, bytes: Vec<u8> },
@@ -82,98 +143,156 @@ pub enum MetaCommand {
 /// Why a command does not apply.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum MetaError {
+    /// The log belongs to another data WAL.
+    OtherWal { bound: String, wal: String },
     /// A reservation that does not start at the next free id.
     ReserveOutOfOrder { first: u64, next: u64 },
     /// An id that is not reserved (or is committed already).
     NotReserved { id: u64 },
+    /// An object id that is not garbage.
+    NotGarbage { id: u64 },
     /// A run that does not start at its stream's committed end.
-    RunNotAtEnd { stream: String, start: u64, committed: u64 },
+    RunNotAtEnd { stream: StreamId, start: Offset, committed: Offset },
     /// A run with no records.
-    EmptyRun { stream: String },
+    EmptyRun { stream: StreamId },
+    /// A stream end that is not where the commit leaves the stream.
+    EndNotAtCommit { stream: StreamId, end: Offset, committed: Offset },
+    /// A stream number a stream has.
+    StreamIdTaken { id: StreamId },
+    /// A name that a stream (live or soft-deleted) has.
+    NameTaken { name: String },
+    /// A fork of a stream that does not exist or is deleted.
+    NoSource { source: StreamId },
+    /// A delete of a stream that does not exist or is deleted already.
+    NoStream { id: StreamId },
 }
 
 impl core::fmt::Display for MetaError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
+            MetaError::OtherWal { bound, wal } => {
+                write!(f, "this metadata log belongs to the WAL {bound}, not to {wal}")
+            }
             MetaError::ReserveOutOfOrder { first, next } => write!(f, "reservation at id {first}, the next free id is {next}"),
             MetaError::NotReserved { id } => write!(f, "object id {id} is not reserved"),
+            MetaError::NotGarbage { id } => write!(f, "object {id} is not garbage"),
             MetaError::RunNotAtEnd { stream, start, committed } => {
-                write!(f, "stream {stream}: a run at offset {start}, its committed end is {committed}")
+                write!(f, "stream {stream}: a run at {start}, its committed end is {committed}")
             }
             MetaError::EmptyRun { stream } => write!(f, "stream {stream}: an empty run"),
+            MetaError::EndNotAtCommit { stream, end, committed } => {
+                write!(f, "stream {stream}: an end at {end}, the commit leaves it at {committed}")
+            }
+            MetaError::StreamIdTaken { id } => write!(f, "stream number {id} is taken"),
+            MetaError::NameTaken { name } => write!(f, "a stream named {name:?} exists"),
+            MetaError::NoSource { source } => write!(f, "fork source stream {source} does not exist or is deleted"),
+            MetaError::NoStream { id } => write!(f, "stream {id} does not exist or is deleted"),
         }
     }
 }
 
 /// What the metadata says about one stream.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StreamMeta {
-    /// Offsets below are in committed objects.
-    pub committed: u64,
-    /// `(start, end, object id)` by start: they tile `0..committed`.
-    pub runs: Vec<(u64, u64, u64)>,
+    pub config: StreamConfig,
+    /// Deleted while forks inherit from it.
+    pub soft_deleted: bool,
+    /// Streams (live or soft-deleted) forked from this one.
+    pub forks: u32,
+    /// Records before this are in committed objects (or, below a fork's base, in its
+    /// source).
+    pub committed: Offset,
+    /// `(start, end, object id)` by start: they tile the stream from its base to
+    /// `committed`.
+    pub runs: Vec<(Offset, Offset, u64)>,
+    pub closed: bool,
+    pub closed_by: Option<ProducerStamp>,
+    pub stream_seq: Option<String>,
+    pub producers: ProducerTable,
+}
+
+impl StreamMeta {
+    fn new(config: StreamConfig) -> StreamMeta {
+        let committed = config.fork.map_or(Offset::START, |fork| fork.at);
+        StreamMeta {
+            config,
+            soft_deleted: false,
+            forks: 0,
+            committed,
+            runs: Vec::new(),
+            closed: false,
+            closed_by: None,
+            stream_seq: None,
+            producers: ProducerTable::default(),
+        }
+    }
+
+    /// Where the stream's own records start: 0, or a fork's offset.
+    pub fn base(&self) -> Offset {
+        self.config.fork.map_or(Offset::START, |fork| fork.at)
+    }
+
+    /// The run holding record `index`: `(start, end, object id)`.
+    pub fn run_holding(&self, index: u64) -> Option<(Offset, Offset, u64)> {
+        let at = self.runs.partition_point(|&(_, end, _)| end.index <= index);
+        self.runs.get(at).copied().filter(|&(start, _, _)| start.index <= index)
+    }
+}
+
+/// What applying a command did to streams, for the server to mirror.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Applied {
+    /// Streams that are gone (a delete, and every soft-deleted source it freed).
+    pub removed: Vec<StreamId>,
+    /// A stream that is now soft-deleted.
+    pub soft_deleted: Option<StreamId>,
 }
 
 /// The state the metadata log gives.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MetaState {
-    next_id: u64,
+    wal: Option<String>,
+    next_object_id: u64,
     reserved: BTreeSet<u64>,
-    objects: BTreeSet<u64>,
-    streams: BTreeMap<String, StreamMeta>,
-    producers: BTreeMap<String, ProducerTable>,
+    /// Committed objects and how many live runs each holds.
+    objects: BTreeMap<u64, u32>,
+    next_stream_id: u64,
+    streams: BTreeMap<StreamId, StreamMeta>,
+    names: BTreeMap<String, StreamId>,
 }
 
 impl MetaState {
     /// The command that reserves the next `count` ids.
     pub fn reserve(&self, count: u32) -> MetaCommand {
-        MetaCommand::Reserve { first: self.next_id, count }
+        MetaCommand::Reserve { first: self.next_object_id, count }
+    }
+
+    /// The data WAL this log belongs to, once bound.
+    pub fn wal(&self) -> Option<&str> {
+        self.wal.as_deref()
+    }
+
+    /// The lowest stream number not given yet.
+    pub fn next_stream_id(&self) -> u64 {
+        self.next_stream_id
     }
 
     /// Applies one command, or changes nothing and says why not.
-    pub fn apply(&mut self, command: &MetaCommand) -> Result<(), MetaError> {
+    pub fn apply(&mut self, command: &MetaCommand) -> Result<Applied, MetaError> {
+        let mut applied = Applied::default();
         match command {
+            MetaCommand::Bind { wal } => match &self.wal {
+                Some(bound) if bound != wal => return Err(MetaError::OtherWal { bound: bound.clone(), wal: wal.clone() }),
+                _ => self.wal = Some(wal.clone()),
+            },
             MetaCommand::Reserve { first, count } => {
-                if *first != self.next_id {
-                    return Err(MetaError::ReserveOutOfOrder { first: *first, next: self.next_id });
+                if *first != self.next_object_id {
+                    return Err(MetaError::ReserveOutOfOrder { first: *first, next: self.next_object_id });
                 }
                 self.reserved.extend(*first..*first + u64::from(*count));
-                self.next_id = first + u64::from(*count);
+                self.next_object_id = first + u64::from(*count);
             }
-            MetaCommand::Commit { objects, producers } => {
-                let mut ends: BTreeMap<&str, u64> = BTreeMap::new();
-                for object in objects {
-                    if !self.reserved.contains(&object.id) || objects.iter().filter(|o| o.id == object.id).count() > 1 {
-                        return Err(MetaError::NotReserved { id: object.id });
-                    }
-                    for run in &object.runs {
-                        let committed = *ends.entry(&run.stream).or_insert_with(|| self.committed(&run.stream));
-                        if run.start != committed {
-                            return Err(MetaError::RunNotAtEnd { stream: run.stream.clone(), start: run.start, committed });
-                        }
-                        if run.end <= run.start {
-                            return Err(MetaError::EmptyRun { stream: run.stream.clone() });
-                        }
-                        ends.insert(&run.stream, run.end);
-                    }
-                }
-                for object in objects {
-                    self.reserved.remove(&object.id);
-                    self.objects.insert(object.id);
-                    for run in &object.runs {
-                        let stream = self.streams.entry(run.stream.clone()).or_default();
-                        stream.runs.push((run.start, run.end, object.id));
-                        stream.committed = run.end;
-                    }
-                }
-                for entry in producers {
-                    let table = self.producers.entry(entry.stream.clone()).or_default();
-                    let known = table.get(&entry.producer).copied();
-                    if known.is_none_or(|known| known.last_offset < entry.state.last_offset) {
-                        table.restore(&entry.producer, entry.state);
-                    }
-                }
-            }
+            MetaCommand::Commit { objects, ends } => self.commit(objects, ends)?,
             MetaCommand::Expire { ids } => {
                 if let Some(&id) = ids.iter().find(|id| !self.reserved.contains(id)) {
                     return Err(MetaError::NotReserved { id });
@@ -182,9 +301,126 @@ impl MetaState {
                     self.reserved.remove(id);
                 }
             }
+            MetaCommand::Create { id, config } => {
+                // Numbers are handed out in order but creations finish in any order: a
+                // number below the next one is new as long as no stream has it.
+                if self.streams.contains_key(id) {
+                    return Err(MetaError::StreamIdTaken { id: *id });
+                }
+                if self.names.contains_key(&config.name) {
+                    return Err(MetaError::NameTaken { name: config.name.clone() });
+                }
+                if let Some(fork) = &config.fork {
+                    match self.streams.get_mut(&fork.source) {
+                        Some(source) if !source.soft_deleted => source.forks += 1,
+                        _ => return Err(MetaError::NoSource { source: fork.source }),
+                    }
+                }
+                self.next_stream_id = self.next_stream_id.max(id.0 + 1);
+                self.names.insert(config.name.clone(), *id);
+                self.streams.insert(*id, StreamMeta::new(config.clone()));
+            }
+            MetaCommand::Delete { id } => {
+                let stream = match self.streams.get_mut(id) {
+                    Some(stream) if !stream.soft_deleted => stream,
+                    _ => return Err(MetaError::NoStream { id: *id }),
+                };
+                if stream.forks > 0 {
+                    stream.soft_deleted = true;
+                    applied.soft_deleted = Some(*id);
+                } else {
+                    self.remove(*id, &mut applied.removed);
+                }
+            }
+            MetaCommand::Forget { ids } => {
+                if let Some(&id) = ids.iter().find(|id| self.objects.get(id) != Some(&0)) {
+                    return Err(MetaError::NotGarbage { id });
+                }
+                for id in ids {
+                    self.objects.remove(id);
+                }
+            }
             MetaCommand::Snapshot { .. } => {}
         }
+        Ok(applied)
+    }
+
+    fn commit(&mut self, objects: &[ObjectEntry], ends: &[StreamEnd]) -> Result<(), MetaError> {
+        // Check everything first: where each stream's runs leave it.
+        let mut committed: BTreeMap<StreamId, Offset> = BTreeMap::new();
+        for object in objects {
+            if !self.reserved.contains(&object.id) || objects.iter().filter(|o| o.id == object.id).count() > 1 {
+                return Err(MetaError::NotReserved { id: object.id });
+            }
+            for run in &object.runs {
+                let Some(stream) = self.streams.get(&run.stream) else { continue };
+                let end = *committed.entry(run.stream).or_insert(stream.committed);
+                if run.start != end {
+                    return Err(MetaError::RunNotAtEnd { stream: run.stream, start: run.start, committed: end });
+                }
+                if run.end.index <= run.start.index || run.end.bytes < run.start.bytes {
+                    return Err(MetaError::EmptyRun { stream: run.stream });
+                }
+                committed.insert(run.stream, run.end);
+            }
+        }
+        for end in ends {
+            let Some(stream) = self.streams.get(&end.stream) else { continue };
+            let at = committed.get(&end.stream).copied().unwrap_or(stream.committed);
+            if end.end != at {
+                return Err(MetaError::EndNotAtCommit { stream: end.stream, end: end.end, committed: at });
+            }
+        }
+        for object in objects {
+            self.reserved.remove(&object.id);
+            let mut live = 0;
+            for run in &object.runs {
+                let Some(stream) = self.streams.get_mut(&run.stream) else { continue };
+                stream.runs.push((run.start, run.end, object.id));
+                stream.committed = run.end;
+                live += 1;
+            }
+            self.objects.insert(object.id, live);
+        }
+        for end in ends {
+            let Some(stream) = self.streams.get_mut(&end.stream) else { continue };
+            stream.closed |= end.closed;
+            if end.closed_by.is_some() {
+                stream.closed_by = end.closed_by.clone();
+            }
+            if end.stream_seq.is_some() {
+                stream.stream_seq = end.stream_seq.clone();
+            }
+            for (producer, state) in &end.producers {
+                stream.producers.restore(producer, *state);
+            }
+        }
         Ok(())
+    }
+
+    /// Removes stream `id`, and every soft-deleted source that was waiting only for it.
+    fn remove(&mut self, id: StreamId, removed: &mut Vec<StreamId>) {
+        let mut next = Some(id);
+        while let Some(id) = next.take() {
+            let Some(stream) = self.streams.remove(&id) else { break };
+            removed.push(id);
+            if self.names.get(&stream.config.name) == Some(&id) {
+                self.names.remove(&stream.config.name);
+            }
+            for &(_, _, object) in &stream.runs {
+                if let Some(live) = self.objects.get_mut(&object) {
+                    *live = live.saturating_sub(1);
+                }
+            }
+            if let Some(fork) = stream.config.fork {
+                if let Some(source) = self.streams.get_mut(&fork.source) {
+                    source.forks = source.forks.saturating_sub(1);
+                    if source.soft_deleted && source.forks == 0 {
+                        next = Some(fork.source);
+                    }
+                }
+            }
+        }
     }
 
     /// The state as [`MetaCommand::Snapshot`] parts, each at most [`SNAPSHOT_PART_BYTES`]
@@ -203,36 +439,35 @@ impl MetaState {
     /// The state's encoding: what the snapshot parts carry, cut in pieces.
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::new();
-        put_u64(&mut out, self.next_id);
+        put_option_text16(&mut out, self.wal.as_deref());
+        put_u64(&mut out, self.next_object_id);
         put_u32(&mut out, self.reserved.len() as u32);
         for id in &self.reserved {
             put_u64(&mut out, *id);
         }
         put_u32(&mut out, self.objects.len() as u32);
-        for id in &self.objects {
+        for id in self.objects.keys() {
             put_u64(&mut out, *id);
         }
+        put_u64(&mut out, self.next_stream_id);
         put_u32(&mut out, self.streams.len() as u32);
-        for (name, stream) in &self.streams {
-            put_name(&mut out, name);
-            put_u64(&mut out, stream.committed);
+        for (id, stream) in &self.streams {
+            put_u64(&mut out, id.0);
+            put_config(&mut out, &stream.config);
+            out.push(u8::from(stream.soft_deleted));
+            put_offset(&mut out, stream.committed);
             put_u32(&mut out, stream.runs.len() as u32);
-            for &(start, end, id) in &stream.runs {
-                put_u64(&mut out, start);
-                put_u64(&mut out, end);
-                put_u64(&mut out, id);
+            for &(start, end, object) in &stream.runs {
+                put_offset(&mut out, start);
+                put_offset(&mut out, end);
+                put_u64(&mut out, object);
             }
-        }
-        put_u32(&mut out, self.producers.len() as u32);
-        for (stream, table) in &self.producers {
-            put_name(&mut out, stream);
-            put_u32(&mut out, table.len() as u32);
-            for (producer, state) in table.iter() {
-                put_name(&mut out, producer);
+            put_tail(&mut out, stream.closed, stream.closed_by.as_ref(), stream.stream_seq.as_deref());
+            put_u32(&mut out, stream.producers.len() as u32);
+            for (producer, state) in stream.producers.iter() {
+                put_bytes8(&mut out, producer.as_bytes());
                 put_u64(&mut out, state.epoch);
-                put_u64(&mut out, state.first_seq);
                 put_u64(&mut out, state.last_seq);
-                put_u64(&mut out, state.last_offset);
             }
         }
         out
@@ -240,79 +475,94 @@ impl MetaState {
 
     /// Reads a state's encoding, and refuses one whose parts contradict each other (ids
     /// past the next free one, an id both reserved and committed, runs that do not tile
-    /// their stream from 0 or name an object that is not committed).
+    /// their stream from its base or name an object that is not committed, a name twice,
+    /// a fork of a stream that is not there).
     pub fn decode(bytes: &[u8]) -> Result<MetaState, DecodeError> {
         let mut reader = Reader { rest: bytes };
-        let mut state = MetaState { next_id: reader.u64()?, ..MetaState::default() };
+        let mut state = MetaState { wal: option_text16(&mut reader)?, next_object_id: reader.u64()?, ..MetaState::default() };
         for _ in 0..reader.count(8)? {
             state.reserved.insert(reader.u64()?);
         }
         for _ in 0..reader.count(8)? {
-            state.objects.insert(reader.u64()?);
+            state.objects.insert(reader.u64()?, 0);
         }
-        for _ in 0..reader.count(2 + 12)? {
-            let name = reader.name()?;
-            let committed = reader.u64()?;
+        state.next_stream_id = reader.u64()?;
+        for _ in 0..reader.count(8 + 4)? {
+            let id = StreamId(reader.u64()?);
+            let config = config(&mut reader)?;
+            let soft_deleted = boolean(&mut reader)?;
+            let committed = offset(&mut reader)?;
             let mut runs = Vec::new();
-            for _ in 0..reader.count(24)? {
-                runs.push((reader.u64()?, reader.u64()?, reader.u64()?));
+            for _ in 0..reader.count(40)? {
+                runs.push((offset(&mut reader)?, offset(&mut reader)?, reader.u64()?));
             }
-            let mut end = 0;
-            for &(start, run_end, id) in &runs {
-                if start != end || run_end <= start || !state.objects.contains(&id) {
-                    return Err(DecodeError::Inconsistent("a stream's runs do not tile it from 0 in committed objects"));
+            let (closed, closed_by, stream_seq) = tail(&mut reader)?;
+            let mut producers = ProducerTable::default();
+            for _ in 0..reader.count(1 + 16)? {
+                let producer = reader.text8(check_producer_id)?;
+                let producer_state = ProducerState { epoch: reader.u64()?, last_seq: reader.u64()? };
+                if producers.get(&producer).is_some() {
+                    return Err(DecodeError::Inconsistent("a producer twice in one stream's table"));
                 }
+                producers.restore(&producer, producer_state);
+            }
+            let mut end = config.fork.map_or(Offset::START, |fork| fork.at);
+            for &(start, run_end, object) in &runs {
+                let Some(live) = state.objects.get_mut(&object) else {
+                    return Err(DecodeError::Inconsistent("a run in an object that is not committed"));
+                };
+                if start != end || run_end.index <= start.index || run_end.bytes < start.bytes {
+                    return Err(DecodeError::Inconsistent("a stream's runs do not tile it from its base"));
+                }
+                *live += 1;
                 end = run_end;
             }
             if end != committed {
                 return Err(DecodeError::Inconsistent("a stream's runs do not end at its committed end"));
             }
-            state.streams.insert(name, StreamMeta { committed, runs });
-        }
-        for _ in 0..reader.count(2 + 4)? {
-            let stream = reader.name()?;
-            let mut table = ProducerTable::default();
-            for _ in 0..reader.count(2 + 32)? {
-                let producer = reader.name()?;
-                let state = producer_state(&mut reader, true)?;
-                if table.get(&producer).is_some() {
-                    return Err(DecodeError::Inconsistent("a producer twice in one stream's table"));
-                }
-                table.restore(&producer, state);
+            if id.0 >= state.next_stream_id {
+                return Err(DecodeError::Inconsistent("a stream number at or past the next free one"));
             }
-            state.producers.insert(stream, table);
+            if state.names.insert(config.name.clone(), id).is_some() {
+                return Err(DecodeError::Inconsistent("two streams with one name"));
+            }
+            let stream = StreamMeta { config, soft_deleted, forks: 0, committed, runs, closed, closed_by, stream_seq, producers };
+            state.streams.insert(id, stream);
         }
         reader.finish()?;
-        let past_next = |id: &u64| *id >= state.next_id;
-        if state.reserved.iter().any(past_next) || state.objects.iter().any(past_next) {
+        let sources: Vec<StreamId> = state.streams.values().filter_map(|s| s.config.fork.map(|f| f.source)).collect();
+        for source in sources {
+            match state.streams.get_mut(&source) {
+                Some(stream) => stream.forks += 1,
+                None => return Err(DecodeError::Inconsistent("a fork of a stream that is not there")),
+            }
+        }
+        if state.streams.values().any(|s| s.soft_deleted && s.forks == 0) {
+            return Err(DecodeError::Inconsistent("a soft-deleted stream no fork reads"));
+        }
+        let past_next = |id: &u64| *id >= state.next_object_id;
+        if state.reserved.iter().any(past_next) || state.objects.keys().any(past_next) {
             return Err(DecodeError::Inconsistent("an object id at or past the next free id"));
         }
-        if state.reserved.intersection(&state.objects).next().is_some() {
+        if state.reserved.iter().any(|id| state.objects.contains_key(id)) {
             return Err(DecodeError::Inconsistent("an object id both reserved and committed"));
         }
         Ok(state)
     }
 
-    /// Offsets of `stream` below this are committed.
-    pub fn committed(&self, stream: &str) -> u64 {
-        self.streams.get(stream).map_or(0, |s| s.committed)
+    /// A stream by number (live or soft-deleted).
+    pub fn stream(&self, id: StreamId) -> Option<&StreamMeta> {
+        self.streams.get(&id)
     }
 
-    /// Every stream the metadata knows, by name.
-    pub fn streams(&self) -> impl Iterator<Item = (&str, &StreamMeta)> {
-        self.streams.iter().map(|(name, meta)| (name.as_str(), meta))
+    /// The stream that has `name` now.
+    pub fn id_of(&self, name: &str) -> Option<StreamId> {
+        self.names.get(name).copied()
     }
 
-    /// The run holding `offset` of `stream`: `(start, end, object id)`.
-    pub fn run_holding(&self, stream: &str, offset: u64) -> Option<(u64, u64, u64)> {
-        let runs = &self.streams.get(stream)?.runs;
-        let at = runs.partition_point(|&(_, end, _)| end <= offset);
-        runs.get(at).copied().filter(|&(start, _, _)| start <= offset)
-    }
-
-    /// The producers' state of `stream` as of its committed end.
-    pub fn producers(&self, stream: &str) -> Option<&ProducerTable> {
-        self.producers.get(stream)
+    /// Every stream, by number.
+    pub fn streams(&self) -> impl Iterator<Item = (StreamId, &StreamMeta)> {
+        self.streams.iter().map(|(id, meta)| (*id, meta))
     }
 
     /// Ids reserved and never committed nor expired: orphans once no upload is running.
@@ -320,31 +570,158 @@ impl MetaState {
         self.reserved.iter().copied().collect()
     }
 
+    /// Committed objects no live run names: to delete, then forget.
+    pub fn garbage_ids(&self) -> Vec<u64> {
+        self.objects.iter().filter(|&(_, &live)| live == 0).map(|(&id, _)| id).collect()
+    }
+
     /// Committed object ids.
     pub fn objects(&self) -> impl Iterator<Item = u64> + '_ {
-        self.objects.iter().copied()
+        self.objects.keys().copied()
     }
 }
 
-/// A producer's state: epoch, first seq of its run (when `runs`; else the run is the
-/// last seq alone), last seq, last offset.
-fn producer_state(reader: &mut Reader<'_>, runs: bool) -> Result<ProducerState, DecodeError> {
-    let epoch = reader.u64()?;
-    let first_seq = if runs { Some(reader.u64()?) } else { None };
-    let (last_seq, last_offset) = (reader.u64()?, reader.u64()?);
-    let first_seq = first_seq.unwrap_or(last_seq);
-    if first_seq > last_seq || last_seq - first_seq > last_offset {
-        return Err(DecodeError::Inconsistent("a producer's run starts after its last seq or before offset 0"));
-    }
-    Ok(ProducerState { epoch, first_seq, last_seq, last_offset })
+fn put_offset(out: &mut Vec<u8>, offset: Offset) {
+    put_u64(out, offset.index);
+    put_u64(out, offset.bytes);
 }
 
-const TAG_RESERVE: u8 = 1;
-/// A commit whose producer entries have no run start (read as a run of one record).
-const TAG_COMMIT_WITHOUT_RUNS: u8 = 2;
-const TAG_EXPIRE: u8 = 3;
-const TAG_SNAPSHOT: u8 = 4;
-const TAG_COMMIT: u8 = 5;
+fn offset(reader: &mut Reader<'_>) -> Result<Offset, DecodeError> {
+    Ok(Offset { index: reader.u64()?, bytes: reader.u64()? })
+}
+
+fn boolean(reader: &mut Reader<'_>) -> Result<bool, DecodeError> {
+    match reader.u8()? {
+        0 => Ok(false),
+        1 => Ok(true),
+        other => Err(DecodeError::Unknown { what: "flag", value: u64::from(other) }),
+    }
+}
+
+fn put_option_text16(out: &mut Vec<u8>, text: Option<&str>) {
+    match text {
+        Some(text) => {
+            out.push(1);
+            put_bytes16(out, text.as_bytes());
+        }
+        None => out.push(0),
+    }
+}
+
+fn any_text(_: &str) -> Result<(), NameError> {
+    Ok(())
+}
+
+fn option_text16(reader: &mut Reader<'_>) -> Result<Option<String>, DecodeError> {
+    Ok(if boolean(reader)? { Some(reader.text16(any_text)?) } else { None })
+}
+
+fn check_content_type(text: &str) -> Result<(), NameError> {
+    if text.len() > CONTENT_TYPE_BYTES_MAX {
+        return Err(NameError::TooLong { bytes: text.len(), max: CONTENT_TYPE_BYTES_MAX });
+    }
+    Ok(())
+}
+
+const EXPIRY_NEVER: u8 = 0;
+const EXPIRY_TTL: u8 = 1;
+const EXPIRY_AT: u8 = 2;
+
+fn put_config(out: &mut Vec<u8>, config: &StreamConfig) {
+    put_bytes16(out, config.name.as_bytes());
+    put_bytes8(out, config.content_type.as_bytes());
+    match config.expiry {
+        Expiry::Never => out.push(EXPIRY_NEVER),
+        Expiry::Ttl { seconds } => {
+            out.push(EXPIRY_TTL);
+            put_u64(out, seconds);
+        }
+        Expiry::At { unix_ms } => {
+            out.push(EXPIRY_AT);
+            put_u64(out, unix_ms);
+        }
+    }
+    match &config.fork {
+        Some(fork) => {
+            out.push(1);
+            put_u64(out, fork.source.0);
+            put_offset(out, fork.at);
+            put_u64(out, fork.sub_offset);
+        }
+        None => out.push(0),
+    }
+}
+
+fn config(reader: &mut Reader<'_>) -> Result<StreamConfig, DecodeError> {
+    let name = reader.text16(check_stream_name)?;
+    let content_type = reader.text8(check_content_type)?;
+    let expiry = match reader.u8()? {
+        EXPIRY_NEVER => Expiry::Never,
+        EXPIRY_TTL => Expiry::Ttl { seconds: reader.u64()? },
+        EXPIRY_AT => Expiry::At { unix_ms: reader.u64()? },
+        other => return Err(DecodeError::Unknown { what: "expiry", value: u64::from(other) }),
+    };
+    let fork = if boolean(reader)? {
+        Some(ForkBase { source: StreamId(reader.u64()?), at: offset(reader)?, sub_offset: reader.u64()? })
+    } else {
+        None
+    };
+    Ok(StreamConfig { name, content_type, expiry, fork })
+}
+
+fn put_stamp(out: &mut Vec<u8>, stamp: Option<&ProducerStamp>) {
+    match stamp {
+        Some(stamp) => {
+            out.push(1);
+            put_bytes8(out, stamp.id.as_bytes());
+            put_u64(out, stamp.epoch);
+            put_u64(out, stamp.seq);
+        }
+        None => out.push(0),
+    }
+}
+
+fn stamp(reader: &mut Reader<'_>) -> Result<Option<ProducerStamp>, DecodeError> {
+    Ok(if boolean(reader)? {
+        Some(ProducerStamp { id: reader.text8(check_producer_id)?, epoch: reader.u64()?, seq: reader.u64()? })
+    } else {
+        None
+    })
+}
+
+/// Closure, the closing producer request and the last `Stream-Seq`.
+fn put_tail(out: &mut Vec<u8>, closed: bool, closed_by: Option<&ProducerStamp>, stream_seq: Option<&str>) {
+    out.push(u8::from(closed));
+    put_stamp(out, closed_by);
+    match stream_seq {
+        Some(seq) => {
+            out.push(1);
+            put_bytes8(out, seq.as_bytes());
+        }
+        None => out.push(0),
+    }
+}
+
+type Tail = (bool, Option<ProducerStamp>, Option<String>);
+
+fn tail(reader: &mut Reader<'_>) -> Result<Tail, DecodeError> {
+    let closed = boolean(reader)?;
+    let closed_by = stamp(reader)?;
+    let stream_seq = if boolean(reader)? { Some(reader.text8(any_text)?) } else { None };
+    Ok((closed, closed_by, stream_seq))
+}
+
+const TAG_SNAPSHOT: u8 = 16;
+const TAG_BIND: u8 = 17;
+const TAG_RESERVE: u8 = 18;
+const TAG_COMMIT: u8 = 19;
+const TAG_EXPIRE: u8 = 20;
+const TAG_CREATE: u8 = 21;
+const TAG_DELETE: u8 = 22;
+const TAG_FORGET: u8 = 23;
+/// Tags below this were written by `walab serve` before it spoke the Durable Streams
+/// protocol (streams by name, no configuration); their logs are not read.
+const TAG_FIRST: u8 = 16;
 
 /// The most state bytes one [`MetaCommand::Snapshot`] part carries (the rest of
 /// [`COMMAND_BYTES_MAX`] is its own fields and room to spare).
@@ -438,60 +815,86 @@ pub fn replay(records: &[(u64, MetaCommand)], next_seq: u64) -> Result<Replayed,
     Ok(Replayed { state, snapshot_seq, since_snapshot: (records.len() - from) as u64 })
 }
 
-/// Bytes one run entry adds to an encoded commit (the object's own entry is counted apart).
-pub fn run_entry_bytes(stream: &str) -> usize {
-    name_bytes(stream) + 16
-}
-
-/// Bytes one object entry adds to an encoded commit, runs aside.
-pub const OBJECT_ENTRY_BYTES: usize = 8 + 4;
-
-/// Bytes one producer entry adds to an encoded commit.
-pub fn producer_entry_bytes(stream: &str, producer: &str) -> usize {
-    name_bytes(stream) + name_bytes(producer) + 32
-}
-
 /// Bytes of an encoded commit's fixed fields.
 pub const COMMIT_FIXED_BYTES: usize = 1 + 4 + 4;
+/// Bytes one object entry adds to an encoded commit, runs aside.
+pub const OBJECT_ENTRY_BYTES: usize = 8 + 4;
+/// Bytes one run entry adds to an encoded commit.
+pub const RUN_ENTRY_BYTES: usize = 8 + 16 + 16;
+
+impl StreamEnd {
+    /// Bytes this entry adds to an encoded commit.
+    pub fn encoded_bytes(&self) -> usize {
+        let stamp = |stamp: Option<&ProducerStamp>| 1 + stamp.map_or(0, |s| 1 + s.id.len() + 16);
+        8 + 16
+            + 1
+            + stamp(self.closed_by.as_ref())
+            + 1
+            + self.stream_seq.as_ref().map_or(0, |seq| 1 + seq.len())
+            + 4
+            + self.producers.iter().map(|(id, _)| producer_entry_bytes(id)).sum::<usize>()
+    }
+}
+
+/// Bytes one producer's state adds to a stream end.
+pub fn producer_entry_bytes(producer: &str) -> usize {
+    1 + producer.len() + 16
+}
 
 impl MetaCommand {
     /// Lays the command out as one metadata record.
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::new();
         match self {
+            MetaCommand::Bind { wal } => {
+                out.push(TAG_BIND);
+                put_bytes16(&mut out, wal.as_bytes());
+            }
             MetaCommand::Reserve { first, count } => {
                 out.push(TAG_RESERVE);
                 put_u64(&mut out, *first);
                 put_u32(&mut out, *count);
             }
-            MetaCommand::Commit { objects, producers } => {
+            MetaCommand::Commit { objects, ends } => {
                 out.push(TAG_COMMIT);
                 put_u32(&mut out, objects.len() as u32);
                 for object in objects {
                     put_u64(&mut out, object.id);
                     put_u32(&mut out, object.runs.len() as u32);
                     for run in &object.runs {
-                        put_name(&mut out, &run.stream);
-                        put_u64(&mut out, run.start);
-                        put_u64(&mut out, run.end);
+                        put_u64(&mut out, run.stream.0);
+                        put_offset(&mut out, run.start);
+                        put_offset(&mut out, run.end);
                     }
                 }
-                put_u32(&mut out, producers.len() as u32);
-                for entry in producers {
-                    put_name(&mut out, &entry.stream);
-                    put_name(&mut out, &entry.producer);
-                    put_u64(&mut out, entry.state.epoch);
-                    put_u64(&mut out, entry.state.first_seq);
-                    put_u64(&mut out, entry.state.last_seq);
-                    put_u64(&mut out, entry.state.last_offset);
+                put_u32(&mut out, ends.len() as u32);
+                for end in ends {
+                    put_u64(&mut out, end.stream.0);
+                    put_offset(&mut out, end.end);
+                    put_tail(&mut out, end.closed, end.closed_by.as_ref(), end.stream_seq.as_deref());
+                    put_u32(&mut out, end.producers.len() as u32);
+                    for (producer, state) in &end.producers {
+                        put_bytes8(&mut out, producer.as_bytes());
+                        put_u64(&mut out, state.epoch);
+                        put_u64(&mut out, state.last_seq);
+                    }
                 }
             }
-            MetaCommand::Expire { ids } => {
-                out.push(TAG_EXPIRE);
+            MetaCommand::Expire { ids } | MetaCommand::Forget { ids } => {
+                out.push(if matches!(self, MetaCommand::Expire { .. }) { TAG_EXPIRE } else { TAG_FORGET });
                 put_u32(&mut out, ids.len() as u32);
                 for id in ids {
                     put_u64(&mut out, *id);
                 }
+            }
+            MetaCommand::Create { id, config } => {
+                out.push(TAG_CREATE);
+                put_u64(&mut out, id.0);
+                put_config(&mut out, config);
+            }
+            MetaCommand::Delete { id } => {
+                out.push(TAG_DELETE);
+                put_u64(&mut out, id.0);
             }
             MetaCommand::Snapshot { part, parts, bytes } => {
                 out.push(TAG_SNAPSHOT);
@@ -508,35 +911,46 @@ impl MetaCommand {
     pub fn decode(bytes: &[u8]) -> Result<MetaCommand, DecodeError> {
         let mut reader = Reader { rest: bytes };
         let command = match reader.u8()? {
+            TAG_BIND => MetaCommand::Bind { wal: reader.text16(any_text)? },
             TAG_RESERVE => MetaCommand::Reserve { first: reader.u64()?, count: reader.u32()? },
-            tag @ (TAG_COMMIT | TAG_COMMIT_WITHOUT_RUNS) => {
+            TAG_COMMIT => {
                 let object_count = reader.count(OBJECT_ENTRY_BYTES)?;
                 let mut objects = Vec::with_capacity(object_count);
                 for _ in 0..object_count {
                     let id = reader.u64()?;
-                    let run_count = reader.count(2 + 16)?;
+                    let run_count = reader.count(RUN_ENTRY_BYTES)?;
                     let mut runs = Vec::with_capacity(run_count);
                     for _ in 0..run_count {
-                        runs.push(RunEntry { stream: reader.name()?, start: reader.u64()?, end: reader.u64()? });
+                        runs.push(RunEntry { stream: StreamId(reader.u64()?), start: offset(&mut reader)?, end: offset(&mut reader)? });
                     }
                     objects.push(ObjectEntry { id, runs });
                 }
-                let runs = tag == TAG_COMMIT;
-                let producer_count = reader.count(4 + if runs { 32 } else { 24 })?;
-                let mut producers = Vec::with_capacity(producer_count);
-                for _ in 0..producer_count {
-                    let stream = reader.name()?;
-                    let producer = reader.name()?;
-                    let state = producer_state(&mut reader, runs)?;
-                    producers.push(ProducerEntry { stream, producer, state });
+                let end_count = reader.count(8 + 16 + 3 + 4)?;
+                let mut ends = Vec::with_capacity(end_count);
+                for _ in 0..end_count {
+                    let stream = StreamId(reader.u64()?);
+                    let end = offset(&mut reader)?;
+                    let (closed, closed_by, stream_seq) = tail(&mut reader)?;
+                    let mut producers = Vec::new();
+                    for _ in 0..reader.count(1 + 16)? {
+                        let producer = reader.text8(check_producer_id)?;
+                        producers.push((producer, ProducerState { epoch: reader.u64()?, last_seq: reader.u64()? }));
+                    }
+                    ends.push(StreamEnd { stream, end, closed, closed_by, stream_seq, producers });
                 }
-                MetaCommand::Commit { objects, producers }
+                MetaCommand::Commit { objects, ends }
             }
-            TAG_EXPIRE => {
+            tag @ (TAG_EXPIRE | TAG_FORGET) => {
                 let count = reader.count(8)?;
                 let ids = (0..count).map(|_| reader.u64()).collect::<Result<Vec<u64>, DecodeError>>()?;
-                MetaCommand::Expire { ids }
+                if tag == TAG_EXPIRE {
+                    MetaCommand::Expire { ids }
+                } else {
+                    MetaCommand::Forget { ids }
+                }
             }
+            TAG_CREATE => MetaCommand::Create { id: StreamId(reader.u64()?), config: config(&mut reader)? },
+            TAG_DELETE => MetaCommand::Delete { id: StreamId(reader.u64()?) },
             TAG_SNAPSHOT => {
                 let (part, parts) = (reader.u32()?, reader.u32()?);
                 if part >= parts {
@@ -544,6 +958,12 @@ impl MetaCommand {
                 }
                 let len = reader.count(1)?;
                 MetaCommand::Snapshot { part, parts, bytes: reader.take(len)?.to_vec() }
+            }
+            old if old < TAG_FIRST => {
+                return Err(DecodeError::Unknown {
+                    what: "metadata command of a walab serve from before the Durable Streams protocol (start on a new --wal and --meta)",
+                    value: u64::from(old),
+                })
             }
             other => return Err(DecodeError::Unknown { what: "metadata command", value: u64::from(other) }),
         };
@@ -553,279 +973,4 @@ impl MetaCommand {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn run(stream: &str, start: u64, end: u64) -> RunEntry {
-        RunEntry { stream: stream.into(), start, end }
-    }
-
-    fn commit(objects: Vec<ObjectEntry>) -> MetaCommand {
-        MetaCommand::Commit { objects, producers: vec![] }
-    }
-
-    #[test]
-    fn a_commit_advances_every_stream_at_once_or_not_at_all() {
-        let mut state = MetaState::default();
-        assert_eq!(state.apply(&state.reserve(2)), Ok(()));
-        let good = commit(vec![
-            ObjectEntry { id: 0, runs: vec![run("a", 0, 10), run("b", 0, 3)] },
-            ObjectEntry { id: 1, runs: vec![run("a", 10, 500)] },
-        ]);
-        // A run that leaves a gap spoils the whole commit: nothing of it applies.
-        let bad = commit(vec![
-            ObjectEntry { id: 0, runs: vec![run("a", 0, 10)] },
-            ObjectEntry { id: 1, runs: vec![run("b", 1, 3)] },
-        ]);
-        let before = state.clone();
-        assert_eq!(state.apply(&bad), Err(MetaError::RunNotAtEnd { stream: "b".into(), start: 1, committed: 0 }));
-        assert_eq!(state, before);
-        assert_eq!(state.apply(&good), Ok(()));
-        assert_eq!((state.committed("a"), state.committed("b"), state.committed("c")), (500, 3, 0));
-        assert_eq!(state.run_holding("a", 0), Some((0, 10, 0)));
-        assert_eq!(state.run_holding("a", 10), Some((10, 500, 1)));
-        assert_eq!(state.run_holding("a", 499), Some((10, 500, 1)));
-        assert_eq!(state.run_holding("a", 500), None);
-        // Committed ids are no longer reserved: committing one again is refused.
-        assert_eq!(state.apply(&good), Err(MetaError::NotReserved { id: 0 }));
-        assert_eq!(state.reserved_ids(), Vec::<u64>::new());
-    }
-
-    #[test]
-    fn an_orphan_is_expired_and_its_id_never_comes_back() {
-        let mut state = MetaState::default();
-        state.apply(&state.reserve(3)).unwrap();
-        state.apply(&commit(vec![ObjectEntry { id: 1, runs: vec![run("a", 0, 1)] }])).unwrap();
-        assert_eq!(state.reserved_ids(), vec![0, 2]);
-        state.apply(&MetaCommand::Expire { ids: vec![0, 2] }).unwrap();
-        assert_eq!(state.reserve(1), MetaCommand::Reserve { first: 3, count: 1 });
-        assert_eq!(state.apply(&commit(vec![ObjectEntry { id: 2, runs: vec![run("a", 1, 2)] }])), Err(MetaError::NotReserved { id: 2 }));
-        assert_eq!(state.apply(&MetaCommand::Reserve { first: 1, count: 1 }), Err(MetaError::ReserveOutOfOrder { first: 1, next: 3 }));
-    }
-
-    #[test]
-    fn producers_survive_in_the_commit() {
-        let mut state = MetaState::default();
-        state.apply(&state.reserve(1)).unwrap();
-        let entry = ProducerEntry {
-            stream: "a".into(),
-            producer: "p".into(),
-            state: ProducerState { epoch: 2, first_seq: 5, last_seq: 7, last_offset: 4 },
-        };
-        let command = MetaCommand::Commit {
-            objects: vec![ObjectEntry { id: 0, runs: vec![run("a", 0, 5)] }],
-            producers: vec![entry.clone()],
-        };
-        state.apply(&command).unwrap();
-        assert_eq!(state.producers("a").and_then(|t| t.get("p")), Some(&entry.state));
-    }
-
-    #[test]
-    fn commands_round_trip_and_a_reservation_is_golden() {
-        let reserve = MetaCommand::Reserve { first: 5, count: 2 };
-        assert_eq!(reserve.encode(), [1, 5, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0]);
-        let commit = MetaCommand::Commit {
-            objects: vec![ObjectEntry { id: 9, runs: vec![run("ab", 0, 3), run("c", 7, 8)] }],
-            producers: vec![ProducerEntry {
-                stream: "ab".into(),
-                producer: "p".into(),
-                state: ProducerState { epoch: 1, first_seq: 1, last_seq: 2, last_offset: 1 },
-            }],
-        };
-        let encoded = commit.encode();
-        let expected_bytes = COMMIT_FIXED_BYTES
-            + OBJECT_ENTRY_BYTES
-            + run_entry_bytes("ab")
-            + run_entry_bytes("c")
-            + producer_entry_bytes("ab", "p");
-        assert_eq!(encoded.len(), expected_bytes);
-        for command in [reserve, commit, MetaCommand::Expire { ids: vec![1, 2] }] {
-            assert_eq!(MetaCommand::decode(&command.encode()), Ok(command));
-        }
-        assert_eq!(MetaCommand::decode(&[9]), Err(DecodeError::Unknown { what: "metadata command", value: 9 }));
-        assert_eq!(MetaCommand::decode(&[2, 255, 255, 255, 255]), Err(DecodeError::Truncated));
-        assert_eq!(MetaCommand::decode(&[3, 0, 0, 0, 0, 1]), Err(DecodeError::TrailingBytes));
-    }
-
-    /// A state with `uploads` uploads of one object each over `streams` streams, with a
-    /// producer per stream, and one reservation left open; and the commands that made it.
-    fn built(uploads: u64, streams: usize) -> (MetaState, Vec<MetaCommand>) {
-        let mut state = MetaState::default();
-        let mut commands = Vec::new();
-        let mut push = |state: &mut MetaState, command: MetaCommand| {
-            state.apply(&command).unwrap();
-            commands.push(command);
-        };
-        for upload in 0..uploads {
-            let reserve = state.reserve(1);
-            push(&mut state, reserve);
-            let runs: Vec<RunEntry> = (0..streams)
-                .map(|s| {
-                    let name = format!("stream-{s:04}");
-                    let start = state.committed(&name);
-                    run(&name, start, start + 1 + upload % 3)
-                })
-                .collect();
-            let producers = (0..streams)
-                .map(|s| ProducerEntry {
-                    stream: format!("stream-{s:04}"),
-                    producer: format!("p{s}"),
-                    state: ProducerState { epoch: 1, first_seq: upload, last_seq: upload, last_offset: upload },
-                })
-                .collect();
-            push(&mut state, MetaCommand::Commit { objects: vec![ObjectEntry { id: upload, runs }], producers });
-        }
-        let reserve = state.reserve(2);
-        push(&mut state, reserve);
-        (state, commands)
-    }
-
-    fn numbered(commands: Vec<MetaCommand>, first_seq: u64) -> Vec<(u64, MetaCommand)> {
-        commands.into_iter().enumerate().map(|(n, command)| (first_seq + n as u64, command)).collect()
-    }
-
-    /// Replays records that are the whole tail of their log.
-    fn replay_all(records: &[(u64, MetaCommand)]) -> Result<Replayed, ReplayError> {
-        replay(records, records.last().map_or(1, |&(seq, _)| seq + 1))
-    }
-
-    #[test]
-    fn a_snapshot_round_trips_the_state_in_as_many_parts_as_it_needs() {
-        let (small, _) = built(3, 2);
-        let parts = small.snapshot();
-        assert_eq!(parts.len(), 1);
-        // A state bigger than a record: 300 streams x 200 uploads of runs.
-        let (big, _) = built(200, 300);
-        let parts = big.snapshot();
-        assert!(parts.len() > 1, "{} parts", parts.len());
-        for (n, part) in parts.iter().enumerate() {
-            let encoded = part.encode();
-            assert!(encoded.len() <= COMMAND_BYTES_MAX, "part {n}: {} bytes", encoded.len());
-            assert_eq!(MetaCommand::decode(&encoded).as_ref(), Ok(part));
-            assert!(matches!(part, MetaCommand::Snapshot { part, parts: count, .. } if *part as usize == n && *count as usize == parts.len()));
-        }
-        for state in [small, big, MetaState::default()] {
-            assert_eq!(MetaState::decode(&state.encode()), Ok(state));
-        }
-    }
-
-    #[test]
-    fn a_state_whose_parts_contradict_each_other_is_refused() {
-        let (state, _) = built(2, 1);
-        // The first stream's first run names object 0: drop object 0 from the committed set.
-        let mut broken = state.clone();
-        broken.objects.remove(&0);
-        assert!(matches!(MetaState::decode(&broken.encode()), Err(DecodeError::Inconsistent(_))));
-        let mut broken = state.clone();
-        broken.reserved.insert(0);
-        assert!(matches!(MetaState::decode(&broken.encode()), Err(DecodeError::Inconsistent(_))));
-        let mut broken = state.clone();
-        broken.next_id = 1;
-        assert!(matches!(MetaState::decode(&broken.encode()), Err(DecodeError::Inconsistent(_))));
-        let encoded = state.encode();
-        assert_eq!(MetaState::decode(&encoded[..encoded.len() - 1]), Err(DecodeError::Truncated));
-        assert_eq!(
-            MetaCommand::decode(&MetaCommand::Snapshot { part: 2, parts: 2, bytes: vec![] }.encode()),
-            Err(DecodeError::Inconsistent("a snapshot part past its count of parts"))
-        );
-    }
-
-    #[test]
-    fn replay_starts_at_the_last_complete_snapshot() {
-        let (before, mut commands) = built(10, 3);
-        let snapshot = before.snapshot();
-        let snapshot_at = commands.len() as u64 + 1;
-        commands.extend(snapshot.clone());
-        let mut after = before.clone();
-        let reserve = after.reserve(1);
-        after.apply(&reserve).unwrap();
-        commands.push(reserve);
-        let whole = replay_all(&numbered(commands.clone(), 1)).unwrap();
-        assert_eq!(whole, Replayed { state: after.clone(), snapshot_seq: Some(snapshot_at), since_snapshot: 1 });
-        // Trimmed below the snapshot, or only partly: the same state.
-        for first in [snapshot_at, snapshot_at - 5] {
-            let kept = numbered(commands[(first - 1) as usize..].to_vec(), first);
-            assert_eq!(replay_all(&kept).unwrap(), whole);
-        }
-        // Without the snapshot, from record 1: the same state by applying every command.
-        let plain: Vec<MetaCommand> = commands.iter().filter(|c| !matches!(c, MetaCommand::Snapshot { .. })).cloned().collect();
-        let from_start = replay_all(&numbered(plain.clone(), 1)).unwrap();
-        assert_eq!((from_start.state, from_start.snapshot_seq), (after, None));
-        // A new log is empty; an empty log that took records lost them all.
-        assert_eq!(replay(&[], 1).map(|r| r.state), Ok(MetaState::default()));
-        assert_eq!(replay(&[], 9), Err(ReplayError::NoStart { first_seq: 9 }));
-        // A log that does not start at record 1 and holds no snapshot is refused.
-        assert_eq!(replay_all(&numbered(plain[3..].to_vec(), 4)), Err(ReplayError::NoStart { first_seq: 4 }));
-    }
-
-    #[test]
-    fn a_snapshot_cut_short_is_ignored() {
-        let (big, mut commands) = built(200, 300);
-        let parts = big.snapshot();
-        assert!(parts.len() >= 3);
-        // A crash after two parts, then more commands: the state comes from the commands.
-        commands.extend(parts[..2].iter().cloned());
-        let mut after = big.clone();
-        let reserve = after.reserve(1);
-        after.apply(&reserve).unwrap();
-        commands.push(reserve.clone());
-        let replayed = replay_all(&numbered(commands.clone(), 1)).unwrap();
-        assert_eq!((&replayed.state, replayed.snapshot_seq), (&after, None));
-        // Parts out of order or of two snapshots do not make one.
-        let mut mixed = commands.clone();
-        mixed.truncate(mixed.len() - 3);
-        mixed.extend([parts[0].clone(), parts[2].clone(), parts[1].clone()]);
-        mixed.extend(parts[3..].iter().cloned());
-        assert_eq!(replay_all(&numbered(mixed, 1)).unwrap().snapshot_seq, None);
-        // A whole snapshot written after the cut one counts.
-        let first = commands.len() as u64 + 1;
-        commands.extend(after.snapshot());
-        let replayed = replay_all(&numbered(commands, 1)).unwrap();
-        assert_eq!((replayed.state, replayed.snapshot_seq, replayed.since_snapshot), (after, Some(first), 0));
-    }
-
-    /// A commit's producer entry as bytes: (tag, epoch, first seq if the tag has it, last
-    /// seq, last offset), no objects, stream "a", producer "p".
-    fn producer_commit_bytes(tag: u8, fields: &[u64]) -> Vec<u8> {
-        let mut out = vec![tag];
-        put_u32(&mut out, 0);
-        put_u32(&mut out, 1);
-        put_name(&mut out, "a");
-        put_name(&mut out, "p");
-        for &field in fields {
-            put_u64(&mut out, field);
-        }
-        out
-    }
-
-    #[test]
-    fn a_commit_without_runs_reads_as_runs_of_one_and_a_bad_run_is_refused() {
-        let old = MetaCommand::decode(&producer_commit_bytes(TAG_COMMIT_WITHOUT_RUNS, &[1, 9, 4])).unwrap();
-        let MetaCommand::Commit { producers, .. } = old else { panic!("a commit") };
-        assert_eq!(producers[0].state, ProducerState { epoch: 1, first_seq: 9, last_seq: 9, last_offset: 4 });
-        let inconsistent = Err(DecodeError::Inconsistent("a producer's run starts after its last seq or before offset 0"));
-        assert_eq!(MetaCommand::decode(&producer_commit_bytes(TAG_COMMIT, &[1, 10, 9, 4])), inconsistent);
-        assert_eq!(MetaCommand::decode(&producer_commit_bytes(TAG_COMMIT, &[1, 0, 9, 4])), inconsistent);
-        assert!(MetaCommand::decode(&producer_commit_bytes(TAG_COMMIT, &[1, 5, 9, 4])).is_ok());
-    }
-
-    #[test]
-    fn a_run_that_goes_on_in_the_next_commit_joins_the_known_one() {
-        let mut state = MetaState::default();
-        state.apply(&state.reserve(3)).unwrap();
-        let commit = |id: u64, start: u64, end: u64, producer: ProducerState| MetaCommand::Commit {
-            objects: vec![ObjectEntry { id, runs: vec![run("a", start, end)] }],
-            producers: vec![ProducerEntry { stream: "a".into(), producer: "p".into(), state: producer }],
-        };
-        // Seqs 0..=3 at offsets 0..=3, then 4..=5 at 4..=5: one run.
-        state.apply(&commit(0, 0, 4, ProducerState { epoch: 1, first_seq: 0, last_seq: 3, last_offset: 3 })).unwrap();
-        state.apply(&commit(1, 4, 6, ProducerState { epoch: 1, first_seq: 4, last_seq: 5, last_offset: 5 })).unwrap();
-        let joined = ProducerState { epoch: 1, first_seq: 0, last_seq: 5, last_offset: 5 };
-        assert_eq!(state.producers("a").and_then(|t| t.get("p")), Some(&joined));
-        // Seq 6 at offset 7 (someone else's record at 6): a new run.
-        state.apply(&commit(2, 6, 8, ProducerState { epoch: 1, first_seq: 6, last_seq: 6, last_offset: 7 })).unwrap();
-        let table = state.producers("a").unwrap();
-        assert_eq!(table.get("p").map(|p| p.first_seq), Some(6));
-        assert_eq!(table.check_batch("p", 1, 4, 2), crate::stream_store::producers::Verdict::SeqGap { expected: 7 });
-    }
-}
+mod tests;

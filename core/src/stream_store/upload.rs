@@ -3,23 +3,35 @@
 //!
 //! The durable records above each stream's committed end are the pending ones. Once
 //! they reach [`SealPolicy::block_bytes`], or the oldest has waited
-//! [`SealPolicy::block_age`], the upload task seals a block: from each stream, in name
+//! [`SealPolicy::block_age`], the upload task seals a block: from each stream, in number
 //! order, the run of pending records from its committed end, until the block holds
 //! `block_bytes` or its commit would no longer fit one metadata record
 //! ([`super::meta::COMMAND_BYTES_MAX`]). A run of at least
 //! [`SealPolicy::stream_object_bytes`] becomes a stream object of its own; the other runs
 //! share one stream-set object. Every run starts at its stream's committed end, which is
-//! what lets the commit advance each stream without a gap.
+//! what lets the commit advance each stream without a gap. With each stream the block
+//! carries its state at the new end ([`StreamEnd`]): the producers its records moved,
+//! its last `Stream-Seq`, and whether it is closed (a close-only request after its last
+//! record is committed with it, even without records).
 
 use std::collections::BTreeMap;
 
+use super::log_cache::CachedRecord;
 use super::meta::{
-    producer_entry_bytes, run_entry_bytes, ObjectEntry, ProducerEntry, RunEntry, COMMAND_BYTES_MAX,
-    COMMIT_FIXED_BYTES, OBJECT_ENTRY_BYTES,
+    producer_entry_bytes, MetaCommand, ObjectEntry, RunEntry, StreamEnd, COMMAND_BYTES_MAX, COMMIT_FIXED_BYTES,
+    OBJECT_ENTRY_BYTES, RUN_ENTRY_BYTES,
 };
 use super::object::Run;
+use super::offset::Offset;
 use super::producers::ProducerState;
+use super::record::ProducerStamp;
+use super::StreamId;
 use crate::time::Nanos;
+
+/// What the upload counts a record as: its body and room for its fields.
+pub fn pending_bytes_of(body_bytes: usize) -> usize {
+    body_bytes + 32
+}
 
 /// When to seal and how to split a block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,16 +55,28 @@ impl SealPolicy {
     }
 }
 
-/// A sealed block: its objects (each a list of runs) and the producers' state at the
-/// new committed ends.
+/// One stream's durable records above its committed end, as the upload takes them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pending {
+    pub stream: StreamId,
+    /// The committed end: where the first record starts.
+    pub start: Offset,
+    pub records: Vec<CachedRecord>,
+    /// A durable close-only request after the last record, with its producer if it had
+    /// one.
+    pub close: Option<Option<ProducerStamp>>,
+}
+
+/// A sealed block: its objects (each a list of runs) and each stream's state at its new
+/// end.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Block {
     pub objects: Vec<Vec<Run>>,
-    pub producers: Vec<ProducerEntry>,
+    pub ends: Vec<StreamEnd>,
 }
 
 impl Block {
-    /// The commit registering this block's objects under `ids` (one per object, in order).
+    /// The objects' entries in the commit, under `ids` (one per object, in order).
     pub fn commit_entries(&self, ids: &[u64]) -> Vec<ObjectEntry> {
         assert_eq!(ids.len(), self.objects.len(), "one id per object");
         self.objects
@@ -60,154 +84,240 @@ impl Block {
             .zip(ids)
             .map(|(runs, &id)| ObjectEntry {
                 id,
-                runs: runs
-                    .iter()
-                    .map(|run| RunEntry { stream: run.stream.clone(), start: run.start, end: run.end() })
-                    .collect(),
+                runs: runs.iter().map(|run| RunEntry { stream: run.stream, start: run.start, end: run.end() }).collect(),
             })
             .collect()
     }
+
+    /// The commit registering this block's objects under `ids`.
+    pub fn commit(&self, ids: &[u64]) -> MetaCommand {
+        MetaCommand::Commit { objects: self.commit_entries(ids), ends: self.ends.clone() }
+    }
+
+    /// Records the block holds.
+    pub fn records(&self) -> u64 {
+        self.objects.iter().flatten().map(|run| run.bodies.len() as u64).sum()
+    }
 }
 
-/// Seals a block from the pending runs (one per stream, each starting at its stream's
-/// committed end). Returns `None` when there is nothing to upload.
-pub fn seal(pending: Vec<Run>, policy: &SealPolicy) -> Option<Block> {
-    let mut commit_bytes = COMMIT_FIXED_BYTES;
-    let mut block_bytes = 0;
-    let mut runs = Vec::new();
-    let mut producers = Vec::new();
-    'streams: for mut run in pending {
-        let mut taken = 0;
-        let mut last: BTreeMap<String, ProducerState> = BTreeMap::new();
-        let run_bytes_fixed = OBJECT_ENTRY_BYTES + run_entry_bytes(&run.stream);
-        for (index, record) in run.records.iter().enumerate() {
-            let mut extra = if taken == 0 { run_bytes_fixed } else { 0 };
-            if let Some(stamp) = &record.producer {
-                if !last.contains_key(&stamp.id) {
-                    extra += producer_entry_bytes(&run.stream, &stamp.id);
-                }
-            }
-            let record_bytes = record.value.len() + 32;
-            let full = commit_bytes + extra > COMMAND_BYTES_MAX || block_bytes + record_bytes > policy.block_bytes;
-            if full && !(runs.is_empty() && taken == 0) {
-                if taken > 0 {
-                    run.records.truncate(taken);
-                    push_run(&mut runs, &mut producers, run, last);
-                }
-                break 'streams;
-            }
-            commit_bytes += extra;
-            block_bytes += record_bytes;
-            taken += 1;
-            if let Some(stamp) = &record.producer {
-                let offset = run.start + index as u64;
-                let state = ProducerState::after(last.get(&stamp.id), stamp.epoch, stamp.seq, offset);
-                last.insert(stamp.id.clone(), state);
-            }
-        }
-        if taken > 0 {
-            run.records.truncate(taken);
-            push_run(&mut runs, &mut producers, run, last);
+/// What a stream's records taken so far say about its end.
+struct EndState {
+    end: StreamEnd,
+    producers: BTreeMap<String, ProducerState>,
+}
+
+impl EndState {
+    fn new(stream: StreamId, start: Offset) -> EndState {
+        EndState {
+            end: StreamEnd { stream, end: start, closed: false, closed_by: None, stream_seq: None, producers: Vec::new() },
+            producers: BTreeMap::new(),
         }
     }
-    if runs.is_empty() {
+
+    /// Bytes the stream's entry takes in the commit now.
+    fn bytes(&self) -> usize {
+        self.end.encoded_bytes() + self.producers.keys().map(|id| producer_entry_bytes(id)).sum::<usize>()
+    }
+
+    /// Bytes it would take with one more request (at most: a new producer, the closing
+    /// stamp and the whole `Stream-Seq` are counted as added).
+    fn bytes_with(&self, stamp: Option<&ProducerStamp>, stream_seq: Option<&String>, closes: bool) -> usize {
+        let mut bytes = self.bytes();
+        if let Some(stamp) = stamp {
+            if !self.producers.contains_key(&stamp.id) {
+                bytes += producer_entry_bytes(&stamp.id);
+            }
+            if closes {
+                bytes += 1 + stamp.id.len() + 16;
+            }
+        }
+        bytes + stream_seq.map_or(0, |seq| 1 + seq.len())
+    }
+
+    fn take(&mut self, stamp: Option<&ProducerStamp>, stream_seq: Option<&String>, closes: bool) {
+        if let Some(stamp) = stamp {
+            self.producers.insert(stamp.id.clone(), ProducerState { epoch: stamp.epoch, last_seq: stamp.seq });
+            if closes {
+                self.end.closed_by = Some(stamp.clone());
+            }
+        }
+        if let Some(seq) = stream_seq {
+            self.end.stream_seq = Some(seq.clone());
+        }
+        self.end.closed |= closes;
+    }
+
+    fn finish(mut self, end: Offset) -> StreamEnd {
+        self.end.end = end;
+        self.end.producers = self.producers.into_iter().collect();
+        self.end
+    }
+}
+
+/// Bytes a run adds to the commit besides its stream's entry (its run entry, and an
+/// object entry should it get an object of its own).
+const RUN_BYTES: usize = RUN_ENTRY_BYTES + OBJECT_ENTRY_BYTES;
+
+/// Seals a block from the pending streams (each starting at its committed end). Returns
+/// `None` when there is nothing to upload.
+pub fn seal(pending: Vec<Pending>, policy: &SealPolicy) -> Option<Block> {
+    let mut commit_bytes = COMMIT_FIXED_BYTES + OBJECT_ENTRY_BYTES;
+    let mut block_bytes = 0;
+    let mut runs: Vec<Run> = Vec::new();
+    let mut ends: Vec<StreamEnd> = Vec::new();
+    for stream in pending {
+        let mut state = EndState::new(stream.stream, stream.start);
+        let mut run = Run { stream: stream.stream, start: stream.start, bodies: Vec::new() };
+        let mut full = false;
+        for record in &stream.records {
+            let first_of_block = runs.is_empty() && ends.is_empty() && run.bodies.is_empty();
+            let entry = state.bytes_with(record.producer.as_ref(), record.stream_seq.as_ref(), record.closes) + RUN_BYTES;
+            let record_bytes = pending_bytes_of(record.body.len());
+            if !first_of_block && (commit_bytes + entry > COMMAND_BYTES_MAX || block_bytes + record_bytes > policy.block_bytes) {
+                full = true;
+                break;
+            }
+            block_bytes += record_bytes;
+            state.take(record.producer.as_ref(), record.stream_seq.as_ref(), record.closes);
+            run.bodies.push(record.body.clone());
+        }
+        let run_bytes = if run.bodies.is_empty() { 0 } else { RUN_BYTES };
+        if let (false, Some(close)) = (full, &stream.close) {
+            let first_of_block = runs.is_empty() && ends.is_empty() && run.bodies.is_empty();
+            if first_of_block || commit_bytes + state.bytes_with(close.as_ref(), None, true) + run_bytes <= COMMAND_BYTES_MAX {
+                state.take(close.as_ref(), None, true);
+            } else {
+                full = true;
+            }
+        }
+        if !run.bodies.is_empty() || state.end.closed {
+            commit_bytes += state.bytes() + run_bytes;
+            let end = if run.bodies.is_empty() { stream.start } else { run.end() };
+            ends.push(state.finish(end));
+            if !run.bodies.is_empty() {
+                runs.push(run);
+            }
+        }
+        if full {
+            break;
+        }
+    }
+    if runs.is_empty() && ends.is_empty() {
         return None;
     }
-    let (own, shared): (Vec<Run>, Vec<Run>) =
-        runs.into_iter().partition(|run| run.record_bytes() >= policy.stream_object_bytes);
+    let (own, shared): (Vec<Run>, Vec<Run>) = runs.into_iter().partition(|run| run.record_bytes() >= policy.stream_object_bytes);
     let mut objects: Vec<Vec<Run>> = Vec::new();
     if !shared.is_empty() {
         objects.push(shared);
     }
     objects.extend(own.into_iter().map(|run| vec![run]));
-    Some(Block { objects, producers })
-}
-
-fn push_run(runs: &mut Vec<Run>, producers: &mut Vec<ProducerEntry>, run: Run, last: BTreeMap<String, ProducerState>) {
-    producers.extend(last.into_iter().map(|(producer, state)| ProducerEntry { stream: run.stream.clone(), producer, state }));
-    runs.push(run);
+    Some(Block { objects, ends })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stream_store::meta::MetaCommand;
-    use crate::stream_store::object::StoredRecord;
-    use crate::stream_store::record::ProducerStamp;
+    use crate::stream_store::meta::{MetaCommand, MetaState, StreamConfig};
+    use crate::stream_store::expiry::Expiry;
 
-    fn run(stream: &str, start: u64, values: &[usize]) -> Run {
-        Run {
-            stream: stream.into(),
-            start,
-            records: values
-                .iter()
-                .enumerate()
-                .map(|(n, &bytes)| StoredRecord {
+    fn pending(stream: u64, start: Offset, sizes: &[usize]) -> Pending {
+        let mut at = start;
+        let records = sizes
+            .iter()
+            .enumerate()
+            .map(|(n, &bytes)| {
+                let record = CachedRecord {
+                    start: at,
+                    body: vec![0u8; bytes].into(),
                     producer: Some(ProducerStamp { id: format!("p{}", n % 2), epoch: 1, seq: n as u64 }),
-                    value: vec![0; bytes],
-                })
-                .collect(),
-        }
+                    stream_seq: None,
+                    closes: false,
+                    wal_seq: 0,
+                };
+                at = record.end();
+                record
+            })
+            .collect();
+        Pending { stream: StreamId(stream), start, records, close: None }
     }
 
-    fn shape(block: &Block) -> Vec<Vec<(String, u64, u64)>> {
-        block.objects.iter().map(|runs| runs.iter().map(|r| (r.stream.clone(), r.start, r.end())).collect()).collect()
+    fn shape(block: &Block) -> Vec<Vec<(u64, u64, u64)>> {
+        block.objects.iter().map(|runs| runs.iter().map(|r| (r.stream.0, r.start.index, r.end().index)).collect()).collect()
     }
 
     const POLICY: SealPolicy = SealPolicy { block_bytes: 10_000, block_age: Nanos(1_000_000), stream_object_bytes: 3_000 };
 
     #[test]
     fn a_big_run_gets_its_own_object_and_the_rest_share_one() {
-        let block = seal(vec![run("a", 5, &[100; 3]), run("b", 0, &[1000; 4]), run("c", 2, &[10])], &POLICY).unwrap();
+        let block = seal(
+            vec![pending(1, Offset::new(5, 50), &[100; 3]), pending(2, Offset::START, &[1000; 4]), pending(3, Offset::new(2, 2), &[10])],
+            &POLICY,
+        )
+        .unwrap();
+        assert_eq!(shape(&block), vec![vec![(1, 5, 8), (3, 2, 3)], vec![(2, 0, 4)]]);
+        // Each stream's end: where its run stops, and its producers' last seqs.
+        let one = &block.ends[0];
+        assert_eq!(one.end, Offset::new(8, 350));
         assert_eq!(
-            shape(&block),
-            vec![vec![("a".into(), 5, 8), ("c".into(), 2, 3)], vec![("b".into(), 0, 4)]]
+            one.producers,
+            vec![("p0".into(), ProducerState { epoch: 1, last_seq: 2 }), ("p1".into(), ProducerState { epoch: 1, last_seq: 1 })]
         );
-        // The producers' last seq in each stream, at the offset it got.
-        let a: Vec<(String, u64, u64)> =
-            block.producers.iter().filter(|p| p.stream == "a").map(|p| (p.producer.clone(), p.state.last_seq, p.state.last_offset)).collect();
-        assert_eq!(a, vec![("p0".into(), 2, 7), ("p1".into(), 1, 6)]);
+        assert_eq!(block.records(), 8);
     }
 
     #[test]
-    fn a_producers_entry_carries_its_run_within_the_block() {
-        // p at offsets 3, 4, 5 with seqs 7, 8, 9, q at 6, p again at 7 with seq 10: the
-        // run of p broken by q starts anew at seq 10.
-        let stamp = |id: &str, seq| Some(ProducerStamp { id: id.into(), epoch: 1, seq });
-        let records = [stamp("p", 7), stamp("p", 8), stamp("p", 9), stamp("q", 0), stamp("p", 10)];
-        let pending = Run { stream: "a".into(), start: 3, records: records.into_iter().map(|producer| StoredRecord { producer, value: vec![1] }).collect() };
-        let block = seal(vec![pending.clone()], &POLICY).unwrap();
-        let p = block.producers.iter().find(|e| e.producer == "p").unwrap();
-        assert_eq!(p.state, ProducerState { epoch: 1, first_seq: 10, last_seq: 10, last_offset: 7 });
-        let block = seal(vec![Run { records: pending.records[..3].to_vec(), ..pending }], &POLICY).unwrap();
-        assert_eq!(block.producers[0].state, ProducerState { epoch: 1, first_seq: 7, last_seq: 9, last_offset: 5 });
+    fn a_close_goes_with_the_records_before_it_even_alone() {
+        let mut closing = pending(1, Offset::START, &[10]);
+        closing.records[0].stream_seq = Some("s9".into());
+        closing.close = Some(Some(ProducerStamp { id: "p1".into(), epoch: 1, seq: 1 }));
+        let alone = Pending { stream: StreamId(2), start: Offset::new(4, 4), records: vec![], close: Some(None) };
+        let block = seal(vec![closing, alone], &POLICY).unwrap();
+        assert_eq!(shape(&block), vec![vec![(1, 0, 1)]]);
+        assert_eq!(block.ends.len(), 2);
+        let (one, two) = (&block.ends[0], &block.ends[1]);
+        assert!(one.closed && two.closed);
+        assert_eq!(one.closed_by.as_ref().map(|s| s.seq), Some(1));
+        assert_eq!(one.stream_seq.as_deref(), Some("s9"));
+        assert_eq!(two.end, Offset::new(4, 4));
+        // The commit applies: both streams end closed.
+        let mut state = MetaState::default();
+        for (id, name) in [(1, "a"), (2, "b")] {
+            let config = StreamConfig { name: name.into(), content_type: "x".into(), expiry: Expiry::Never, fork: None };
+            state.apply(&MetaCommand::Create { id: StreamId(id), config }).unwrap();
+        }
+        // Stream b's committed end is at its start here, as its pending start said.
+        let mut at_its_end = block.clone();
+        at_its_end.ends[1].end = Offset::START;
+        state.apply(&state.reserve(1)).unwrap();
+        state.apply(&at_its_end.commit(&[0])).unwrap();
+        assert!(state.stream(StreamId(1)).unwrap().closed && state.stream(StreamId(2)).unwrap().closed);
     }
 
     #[test]
     fn a_block_stops_at_its_bytes_but_always_takes_one_record() {
-        let block = seal(vec![run("a", 0, &[4000; 3]), run("b", 0, &[10])], &POLICY).unwrap();
-        assert_eq!(shape(&block), vec![vec![("a".into(), 0, 2)]]);
-        let huge = seal(vec![run("a", 0, &[20_000, 10])], &POLICY).unwrap();
-        assert_eq!(shape(&huge), vec![vec![("a".into(), 0, 1)]]);
+        let block = seal(vec![pending(1, Offset::START, &[4000; 3]), pending(2, Offset::START, &[10])], &POLICY).unwrap();
+        assert_eq!(shape(&block), vec![vec![(1, 0, 2)]]);
+        let huge = seal(vec![pending(1, Offset::START, &[20_000, 10])], &POLICY).unwrap();
+        assert_eq!(shape(&huge), vec![vec![(1, 0, 1)]]);
         assert_eq!(seal(vec![], &POLICY), None);
+        assert_eq!(seal(vec![pending(1, Offset::START, &[])], &POLICY), None);
     }
 
     #[test]
     fn the_commit_always_fits_one_metadata_record() {
-        // Many streams with long names and many producers: the block ends where the
-        // commit would outgrow its record.
-        let pending: Vec<Run> = (0..2000)
+        // Many streams with many long producer ids: the block ends where the commit
+        // would outgrow its record.
+        let pending: Vec<Pending> = (0..2000)
             .map(|n| {
-                let mut r = run(&format!("{n:0>120}"), 0, &[1, 1]);
-                r.records[1].producer = Some(ProducerStamp { id: "q".repeat(128), epoch: 1, seq: 0 });
-                r
+                let mut p = pending(n, Offset::START, &[1, 1]);
+                p.records[1].producer = Some(ProducerStamp { id: "q".repeat(255), epoch: 1, seq: 0 });
+                p
             })
             .collect();
         let policy = SealPolicy { block_bytes: 1 << 30, ..POLICY };
         let block = seal(pending, &policy).unwrap();
         let ids: Vec<u64> = (0..block.objects.len() as u64).collect();
-        let commit = MetaCommand::Commit { objects: block.commit_entries(&ids), producers: block.producers.clone() };
-        let bytes = commit.encode().len();
+        let bytes = block.commit(&ids).encode().len();
         assert!(bytes <= COMMAND_BYTES_MAX, "{bytes}");
         assert!(bytes > COMMAND_BYTES_MAX * 9 / 10, "the block is not cut early: {bytes}");
     }

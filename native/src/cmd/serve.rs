@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use walab_core::stream_store::meta::MetaCommand;
 use walab_core::stream_store::upload::SealPolicy;
 use walab_core::time::Nanos;
 
@@ -12,6 +13,7 @@ use crate::cli_error::CliError;
 use crate::serve::meta_log::{self, MetaLog};
 use crate::serve::objects::Objects;
 use crate::serve::uploader::{CrashPoint, Uploader};
+use crate::serve::store::EXPIRY_SWEEP_EVERY;
 use crate::serve::{http, Store};
 use crate::wal::file::node_dir;
 use crate::wal::url::{parse_wal_url, WalArgs, WalUrl};
@@ -50,6 +52,13 @@ pub struct Args {
     /// Worker threads of the HTTP runtime (default: one per core).
     #[arg(long, value_name = "N")]
     http_threads: Option<usize>,
+    /// How long a long-poll with nothing new waits before it answers 204.
+    #[arg(long, value_name = "MS", default_value_t = 10_000)]
+    long_poll_ms: u64,
+    /// How long an SSE connection stays open before the server closes it (the client
+    /// reconnects from its last offset).
+    #[arg(long, value_name = "MS", default_value_t = 60_000)]
+    sse_connection_ms: u64,
     /// Snapshot the metadata log after this many of its records (two per upload), once
     /// they hold at least the last snapshot's bytes; the records before a snapshot are
     /// trimmed.
@@ -118,6 +127,9 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     if args.block_bytes < 1024 || args.block_ms == 0 || args.block_ms > 3_600_000 {
         return Err(CliError::usage("--block-bytes at least 1024, --block-ms between 1 and 3600000"));
     }
+    if !(1..=3_600_000).contains(&args.long_poll_ms) || !(1..=3_600_000).contains(&args.sse_connection_ms) {
+        return Err(CliError::usage("--long-poll-ms and --sse-connection-ms: between 1 and 3600000"));
+    }
     if args.meta_snapshot_every == 0 {
         return Err(CliError::usage("--meta-snapshot-every: at least 1"));
     }
@@ -140,16 +152,47 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let objects = Arc::new(objects);
     let backend = args.wal.backend(true).map_err(CliError::usage)?;
     // Opening claims the metadata log (a file's LOCK, a Postgres or S3 node's epoch).
-    let meta = MetaLog::open(meta_backend).map_err(CliError::failed)?;
+    let meta = Arc::new(MetaLog::open(meta_backend).map_err(CliError::failed)?);
     // The WAL is opened (and recovered) before the runtime starts: a backend with a
     // runtime of its own must not be opened from inside another.
     let page = crate::serve::live::page_dir(args.page.as_deref()).map_err(CliError::usage)?;
     let live = LiveTrace::new("walab-serve");
     let (wal, mut recovered) = Wal::open_live(backend, WalOptions::default(), Some(live)).map_err(open_failure)?;
+    for note in [meta.repaired.as_deref(), recovered.repaired.as_deref()].into_iter().flatten() {
+        eprintln!("walab serve: {note}");
+    }
     if args.fault == Some(Fault::SkipWalReplay) {
         recovered.records.clear();
     }
-    let store = Arc::new(Store::recover(wal, recovered, meta.state(), Arc::clone(&objects)).map_err(CliError::failed)?);
+    // The metadata log belongs to one data WAL: bind a new one, refuse another WAL.
+    let bound = meta.with_state(|state| state.wal().map(str::to_string));
+    let bind = match bound {
+        Some(bound) if bound != wal.name() => {
+            return Err(CliError::usage(format!(
+                "--meta {}: this metadata log belongs to the WAL {bound}, not to --wal's {}: its commits describe \
+                 that WAL's records, which this WAL does not hold; start with that --wal, or give this WAL its own --meta",
+                meta.name(),
+                wal.name()
+            )))
+        }
+        Some(_) => None,
+        None => Some(MetaCommand::Bind { wal: wal.name().to_string() }),
+    };
+    let (store, found) = Store::recover(wal, recovered, Arc::clone(&meta), Arc::clone(&objects)).map_err(CliError::failed)?;
+    let store = Arc::new(store);
+    if found.streams > 0 || found.replayed > 0 {
+        eprintln!(
+            "walab serve: {} streams; {} requests from the WAL not yet in objects{}{}",
+            found.streams,
+            found.replayed,
+            if found.skipped > 0 { format!(", {} WAL records of streams that no longer exist skipped", found.skipped) } else { String::new() },
+            if found.dropped > 0 {
+                format!(", {} requests cut short by a crash (never answered) dropped", found.dropped)
+            } else {
+                String::new()
+            }
+        );
+    }
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
     if let Some(threads) = args.http_threads {
         runtime.worker_threads(threads);
@@ -160,8 +203,16 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         .build()
         .map_err(|error| CliError::failed(format!("serve: cannot start the runtime: {error}")))?;
     let snapshot_every = args.meta_snapshot_every;
-    let mut uploader = Uploader { store: Arc::clone(&store), meta, objects, policy, crash_at: args.crash_at, snapshot_every, sealed: 0 };
+    let options = http::HttpOptions {
+        long_poll: std::time::Duration::from_millis(args.long_poll_ms),
+        sse_connection: std::time::Duration::from_millis(args.sse_connection_ms),
+    };
+    let mut uploader =
+        Uploader { store: Arc::clone(&store), meta: Arc::clone(&meta), objects, policy, crash_at: args.crash_at, snapshot_every, sealed: 0 };
     runtime.block_on(async move {
+        if let Some(bind) = bind {
+            meta.append(bind).await.map_err(CliError::failed)?;
+        }
         let expired = uploader.expire_orphans().await.map_err(CliError::failed)?;
         if expired > 0 {
             eprintln!("walab serve: expired {expired} object ids reserved by an upload that never committed");
@@ -171,8 +222,15 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             .map_err(|error| CliError::usage(format!("--listen {listen}: {error}")))?;
         let bound = listener.local_addr().map_err(|error| CliError::failed(format!("--listen {listen}: {error}")))?;
         tokio::spawn(uploader.run());
+        let sweeping = Arc::clone(&store);
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(EXPIRY_SWEEP_EVERY).await;
+                sweeping.sweep_expired().await;
+            }
+        });
         eprintln!("walab serve: listening on http://{bound}");
-        let mut routes = http::router(store);
+        let mut routes = http::router(store, options);
         if let Some(dir) = &page {
             eprintln!("walab serve: the lab's page at http://{bound}/ (from {}), watching this server", dir.display());
             routes = crate::serve::live::with_page(routes, dir);

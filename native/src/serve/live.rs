@@ -13,7 +13,6 @@ use std::convert::Infallible;
 use std::path::Path;
 use std::sync::Arc;
 
-use axum::extract::State;
 use axum::handler::HandlerWithoutStateExt;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
@@ -27,7 +26,7 @@ use tower_http::services::ServeDir;
 use super::Store;
 
 /// `GET /trace`.
-pub async fn trace(State(store): State<Arc<Store>>) -> Response {
+pub async fn trace(store: Arc<Store>) -> Response {
     let Some(live) = store.live().cloned() else {
         return (StatusCode::NOT_FOUND, Json(json!({ "error": "this server keeps no live trace" }))).into_response();
     };
@@ -57,7 +56,7 @@ pub const PAGE_MARK: &str = r#"<meta name="walab-serve" content="trace">"#;
 /// `index.html` carries [`PAGE_MARK`].
 pub fn with_page(routes: Router, dir: &Path) -> Router {
     let not_found = || async {
-        (StatusCode::NOT_FOUND, Json(json!({ "error": "no such route or page file; see GET /streams" }))).into_response()
+        (StatusCode::NOT_FOUND, Json(json!({ "error": "no such route or page file; streams are at /v1/stream/NAME" }))).into_response()
     };
     let index_file = dir.join("index.html");
     let index = move || {

@@ -9,19 +9,23 @@
 //! bucket), and it is claimed like any WAL: a file WAL's `LOCK`, a Postgres node row's
 //! epoch, an S3 registration.
 //!
+//! Requests (a `PUT` creating a stream, a `DELETE`) and the uploader append to it at the
+//! same time. A command is applied to the state and submitted to the WAL under one lock,
+//! so the log's order is the order the state saw, and the appender waits for durability
+//! outside it: concurrent creates share a group commit.
+//!
 //! Compaction: once [`MetaLog::snapshot_due`], the uploader writes a snapshot of the
 //! state ([`MetaState::snapshot`]) and confirms the WAL below it, which trims the older
 //! records as the backend trims (whole file segments, a Postgres trim offset, S3 trim
 //! units); replay starts from the last complete snapshot
 //! ([`walab_core::stream_store::meta::replay`]). A snapshot is due after
 //! `--meta-snapshot-every` records *and* once the records since the last one hold at
-//! least as many bytes as it did: the state keeps one run per stream per upload, so a
-//! snapshot grows with the store, and writing one only after as many bytes of log keeps
-//! its cost per logged byte at most one and the log at most about twice the state.
+//! least as many bytes as it did: writing one only after as many bytes of log keeps its
+//! cost per logged byte at most one and the log at most about twice the state.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
-use walab_core::stream_store::meta::{replay, MetaCommand, MetaState};
+use walab_core::stream_store::meta::{replay, Applied, MetaCommand, MetaState};
 
 use crate::wal::file::fs::RealFs;
 use crate::wal::file::{FileBackend, SegmentFormat};
@@ -81,22 +85,33 @@ pub fn file_backend(dir: std::path::PathBuf) -> Box<dyn Backend> {
 }
 
 /// Records between two snapshots of the metadata log when `--meta-snapshot-every` is
-/// not given: about 500 uploads.
+/// not given.
 pub const SNAPSHOT_EVERY_DEFAULT: u64 = 1000;
 
-/// An open metadata log and the state its commands give.
-pub struct MetaLog {
-    writer: AsyncWriter,
+/// The state and the bookkeeping for compaction, under one lock.
+struct Inner {
     state: MetaState,
     /// Records written after the last complete snapshot (or since the log began).
     since_snapshot: u64,
     /// Their encoded bytes, and the last snapshot's.
     since_snapshot_bytes: u64,
     snapshot_bytes: u64,
+}
+
+/// An open metadata log and the state its commands give.
+pub struct MetaLog {
+    inner: Mutex<Inner>,
+    writer: AsyncWriter,
     /// Set after a failed append: the state may be ahead of the log, so nothing more
     /// is written until a restart replays the log.
-    failed: Option<String>,
+    failed: OnceLock<String>,
+    /// What recovery repaired when the log was opened, if anything.
+    pub repaired: Option<String>,
     wal: Wal,
+}
+
+fn lock(inner: &Mutex<Inner>) -> MutexGuard<'_, Inner> {
+    inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl MetaLog {
@@ -124,15 +139,8 @@ impl MetaLog {
             // What a crash kept from being trimmed after the last snapshot may go now.
             wal.confirm_consumer(seq - 1);
         }
-        Ok(MetaLog {
-            writer: wal.async_writer(),
-            state: replayed.state,
-            since_snapshot: replayed.since_snapshot,
-            since_snapshot_bytes,
-            snapshot_bytes,
-            failed: None,
-            wal,
-        })
+        let inner = Inner { state: replayed.state, since_snapshot: replayed.since_snapshot, since_snapshot_bytes, snapshot_bytes };
+        Ok(MetaLog { inner: Mutex::new(inner), writer: wal.async_writer(), failed: OnceLock::new(), repaired: recovered.repaired, wal })
     }
 
     pub fn name(&self) -> &str {
@@ -140,65 +148,86 @@ impl MetaLog {
     }
 
     /// Whether an append failed (nothing more is written until a restart).
-    pub fn failed(&self) -> bool {
-        self.failed.is_some()
+    pub fn failed(&self) -> Option<&str> {
+        self.failed.get().map(String::as_str)
     }
 
-    pub fn state(&self) -> &MetaState {
-        &self.state
+    /// Reads the state.
+    pub fn with_state<T>(&self, read: impl FnOnce(&MetaState) -> T) -> T {
+        read(&lock(&self.inner).state)
     }
 
-    /// Applies `command` (refused whole if it does not apply) and makes it durable.
-    pub async fn append(&mut self, command: MetaCommand) -> Result<(), String> {
-        if let Some(failure) = &self.failed {
-            return Err(format!("{}: stopped after a failure: {failure}", self.name()));
-        }
-        self.state.apply(&command).map_err(|error| format!("{}: {error}", self.name()))?;
-        self.write(&command).await.map(|_| ())
+    fn fail(&self, message: String) -> String {
+        self.failed.get_or_init(|| message).clone()
     }
 
-    /// Makes `command` durable; its seq.
-    async fn write(&mut self, command: &MetaCommand) -> Result<u64, String> {
-        let bytes = command.encode();
-        match self.writer.append(META_KEY, &bytes).await {
-            Ok(seq) => {
-                self.since_snapshot += 1;
-                self.since_snapshot_bytes += bytes.len() as u64;
-                Ok(seq)
+    /// Applies `command` (refused whole if it does not apply) and makes it durable; what
+    /// it did to streams.
+    pub async fn append(&self, command: MetaCommand) -> Result<Applied, String> {
+        let (applied, pending) = {
+            let mut inner = lock(&self.inner);
+            if let Some(failure) = self.failed.get() {
+                return Err(format!("{}: stopped after a failure: {failure}", self.name()));
             }
-            Err(error) => {
-                let message = format!("{}: {error}", self.name());
-                self.failed = Some(message.clone());
-                Err(message)
-            }
+            let applied = inner.state.apply(&command).map_err(|error| format!("{}: {error}", self.name()))?;
+            let bytes = command.encode();
+            let pending = match self.writer.submit(META_KEY, &bytes) {
+                Ok(pending) => pending,
+                Err(error) => return Err(self.fail(format!("{}: {error}", self.name()))),
+            };
+            inner.since_snapshot += 1;
+            inner.since_snapshot_bytes += bytes.len() as u64;
+            (applied, pending)
+        };
+        match pending.durable().await {
+            Ok(_) => Ok(applied),
+            Err(error) => Err(self.fail(format!("{}: {error}", self.name()))),
         }
     }
 
     /// Whether `every` records or more were written since the last snapshot, holding at
     /// least as many bytes as it did.
     pub fn snapshot_due(&self, every: u64) -> bool {
-        self.since_snapshot >= every && self.since_snapshot_bytes >= self.snapshot_bytes
+        let inner = lock(&self.inner);
+        inner.since_snapshot >= every && inner.since_snapshot_bytes >= inner.snapshot_bytes
     }
 
     /// Writes the state as a snapshot and confirms the WAL below its first part, so the
     /// backend may trim every record before it. Returns the parts written.
-    pub async fn snapshot(&mut self) -> Result<usize, String> {
-        if let Some(failure) = &self.failed {
-            return Err(format!("{}: stopped after a failure: {failure}", self.name()));
-        }
-        let parts = self.state.snapshot();
+    pub async fn snapshot(&self) -> Result<usize, String> {
+        let pending = {
+            let mut inner = lock(&self.inner);
+            if let Some(failure) = self.failed.get() {
+                return Err(format!("{}: stopped after a failure: {failure}", self.name()));
+            }
+            let parts = inner.state.snapshot();
+            let mut pending = Vec::with_capacity(parts.len());
+            // Submitted under one hold of the lock: nothing comes between the parts.
+            for part in &parts {
+                match self.writer.submit(META_KEY, &part.encode()) {
+                    Ok(answer) => pending.push(answer),
+                    Err(error) => return Err(self.fail(format!("{}: {error}", self.name()))),
+                }
+            }
+            inner.snapshot_bytes = parts.iter().map(|part| part.encode().len() as u64).sum();
+            inner.since_snapshot = 0;
+            inner.since_snapshot_bytes = 0;
+            pending
+        };
+        let parts = pending.len();
         let mut first_seq = None;
-        for part in &parts {
-            let seq = self.write(part).await?;
-            first_seq.get_or_insert(seq);
+        for answer in pending {
+            match answer.durable().await {
+                Ok(seq) => {
+                    first_seq.get_or_insert(seq);
+                }
+                Err(error) => return Err(self.fail(format!("{}: {error}", self.name()))),
+            }
         }
-        self.snapshot_bytes = parts.iter().map(|part| part.encode().len() as u64).sum();
-        self.since_snapshot = 0;
-        self.since_snapshot_bytes = 0;
         if let Some(first_seq) = first_seq {
             self.wal.confirm_consumer(first_seq - 1);
         }
-        Ok(parts.len())
+        Ok(parts)
     }
 }
 
@@ -207,7 +236,7 @@ mod tests {
     use super::*;
 
     fn reserve_one(log: &MetaLog) -> MetaCommand {
-        log.state().reserve(1)
+        log.with_state(|state| state.reserve(1))
     }
 
     #[test]
@@ -224,7 +253,7 @@ mod tests {
         let parts = runtime.block_on(log.snapshot()).unwrap();
         assert_eq!(parts, 1);
         // 40 reserved ids: the state's encoding is several reservations' worth of bytes.
-        let snapshot_bytes = log.state().snapshot()[0].encode().len() as u64;
+        let snapshot_bytes = log.with_state(|state| state.snapshot()[0].encode().len() as u64);
         let needed = snapshot_bytes.div_ceil(reserve_bytes);
         assert!(needed > 2, "{snapshot_bytes} bytes");
         for written in 1..=needed {
@@ -235,7 +264,7 @@ mod tests {
                 // A reopen counts the same: the snapshot's bytes and the records after it.
                 drop(log);
                 log = MetaLog::open(file_backend(dir.path().join("meta"))).unwrap();
-                assert_eq!(log.state().reserved_ids().len() as u64, 40 + written);
+                assert_eq!(log.with_state(|state| state.reserved_ids().len() as u64), 40 + written);
                 assert!(!log.snapshot_due(1));
             }
         }

@@ -1,95 +1,81 @@
-//! [`Store`]: the streams, their producers and log caches, over one open [`Wal`].
+//! [`Store`]: the streams over one open [`Wal`], the metadata log and the objects; how
+//! they are rebuilt at start, looked up, deleted and expired, and what the uploader
+//! takes from them. Appends and creates are in [`super::append`], reads in
+//! [`super::read`].
 
-use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Instant;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use tokio::sync::{watch, Semaphore};
-use walab_core::codec::tiny;
-use walab_core::stream_store::log_cache::{CachedRecord, ReadError, StreamLog};
-use walab_core::stream_store::meta::{MetaState, ObjectEntry};
-use walab_core::stream_store::object::{self, Run, StoredRecord};
-use walab_core::stream_store::producers::{ProducerTable, Verdict};
-use walab_core::stream_store::record::{AppendRecord, ProducerStamp, RecordError, VALUE_BYTES_MAX};
-use walab_core::stream_store::upload::SealPolicy;
-use walab_core::stream_store::{check_name, NameError};
+use tokio::sync::Semaphore;
+use walab_core::rng::Rng;
+use walab_core::stream_store::log_cache::{CachedClose, CachedRecord};
+use walab_core::stream_store::meta::{Applied, MetaCommand, StreamEnd};
+use walab_core::stream_store::offset::Offset;
+use walab_core::stream_store::record::{Assembler, Fragment};
+use walab_core::stream_store::upload::{pending_bytes_of, Block, Pending, SealPolicy};
+use walab_core::stream_store::StreamId;
 use walab_core::time::Nanos;
 
+use super::meta_log::MetaLog;
 use super::objects::Objects;
+use super::stream::{Fork, Status, Stream};
 use crate::wal::live::LiveTrace;
 use crate::wal::{AsyncWriter, Recovered, Wal, WalError};
 
-/// The most streams one store holds; an append that would create one more is refused.
+/// The most streams one store holds (live and soft-deleted); a create past it is refused.
 pub const STREAMS_MAX: usize = 100_000;
 
 /// The most record bytes submitted to the WAL and not yet acknowledged. Appends past it
-/// wait before they are given an offset, so the group-commit machine's own bounds (its
-/// unflushed bytes and waiters), which would refuse a record whose offset is already
+/// wait before they are given a place, so the group-commit machine's own bounds (its
+/// unflushed bytes and waiters), which would refuse a record whose place is already
 /// fixed, are never reached.
 pub const INFLIGHT_BYTES_MAX: usize = 64 << 20;
 
-/// The most records in one batch append.
-pub const BATCH_RECORDS_MAX: usize = 1000;
+/// The most bytes in one request's body (a `POST`'s or a `PUT`'s); more is `413`.
+pub const REQUEST_BODY_BYTES_MAX: usize = 4 << 20;
 
-/// An acknowledged append.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Appended {
-    /// The (first) record's offset; a batch's records follow it.
-    pub offset: u64,
-    /// Records appended (1 for a single append).
-    pub count: u64,
-    /// Seqs appended already: `offset` is what the first of them got the first time.
-    pub duplicate: bool,
-}
+/// How often the expiry sweep looks for streams whose TTL or expiry time passed.
+pub const EXPIRY_SWEEP_EVERY: Duration = Duration::from_millis(200);
 
-/// Why an append was not acknowledged.
+/// Why a request was not carried out, as the protocol tells it.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum AppendError {
-    /// A stream or producer name that is not `[A-Za-z0-9._-]{1,128}`.
-    #[error("{what} {name:?} {error}")]
-    BadName { what: &'static str, name: String, error: NameError },
+pub enum StoreError {
+    #[error("no such stream")]
+    NotFound,
+    /// Soft-deleted: forks still read it.
+    #[error("the stream is deleted (forks still read it)")]
+    Gone,
     #[error("{0}")]
-    BadRecord(RecordError),
-    /// A batch that is empty, too long, or whose seqs would pass the last one.
-    #[error("batch: {0}")]
-    BadBatch(String),
-    #[error("producer {producer} epoch {epoch} is fenced: the current epoch is {current}")]
-    StaleEpoch { producer: String, epoch: u64, current: u64 },
-    #[error("producer {producer} seq {seq} is not the next one: expected seq {expected}")]
-    SeqGap { producer: String, seq: u64, expected: u64 },
-    #[error("stream {stream} already has {max} producers", max = walab_core::stream_store::producers::PRODUCERS_PER_STREAM_MAX)]
-    TooManyProducers { stream: String },
-    #[error("the store already holds {STREAMS_MAX} streams")]
-    TooManyStreams,
-    /// The WAL failed while this record was submitted: it may or may not be there.
-    #[error("the WAL failed, this record may or may not be durable: {0}")]
+    BadRequest(String),
+    #[error("{0}")]
+    Conflict(String),
+    /// An append to a closed stream.
+    #[error("the stream is closed")]
+    Closed { tail: Offset },
+    #[error("producer epoch {epoch} is fenced: the current epoch is {current}")]
+    StaleEpoch { epoch: u64, current: u64 },
+    #[error("producer seq {received} is not the next one: expected seq {expected}")]
+    SeqGap { expected: u64, received: u64 },
+    #[error("{0}")]
+    TooLarge(String),
+    /// A limit of this server (streams, producers per stream).
+    #[error("{0}")]
+    Full(String),
+    /// The WAL or the metadata log failed while this request was in it: it may or may
+    /// not be durable.
+    #[error("the WAL failed, this request may or may not be durable: {0}")]
     Unknown(String),
-    /// The WAL failed earlier; nothing was submitted.
-    #[error("appends stopped after a WAL failure ({0}); restart the server")]
+    /// The WAL or the metadata log failed earlier; nothing was submitted.
+    #[error("appends stopped after a failure ({0}); restart the server")]
     Stopped(String),
-}
-
-/// Why a read was refused.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum ReadFailure {
-    #[error("stream name {0:?} {1}")]
-    BadStream(String, NameError),
-    #[error("stream {0} has no records")]
-    NoSuchStream(String),
+    /// A committed object could not be read: the object store's trouble.
     #[error("{0}")]
-    Range(ReadError),
-    /// A committed object could not be read.
+    ObjectStore(String),
+    /// Records the store has lost track of: its bug.
     #[error("{0}")]
-    Object(String),
-}
-
-/// A read's answer: durable records from `from`, the next offset to read, the end.
-#[derive(Clone, Debug)]
-pub struct ReadAnswer {
-    pub records: Vec<CachedRecord>,
-    pub next: u64,
-    pub end: u64,
+    Internal(String),
 }
 
 /// The server's counters since start, for `GET /stats` (what `walab bench --http` reports
@@ -104,130 +90,188 @@ pub struct StoreStats {
     pub wal_acked: u64,
     /// Objects uploaded.
     pub object_puts: u64,
+    /// Streams held (live and soft-deleted).
+    pub streams: usize,
 }
 
-/// One stream's positions, for `GET /streams`.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct StreamSummary {
-    pub stream: String,
-    /// Records below are durable.
-    pub end: u64,
-    /// Records below are in committed objects.
-    pub committed: u64,
+#[derive(Default)]
+struct Streams {
+    by_name: HashMap<String, Arc<Stream>>,
+    by_id: BTreeMap<StreamId, Arc<Stream>>,
 }
 
-struct StreamState {
-    log: StreamLog,
-    producers: ProducerTable,
-    committed: u64,
-    /// `(start, end, object id)` of the committed runs, by start: they tile `0..committed`.
-    runs: Vec<(u64, u64, u64)>,
-}
-
-impl StreamState {
-    fn empty() -> StreamState {
-        StreamState { log: StreamLog::starting_at(0), producers: ProducerTable::default(), committed: 0, runs: Vec::new() }
-    }
-}
-
-/// What the upload counts a record as (its value and room for its fields).
-fn pending_bytes_of(value: &[u8]) -> i64 {
-    value.len() as i64 + 32
-}
-
-type Stream = Arc<Mutex<StreamState>>;
-
-/// The stream store over one WAL.
+/// The stream store.
 pub struct Store {
-    streams: Mutex<BTreeMap<String, Stream>>,
-    writer: AsyncWriter,
+    streams: Mutex<Streams>,
+    pub(super) meta: Arc<MetaLog>,
+    pub(super) writer: AsyncWriter,
     /// The WAL seq the next submitted record gets, held across the submission: the driver
     /// numbers records in the order they reach it, so the store knows each record's seq
     /// before it is acknowledged (and checks it after).
-    next_wal_seq: Mutex<u64>,
-    objects: Arc<Objects>,
+    pub(super) next_wal_seq: Mutex<u64>,
+    next_stream_id: AtomicU64,
+    pub(super) objects: Arc<Objects>,
     /// Durable record bytes above the committed ends (may dip below 0 for a moment: an
     /// acknowledgement can be counted after its record was uploaded).
     pending_bytes: AtomicI64,
     /// Since when bytes have been pending (nanoseconds since `started`).
     pending_since: Mutex<Option<Nanos>>,
     started: Instant,
-    inflight_bytes: Arc<Semaphore>,
+    pub(super) inflight_bytes: Arc<Semaphore>,
     /// Set once, by the first failed append; from then on appends are refused.
     failure: OnceLock<String>,
-    /// Bumped at every acknowledgement and at the failure, for the duplicates waiting
-    /// until the first copy of their record is durable.
-    progress: watch::Sender<u64>,
+    /// Draws for the cursors' jitter.
+    rng: Mutex<Rng>,
     wal: Wal,
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(super) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// Milliseconds since 1970 on this machine's clock.
+pub fn now_unix_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_millis() as u64)
+}
+
+/// What the store found at start, for its first words.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Found {
+    pub streams: usize,
+    /// WAL records replayed into the streams' log caches.
+    pub replayed: u64,
+    /// WAL records of streams that no longer exist (deleted, or whose creation never
+    /// became durable).
+    pub skipped: u64,
+    /// Requests cut short by a crash (some fragments durable, never answered): dropped.
+    pub dropped: u64,
+}
+
 impl Store {
-    /// Rebuilds the streams from what the WAL's recovery found: every record goes back to
-    /// its stream's log cache at its offset, durable, and into the producers' table.
-    ///
-    /// The metadata's committed ends come first: a WAL record below its stream's committed
-    /// end is already in an object (the WAL was not trimmed that far yet) and is skipped.
-    pub fn recover(wal: Wal, recovered: Recovered, meta: &MetaState, objects: Arc<Objects>) -> Result<Store, String> {
-        let mut streams: BTreeMap<String, StreamState> = BTreeMap::new();
-        for (name, committed) in meta.streams() {
-            streams.insert(
-                name.to_string(),
-                StreamState {
-                    log: StreamLog::starting_at(committed.committed),
-                    producers: meta.producers(name).cloned().unwrap_or_default(),
-                    committed: committed.committed,
-                    runs: committed.runs.clone(),
-                },
-            );
-        }
+    /// Rebuilds the streams from the metadata log's state and what the WAL's recovery
+    /// found: every record above its stream's committed end goes back to its log cache,
+    /// durable, and into its producers' table.
+    pub fn recover(wal: Wal, recovered: Recovered, meta: Arc<MetaLog>, objects: Arc<Objects>) -> Result<(Store, Found), String> {
+        let now = now_unix_ms();
+        let mut by_id: BTreeMap<StreamId, Arc<Stream>> = BTreeMap::new();
+        let mut closed_in_meta = HashSet::new();
+        let next_stream_id = meta.with_state(|state| -> Result<u64, String> {
+            // By number: a fork's source was created before it, so it is there already.
+            for (id, stream_meta) in state.streams() {
+                let fork = match stream_meta.config.fork {
+                    Some(base) => {
+                        let source = by_id.get(&base.source).cloned().ok_or_else(|| {
+                            format!("{}: stream {id} is a fork of stream {}, which is not there", meta.name(), base.source)
+                        })?;
+                        Some(Fork { source, at: base.at, sub_offset: base.sub_offset })
+                    }
+                    None => None,
+                };
+                let status = if stream_meta.soft_deleted { Status::SoftDeleted } else { Status::Live };
+                let stream = Stream::new(id, &stream_meta.config, fork, stream_meta.committed, status, now);
+                {
+                    let mut state = stream.lock();
+                    state.runs = stream_meta.runs.clone();
+                    state.producers = stream_meta.producers.clone();
+                    state.stream_seq = stream_meta.stream_seq.clone();
+                    state.closed = stream_meta.closed;
+                    state.closed_by = stream_meta.closed_by.clone();
+                }
+                if stream_meta.closed {
+                    closed_in_meta.insert(id);
+                }
+                by_id.insert(id, Arc::new(stream));
+            }
+            Ok(state.next_stream_id())
+        })?;
+        let mut next_stream_id = next_stream_id;
+        let mut found = Found { streams: by_id.len(), ..Found::default() };
+        let mut assembler = Assembler::default();
+        let mut first_seqs: HashMap<StreamId, u64> = HashMap::new();
         let mut pending_bytes = 0;
         for record in &recovered.records {
-            let append = AppendRecord::decode(&record.key, &record.value)
-                .map_err(|error| format!("{}: WAL record {}: {error}", wal.name(), record.seq))?;
-            let state = streams.entry(append.stream.clone()).or_insert_with(StreamState::empty);
-            if append.offset < state.committed {
+            let at = |error: &dyn std::fmt::Display| format!("{}: WAL record {}: {error}", wal.name(), record.seq);
+            let fragment = Fragment::decode(&record.key, &record.value).map_err(|error| at(&error))?;
+            next_stream_id = next_stream_id.max(fragment.stream.0 + 1);
+            let Some(stream) = by_id.get(&fragment.stream) else {
+                found.skipped += 1;
+                continue;
+            };
+            // Committed already: below the committed end, or anything of a stream the
+            // metadata says is closed (nothing follows a close).
+            if closed_in_meta.contains(&fragment.stream) || fragment.index < stream.lock().log.start().index {
                 continue;
             }
-            if append.offset != state.log.end() {
-                return Err(format!(
-                    "{}: WAL record {}: stream {} offset {}, expected offset {}",
-                    wal.name(),
-                    record.seq,
+            if fragment.head.is_some() {
+                first_seqs.insert(fragment.stream, record.seq);
+            }
+            let Some(append) = assembler.push(fragment).map_err(|error| at(&error))? else { continue };
+            let wal_seq = first_seqs.get(&append.stream).copied().unwrap_or(record.seq);
+            let mut state = stream.lock();
+            let end = state.log.end();
+            if append.index != end.index || state.closed {
+                return Err(at(&format!(
+                    "stream {} record {} does not follow its stream's records (expected record {}{})",
                     append.stream,
-                    append.offset,
-                    state.log.end()
-                ));
+                    append.index,
+                    end.index,
+                    if state.closed { ", and the stream is closed" } else { "" }
+                )));
             }
             if let Some(producer) = &append.producer {
-                state.producers.record(&producer.id, producer.epoch, producer.seq, append.offset);
+                state.producers.record(&producer.id, producer.epoch, producer.seq);
             }
-            pending_bytes += pending_bytes_of(&append.value);
-            state.log.push(CachedRecord {
-                offset: append.offset,
-                producer: append.producer,
-                value: append.value,
-                wal_seq: record.seq,
-            });
-            state.log.mark_durable(append.offset, record.seq);
+            if append.stream_seq.is_some() {
+                state.stream_seq = append.stream_seq.clone();
+            }
+            pending_bytes += pending_bytes_of(append.body.len()) as i64;
+            if append.body.is_empty() {
+                state.log.push_close(CachedClose { producer: append.producer.clone(), wal_seq, durable: true });
+            } else {
+                state.log.push(CachedRecord {
+                    start: end,
+                    body: append.body.into(),
+                    producer: append.producer.clone(),
+                    stream_seq: append.stream_seq,
+                    closes: append.closes,
+                    wal_seq,
+                });
+                let through = state.log.end();
+                state.log.mark_durable(through);
+            }
+            if append.closes {
+                state.closed = true;
+                state.closed_by = append.producer;
+            }
+            state.submitted += 1;
+            state.durable += 1;
+            found.replayed += 1;
         }
-        let streams = streams.into_iter().map(|(name, state)| (name, Arc::new(Mutex::new(state)))).collect();
-        Ok(Store {
+        found.dropped = assembler.finish();
+        let mut streams = Streams::default();
+        for (id, stream) in by_id {
+            if stream.lock().status == Status::Live || stream.lock().status == Status::SoftDeleted {
+                streams.by_name.insert(stream.name.clone(), Arc::clone(&stream));
+            }
+            streams.by_id.insert(id, stream);
+        }
+        let seed = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_nanos() as u64);
+        let store = Store {
             streams: Mutex::new(streams),
+            meta,
             writer: wal.async_writer(),
             next_wal_seq: Mutex::new(recovered.next_seq),
+            next_stream_id: AtomicU64::new(next_stream_id),
             objects,
             pending_bytes: AtomicI64::new(pending_bytes),
             pending_since: Mutex::new((pending_bytes > 0).then_some(Nanos(0))),
             started: Instant::now(),
             inflight_bytes: Arc::new(Semaphore::new(INFLIGHT_BYTES_MAX)),
             failure: OnceLock::new(),
-            progress: watch::Sender::new(0),
+            rng: Mutex::new(Rng::new(seed)),
             wal,
-        })
+        };
+        Ok((store, found))
     }
 
     /// The WAL's name in messages.
@@ -235,236 +279,185 @@ impl Store {
         self.wal.name()
     }
 
-    fn stream(&self, name: &str) -> Option<Stream> {
-        lock(&self.streams).get(name).cloned()
+    /// A random draw (for the cursors' jitter).
+    pub fn random(&self) -> u64 {
+        lock(&self.rng).next_u64()
     }
 
-    fn stream_or_create(&self, name: &str) -> Result<Stream, AppendError> {
+    /// The stream named `name` as clients see it: live, or `Gone` while soft-deleted,
+    /// `NotFound` when there is none (or it just expired). A stream being created is
+    /// waited for. `touch` counts the request as a read or write for a sliding TTL.
+    pub async fn find(&self, name: &str, touch: bool) -> Result<Arc<Stream>, StoreError> {
+        for _ in 0..8 {
+            let stream = lock(&self.streams).by_name.get(name).cloned().ok_or(StoreError::NotFound)?;
+            let status = stream.lock().status;
+            match status {
+                Status::Creating => {
+                    // The creator holds the lifecycle lock until it knows the outcome.
+                    drop(stream.lifecycle.lock().await);
+                    continue;
+                }
+                Status::Removed => continue,
+                Status::SoftDeleted => return Err(StoreError::Gone),
+                Status::Live => {}
+            }
+            if self.expire_if_due(&stream).await {
+                continue;
+            }
+            if touch {
+                stream.lock().last_access_ms = now_unix_ms();
+            }
+            return Ok(stream);
+        }
+        Err(StoreError::NotFound)
+    }
+
+    /// The stream with this name in any state but removed (a fork's source, for a
+    /// comparison).
+    pub(super) fn named(&self, name: &str) -> Option<Arc<Stream>> {
+        lock(&self.streams).by_name.get(name).cloned()
+    }
+
+    /// Puts a new stream in place as [`Status::Creating`], unless the name is taken:
+    /// then the stream that has it.
+    pub(super) fn insert_creating(&self, stream: Arc<Stream>) -> Result<Result<(), Arc<Stream>>, StoreError> {
         let mut streams = lock(&self.streams);
-        if let Some(stream) = streams.get(name) {
-            return Ok(Arc::clone(stream));
+        if let Some(existing) = streams.by_name.get(&stream.name) {
+            return Ok(Err(Arc::clone(existing)));
         }
-        if streams.len() >= STREAMS_MAX {
-            return Err(AppendError::TooManyStreams);
+        if streams.by_id.len() >= STREAMS_MAX {
+            return Err(StoreError::Full(format!("the store already holds {STREAMS_MAX} streams")));
         }
-        let stream = Arc::new(Mutex::new(StreamState::empty()));
-        streams.insert(name.to_string(), Arc::clone(&stream));
-        Ok(stream)
+        streams.by_name.insert(stream.name.clone(), Arc::clone(&stream));
+        streams.by_id.insert(stream.id, stream);
+        Ok(Ok(()))
+    }
+
+    /// A number for a new stream, never given before.
+    pub(super) fn next_stream_id(&self) -> StreamId {
+        StreamId(self.next_stream_id.fetch_add(1, Ordering::AcqRel))
+    }
+
+    /// Forgets a stream that is gone: its name (if still its own), its cached records.
+    fn forget(&self, stream: &Arc<Stream>) {
+        {
+            let mut streams = lock(&self.streams);
+            if streams.by_name.get(&stream.name).is_some_and(|s| Arc::ptr_eq(s, stream)) {
+                streams.by_name.remove(&stream.name);
+            }
+            streams.by_id.remove(&stream.id);
+        }
+        let dropped: usize = {
+            let mut state = stream.lock();
+            state.status = Status::Removed;
+            let bytes = state.log.durable_records().map(|r| pending_bytes_of(r.body.len())).sum();
+            state.log = walab_core::stream_store::log_cache::StreamLog::starting_at(state.log.start());
+            bytes
+        };
+        self.pending_bytes.fetch_sub(dropped as i64, Ordering::AcqRel);
+        stream.wake_readers();
+    }
+
+    /// A creation that did not become durable: the stream goes away again.
+    pub(super) fn abandon(&self, stream: &Arc<Stream>) {
+        self.forget(stream);
+    }
+
+    /// Mirrors what a delete did to the streams.
+    fn mirror(&self, applied: &Applied) {
+        for id in &applied.removed {
+            let stream = lock(&self.streams).by_id.get(id).cloned();
+            if let Some(stream) = stream {
+                self.forget(&stream);
+            }
+        }
+        if let Some(id) = applied.soft_deleted {
+            let stream = lock(&self.streams).by_id.get(&id).cloned();
+            if let Some(stream) = stream {
+                stream.lock().status = Status::SoftDeleted;
+                stream.wake_readers();
+            }
+        }
+    }
+
+    /// `DELETE`: removes the stream, or soft-deletes it while forks read it.
+    pub async fn delete(&self, name: &str) -> Result<(), StoreError> {
+        let stream = lock(&self.streams).by_name.get(name).cloned().ok_or(StoreError::NotFound)?;
+        let _lifecycle = stream.lifecycle.lock().await;
+        let status = stream.lock().status;
+        match status {
+            Status::Removed | Status::Creating => Err(StoreError::NotFound),
+            Status::SoftDeleted => Err(StoreError::Gone),
+            Status::Live => self.delete_locked(&stream).await,
+        }
+    }
+
+    /// Deletes a live stream whose lifecycle lock the caller holds.
+    async fn delete_locked(&self, stream: &Arc<Stream>) -> Result<(), StoreError> {
+        if let Some(failure) = self.meta.failed() {
+            return Err(StoreError::Stopped(failure.to_string()));
+        }
+        let applied = self.meta.append(MetaCommand::Delete { id: stream.id }).await.map_err(StoreError::Unknown)?;
+        self.mirror(&applied);
+        Ok(())
+    }
+
+    /// Deletes `stream` if its TTL or expiry time has passed; whether it did.
+    pub(super) async fn expire_if_due(&self, stream: &Arc<Stream>) -> bool {
+        let due = |stream: &Stream| {
+            let state = stream.lock();
+            state.status == Status::Live && stream.expiry.passed(state.last_access_ms, now_unix_ms())
+        };
+        if !due(stream) {
+            return false;
+        }
+        let _lifecycle = stream.lifecycle.lock().await;
+        if !due(stream) {
+            return stream.lock().status != Status::Live;
+        }
+        match self.delete_locked(stream).await {
+            Ok(()) => true,
+            Err(error) => {
+                eprintln!("walab serve: stream {}: expired, but its delete failed: {error}", stream.id);
+                false
+            }
+        }
+    }
+
+    /// Deletes every stream whose TTL or expiry time has passed.
+    pub async fn sweep_expired(&self) {
+        let candidates: Vec<Arc<Stream>> = lock(&self.streams)
+            .by_id
+            .values()
+            .filter(|stream| stream.expiry != walab_core::stream_store::expiry::Expiry::Never)
+            .cloned()
+            .collect();
+        for stream in candidates {
+            self.expire_if_due(&stream).await;
+        }
     }
 
     /// Records the first failure; every later append is refused.
-    fn fail(&self, error: &WalError) -> String {
+    pub(super) fn fail(&self, error: &WalError) -> String {
         let message = self.failure.get_or_init(|| error.to_string()).clone();
-        self.progress.send_modify(|n| *n += 1);
+        let streams: Vec<Arc<Stream>> = lock(&self.streams).by_id.values().cloned().collect();
+        for stream in streams {
+            stream.wake_readers();
+        }
         message
     }
 
-    /// Appends `value` to `stream` and answers once it is durable.
-    pub async fn append(
-        &self,
-        stream: &str,
-        producer: Option<ProducerStamp>,
-        value: Vec<u8>,
-    ) -> Result<Appended, AppendError> {
-        self.append_batch(stream, producer, vec![value]).await
+    /// The first failure, if there was one.
+    pub(super) fn failure(&self) -> Option<&str> {
+        self.failure.get().map(String::as_str)
     }
 
-    /// Appends `values` to `stream` as one batch at consecutive offsets and answers once
-    /// every one is durable. With a producer, its seq names the first record and record
-    /// `i` takes seq `seq + i`; the batch passes the producer check as a whole
-    /// ([`ProducerTable::check_batch`]): a retry of seqs all appended already is answered
-    /// as a duplicate with the offsets they got, any other overlap or a gap is refused.
-    pub async fn append_batch(
-        &self,
-        stream: &str,
-        producer: Option<ProducerStamp>,
-        values: Vec<Vec<u8>>,
-    ) -> Result<Appended, AppendError> {
-        let count = values.len() as u64;
-        if values.is_empty() || values.len() > BATCH_RECORDS_MAX {
-            return Err(AppendError::BadBatch(format!("{count} records: a batch holds 1 to {BATCH_RECORDS_MAX}")));
-        }
-        if let Some(stamp) = &producer {
-            if stamp.seq.checked_add(count - 1).is_none() {
-                return Err(AppendError::BadBatch(format!("seq {} plus {count} records is past the last seq", stamp.seq)));
-            }
-        }
-        let bad_record = |error: RecordError, producer: &Option<ProducerStamp>| match error {
-            RecordError::BadStream(error) => AppendError::BadName { what: "stream name", name: stream.to_string(), error },
-            RecordError::BadProducer(error) => AppendError::BadName {
-                what: "producer id",
-                name: producer.as_ref().map_or(String::new(), |p| p.id.clone()),
-                error,
-            },
-            other => AppendError::BadRecord(other),
-        };
-        // The names once, then every value's size.
-        let mut record = AppendRecord { stream: stream.to_string(), offset: 0, producer, value: Vec::new() };
-        record.check().map_err(|error| bad_record(error, &record.producer))?;
-        let mut value_bytes = 0;
-        let mut cost = 0;
-        for value in &values {
-            if value.len() > VALUE_BYTES_MAX {
-                return Err(AppendError::BadRecord(RecordError::ValueTooLarge { bytes: value.len() }));
-            }
-            value_bytes += pending_bytes_of(value);
-            cost += tiny::record_len(record.stream.len(), value.len() + 160);
-        }
-        if let Some(message) = self.failure.get() {
-            return Err(AppendError::Stopped(message.clone()));
-        }
-        let _permit = Arc::clone(&self.inflight_bytes)
-            .acquire_many_owned(cost.min(INFLIGHT_BYTES_MAX) as u32)
-            .await
-            .expect("the semaphore is never closed");
-        let handle = self.stream_or_create(stream)?;
-        // The guard never lives across an await: the block ends before any.
-        let submitted = 'locked: {
-            let mut state = lock(&handle);
-            if let Some(message) = self.failure.get() {
-                return Err(AppendError::Stopped(message.clone()));
-            }
-            if let Some(stamp) = &record.producer {
-                match state.producers.check_batch(&stamp.id, stamp.epoch, stamp.seq, count) {
-                    Verdict::Fresh => {}
-                    Verdict::Duplicate { offset } => break 'locked Err(offset),
-                    Verdict::StaleEpoch { current } => {
-                        return Err(AppendError::StaleEpoch { producer: stamp.id.clone(), epoch: stamp.epoch, current })
-                    }
-                    Verdict::SeqGap { expected } => {
-                        return Err(AppendError::SeqGap { producer: stamp.id.clone(), seq: stamp.seq, expected })
-                    }
-                    Verdict::TooManyProducers => return Err(AppendError::TooManyProducers { stream: record.stream }),
-                }
-            }
-            let first_offset = state.log.end();
-            let first_seq = record.producer.as_ref().map(|stamp| stamp.seq);
-            let mut pending = Vec::with_capacity(values.len());
-            let mut bytes = Vec::with_capacity(values.iter().map(Vec::len).max().unwrap_or(0) + 32);
-            let mut next_wal_seq = lock(&self.next_wal_seq);
-            let first_wal_seq = *next_wal_seq;
-            for (index, value) in values.into_iter().enumerate() {
-                record.offset = first_offset + index as u64;
-                if let (Some(stamp), Some(first_seq)) = (&mut record.producer, first_seq) {
-                    stamp.seq = first_seq + index as u64;
-                }
-                record.value = value;
-                record.encode_value(&mut bytes);
-                match self.writer.submit(record.key(), &bytes) {
-                    Ok(answer) => pending.push(answer),
-                    // Records of this batch already submitted may be written: their
-                    // offsets are fixed and the rest would be a gap, so the store stops.
-                    Err(error) if index > 0 => {
-                        *next_wal_seq += index as u64;
-                        return Err(AppendError::Unknown(self.fail(&error)));
-                    }
-                    Err(error) => return Err(AppendError::Stopped(self.fail(&error))),
-                }
-                if let Some(stamp) = &record.producer {
-                    state.producers.record(&stamp.id, stamp.epoch, stamp.seq, record.offset);
-                }
-                let wal_seq = first_wal_seq + index as u64;
-                let value = std::mem::take(&mut record.value);
-                state.log.push(CachedRecord { offset: record.offset, producer: record.producer.clone(), value, wal_seq });
-            }
-            *next_wal_seq += count;
-            Ok((first_offset, first_wal_seq, pending))
-        };
-        let (first_offset, first_wal_seq, pending) = match submitted {
-            Ok(submitted) => submitted,
-            Err(duplicate_of) => return self.duplicate(&handle, duplicate_of, count).await,
-        };
-        for (index, answer) in pending.into_iter().enumerate() {
-            let expected_wal_seq = first_wal_seq + index as u64;
-            match answer.durable().await {
-                Ok(wal_seq) if wal_seq != expected_wal_seq => {
-                    let error = WalError::Refused(format!("the WAL gave seq {wal_seq} to the record expecting {expected_wal_seq}"));
-                    return Err(AppendError::Unknown(self.fail(&error)));
-                }
-                Ok(_) => {}
-                // Any failure after the submission leaves the record's fate unknown, and
-                // the stream's later offsets cannot be trusted to follow without a gap:
-                // stop.
-                Err(error) => return Err(AppendError::Unknown(self.fail(&error))),
-            }
-        }
-        let last_offset = first_offset + count - 1;
-        lock(&handle).log.mark_durable(last_offset, first_wal_seq + count - 1);
-        if self.pending_bytes.fetch_add(value_bytes, Ordering::AcqRel) <= 0 {
+    /// Counts record bytes that became durable, for the upload's schedule.
+    pub(super) fn count_pending(&self, bytes: usize) {
+        if self.pending_bytes.fetch_add(bytes as i64, Ordering::AcqRel) <= 0 {
             let now = self.now();
             lock(&self.pending_since).get_or_insert(now);
         }
-        // Only duplicates waiting for their first copy listen. One that subscribed before
-        // the `mark_durable` above took the stream's lock is counted here; one that
-        // subscribes later finds the records durable under that lock.
-        if self.progress.receiver_count() > 0 {
-            self.progress.send_modify(|n| *n += 1);
-        }
-        Ok(Appended { offset: first_offset, count, duplicate: false })
-    }
-
-    /// A duplicate is answered once the first copy is durable (it may still be in flight):
-    /// `count` records from `offset`.
-    async fn duplicate(&self, handle: &Stream, offset: u64, count: u64) -> Result<Appended, AppendError> {
-        let mut progress = self.progress.subscribe();
-        loop {
-            if lock(handle).log.durable_end() >= offset + count {
-                return Ok(Appended { offset, count, duplicate: true });
-            }
-            if let Some(message) = self.failure.get() {
-                return Err(AppendError::Unknown(message.clone()));
-            }
-            if progress.changed().await.is_err() {
-                return Err(AppendError::Unknown("the store is shutting down".to_string()));
-            }
-        }
-    }
-
-    /// Up to `max` durable records of `stream` from `from`: from the log cache, or, below
-    /// it, from the one committed object holding `from` (the answer then ends with that
-    /// object's run; `next` says where to go on).
-    pub async fn read(&self, stream: &str, from: u64, max: usize) -> Result<ReadAnswer, ReadFailure> {
-        check_name(stream).map_err(|error| ReadFailure::BadStream(stream.to_string(), error))?;
-        let handle = self.stream(stream).ok_or_else(|| ReadFailure::NoSuchStream(stream.to_string()))?;
-        let (run, end) = {
-            let state = lock(&handle);
-            let end = state.log.durable_end();
-            if from >= state.log.start() {
-                let records: Vec<CachedRecord> = state.log.read(from, max).map_err(ReadFailure::Range)?.cloned().collect();
-                let next = from + records.len() as u64;
-                return Ok(ReadAnswer { records, next, end });
-            }
-            let at = state.runs.partition_point(|&(_, run_end, _)| run_end <= from);
-            match state.runs.get(at) {
-                Some(&run) if run.0 <= from => (run, end),
-                _ => {
-                    return Err(ReadFailure::Range(ReadError::BelowCache { from, start: state.log.start() }));
-                }
-            }
-        };
-        let (start, run_end, id) = run;
-        let bytes = self.objects.get(id).await.map_err(ReadFailure::Object)?;
-        let runs = object::decode(&bytes).map_err(|error| ReadFailure::Object(format!("{}: object {id}: {error}", self.objects.name())))?;
-        let Some(found) = runs.into_iter().find(|r| r.stream == stream && r.start == start && r.end() == run_end) else {
-            return Err(ReadFailure::Object(format!("{}: object {id} has no run {stream}@{start}..{run_end}", self.objects.name())));
-        };
-        let skip = (from - start) as usize;
-        let take = max.min(walab_core::stream_store::log_cache::READ_RECORDS_MAX);
-        let records: Vec<CachedRecord> = found
-            .records
-            .into_iter()
-            .enumerate()
-            .skip(skip)
-            .take(take)
-            .map(|(index, stored)| CachedRecord {
-                offset: start + index as u64,
-                producer: stored.producer,
-                value: stored.value,
-                wal_seq: 0,
-            })
-            .collect();
-        let next = from + records.len() as u64;
-        Ok(ReadAnswer { records, next, end })
     }
 
     fn now(&self) -> Nanos {
@@ -477,62 +470,76 @@ impl Store {
         policy.due(pending, *lock(&self.pending_since), self.now())
     }
 
-    /// The durable records above every stream's committed end, in stream-name order,
-    /// copied until about `bytes_max` record bytes (at least one record).
-    pub fn pending_runs(&self, bytes_max: usize) -> Vec<Run> {
-        let streams: Vec<(String, Stream)> =
-            lock(&self.streams).iter().map(|(name, stream)| (name.clone(), Arc::clone(stream))).collect();
-        let mut runs = Vec::new();
+    /// The durable records above every stream's committed end, by stream number, copied
+    /// until about `bytes_max` record bytes (at least one record), and durable closes.
+    pub fn pending(&self, bytes_max: usize) -> Vec<Pending> {
+        let streams: Vec<Arc<Stream>> = lock(&self.streams).by_id.values().cloned().collect();
+        let mut pending = Vec::new();
         let mut bytes = 0;
-        for (name, handle) in streams {
+        for stream in streams {
             if bytes >= bytes_max {
                 break;
             }
-            let state = lock(&handle);
-            let records = state.log.durable_from(state.committed);
-            let mut run = Run { stream: name, start: state.committed, records: Vec::new() };
-            for record in records {
+            let state = stream.lock();
+            if !matches!(state.status, Status::Live | Status::SoftDeleted) {
+                continue;
+            }
+            let mut records = Vec::new();
+            for record in state.log.durable_records() {
                 if bytes >= bytes_max {
                     break;
                 }
-                bytes += record.value.len() + 32;
-                run.records.push(StoredRecord { producer: record.producer.clone(), value: record.value.clone() });
+                bytes += pending_bytes_of(record.body.len());
+                records.push(record.clone());
             }
-            if !run.records.is_empty() {
-                runs.push(run);
+            let all = records.len() == state.log.len();
+            let close = match state.log.close() {
+                Some(close) if close.durable && all => Some(close.producer.clone()),
+                _ => None,
+            };
+            if !records.is_empty() || close.is_some() {
+                pending.push(Pending { stream: stream.id, start: state.log.start(), records, close });
             }
         }
-        runs
+        pending
     }
 
     /// A commit is durable: advance the streams, drop what it covers from the log cache,
-    /// and confirm the WAL below the oldest record not yet committed.
-    pub fn committed(&self, objects: &[ObjectEntry]) {
+    /// and confirm the WAL below the oldest request not yet committed.
+    pub fn committed(&self, block: &Block, ids: &[u64]) {
         let mut dropped = 0;
-        for object in objects {
-            for run in &object.runs {
-                let Some(handle) = self.stream(&run.stream) else { continue };
-                let mut state = lock(&handle);
-                assert_eq!(state.committed, run.start, "a commit continues its stream");
-                state.runs.push((run.start, run.end, object.id));
-                state.committed = run.end;
-                dropped += state.log.drop_below(run.end);
+        for (runs, &id) in block.objects.iter().zip(ids) {
+            for run in runs {
+                let Some(stream) = lock(&self.streams).by_id.get(&run.stream).cloned() else { continue };
+                stream.lock().runs.push((run.start, run.end(), id));
             }
         }
-        let left = self.pending_bytes.fetch_sub(dropped as i64, Ordering::AcqRel) - dropped as i64;
+        for end in &block.ends {
+            let Some(stream) = lock(&self.streams).by_id.get(&end.stream).cloned() else { continue };
+            let mut state = stream.lock();
+            let with_close = end.closed && state.log.close().is_some();
+            let StreamEnd { end: through, .. } = end;
+            let (records, bytes) = state.log.drop_below(*through, with_close);
+            dropped += records * pending_bytes_of(0) + bytes;
+            if with_close {
+                dropped += pending_bytes_of(0);
+            }
+        }
+        let dropped = dropped as i64;
+        let left = self.pending_bytes.fetch_sub(dropped, Ordering::AcqRel) - dropped;
         *lock(&self.pending_since) = (left > 0).then(|| self.now());
         self.wal.confirm_consumer(self.trim_through());
     }
 
-    /// The WAL seq through which every record is committed.
+    /// The WAL seq through which every request is committed.
     fn trim_through(&self) -> u64 {
         // Read first: a record submitted after this gets a larger seq.
         let next = *lock(&self.next_wal_seq);
-        let streams: Vec<Stream> = lock(&self.streams).values().cloned().collect();
+        let streams: Vec<Arc<Stream>> = lock(&self.streams).by_id.values().cloned().collect();
         let mut through = next.saturating_sub(1);
-        for handle in streams {
-            if let Some(first) = lock(&handle).log.first() {
-                through = through.min(first.wal_seq.saturating_sub(1));
+        for stream in streams {
+            if let Some(first) = stream.lock().log.first_wal_seq() {
+                through = through.min(first.saturating_sub(1));
             }
         }
         through
@@ -551,29 +558,7 @@ impl Store {
             wal_persists: wal.persists_ok,
             wal_acked: wal.acked,
             object_puts: self.objects.puts(),
+            streams: lock(&self.streams).by_id.len(),
         }
     }
-
-    /// One stream's positions.
-    pub fn summary(&self, stream: &str) -> Result<StreamSummary, ReadFailure> {
-        check_name(stream).map_err(|error| ReadFailure::BadStream(stream.to_string(), error))?;
-        let handle = self.stream(stream).ok_or_else(|| ReadFailure::NoSuchStream(stream.to_string()))?;
-        let state = lock(&handle);
-        Ok(StreamSummary { stream: stream.to_string(), end: state.log.durable_end(), committed: state.committed })
-    }
-
-    /// Every stream with a durable record, by name.
-    pub fn summaries(&self) -> Vec<StreamSummary> {
-        let streams: Vec<(String, Stream)> =
-            lock(&self.streams).iter().map(|(name, stream)| (name.clone(), Arc::clone(stream))).collect();
-        streams
-            .into_iter()
-            .filter_map(|(stream, handle)| {
-                let state = lock(&handle);
-                let end = state.log.durable_end();
-                (end > 0).then(|| StreamSummary { stream, end, committed: state.committed })
-            })
-            .collect()
-    }
 }
-

@@ -9,10 +9,13 @@
 //! 2. reserve one object id per object in the metadata log;
 //! 3. PUT the objects;
 //! 4. commit: one metadata record registers the objects and advances every stream in
-//!    them, with the producers' state at the new ends;
+//!    them, with its producers, `Stream-Seq` and closure at the new end;
 //! 5. drop the committed records from the log cache and confirm the WAL below the oldest
 //!    record still uncommitted, which lets the WAL remove the segments behind it;
 //! 6. every so many metadata records, snapshot the metadata log, which trims it.
+//!
+//! Between uploads it deletes garbage: objects that only held records of streams that
+//! were deleted since, forgotten in the metadata log once deleted.
 //!
 //! A crash before step 4 leaves objects under reserved ids that nothing names: the next
 //! start deletes them and expires the ids, and their records are still in the WAL. A crash
@@ -36,7 +39,7 @@ use super::store::Store;
 /// The upload task's state.
 pub struct Uploader {
     pub store: Arc<Store>,
-    pub meta: MetaLog,
+    pub meta: Arc<MetaLog>,
     pub objects: Arc<Objects>,
     pub policy: SealPolicy,
     /// A fault for the crash tests: abort the process at this point of an upload.
@@ -73,7 +76,7 @@ impl Uploader {
     /// Expires the ids a crashed upload reserved and never committed, deleting their
     /// objects first. Called at start, before any upload.
     pub async fn expire_orphans(&mut self) -> Result<usize, String> {
-        let orphans = self.meta.state().reserved_ids();
+        let orphans = self.meta.with_state(|state| state.reserved_ids());
         if orphans.is_empty() {
             return Ok(0);
         }
@@ -85,20 +88,45 @@ impl Uploader {
         Ok(count)
     }
 
+    /// Deletes the objects no live stream's run names any more and forgets their ids.
+    pub async fn collect_garbage(&mut self) -> Result<usize, String> {
+        let garbage = self.meta.with_state(|state| state.garbage_ids());
+        if garbage.is_empty() {
+            return Ok(0);
+        }
+        for &id in &garbage {
+            self.objects.delete(id).await?;
+        }
+        let count = garbage.len();
+        self.meta.append(MetaCommand::Forget { ids: garbage }).await?;
+        Ok(count)
+    }
+
     /// Uploads whenever a block is due, until the metadata log fails.
     pub async fn run(mut self) {
         let tick = Duration::from_nanos(self.policy.block_age.0 / 4).clamp(Duration::from_millis(5), Duration::from_secs(1));
         loop {
             tokio::time::sleep(tick).await;
+            if let Err(error) = self.collect_garbage().await {
+                eprintln!("walab serve: deleting objects of deleted streams: {error}");
+            }
+            if self.meta.failed().is_some() {
+                eprintln!("walab serve: uploads stopped until a restart; appends go on into the WAL");
+                return;
+            }
             if !self.store.upload_due(&self.policy) {
                 continue;
             }
             // While blocks keep being due (a backlog), upload them back to back.
             while self.store.upload_due(&self.policy) {
-                if let Err(error) = self.upload_once().await {
+                let uploaded = self.upload_once().await;
+                if let Ok(false) = uploaded {
+                    break;
+                }
+                if let Err(error) = uploaded {
                     eprintln!("walab serve: upload: {error}");
                     self.live(|| vec![Event::Note { text: format!("the upload failed ({error}); it tries again in a second") }]);
-                    if self.meta.failed() {
+                    if self.meta.failed().is_some() {
                         eprintln!("walab serve: uploads stopped until a restart; appends go on into the WAL");
                         return;
                     }
@@ -117,17 +145,18 @@ impl Uploader {
 
     /// Seals, uploads and commits one block; `false` when nothing was pending.
     pub async fn upload_once(&mut self) -> Result<bool, String> {
-        let Some(block) = seal(self.store.pending_runs(self.policy.block_bytes), &self.policy) else {
+        let Some(block) = seal(self.store.pending(self.policy.block_bytes), &self.policy) else {
             return Ok(false);
         };
         self.sealed += 1;
         let number = self.sealed;
-        let records: u64 = block.objects.iter().flatten().map(|run| run.records.len() as u64).sum();
+        let records = block.records();
         self.live(|| {
-            let bytes = block.objects.iter().flatten().flat_map(|run| &run.records).map(|record| record.value.len() as u64).sum();
+            let bytes = block.objects.iter().flatten().map(|run| run.body_bytes() as u64).sum();
             vec![Event::BlockSealed { block: number, records, bytes, objects: block.objects.len() as u64 }]
         });
-        let reserve = self.meta.state().reserve(block.objects.len() as u32);
+        // Only this task reserves: the next free id stays the one read here.
+        let reserve = self.meta.with_state(|state| state.reserve(block.objects.len() as u32));
         let MetaCommand::Reserve { first, count } = reserve else { unreachable!("reserve gives a reservation") };
         self.meta.append(reserve).await?;
         let ids: Vec<u64> = (first..first + u64::from(count)).collect();
@@ -142,11 +171,10 @@ impl Uploader {
             put?;
         }
         self.crash_if_at(CrashPoint::BeforeCommit, &ids);
-        let entries = block.commit_entries(&ids);
-        self.meta.append(MetaCommand::Commit { objects: entries.clone(), producers: block.producers }).await?;
+        self.meta.append(block.commit(&ids)).await?;
         self.live(|| vec![Event::Committed { block: number, records }]);
         self.crash_if_at(CrashPoint::AfterCommit, &ids);
-        self.store.committed(&entries);
+        self.store.committed(&block, &ids);
         if self.meta.snapshot_due(self.snapshot_every) {
             self.meta.snapshot().await?;
         }

@@ -79,3 +79,193 @@ impl Drop for Server {
         let _ = self.child.wait();
     }
 }
+
+/// A server's answer to one protocol request.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: Vec<u8>,
+}
+
+impl Reply {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|value| value.to_str().ok())
+    }
+
+    /// `Stream-Next-Offset`.
+    pub fn next(&self) -> String {
+        self.header("stream-next-offset").unwrap_or_else(|| panic!("no Stream-Next-Offset: {self:?}")).to_string()
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    /// The body as JSON (an error's `{"error": ...}`, a JSON stream's messages).
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).unwrap_or_else(|_| panic!("not JSON: {}", self.text()))
+    }
+
+    /// The `error` an error's body names.
+    pub fn error(&self) -> String {
+        self.json()["error"].as_str().unwrap_or_else(|| panic!("no error: {}", self.text())).to_string()
+    }
+}
+
+async fn reply(request: reqwest::RequestBuilder) -> Reply {
+    let response = request.send().await.expect("the server answers");
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let body = response.bytes().await.expect("a body").to_vec();
+    Reply { status, headers, body }
+}
+
+/// A small client of the Durable Streams protocol for the tests: a server's streams at
+/// `/v1/stream/{name}`.
+pub struct Streams<'a> {
+    pub client: reqwest::Client,
+    pub base: &'a str,
+}
+
+/// A producer's `(id, epoch, seq)`.
+pub type Producer<'a> = Option<(&'a str, u64, u64)>;
+
+impl<'a> Streams<'a> {
+    pub fn of(server: &'a Server) -> Streams<'a> {
+        Streams { client: reqwest::Client::new(), base: &server.base }
+    }
+
+    pub fn url(&self, stream: &str) -> String {
+        format!("{}/v1/stream/{stream}", self.base)
+    }
+
+    /// `PUT` with a content type and an initial body.
+    pub async fn create(&self, stream: &str, content_type: &str, body: &[u8]) -> Reply {
+        reply(self.client.put(self.url(stream)).header("content-type", content_type).body(body.to_vec())).await
+    }
+
+    /// `PUT` with these headers.
+    pub async fn create_with(&self, stream: &str, headers: &[(&str, &str)]) -> Reply {
+        let mut request = self.client.put(self.url(stream));
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        reply(request).await
+    }
+
+    /// `POST` of `body` as `content_type`, as `producer` if given.
+    pub async fn append(&self, stream: &str, content_type: &str, body: &[u8], producer: Producer<'_>) -> Reply {
+        self.append_with(stream, &[("content-type", content_type)], body, producer).await
+    }
+
+    /// `POST` with these headers.
+    pub async fn append_with(&self, stream: &str, headers: &[(&str, &str)], body: &[u8], producer: Producer<'_>) -> Reply {
+        let mut request = self.client.post(self.url(stream)).body(body.to_vec());
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        if let Some((id, epoch, seq)) = producer {
+            request = request.header("producer-id", id).header("producer-epoch", epoch.to_string()).header("producer-seq", seq.to_string());
+        }
+        reply(request).await
+    }
+
+    /// `POST` closing the stream (empty body).
+    pub async fn close(&self, stream: &str) -> Reply {
+        reply(self.client.post(self.url(stream)).header("stream-closed", "true")).await
+    }
+
+    pub async fn delete(&self, stream: &str) -> Reply {
+        reply(self.client.delete(self.url(stream))).await
+    }
+
+    pub async fn head(&self, stream: &str) -> Reply {
+        reply(self.client.head(self.url(stream))).await
+    }
+
+    /// `GET ?{query}` (`offset=...&live=...`).
+    pub async fn get(&self, stream: &str, query: &str) -> Reply {
+        reply(self.client.get(format!("{}?{query}", self.url(stream)))).await
+    }
+
+    /// A catch-up read from `offset`.
+    pub async fn read_from(&self, stream: &str, offset: &str) -> Reply {
+        self.get(stream, &format!("offset={offset}")).await
+    }
+
+    /// How far the stream's records are in committed objects (walab's extension on
+    /// `HEAD`).
+    pub async fn committed(&self, stream: &str) -> String {
+        let head = self.head(stream).await;
+        assert_eq!(head.status, 200, "HEAD {stream}: {head:?}");
+        head.header("walab-committed-offset").expect("walab-committed-offset").to_string()
+    }
+
+    /// The stream's tail (`HEAD`).
+    pub async fn tail(&self, stream: &str) -> String {
+        let head = self.head(stream).await;
+        assert_eq!(head.status, 200, "HEAD {stream}: {head:?}");
+        head.next()
+    }
+
+    /// Everything from `offset` on, read answer by answer until one is up to date: the
+    /// bodies of the answers, and the tail they end at.
+    pub async fn read_pages(&self, stream: &str, offset: &str) -> (Vec<Vec<u8>>, String) {
+        let mut pages = Vec::new();
+        let mut at = offset.to_string();
+        for _ in 0..100_000 {
+            let page = self.read_from(stream, &at).await;
+            assert_eq!(page.status, 200, "GET {stream} at {at}: {}", page.text());
+            let next = page.next();
+            let done = page.header("stream-up-to-date") == Some("true");
+            assert!(done || next > at, "a read at {at} made no progress");
+            pages.push(page.body);
+            if done {
+                return (pages, next);
+            }
+            at = next;
+        }
+        panic!("{stream}: never up to date");
+    }
+
+    /// A byte stream's bytes from the start.
+    pub async fn bytes(&self, stream: &str) -> Vec<u8> {
+        self.read_pages(stream, "-1").await.0.concat()
+    }
+
+    /// A JSON stream's messages from the start.
+    pub async fn messages(&self, stream: &str) -> Vec<serde_json::Value> {
+        let (pages, _) = self.read_pages(stream, "-1").await;
+        pages
+            .iter()
+            .flat_map(|page| {
+                let messages: Vec<serde_json::Value> = serde_json::from_slice(page).expect("a JSON array");
+                messages
+            })
+            .collect()
+    }
+}
+
+/// Waits (at most a minute, polling) until `done` holds.
+pub async fn eventually(what: &str, mut done: impl AsyncFnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !done().await {
+        assert!(Instant::now() < deadline, "never happened: {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The names of the files in `dir`, sorted.
+pub fn files_in(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|entries| entries.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// An offset token's record index.
+pub fn index_of(offset: &str) -> u64 {
+    offset.split('_').next().and_then(|index| index.parse().ok()).unwrap_or_else(|| panic!("not an offset: {offset}"))
+}

@@ -51,9 +51,12 @@ use std::collections::BTreeMap;
 use super::{RemoteBackend, RemoteRun};
 use crate::rng::Rng;
 use crate::sim::clock::earliest;
-use crate::stream_store::meta::{MetaCommand, MetaError, MetaState};
-use crate::stream_store::object::{Run, StoredRecord};
-use crate::stream_store::upload::{seal, Block, SealPolicy};
+use crate::stream_store::expiry::Expiry;
+use crate::stream_store::log_cache::CachedRecord;
+use crate::stream_store::meta::{MetaCommand, MetaError, MetaState, StreamConfig};
+use crate::stream_store::offset::Offset;
+use crate::stream_store::upload::{seal, Block, Pending, SealPolicy};
+use crate::stream_store::StreamId;
 use crate::sim::SyncLatency;
 use crate::time::Nanos;
 
@@ -201,7 +204,22 @@ pub struct MetadataLog {
 
 impl MetadataLog {
     pub fn new(streams: u64, epoch: u64) -> MetadataLog {
-        MetadataLog { state: MetaState::default(), expires: BTreeMap::new(), streams, epoch }
+        let mut state = MetaState::default();
+        for stream in 0..streams {
+            let config = StreamConfig {
+                name: stream_name(stream),
+                content_type: "application/octet-stream".into(),
+                expiry: Expiry::Never,
+                fork: None,
+            };
+            state.apply(&MetaCommand::Create { id: StreamId(stream), config }).expect("a new stream's name is free");
+        }
+        MetadataLog { state, expires: BTreeMap::new(), streams, epoch }
+    }
+
+    /// Stream `stream`'s committed end, in records.
+    fn committed(&self, stream: u64) -> u64 {
+        self.state.stream(StreamId(stream)).map_or(0, |meta| meta.committed.index)
     }
 
     /// Reserves `count` fresh ids at `now`; each expires `ttl` later unless committed.
@@ -238,23 +256,21 @@ impl MetadataLog {
         if epoch != self.epoch {
             return Err(CommitError::Fenced { epoch, current: self.epoch });
         }
-        let command = MetaCommand::Commit { objects: block.commit_entries(ids), producers: block.producers.clone() };
-        self.state.apply(&command).map_err(CommitError::Refused)
+        self.state.apply(&block.commit(ids)).map(|_| ()).map_err(CommitError::Refused)
     }
 
     /// Each stream's committed end.
     pub fn stream_ends(&self) -> Vec<u64> {
-        (0..self.streams).map(|stream| self.state.committed(&stream_name(stream))).collect()
+        (0..self.streams).map(|stream| self.committed(stream)).collect()
     }
 
     /// How many committed runs cover each offset of `stream` below its committed end:
     /// what a reader reading the stream from 0 reads each record as.
     pub fn coverage(&self, stream: u64) -> Vec<u32> {
-        let name = stream_name(stream);
-        let mut counts = vec![0u32; self.state.committed(&name) as usize];
-        for (_, meta) in self.state.streams().filter(|(other, _)| *other == name) {
+        let mut counts = vec![0u32; self.committed(stream) as usize];
+        for (_, meta) in self.state.streams().filter(|(other, _)| *other == StreamId(stream)) {
             for &(start, end, _) in &meta.runs {
-                for offset in start..end {
+                for offset in start.index..end.index {
                     if let Some(count) = counts.get_mut(offset as usize) {
                         *count += 1;
                     }
@@ -459,18 +475,29 @@ impl Cache {
 
     /// The pending runs at `t`, in stream-name order, copied until `bytes_max` (as
     /// `walab serve` hands them to the seal).
-    fn pending_runs(&self, ends: &[u64], t: Nanos, bytes_max: usize) -> Vec<Run> {
+    fn pending_runs(&self, ends: &[u64], t: Nanos, bytes_max: usize) -> Vec<Pending> {
         let mut runs = Vec::new();
         let mut bytes = 0;
         for (stream, records) in self.streams.iter().enumerate() {
             let start = ends[stream];
-            let mut run = Run { stream: stream_name(stream as u64), start, records: Vec::new() };
+            let value_bytes = self.value_bytes as u64;
+            let mut at = Offset::new(start, start * value_bytes);
+            let mut run = Pending { stream: StreamId(stream as u64), start: at, records: Vec::new(), close: None };
             for _ in records[start as usize..].iter().take_while(|&&(at, _)| at <= t) {
                 if bytes >= bytes_max {
                     break;
                 }
                 bytes += self.value_bytes + 32;
-                run.records.push(StoredRecord { producer: None, value: vec![0; self.value_bytes] });
+                let record = CachedRecord {
+                    start: at,
+                    body: vec![0; self.value_bytes].into(),
+                    producer: None,
+                    stream_seq: None,
+                    closes: false,
+                    wal_seq: 0,
+                };
+                at = record.end();
+                run.records.push(record);
             }
             if !run.records.is_empty() {
                 runs.push(run);
@@ -496,15 +523,10 @@ impl Cache {
             .objects
             .iter()
             .flatten()
-            .map(|run| self.streams[stream_index(&run.stream) as usize][run.start as usize].1)
+            .map(|run| self.streams[run.stream.0 as usize][run.start.index as usize].1)
             .min()
             .expect("a sealed block holds a record")
     }
-}
-
-/// Stream `s{n}`'s number (from 0).
-fn stream_index(name: &str) -> u64 {
-    name.strip_prefix('s').and_then(|n| n.parse::<u64>().ok()).expect("the upload names its streams s1, s2, ...") - 1
 }
 
 /// A sealed block's objects: the seal puts the shared stream-set object first, then one
@@ -518,7 +540,7 @@ fn block_objects(block: &Block, policy: &SealPolicy) -> Vec<(ObjectKind, Vec<Str
                 [run] if run.record_bytes() >= policy.stream_object_bytes => ObjectKind::Stream,
                 _ => ObjectKind::StreamSet,
             };
-            let ranges = runs.iter().map(|run| StreamRange { stream: stream_index(&run.stream), start: run.start, end: run.end() }).collect();
+            let ranges = runs.iter().map(|run| StreamRange { stream: run.stream.0, start: run.start.index, end: run.end().index }).collect();
             (kind, ranges)
         })
         .collect()
@@ -576,7 +598,7 @@ pub fn run(wal: &RemoteRun, setup: &UploadSetup, latency: &SyncLatency, seed: u6
         }
         let block = seal(cache.pending_runs(&ends, sealed, policy.block_bytes), &policy).expect("a due block holds a record");
         let block_number = index as u64 + 1;
-        let records: u64 = block.objects.iter().flatten().map(|run| run.records.len() as u64).sum();
+        let records = block.records();
         let objects = block_objects(&block, &policy);
         let mut row = BlockRow {
             block: block_number,
@@ -721,10 +743,11 @@ mod tests {
         let spread = Cache::new(apart, &streams[..10], STREAMS, 110);
         assert_eq!(spread.next_due(&[0; 4], Nanos::ZERO, &policy), Some(ms(41)));
         // The seal takes the streams' runs in name order and stops at the block's 148
-        // records; runs of 50 records (83 bytes each in an object) reach 4 KiB and get
+        // records; runs of 50 records (82 bytes each in an object) reach 4 KiB and get
         // objects of their own, s3's 48 share the stream-set object, which comes first.
         let block = seal(cache.pending_runs(&[0; 4], ms(5), policy.block_bytes), &policy).unwrap();
-        let runs: Vec<(String, u64, u64)> = block.objects.iter().flatten().map(|r| (r.stream.clone(), r.start, r.end())).collect();
+        let runs: Vec<(String, u64, u64)> =
+            block.objects.iter().flatten().map(|r| (stream_name(r.stream.0), r.start.index, r.end().index)).collect();
         assert_eq!(runs, vec![("s3".into(), 0, 48), ("s1".into(), 0, 50), ("s2".into(), 0, 50)]);
         let kinds: Vec<ObjectKind> = block_objects(&block, &policy).into_iter().map(|(kind, _)| kind).collect();
         assert_eq!(kinds, vec![ObjectKind::StreamSet, ObjectKind::Stream, ObjectKind::Stream]);

@@ -174,6 +174,8 @@ pub struct FileBackend {
     sync_cpus: Option<Vec<usize>>,
     /// What the user set on top of the file WAL's preset ([`FileBackend::with_tuning`]).
     tuning: Tuning,
+    /// What opening found about FORMAT, for recovery's note.
+    format_note: Option<String>,
 }
 
 impl FileBackend {
@@ -204,6 +206,7 @@ impl FileBackend {
             sync_handles: None,
             sync_cpus: None,
             tuning: Tuning::default(),
+            format_note: None,
         }
     }
 
@@ -279,6 +282,9 @@ impl FileBackend {
             let text = String::from_utf8_lossy(&text);
             let mut lines = text.lines();
             let found = lines.next().unwrap_or("").trim().to_string();
+            if found.is_empty() {
+                return self.check_empty_format(names, &path);
+            }
             if found != self.format.name() {
                 return Err(WalError::Open(format!(
                     "{}: the log is in the {found} format; pass --format {found}",
@@ -315,6 +321,46 @@ impl FileBackend {
             }
             return Ok(());
         }
+        self.write_format(names, &path)
+    }
+
+    /// FORMAT exists but holds nothing: its bytes never reached the disk (a power cut
+    /// after a writer that did not sync it). A log whose segments hold no byte either
+    /// never made anything durable: it starts over as a new log. One whose segments hold
+    /// data cannot tell its format: refused, naming the format it is opened as.
+    fn check_empty_format(&mut self, names: &[String], path: &Path) -> Result<(), WalError> {
+        let mut holding_data = Vec::new();
+        for name in names.iter().filter(|name| parse_segment_file_name(name).is_some()) {
+            let bytes = self.fs.read_from_device(&self.dir.join(name)).map_err(|e| self.open_error("cannot read a segment", e))?;
+            if bytes.iter().any(|&byte| byte != 0) {
+                holding_data.push(name.as_str());
+            }
+        }
+        if holding_data.is_empty() && self.create {
+            self.format_note = Some(format!(
+                "{}: FORMAT was empty and no segment held a byte (nothing had reached the disk, as after a power cut): \
+                 started again as a new log in the {} format",
+                self.dir.display(),
+                self.format.name()
+            ));
+            // Renamed over the empty one.
+            return self.write_format(names, path);
+        }
+        let format = self.format.name();
+        Err(WalError::Open(format!(
+            "{}: FORMAT is empty (its bytes never reached the disk, as after a power cut) {}: the log's format is not \
+             recorded. This log is opened in the {format} format; if that is its format, write `{format}` into FORMAT \
+             and start again (`walab inspect --format {format}` reads a segment)",
+            self.dir.display(),
+            match holding_data.len() {
+                0 => "and nothing may repair it (opened to read only)".to_string(),
+                count => format!("but {count} segment(s) hold data ({})", holding_data.join(", ")),
+            }
+        )))
+    }
+
+    /// Records a new log's format and segment size in FORMAT.
+    fn write_format(&mut self, names: &[String], path: &Path) -> Result<(), WalError> {
         // Written beside and renamed into place, so a crash while a new log is being
         // set up leaves either no FORMAT (the next open starts over) or a whole one,
         // never an empty file that would make the log unopenable.
@@ -570,6 +616,10 @@ impl Backend for FileBackend {
         let plan = plan_recovery(&files, &found, stop, layout)
             .map_err(|corruption| WalError::Corrupt(format!("{}: {corruption}", self.path(corruption.segment).display())))?;
         let repaired = self.repair_torn_tail(plan.torn_tail)?;
+        let repaired = match (self.format_note.take(), repaired) {
+            (Some(format), Some(tail)) => Some(format!("{format}; {tail}")),
+            (format, tail) => format.or(tail),
+        };
         if self.create {
             self.get_ready_to_append(&plan)?;
         }

@@ -644,3 +644,31 @@ fn with_sync_threads_records_on_real_files_survive_a_reopen_in_seq_order() {
     assert_eq!(recovered.records.len(), 320);
     assert!(recovered.records.windows(2).all(|w| w[1].seq == w[0].seq + 1));
 }
+
+#[test]
+fn a_format_file_that_came_back_empty_is_named_and_an_empty_log_starts_over() {
+    // A log whose files came back empty after a power cut: FORMAT and its segment
+    // exist, with no bytes that reached the disk.
+    let dir = tempfile::tempdir().unwrap();
+    drop(Wal::open(real_backend(dir.path(), 8192), WalOptions::default()).unwrap());
+    std::fs::write(dir.path().join(super::FORMAT_FILE_NAME), b"").unwrap();
+    for name in RealFs.list(dir.path()).unwrap().into_iter().filter(|n| n.starts_with("wal-")) {
+        std::fs::write(dir.path().join(name), vec![0u8; 8192]).unwrap();
+    }
+    // Nothing was ever durable: it opens as the new log it is, and FORMAT says so again.
+    let (wal, recovered) = Wal::open(real_backend(dir.path(), 8192), WalOptions::default()).unwrap();
+    assert!(recovered.records.is_empty());
+    let note = recovered.repaired.unwrap();
+    assert!(note.contains("FORMAT was empty and no segment held a byte") && note.contains("in the tiny format"), "{note}");
+    let mut writer = wal.writer();
+    writer.append(b"k", b"v").unwrap();
+    drop(wal);
+    assert!(std::fs::read_to_string(dir.path().join(super::FORMAT_FILE_NAME)).unwrap().starts_with("tiny\n"));
+    // With records in its segments, an empty FORMAT cannot tell their format: refused,
+    // naming the format this log is opened with and what to do.
+    std::fs::write(dir.path().join(super::FORMAT_FILE_NAME), b"").unwrap();
+    let error = Wal::open(real_backend(dir.path(), 8192), WalOptions::default()).err().unwrap();
+    let WalError::Open(message) = error else { panic!("{error:?}") };
+    assert!(message.contains("FORMAT is empty"), "{message}");
+    assert!(message.contains("in the tiny format") && !message.contains("the  format"), "{message}");
+}
