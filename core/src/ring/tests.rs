@@ -1,4 +1,5 @@
 use super::*;
+use crate::codec::tiny;
 use crate::codec::Op;
 
 fn geometry(segments: u64, segment_bytes: u64) -> RingGeometry {
