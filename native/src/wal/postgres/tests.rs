@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use walab_core::group_commit::SyncError;
 
 use super::cluster::Cluster;
+use super::insert::BatchRow;
 use super::*;
 use crate::wal::{Wal, WalError, WalOptions};
 
