@@ -15,6 +15,7 @@ mod cli_line;
 mod figures;
 mod keys;
 mod labels;
+mod layout;
 mod panic_report;
 mod parts;
 mod player;
@@ -113,15 +114,14 @@ fn App() -> Html {
         });
     }
 
-    // A new Part: the title names it, the page opens at its top, it counts as visited.
+    // A new Part: the title names it, the page opens at its top (or at the scene its link
+    // names, a power cut's), it counts as visited.
     {
         let progress = progress.clone();
         use_effect_with(part, move |part| {
             let document = gloo_utils_document();
             document.set_title(&format!("Part {part}. {} · walab", PART_TITLES[*part as usize]));
-            if let Some(window) = web_sys::window() {
-                window.scroll_to_with_x_and_y(0.0, 0.0);
-            }
+            layout::scroll_to_opening();
             let part = *part;
             update_progress(&progress, |progress| progress.visit(part));
         });

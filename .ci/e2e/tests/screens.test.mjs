@@ -137,8 +137,10 @@ test('presenter mode at 1024x768: the player, the figure, the power button and t
   for (const query of PRESENTED) {
     await goto(page, query);
     const boxes = await page.evaluate(() => {
+      // In a chapter made of scenes, the scene the link opens on (the power cut's).
+      const scope = document.querySelector('.scene[data-opens-here]') ?? document;
       const box = (selector) => {
-        const element = document.querySelector(selector);
+        const element = scope.querySelector(selector);
         if (!element) return null;
         const rect = element.getBoundingClientRect();
         return { top: rect.top, bottom: rect.bottom, height: rect.height };

@@ -29,14 +29,53 @@ pub struct FateLanesProps {
     pub fates: Option<Rc<Vec<(u64, Fate)>>>,
 }
 
+/// The drawing's width when it is not drawn in a measured stage: scaled to its column.
 const WIDTH: f64 = 880.0;
-const LEFT: f64 = 44.0;
-const RIGHT: f64 = 92.0;
-const LANE: f64 = 17.0;
-/// Two label lines per sync row.
-const ROW: f64 = 50.0;
-/// Approximate width of one label character at the figure's font size.
-const CHAR: f64 = 9.0;
+/// Its text size then, in its own units.
+const TEXT: f64 = 15.0;
+
+/// Where things go, for a figure `width` wide whose text is `text` high (both in the
+/// drawing's units; inside a stage they are CSS pixels, so the text keeps its size on a
+/// phone and grows on a projector instead of being scaled).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LanesGeometry {
+    pub width: f64,
+    pub text: f64,
+    /// Left of the time axis: the row titles ("files") and the write ids.
+    pub left: f64,
+    /// Right of the time axis: an "OK" after the last acknowledgement.
+    pub right: f64,
+    pub lane: f64,
+    /// One sync row: two lines of labels over its bars.
+    pub row: f64,
+    /// A monospace character's width.
+    pub char: f64,
+}
+
+impl LanesGeometry {
+    pub fn new(width: f64, text: f64) -> LanesGeometry {
+        let char = text * 0.62;
+        LanesGeometry { width, text, left: 5.0 * char + 6.0, right: 3.0 * char + 6.0, lane: text + 3.0, row: 2.0 * (text + 4.0) + 13.0, char }
+    }
+
+    /// The geometry of the room a stage measured, or the scaled drawing's.
+    pub fn for_room(room: crate::layout::FigureRoom) -> LanesGeometry {
+        if room.measured() { LanesGeometry::new(room.width.max(240.0), room.text) } else { LanesGeometry::new(WIDTH, TEXT) }
+    }
+
+    /// A tick every this many milliseconds, so that neighbouring labels keep a character's
+    /// gap (the last one, "16 ms", carries the unit).
+    pub fn tick_step_ms(&self, end: Nanos) -> u64 {
+        let end_ms = (end.0 as f64 / 1e6).max(1e-3);
+        let per_ms = (self.width - self.left - self.right) / end_ms;
+        let digits = (end_ms.log10().floor().max(0.0) + 1.0) as usize;
+        let label = (digits as f64 + 2.5) * self.char;
+        [1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000]
+            .into_iter()
+            .find(|step| *step as f64 * per_ms >= label)
+            .unwrap_or(10_000)
+    }
+}
 
 /// What a sync bar is called: `B4` for a batch; a file's name otherwise.
 fn sync_label(batch: &BatchSpan, files: &[String]) -> (String, String) {
@@ -70,10 +109,13 @@ pub fn place_labels(spans: &[(f64, f64)]) -> Vec<Option<usize>> {
 pub fn FateLanes(props: &FateLanesProps) -> Html {
     let spans = &props.spans;
     let now = props.now;
+    let room = crate::layout::use_figure_room();
+    let geometry = LanesGeometry::for_room(room);
+    let LanesGeometry { width, text, left, right, lane, row: row_height, char } = geometry;
     let end_ns = spans.end.0.max(1) as f64;
-    let x = |t: Nanos| LEFT + (t.0 as f64 / end_ns) * (WIDTH - LEFT - RIGHT);
-    let top = 2.0 * ROW + 8.0;
-    let height = top + LANE * spans.writes.len() as f64 + 24.0;
+    let x = |t: Nanos| left + (t.0 as f64 / end_ns) * (width - left - right);
+    let top = 2.0 * row_height + 8.0;
+    let height = top + lane * spans.writes.len() as f64 + text + 12.0;
     let at_cut = props.cut.is_some_and(|cut| now >= cut);
     let fates = props.fates.as_ref().filter(|_| at_cut);
     let fate_of = |id: u64| fates.and_then(|fates| fates.iter().find(|(each, _)| *each == id).map(|(_, fate)| *fate));
@@ -84,9 +126,10 @@ pub fn FateLanes(props: &FateLanesProps) -> Html {
         .map(|(row, log)| {
             let row_batches: Vec<&&BatchSpan> = started.iter().filter(|batch| (batch.first_write != 0) == *log).collect();
             let labels: Vec<(String, String)> = row_batches.iter().map(|batch| sync_label(batch, &props.files)).collect();
-            let extents: Vec<(f64, f64)> = row_batches.iter().zip(&labels).map(|(batch, (label, _))| (x(batch.start), label.len() as f64 * CHAR)).collect();
+            let extents: Vec<(f64, f64)> = row_batches.iter().zip(&labels).map(|(batch, (label, _))| (x(batch.start), label.chars().count() as f64 * char)).collect();
             let lines = place_labels(&extents);
-            let y0 = row as f64 * ROW;
+            let y0 = row as f64 * row_height;
+            let bar_y = y0 + 2.0 * (text + 4.0) + 2.0;
             let bars = row_batches.iter().zip(labels).zip(lines).map(|((batch, (label, title)), line)| {
                 let end = batch.end.map(|end| end.min(now)).unwrap_or(now);
                 let running = batch.end.is_none_or(|end| end > now);
@@ -95,23 +138,23 @@ pub fn FateLanes(props: &FateLanesProps) -> Html {
                 html! {
                     <g class={class} data-batch={batch.id.to_string()} data-state={state}>
                         <title>{ if batch.ok || running { title.clone() } else { format!("{title}: FAILED (EIO)") } }</title>
-                        <rect x={x(batch.start).to_string()} y={(y0 + 36.0).to_string()} width={(x(end) - x(batch.start)).max(1.5).to_string()} height="10" rx="2" />
+                        <rect x={x(batch.start).to_string()} y={bar_y.to_string()} width={(x(end) - x(batch.start)).max(1.5).to_string()} height="10" rx="2" />
                         if let Some(line) = line {
-                            <text class="sync-label" x={x(batch.start).to_string()} y={(y0 + 14.0 + line as f64 * 18.0).to_string()}>{ if !batch.ok && !running { format!("{label} ✗") } else { label } }</text>
+                            <text class="sync-label" x={x(batch.start).to_string()} y={(y0 + text + line as f64 * (text + 4.0)).to_string()}>{ if !batch.ok && !running { format!("{label} ✗") } else { label } }</text>
                         }
                     </g>
                 }
             });
             html! {
                 <g class="sync-row">
-                    <text class="row-title" x="2" y={(y0 + 45.0).to_string()}>{ if *log { "log" } else { "files" } }</text>
+                    <text class="row-title" x="2" y={(bar_y + 9.0).to_string()}>{ if *log { "log" } else { "files" } }</text>
                     { for bars }
                 </g>
             }
         })
         .collect();
     let writes = spans.writes.iter().enumerate().map(|(index, write)| {
-        let y = top + LANE * index as f64 + LANE / 2.0;
+        let y = top + lane * index as f64 + lane / 2.0;
         let phase = spans.phase_at(index, now);
         let fate = fate_of(write.id);
         let line_end = match phase {
@@ -126,25 +169,30 @@ pub fn FateLanes(props: &FateLanesProps) -> Html {
             (None, Phase::Failed) => Some("✗ unknown".to_string()),
             _ => None,
         };
+        // A mark with no room after the line's end goes before its start.
+        let mark_width = mark.as_ref().map_or(0.0, |mark| mark.chars().count() as f64 * char);
+        let (mark_x, mark_anchor) = if x(line_end) + 4.0 + mark_width <= width - 2.0 { (x(line_end) + 4.0, "start") } else { (x(write.arrival) - 5.0, "end") };
+        let baseline = y + text * 0.35;
         html! {
             <g class={classes!("write", phase.class(), fate.map(Fate::class))} data-write={write.id.to_string()} data-state={state}>
-                <text class="write-id" x={(LEFT - 6.0).to_string()} y={(y + 4.0).to_string()} text-anchor="end">{ write.id }</text>
+                <text class="write-id" x={(left - 6.0).to_string()} y={baseline.to_string()} text-anchor="end">{ write.id }</text>
                 if phase != Phase::NotYet {
                     <line x1={x(write.arrival).to_string()} x2={x(line_end).to_string()} y1={y.to_string()} y2={y.to_string()} />
                     <circle cx={x(write.arrival).to_string()} cy={y.to_string()} r="3" />
                 }
                 if let Some(mark) = mark {
-                    <text class="end-mark" x={(x(line_end) + 4.0).to_string()} y={(y + 4.0).to_string()}>{ mark }</text>
+                    <text class="end-mark" x={mark_x.to_string()} y={baseline.to_string()} text-anchor={mark_anchor}>{ mark }</text>
                 }
             </g>
         }
     });
-    // A millisecond is about 44 units wide, so "10 ms" at every tick runs into "11 ms":
-    // the ticks carry the number and the last one the unit.
-    let last_ms = spans.end.0 / 1_000_000;
-    let ticks = (0..=last_ms).map(|ms| {
+    // The ticks carry the number and the last one the unit, as far apart as their labels
+    // need ("10 ms" at every millisecond would run into "11 ms" on a phone).
+    let step = geometry.tick_step_ms(spans.end);
+    let last_ms = spans.end.0 / 1_000_000 / step * step;
+    let ticks = (0..=last_ms).step_by(step as usize).map(|ms| {
         let tx = x(Nanos::from_millis(ms));
-        html! { <g class="tick"><line x1={tx.to_string()} x2={tx.to_string()} y1={top.to_string()} y2={(height - 18.0).to_string()} />
+        html! { <g class="tick"><line x1={tx.to_string()} x2={tx.to_string()} y1={top.to_string()} y2={(height - text - 6.0).to_string()} />
             <text x={tx.to_string()} y={(height - 4.0).to_string()} text-anchor="middle">{ if ms == last_ms { format!("{ms} ms") } else { ms.to_string() } }</text></g> }
     });
     let label = match (fates, props.cut) {
@@ -153,7 +201,8 @@ pub fn FateLanes(props: &FateLanesProps) -> Html {
     };
     html! {
         <figure class="figure lanes-figure" data-figure="lanes" aria-label={label}>
-            <svg class="lanes" viewBox={format!("0 0 {WIDTH} {height}")} aria-hidden="true">
+            <svg class={classes!("lanes", room.measured().then_some("fitted"))} viewBox={format!("0 0 {width} {height}")}
+                style={format!("--text: {text}px")} aria-hidden="true">
                 <g class="ticks">{ for ticks }</g>
                 { for rows }
                 <g class="writes">{ for writes }</g>

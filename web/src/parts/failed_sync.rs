@@ -4,11 +4,12 @@ use std::rc::Rc;
 
 use yew::prelude::*;
 
-use super::power::{field_message, id_ranges, lanes, power_section, tiny_bench, answer_revealed};
+use super::power::{answer_revealed, cut_controls, field_message, id_ranges, lanes, power_report, tiny_bench};
 use super::predict::{AnswerPending, Predict};
 use super::{ChapterProps, Source};
 use crate::benches::failed_sync_view::paths_at;
 use crate::figures::failed_sync::FailedSyncFigure;
+use crate::layout::Scene;
 use crate::player::Player;
 use crate::state::{Field, LabAction};
 use crate::url_state::{Fault, Handling};
@@ -46,7 +47,7 @@ fn failed_sync_text() -> Html {
 
 #[component]
 pub fn FailedSyncBenchChapter(props: &ChapterProps) -> Html {
-    let (revealed, on_reveal) = answer_revealed(props);
+    let (revealed, _) = answer_revealed(props);
     let Some(bench) = tiny_bench(props) else { return Html::default() };
     let caption = AttrValue::from(bench.caption_now(props.player.now, revealed));
     let on_player = props.on_action.reform(LabAction::Player);
@@ -68,10 +69,7 @@ pub fn FailedSyncBenchChapter(props: &ChapterProps) -> Html {
         <p class="note page-cache">{ format!("A process that restarts without a reboot and reads the log through the page cache \
             would find {}.", id_ranges(recovered)) }</p>
     });
-    html! {
-        <>
-        { failed_sync_text() }
-        <h3>{ "The branches, on the simulated device" }</h3>
+    let settings = html! {
         <div class="controls">
             <label>{ "fault " }<select class="fault" onchange={on_fault}>
                 { for Fault::ALL.iter().map(|fault| html! { <option value={fault.url_name()} selected={*fault == props.params.fault}>{ fault.label() }</option> }) }
@@ -94,6 +92,8 @@ pub fn FailedSyncBenchChapter(props: &ChapterProps) -> Html {
                 <option value="wrong" selected={props.params.handling == Handling::Wrong}>{ "retry and carry on (wrong)" }</option>
             </select></label>
         </div>
+    };
+    let whole_run = html! {
         if props.params.cut.is_some() && !revealed {
             <AnswerPending what="The whole run's acknowledgements appear once you predict what recovery finds (below), or ask to see the answer." />
         } else {
@@ -105,13 +105,25 @@ pub fn FailedSyncBenchChapter(props: &ChapterProps) -> Html {
                 </table>
             </Predict>
         }
-        <div class="prose"><p>{ "Then pull the power, before or after F11's flush completes, and compare the paths: on the wrong \
-            path the retried sync 'succeeded' without writing, so whether B11's acknowledged writes survive depends on timing." }</p></div>
-        <Player state={props.player.clone()} on_action={on_player} caption={caption} />
-        { figure.unwrap_or_default() }
-        { lanes(bench, props, revealed) }
-        { power_section(props, revealed, on_reveal) }
-        { page_cache.unwrap_or_default() }
+    };
+    let player = |caption: Option<AttrValue>| html! { <Player state={props.player.clone()} on_action={on_player.clone()} caption={caption} /> };
+    html! {
+        <>
+        <Scene name="failed-sync" title="The branches, on the simulated device"
+            settings={settings}
+            controls={player(Some(caption))}
+            figure={figure.unwrap_or_default()}
+            outcome={whole_run}>
+            { failed_sync_text() }
+        </Scene>
+        <Scene name="power-cut" title="Pull the power" opens_here={props.params.cut.is_some()}
+            controls={player(None)}
+            actions={cut_controls(props)}
+            figure={lanes(bench, props, revealed)}
+            outcome={html! { <>{ power_report(props) }{ page_cache.unwrap_or_default() }</> }}>
+            <div class="prose"><p>{ "Then pull the power, before or after F11's flush completes, and compare the paths: on the wrong \
+                path the retried sync 'succeeded' without writing, so whether B11's acknowledged writes survive depends on timing." }</p></div>
+        </Scene>
         </>
     }
 }

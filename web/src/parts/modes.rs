@@ -6,17 +6,18 @@ use walab_core::tiny_store;
 use yew::prelude::*;
 
 use super::controls::{Controls, Shown};
-use super::power::{answer_revealed, id_ranges, lanes, power_section, tiny_bench};
+use super::power::{answer_revealed, cut_controls, id_ranges, lanes, power_report, tiny_bench};
 use super::predict::{AnswerPending, Predict};
 use super::{ChapterProps, Source};
 use crate::figures::modes::{ModeRow, ModesFigure};
+use crate::layout::Scene;
 use crate::player::Player;
 use crate::state::LabAction;
 use crate::url_state::{format_millis, PolicyKind};
 
 #[component]
 pub fn ModesChapter(props: &ChapterProps) -> Html {
-    let (revealed, on_reveal) = answer_revealed(props);
+    let (revealed, _) = answer_revealed(props);
     let Some(bench) = tiny_bench(props) else { return Html::default() };
     let caption = AttrValue::from(bench.caption_now(props.player.now, revealed));
     let on_player = props.on_action.reform(LabAction::Player);
@@ -71,26 +72,33 @@ pub fn ModesChapter(props: &ChapterProps) -> Html {
             the last few commits after a crash but always comes back consistent; fsync = off can leave pages and log out of step, \
             and its documentation warns of unrecoverable corruption. " }
             <Source name="PostgreSQL: fsync" href="https://www.postgresql.org/docs/current/runtime-config-wal.html#GUC-FSYNC" /></p></div>
-        <h3>{ format!("One power cut, four modes: at {} ms", format_millis(at)) }</h3>
-        <div class="prose"><p>{ "The same 24 arrivals under each mode, cut at the same instant. Flushed files are synced in every mode. \
-            Each row is the core's run; for the modes with syncs in flight, the row shows the worst legal outcome of the units in flight." }</p></div>
-        if props.params.cut.is_some() && !revealed {
-            <AnswerPending what="The four modes at your cut appear once you predict what recovery finds (below), or ask to see the answer." />
-        } else {
-            <Predict question={format!("cut at {} ms, how many acknowledged writes does “{}” lose?", format_millis(at), PolicyKind::NoSync.label())}
-                answer={no_sync_lost} params={props.params.clone()} on_action={props.on_action.clone()}>
-                <table class="modes">
-                    <thead><tr><th>{ "mode" }</th><th class="num">{ "acknowledged" }</th><th class="num">{ "acknowledged and lost" }</th><th>{ "lost writes" }</th></tr></thead>
-                    <tbody>{ for modes }</tbody>
-                </table>
-                <ModesFigure rows={Rc::new(rows)} at={format_millis(at)} writes={tiny_store::WRITES.len() as u64} />
-            </Predict>
-        }
-        <h3>{ "Your own cut" }</h3>
-        <Controls params={props.params.clone()} shown={shown} on_action={props.on_action.clone()} />
-        <Player state={props.player.clone()} on_action={on_player} caption={caption} />
-        { lanes(bench, props, revealed) }
-        { power_section(props, revealed, on_reveal) }
+        <Scene name="modes" title={AttrValue::from(format!("One power cut, four modes: at {} ms", format_millis(at)))}
+            figure={html! {
+                if props.params.cut.is_some() && !revealed {
+                    <AnswerPending what="The four modes at your cut appear once you predict what recovery finds (below), or ask to see the answer." />
+                } else {
+                    <Predict question={format!("cut at {} ms, how many acknowledged writes does “{}” lose?", format_millis(at), PolicyKind::NoSync.label())}
+                        answer={no_sync_lost} params={props.params.clone()} on_action={props.on_action.clone()}>
+                        <table class="modes">
+                            <thead><tr><th>{ "mode" }</th><th class="num">{ "acknowledged" }</th><th class="num">{ "acknowledged and lost" }</th><th>{ "lost writes" }</th></tr></thead>
+                            <tbody>{ for modes }</tbody>
+                        </table>
+                        <ModesFigure rows={Rc::new(rows)} at={format_millis(at)} writes={tiny_store::WRITES.len() as u64} />
+                    </Predict>
+                }
+            }}>
+            <div class="prose"><p>{ "The same 24 arrivals under each mode, cut at the same instant. Flushed files are synced in every mode. \
+                Each row is the core's run; for the modes with syncs in flight, the row shows the worst legal outcome of the units in flight." }</p></div>
+        </Scene>
+        <Scene name="power-cut" title="Your own cut" opens_here={props.params.cut.is_some()}
+            settings={html! { <Controls params={props.params.clone()} shown={shown} on_action={props.on_action.clone()} /> }}
+            controls={html! { <Player state={props.player.clone()} on_action={on_player} caption={caption} /> }}
+            actions={cut_controls(props)}
+            figure={lanes(bench, props, revealed)}
+            outcome={power_report(props)}>
+            <div class="prose"><p>{ "Choose a mode, play the run and pull the power at any moment (the button, the p key, or a \
+                millisecond typed in). Before the answer shows, predict how many of the acknowledged writes recovery finds." }</p></div>
+        </Scene>
         </>
     }
 }

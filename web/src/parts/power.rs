@@ -89,7 +89,7 @@ fn CutControls(props: &CutControlsProps) -> Html {
     });
     html! {
         <div class="cut-controls">
-            <button class="power-button" onclick={on_now}>{ "pull the power at the playhead (p)" }</button>
+            <button class="power-button" title="pull the power at the playhead (p)" onclick={on_now}>{ "pull the power (p)" }</button>
             <label>{ "or at " }<input class="cut-ms" type="text" inputmode="decimal" size="6"
                 value={props.cut.map(format_millis).unwrap_or_default()} placeholder="13.5" onchange={on_typed} />{ " ms" }</label>
             { field_message(&props.field_problem, Field::Cut) }
@@ -204,14 +204,12 @@ impl TinyBench {
     }
 }
 
-/// The power button and the report; the answer shows as `answer_revealed` says (the two
-/// arguments are the chapter's reading of it, kept so every chapter calls it alike).
-pub(super) fn power_section(props: &ChapterProps, _revealed: bool, _on_reveal: Callback<()>) -> Html {
-    html! {
-        <>
-        <CutControls cut={props.params.cut} seed={props.params.seed} unit_bytes={props.params.unit_bytes} field_problem={props.field_problem.clone()} on_action={props.on_action.clone()} />
-        <PowerCutReport key={reveal_key(props)} bench={props.bench.clone()} params={props.params.clone()} on_action={props.on_action.clone()} />
-        </>
-    }
+/// The power button, the cut's field, the seed and the unit: a stage's controls.
+pub(super) fn cut_controls(props: &ChapterProps) -> Html {
+    html! { <CutControls cut={props.params.cut} seed={props.params.seed} unit_bytes={props.params.unit_bytes} field_problem={props.field_problem.clone()} on_action={props.on_action.clone()} /> }
 }
 
+/// The power cut's report (the prediction, then the answer): a stage's outcome.
+pub(super) fn power_report(props: &ChapterProps) -> Html {
+    html! { <PowerCutReport key={reveal_key(props)} bench={props.bench.clone()} params={props.params.clone()} on_action={props.on_action.clone()} /> }
+}

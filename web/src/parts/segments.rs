@@ -4,16 +4,17 @@ use std::rc::Rc;
 
 use yew::prelude::*;
 
-use super::power::{lanes, power_section, tiny_bench, answer_revealed};
+use super::power::{answer_revealed, cut_controls, lanes, power_report, tiny_bench};
 use super::{ChapterProps, Source};
 use crate::benches::segments::{kept as kept_files, segment_files};
 use crate::figures::segments::SegmentsFigure;
+use crate::layout::Scene;
 use crate::player::{format_fixed_millis, Player};
 use crate::state::LabAction;
 
 #[component]
 pub fn SegmentsChapter(props: &ChapterProps) -> Html {
-    let (revealed, on_reveal) = answer_revealed(props);
+    let (revealed, _) = answer_revealed(props);
     let Some(bench) = tiny_bench(props) else { return Html::default() };
     let caption = AttrValue::from(bench.caption_now(props.player.now, revealed));
     let on_player = props.on_action.reform(LabAction::Player);
@@ -42,36 +43,44 @@ pub fn SegmentsChapter(props: &ChapterProps) -> Html {
         LabAction::SetCdc(select.value().parse::<u64>().ok())
     });
     let reader = props.params.cdc_confirmed_seq;
+    let player = |caption: Option<AttrValue>| html! { <Player state={props.player.clone()} on_action={on_player.clone()} caption={caption} /> };
     html! {
         <>
-        <div class="prose">
-            <p>{ "A log grows forever unless something deletes it, so it is cut into segments, separate files that are \
-                  deleted, recycled or archived whole. RocksDB and the tiny store start a segment at each MemTable switch; \
-                  PostgreSQL at a fixed size (16 MB by default); Kafka at a size or an age. " }
-               <Source name="PostgreSQL: WAL configuration" href="https://www.postgresql.org/docs/current/wal-configuration.html" /></p>
-            <p>{ "A segment may go only when two gates are open: every record in it is durable somewhere else (a flushed \
-                  file the durable manifest lists, or pages a checkpoint wrote), and every reader of the log (replicas, \
-                  backup shippers, change-data-capture) has confirmed a position past its last record. PostgreSQL's \
-                  replication slots keep WAL for their consumer for exactly this reason. " }
-               <Source name="PostgreSQL: replication slots" href="https://www.postgresql.org/docs/current/warm-standby.html#STREAMING-REPLICATION-SLOTS" /></p>
-        </div>
-        <div class="controls">
-            <label>{ "change-data-capture reader " }
-                <select class="cdc" onchange={on_reader}>
-                    <option value="none" selected={reader.is_none()}>{ "none" }</option>
-                    { for [4u64, 10, 16, 20].iter().map(|seq| html! { <option value={seq.to_string()} selected={reader == Some(*seq)}>{ format!("stuck at seq {seq}") }</option> }) }
-                </select>
-            </label>
-        </div>
-        <Player state={props.player.clone()} on_action={on_player} caption={caption} />
-        { figure.unwrap_or_default() }
-        <table class="gates" data-kept={kept.to_string()}>
-            <thead><tr><th>{ "segment" }</th><th>{ "writes" }</th><th>{ "gate 1: flushed" }</th><th>{ "gate 2: readers" }</th><th>{ format!("at t = {} ms", format_fixed_millis(props.player.now)) }</th></tr></thead>
-            <tbody>{ for rows }</tbody>
-        </table>
-        <p class="verdict-line">{ format!("{kept} segment(s) must be kept at this instant.") }</p>
-        { lanes(bench, props, revealed) }
-        { power_section(props, revealed, on_reveal) }
+        <Scene name="segments" controls={player(Some(caption))}
+            settings={html! {
+                <div class="controls">
+                    <label>{ "change-data-capture reader " }
+                        <select class="cdc" onchange={on_reader}>
+                            <option value="none" selected={reader.is_none()}>{ "none" }</option>
+                            { for [4u64, 10, 16, 20].iter().map(|seq| html! { <option value={seq.to_string()} selected={reader == Some(*seq)}>{ format!("stuck at seq {seq}") }</option> }) }
+                        </select>
+                    </label>
+                </div>
+            }}
+            figure={html! {
+                <>
+                { figure.unwrap_or_default() }
+                <table class="gates" data-kept={kept.to_string()}>
+                    <thead><tr><th>{ "segment" }</th><th>{ "writes" }</th><th>{ "gate 1: flushed" }</th><th>{ "gate 2: readers" }</th><th>{ format!("at t = {} ms", format_fixed_millis(props.player.now)) }</th></tr></thead>
+                    <tbody>{ for rows }</tbody>
+                </table>
+                </>
+            }}
+            outcome={html! { <p class="verdict-line">{ format!("{kept} segment(s) must be kept at this instant.") }</p> }}>
+            <div class="prose">
+                <p>{ "A log grows forever unless something deletes it, so it is cut into segments, separate files that are \
+                      deleted, recycled or archived whole. RocksDB and the tiny store start a segment at each MemTable switch; \
+                      PostgreSQL at a fixed size (16 MB by default); Kafka at a size or an age. " }
+                   <Source name="PostgreSQL: WAL configuration" href="https://www.postgresql.org/docs/current/wal-configuration.html" /></p>
+                <p>{ "A segment may go only when two gates are open: every record in it is durable somewhere else (a flushed \
+                      file the durable manifest lists, or pages a checkpoint wrote), and every reader of the log (replicas, \
+                      backup shippers, change-data-capture) has confirmed a position past its last record. PostgreSQL's \
+                      replication slots keep WAL for their consumer for exactly this reason. " }
+                   <Source name="PostgreSQL: replication slots" href="https://www.postgresql.org/docs/current/warm-standby.html#STREAMING-REPLICATION-SLOTS" /></p>
+            </div>
+        </Scene>
+        <Scene name="power-cut" title="Pull the power" opens_here={props.params.cut.is_some()}
+            controls={player(None)} actions={cut_controls(props)} figure={lanes(bench, props, revealed)} outcome={power_report(props)} />
         </>
     }
 }

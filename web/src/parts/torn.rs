@@ -6,19 +6,20 @@ use std::rc::Rc;
 
 use yew::prelude::*;
 
-use super::power::{answer_revealed, id_ranges, lanes, power_section, tiny_bench};
+use super::power::{answer_revealed, cut_controls, id_ranges, lanes, power_report, tiny_bench};
 use super::predict::AnswerPending;
 use super::ChapterProps;
 use crate::benches::tiny::{describe_check, CutOutcome};
 use crate::benches::torn::log_view;
 use crate::figures::log_media::LogMedia;
+use crate::layout::Scene;
 use crate::player::{Clock, Player};
 use crate::state::LabAction;
 use crate::url_state::{format_millis, to_query};
 
 #[component]
 pub fn TornChapter(props: &ChapterProps) -> Html {
-    let (revealed, on_reveal) = answer_revealed(props);
+    let (revealed, _) = answer_revealed(props);
     let Some(bench) = tiny_bench(props) else { return Html::default() };
     let caption = AttrValue::from(bench.caption_now(props.player.now, revealed));
     let on_player = props.on_action.reform(LabAction::Player);
@@ -31,7 +32,7 @@ pub fn TornChapter(props: &ChapterProps) -> Html {
         let view = log_view(trace, props.params.unit_bytes as usize, props.player.now, outcome.filter(|_| revealed), checks_done);
         html! { <LogMedia view={Rc::new(view)} /> }
     });
-    let recovery_view = outcome.map(|outcome| {
+    let recovery_figure = outcome.map(|outcome| {
         let segments = &outcome.crash.recovery.segments;
         let checks = &outcome.crash.recovery.scan.checks;
         let items = checks.iter().enumerate().map(|(index, check)| {
@@ -40,16 +41,15 @@ pub fn TornChapter(props: &ChapterProps) -> Html {
                 ScanCheck::Checksum { ok: false, .. } | ScanCheck::PayloadPresent { ok: false, .. } | ScanCheck::LengthBound { ok: false, .. } | ScanCheck::Stop { .. });
             html! { <li class={classes!("check", class, (failed && index < checks_done).then_some("danger"))}>{ describe_check(check, segments) }</li> }
         });
-        html! {
+        let title = format!("Recovery: {} of {} checks", checks_done.min(checks.len()), checks.len());
+        let figure = html! {
             <>
-            <h3>{ "wal-6 on the media after the cut" }</h3>
+            <h4>{ "wal-6 on the media after the cut" }</h4>
             <UnitsView outcome={UnitsData::from(outcome)} />
-            <h3>{ format!("Recovery: {} of {} checks", checks_done.min(checks.len()), checks.len()) }</h3>
-            <div class="prose"><p>{ "Play on past the cut: the scan reads the segments that remain, oldest first, checking each \
-                record's header, length and checksum, and stops at the first one that fails." }</p></div>
             <ol class="scan-checks" data-checks-done={checks_done.min(checks.len()).to_string()}>{ for items }</ol>
             </>
-        }
+        };
+        (title, figure)
     });
     let states = outcome.and_then(|outcome| outcome.all_states.as_ref()).map(|states| {
         let rows = states.iter().map(|state| html! {
@@ -62,7 +62,7 @@ pub fn TornChapter(props: &ChapterProps) -> Html {
         });
         html! {
             <>
-            <h3>{ "Every legal outcome of this cut" }</h3>
+            <h4>{ "Every legal outcome of this cut" }</h4>
             <table class="states"><thead><tr><th>{ "in-flight units that landed" }</th><th>{ "recovered" }</th><th>{ "acknowledged and lost" }</th><th>{ "scan stop" }</th></tr></thead>
             <tbody>{ for rows }</tbody></table>
             </>
@@ -109,23 +109,30 @@ pub fn TornChapter(props: &ChapterProps) -> Html {
         });
         html! { <p class="named-cuts">{ "Start from one of the two outcomes this Part is about: " }{ for buttons }</p> }
     });
+    let player = |caption: Option<AttrValue>| html! {
+        <Player state={props.player.clone()} on_action={on_player.clone()} caption={caption} mark_name="event or check" clock={clock} />
+    };
     html! {
         <>
-        <div class="prose">
-            <p>{ "A device persists data in atomic units (sectors): each unit is written whole or not at all, but a write \
-                  of several units is not atomic. If the power fails during a sync, some units hold the new bytes and some \
-                  the old, in any combination: a torn write. The tiny store uses 32-byte units so the effect shows in a few \
-                  bytes; real devices use 512 bytes or 4 KiB (choose the unit next to the power button)." }</p>
-            <p class="unit-text" data-unit-bytes={unit_bytes.to_string()}>{ unit_text }</p>
-            { cases.unwrap_or_default() }
-        </div>
-        <Player state={props.player.clone()} on_action={on_player} caption={caption} mark_name="event or check" clock={clock} />
-        { media }
-        { lanes(bench, props, revealed) }
-        { power_section(props, revealed, on_reveal) }
-        if revealed {
-            { recovery_view.unwrap_or_default() }
-            { states.unwrap_or_default() }
+        <Scene name="torn" opens_here={outcome.is_some()}
+            controls={player(Some(caption))}
+            actions={cut_controls(props)}
+            figure={html! { <>{ lanes(bench, props, revealed) }{ media.unwrap_or_default() }</> }}
+            outcome={power_report(props)}>
+            <div class="prose">
+                <p>{ "A device persists data in atomic units (sectors): each unit is written whole or not at all, but a write \
+                      of several units is not atomic. If the power fails during a sync, some units hold the new bytes and some \
+                      the old, in any combination: a torn write. The tiny store uses 32-byte units so the effect shows in a few \
+                      bytes; real devices use 512 bytes or 4 KiB (choose the unit next to the power button)." }</p>
+                <p class="unit-text" data-unit-bytes={unit_bytes.to_string()}>{ unit_text }</p>
+                { cases.unwrap_or_default() }
+            </div>
+        </Scene>
+        if let (true, Some((title, figure))) = (revealed, recovery_figure) {
+            <Scene name="recovery" title={AttrValue::from(title)} controls={player(None)} figure={html! { <>{ figure }{ states.unwrap_or_default() }</> }}>
+                <div class="prose"><p>{ "Play on past the cut: the scan reads the segments that remain, oldest first, checking each \
+                    record's header, length and checksum, and stops at the first one that fails." }</p></div>
+            </Scene>
         } else if outcome.is_some() {
             <AnswerPending what="wal-6 on the media, the recovery scan check by check and every legal outcome of this cut appear once you predict above (or ask to see the answer)." />
         }
