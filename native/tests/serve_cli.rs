@@ -234,6 +234,61 @@ async fn records_read_across_objects_and_the_log_cache_are_one_sequence_also_aft
 }
 
 #[tokio::test]
+async fn uploads_compact_so_the_metadata_stays_bounded_and_every_record_reads_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let flags = ["--block-bytes", "4096", "--block-ms", "10", "--compact-bytes", "65536", "--segment-bytes", "65536"];
+    let server = start_with(dir.path(), &flags);
+    let s = Streams::of(&server);
+    let names = ["a", "b", "c"];
+    for name in names {
+        s.create(name, JSON, b"").await;
+    }
+    // Many small uploads: each carries a run of every stream written since the last.
+    for n in 0..1500u64 {
+        let name = names[(n % 3) as usize];
+        let answer = s.append(name, JSON, json!({ "n": n, "pad": "x".repeat(60) }).to_string().as_bytes(), Some((name, 0, n / 3))).await;
+        assert_eq!(answer.status, 200, "{}", answer.text());
+        if n % 15 == 14 {
+            tokio::time::sleep(std::time::Duration::from_millis(12)).await;
+        }
+    }
+    let stats = || async {
+        let reply = s.client.get(server.url("/stats")).send().await.unwrap().bytes().await.unwrap();
+        serde_json::from_slice::<serde_json::Value>(&reply).unwrap()
+    };
+    eventually("everything committed", async || {
+        let mut all = true;
+        for name in names {
+            all &= index_of(&s.committed(name).await) == 500;
+        }
+        all
+    })
+    .await;
+    let uploads = stats().await["object_puts"].as_u64().unwrap();
+    assert!(uploads > 100, "{uploads} uploads: too few to show anything");
+    // Without compaction every upload would leave a run per stream it carried: at least
+    // one per upload. Compacted, the runs stay a few per size tier.
+    eventually("the runs compacted", async || stats().await["meta_runs"].as_u64().unwrap() <= 3 * 40).await;
+    // The objects they replaced go once their grace is over.
+    eventually("garbage deleted", async || files_in(&dir.path().join("default/0.serve/objects")).len() <= 60).await;
+    let expected = |name: &str| -> Vec<serde_json::Value> {
+        let first = names.iter().position(|n| *n == name).unwrap() as u64;
+        (0..500).map(|k| json!({ "n": first + 3 * k, "pad": "x".repeat(60) })).collect()
+    };
+    for name in names {
+        assert_eq!(s.messages(name).await, expected(name), "{name}");
+    }
+    server.crash();
+    let server = start_with(dir.path(), &flags);
+    let s = Streams::of(&server);
+    for name in names {
+        assert_eq!(s.messages(name).await, expected(name), "{name} after a restart");
+        let again = s.append(name, JSON, b"{}", Some((name, 0, 499))).await;
+        assert_eq!(again.status, 204, "{name}");
+    }
+}
+
+#[tokio::test]
 async fn a_crash_between_upload_and_commit_leaves_an_orphan_that_expires() {
     let dir = tempfile::tempdir().unwrap();
     let objects_dir = dir.path().join("default/0.serve/objects");

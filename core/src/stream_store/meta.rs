@@ -37,6 +37,15 @@
 //! follow one another, so the objects of a stream tile its records from its base (0, or
 //! a fork's offset) with no gap or overlap.
 //!
+//! # Bounded
+//!
+//! Each upload adds one run to each stream it carries, so a stream written for a long
+//! time would gather runs without end. [`MetaCommand::Compact`] rewrites several small
+//! objects as one, each stream's runs in them joined where they meet (see
+//! [`super::upload::compaction`] for which objects), the old objects turning garbage once
+//! nothing else lives in them. A stream's runs are then bounded by the bytes written over
+//! the compacted object size (and a few per size tier), not by how many uploads it took.
+//!
 //! # Belonging to one WAL
 //!
 //! [`MetaCommand::Bind`], the first command of a log, names the data WAL whose records
@@ -135,6 +144,10 @@ pub enum MetaCommand {
     Delete { id: StreamId },
     /// These objects held only runs of removed streams and are deleted.
     Forget { ids: Vec<u64> },
+    /// Object `id` (reserved) holds these runs, each in the place of the one or more
+    /// committed runs of its stream that it covers exactly (their records, rewritten
+    /// together by the uploader's compaction).
+    Compact { id: u64, runs: Vec<RunEntry> },
     /// Part `part` (from 0) of `parts` of the state's encoding: the whole state as of
     /// this point of the log, once every part is there. Changes nothing when applied.
     Snapshot { part: u32, parts: u32, bytes: Vec<u8> },
@@ -165,6 +178,8 @@ pub enum MetaError {
     NoSource { source: StreamId },
     /// A delete of a stream that does not exist or is deleted already.
     NoStream { id: StreamId },
+    /// A compacted run that is not one or more whole committed runs of its stream.
+    CompactNotAtRuns { stream: StreamId, start: Offset, end: Offset },
 }
 
 impl core::fmt::Display for MetaError {
@@ -187,6 +202,9 @@ impl core::fmt::Display for MetaError {
             MetaError::NameTaken { name } => write!(f, "a stream named {name:?} exists"),
             MetaError::NoSource { source } => write!(f, "fork source stream {source} does not exist or is deleted"),
             MetaError::NoStream { id } => write!(f, "stream {id} does not exist or is deleted"),
+            MetaError::CompactNotAtRuns { stream, start, end } => {
+                write!(f, "stream {stream}: a compacted run from {start} to {end} is not one or more whole runs")
+            }
         }
     }
 }
@@ -340,6 +358,7 @@ impl MetaState {
                     self.objects.remove(id);
                 }
             }
+            MetaCommand::Compact { id, runs } => self.compact(*id, runs)?,
             MetaCommand::Snapshot { .. } => {}
         }
         Ok(applied)
@@ -396,6 +415,58 @@ impl MetaState {
             }
         }
         Ok(())
+    }
+
+    fn compact(&mut self, id: u64, runs: &[RunEntry]) -> Result<(), MetaError> {
+        if !self.reserved.contains(&id) {
+            return Err(MetaError::NotReserved { id });
+        }
+        // Each run's place among its stream's runs: the first and last it covers.
+        let mut places = Vec::with_capacity(runs.len());
+        for run in runs {
+            // A stream removed while the compaction was written: its run is dropped.
+            let Some(stream) = self.streams.get(&run.stream) else { continue };
+            let first = stream.runs.iter().position(|&(start, _, _)| start == run.start);
+            let last = stream.runs.iter().position(|&(_, end, _)| end == run.end);
+            match (first, last) {
+                (Some(first), Some(last)) if last >= first => places.push((run, first, last)),
+                _ => return Err(MetaError::CompactNotAtRuns { stream: run.stream, start: run.start, end: run.end }),
+            }
+        }
+        // Two runs of one stream must not overlap: they would replace a run twice.
+        let mut sorted: Vec<&(&RunEntry, usize, usize)> = places.iter().collect();
+        sorted.sort_by_key(|(run, first, _)| (run.stream, *first));
+        if let Some(pair) = sorted.windows(2).find(|pair| pair[0].0.stream == pair[1].0.stream && pair[1].1 <= pair[0].2) {
+            let run = pair[1].0;
+            return Err(MetaError::CompactNotAtRuns { stream: run.stream, start: run.start, end: run.end });
+        }
+        // Later places first, so earlier ones stay where they were found.
+        sorted.sort_by_key(|(run, first, _)| (run.stream, std::cmp::Reverse(*first)));
+        let mut live = 0;
+        for &(run, first, last) in sorted {
+            let stream = self.streams.get_mut(&run.stream).expect("checked above");
+            let replaced: Vec<u64> = stream.runs.splice(first..=last, [(run.start, run.end, id)]).map(|(_, _, object)| object).collect();
+            for object in replaced {
+                if let Some(count) = self.objects.get_mut(&object) {
+                    *count = count.saturating_sub(1);
+                }
+            }
+            live += 1;
+        }
+        self.reserved.remove(&id);
+        self.objects.insert(id, live);
+        Ok(())
+    }
+
+    /// Committed objects with the data bytes of the live runs each holds, by id.
+    pub fn object_bytes(&self) -> BTreeMap<u64, u64> {
+        let mut bytes: BTreeMap<u64, u64> = self.objects.keys().map(|&id| (id, 0)).collect();
+        for stream in self.streams.values() {
+            for &(start, end, object) in &stream.runs {
+                *bytes.entry(object).or_default() += end.bytes - start.bytes;
+            }
+        }
+        bytes
     }
 
     /// Removes stream `id`, and every soft-deleted source that was waiting only for it.
@@ -719,6 +790,7 @@ const TAG_EXPIRE: u8 = 20;
 const TAG_CREATE: u8 = 21;
 const TAG_DELETE: u8 = 22;
 const TAG_FORGET: u8 = 23;
+const TAG_COMPACT: u8 = 24;
 /// Tags below this were written by `walab serve` before it spoke the Durable Streams
 /// protocol (streams by name, no configuration); their logs are not read.
 const TAG_FIRST: u8 = 16;
@@ -896,6 +968,16 @@ impl MetaCommand {
                 out.push(TAG_DELETE);
                 put_u64(&mut out, id.0);
             }
+            MetaCommand::Compact { id, runs } => {
+                out.push(TAG_COMPACT);
+                put_u64(&mut out, *id);
+                put_u32(&mut out, runs.len() as u32);
+                for run in runs {
+                    put_u64(&mut out, run.stream.0);
+                    put_offset(&mut out, run.start);
+                    put_offset(&mut out, run.end);
+                }
+            }
             MetaCommand::Snapshot { part, parts, bytes } => {
                 out.push(TAG_SNAPSHOT);
                 put_u32(&mut out, *part);
@@ -951,6 +1033,15 @@ impl MetaCommand {
             }
             TAG_CREATE => MetaCommand::Create { id: StreamId(reader.u64()?), config: config(&mut reader)? },
             TAG_DELETE => MetaCommand::Delete { id: StreamId(reader.u64()?) },
+            TAG_COMPACT => {
+                let id = reader.u64()?;
+                let count = reader.count(RUN_ENTRY_BYTES)?;
+                let mut runs = Vec::with_capacity(count);
+                for _ in 0..count {
+                    runs.push(RunEntry { stream: StreamId(reader.u64()?), start: offset(&mut reader)?, end: offset(&mut reader)? });
+                }
+                MetaCommand::Compact { id, runs }
+            }
             TAG_SNAPSHOT => {
                 let (part, parts) = (reader.u32()?, reader.u32()?);
                 if part >= parts {

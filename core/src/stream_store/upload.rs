@@ -214,6 +214,60 @@ pub fn seal(pending: Vec<Pending>, policy: &SealPolicy) -> Option<Block> {
     Some(Block { objects, ends })
 }
 
+/// Objects of one size tier that wait before they are compacted into one.
+pub const COMPACT_OBJECTS: usize = 16;
+
+/// An object's size tier, `base` being a block's bytes: tier 0 below `2 x base` (every
+/// upload is there, so a stream's runs in uploads are never split between two tiers), and
+/// above it sizes within a factor of 16 share one (tier `t` from `2 x base x 16^(t-1)`).
+pub fn tier_of(bytes: u64, base: u64) -> u32 {
+    let floor = base.max(1).saturating_mul(2);
+    let mut tier = 0;
+    let mut bound = floor;
+    while bytes >= bound {
+        tier += 1;
+        bound = bound.saturating_mul(16);
+        if bound == u64::MAX {
+            break;
+        }
+    }
+    tier
+}
+
+/// Which committed objects (by id, with the live data bytes each holds) to rewrite as
+/// one: the oldest [`COMPACT_OBJECTS`] of the lowest size tier ([`tier_of`]) that has that
+/// many, taken oldest first while together they stay within `bytes_max` (at least two).
+/// Objects holding nothing live are garbage, not candidates. Within a tier the objects
+/// are each stream's consecutive runs (a tier's objects are older than the tier below's),
+/// so the runs join.
+///
+/// Size-tiered, as an LSM tree's compaction: an object is rewritten at most once per tier
+/// it passes (a handful, from a small upload to `bytes_max`), and at most
+/// `COMPACT_OBJECTS - 1` objects wait in each tier below the top. A stream's runs, one
+/// per object it has records in, are then bounded by those waiting objects plus one per
+/// top-tier object (`bytes_max` or near it), however many uploads wrote it.
+pub fn compaction(objects: &BTreeMap<u64, u64>, bytes_max: u64, block_bytes: u64) -> Option<Vec<u64>> {
+    let mut tiers: BTreeMap<u32, Vec<(u64, u64)>> = BTreeMap::new();
+    for (&id, &bytes) in objects.iter().filter(|&(_, &bytes)| bytes > 0) {
+        tiers.entry(tier_of(bytes, block_bytes)).or_default().push((id, bytes));
+    }
+    for candidates in tiers.values().filter(|candidates| candidates.len() >= COMPACT_OBJECTS) {
+        let mut chosen = Vec::new();
+        let mut total = 0;
+        for &(id, bytes) in candidates.iter().take(COMPACT_OBJECTS) {
+            if total + bytes > bytes_max {
+                break;
+            }
+            total += bytes;
+            chosen.push(id);
+        }
+        if chosen.len() >= 2 {
+            return Some(chosen);
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -320,6 +374,36 @@ mod tests {
         let bytes = block.commit(&ids).encode().len();
         assert!(bytes <= COMMAND_BYTES_MAX, "{bytes}");
         assert!(bytes > COMMAND_BYTES_MAX * 9 / 10, "the block is not cut early: {bytes}");
+    }
+
+    #[test]
+    fn objects_compact_by_size_tier_oldest_first() {
+        // Blocks of 100 bytes: tier 0 below 200, tier 1 to 3,199, tier 2 to 51,199.
+        let tiers: Vec<u32> = [0, 1, 199, 200, 3199, 3200, 51_200].iter().map(|&bytes| tier_of(bytes, 100)).collect();
+        assert_eq!(tiers, vec![0, 0, 0, 1, 1, 2, 3]);
+        assert_eq!(tier_of(u64::MAX, 1 << 30), 9);
+        let objects = |sizes: &[u64]| -> BTreeMap<u64, u64> { sizes.iter().enumerate().map(|(id, &bytes)| (id as u64, bytes)).collect() };
+        assert_eq!(compaction(&objects(&[100; COMPACT_OBJECTS - 1]), 1 << 20, 100), None, "a tier waits for 16");
+        let mut sizes = vec![5000, 0, 100, 120];
+        sizes.extend([110; COMPACT_OBJECTS]);
+        let chosen = compaction(&objects(&sizes), 1 << 20, 100).unwrap();
+        assert_eq!(chosen, (2..2 + COMPACT_OBJECTS as u64).collect::<Vec<_>>(), "the oldest of the small tier; garbage and the big one not");
+        assert_eq!(compaction(&objects(&[400; 20]), 1000, 100), Some(vec![0, 1]), "within the bytes");
+        assert_eq!(compaction(&objects(&[600; 20]), 1000, 100), None, "one alone is the top");
+        // Compacting whatever it proposes, upload after upload: objects stay few.
+        let mut live: BTreeMap<u64, u64> = BTreeMap::new();
+        let mut next_id = 0;
+        for upload in 0..5000u64 {
+            live.insert(next_id, 100 + upload % 50);
+            next_id += 1;
+            while let Some(chosen) = compaction(&live, 1 << 20, 150) {
+                let bytes = chosen.iter().map(|id| live.remove(id).unwrap()).sum();
+                live.insert(next_id, bytes);
+                next_id += 1;
+            }
+        }
+        let total: u64 = live.values().sum();
+        assert!(live.len() as u64 <= 15 * 5 + 2 * total / (1 << 20), "{} objects for {total} bytes", live.len());
     }
 
     #[test]

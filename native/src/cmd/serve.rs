@@ -46,6 +46,10 @@ pub struct Args {
     /// Seal a block once its oldest record has waited this long.
     #[arg(long, value_name = "MS", default_value_t = 1000)]
     block_ms: u64,
+    /// Objects are compacted (small ones of one size tier rewritten together) up to this
+    /// many data bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = crate::serve::uploader::COMPACT_BYTES_DEFAULT)]
+    compact_bytes: u64,
     /// A stream's run of at least this many bytes in a block gets an object of its own.
     #[arg(long, value_name = "BYTES", default_value_t = 1 << 20)]
     stream_object_bytes: usize,
@@ -130,6 +134,9 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     if !(1..=3_600_000).contains(&args.long_poll_ms) || !(1..=3_600_000).contains(&args.sse_connection_ms) {
         return Err(CliError::usage("--long-poll-ms and --sse-connection-ms: between 1 and 3600000"));
     }
+    if args.compact_bytes < 1024 {
+        return Err(CliError::usage("--compact-bytes: at least 1024"));
+    }
     if args.meta_snapshot_every == 0 {
         return Err(CliError::usage("--meta-snapshot-every: at least 1"));
     }
@@ -208,7 +215,17 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         sse_connection: std::time::Duration::from_millis(args.sse_connection_ms),
     };
     let mut uploader =
-        Uploader { store: Arc::clone(&store), meta: Arc::clone(&meta), objects, policy, crash_at: args.crash_at, snapshot_every, sealed: 0 };
+        Uploader {
+            store: Arc::clone(&store),
+            meta: Arc::clone(&meta),
+            objects,
+            policy,
+            crash_at: args.crash_at,
+            snapshot_every,
+            sealed: 0,
+            compact_bytes: args.compact_bytes,
+            garbage_seen: Default::default(),
+        };
     runtime.block_on(async move {
         if let Some(bind) = bind {
             meta.append(bind).await.map_err(CliError::failed)?;

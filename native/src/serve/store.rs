@@ -92,6 +92,10 @@ pub struct StoreStats {
     pub object_puts: u64,
     /// Streams held (live and soft-deleted).
     pub streams: usize,
+    /// The metadata state's size: committed objects (garbage not yet deleted included)
+    /// and the runs of records they hold.
+    pub meta_objects: usize,
+    pub meta_runs: usize,
 }
 
 #[derive(Default)]
@@ -531,6 +535,20 @@ impl Store {
         self.wal.confirm_consumer(self.trim_through());
     }
 
+    /// A compaction is durable: object `id` holds these runs, each in the place of the
+    /// runs it covers.
+    pub fn compacted(&self, runs: &[walab_core::stream_store::meta::RunEntry], id: u64) {
+        for run in runs {
+            let Some(stream) = lock(&self.streams).by_id.get(&run.stream).cloned() else { continue };
+            let mut state = stream.lock();
+            let first = state.runs.iter().position(|&(start, _, _)| start == run.start);
+            let last = state.runs.iter().position(|&(_, end, _)| end == run.end);
+            if let (Some(first), Some(last)) = (first, last) {
+                state.runs.splice(first..=last, [(run.start, run.end, id)]);
+            }
+        }
+    }
+
     /// The WAL seq through which every request is committed.
     fn trim_through(&self) -> u64 {
         // Read first: a record submitted after this gets a larger seq.
@@ -559,6 +577,8 @@ impl Store {
             wal_acked: wal.acked,
             object_puts: self.objects.puts(),
             streams: lock(&self.streams).by_id.len(),
+            meta_objects: self.meta.with_state(|state| state.objects().count()),
+            meta_runs: self.meta.with_state(|state| state.streams().map(|(_, stream)| stream.runs.len()).sum()),
         }
     }
 }

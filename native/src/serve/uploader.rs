@@ -14,20 +14,28 @@
 //!    record still uncommitted, which lets the WAL remove the segments behind it;
 //! 6. every so many metadata records, snapshot the metadata log, which trims it.
 //!
-//! Between uploads it deletes garbage: objects that only held records of streams that
-//! were deleted since, forgotten in the metadata log once deleted.
+//! Between uploads it compacts (the oldest small objects of one size tier rewritten as one,
+//! each stream's runs in them joined, [`walab_core::stream_store::upload::compaction`]):
+//! reserve an id, read the objects, PUT the new one, one `Compact` command that puts it
+//! in their place. And it deletes garbage: objects no live run names any more (their
+//! streams were deleted, or their runs compacted elsewhere), forgotten in the metadata
+//! log once deleted. A garbage object is kept for [`GARBAGE_GRACE`] first, so that a read
+//! that looked up its run just before still finds it.
 //!
 //! A crash before step 4 leaves objects under reserved ids that nothing names: the next
 //! start deletes them and expires the ids, and their records are still in the WAL. A crash
 //! between 4 and 5 leaves committed records in the WAL too: recovery skips every record
 //! below its stream's committed end, so nothing is read twice.
 
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use walab_core::stream_store::meta::MetaCommand;
-use walab_core::stream_store::object;
-use walab_core::stream_store::upload::{seal, SealPolicy};
+use walab_core::stream_store::meta::{MetaCommand, RunEntry, COMMAND_BYTES_MAX, RUN_ENTRY_BYTES};
+use walab_core::stream_store::object::{self, Run};
+use walab_core::stream_store::offset::Offset;
+use walab_core::stream_store::upload::{compaction, seal, SealPolicy};
+use walab_core::stream_store::StreamId;
 
 use walab_core::trace::Event;
 
@@ -48,7 +56,17 @@ pub struct Uploader {
     pub snapshot_every: u64,
     /// Blocks sealed since start: the live trace's block numbers.
     pub sealed: u64,
+    /// Compacted objects hold at most this many data bytes.
+    pub compact_bytes: u64,
+    /// Garbage object ids and when this process first saw each.
+    pub garbage_seen: HashMap<u64, Instant>,
 }
+
+/// How long a garbage object stays before it is deleted.
+pub const GARBAGE_GRACE: Duration = Duration::from_secs(10);
+
+/// The most data bytes one compacted object holds when `--compact-bytes` is not given.
+pub const COMPACT_BYTES_DEFAULT: u64 = 64 << 20;
 
 /// Where a crash test's server aborts an upload (`walab serve --crash-at`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -88,9 +106,16 @@ impl Uploader {
         Ok(count)
     }
 
-    /// Deletes the objects no live stream's run names any more and forgets their ids.
+    /// Deletes the objects no live stream's run names any more (and that have been so
+    /// for [`GARBAGE_GRACE`]) and forgets their ids.
     pub async fn collect_garbage(&mut self) -> Result<usize, String> {
+        let now = Instant::now();
         let garbage = self.meta.with_state(|state| state.garbage_ids());
+        self.garbage_seen.retain(|id, _| garbage.contains(id));
+        let garbage: Vec<u64> = garbage
+            .into_iter()
+            .filter(|id| now.duration_since(*self.garbage_seen.entry(*id).or_insert(now)) >= GARBAGE_GRACE)
+            .collect();
         if garbage.is_empty() {
             return Ok(0);
         }
@@ -102,13 +127,69 @@ impl Uploader {
         Ok(count)
     }
 
+    /// Rewrites the objects the compaction picks as one object; `false` when none is due.
+    pub async fn compact_once(&mut self) -> Result<bool, String> {
+        let block_bytes = self.policy.block_bytes as u64;
+        let Some(mut chosen) = self.meta.with_state(|state| compaction(&state.object_bytes(), self.compact_bytes, block_bytes)) else {
+            return Ok(false);
+        };
+        loop {
+            // The live runs in the chosen objects, as the metadata has them.
+            let wanted: Vec<(u64, StreamId, Offset, Offset)> = self.meta.with_state(|state| {
+                state
+                    .streams()
+                    .flat_map(|(id, stream)| {
+                        stream.runs.iter().filter(|run| chosen.contains(&run.2)).map(move |&(start, end, object)| (object, id, start, end))
+                    })
+                    .collect()
+            });
+            let mut found: BTreeMap<(StreamId, Offset), Run> = BTreeMap::new();
+            for &id in &chosen {
+                let bytes = self.objects.get(id).await?;
+                let runs = object::decode(&bytes).map_err(|error| format!("{}: object {id}: {error}", self.objects.name()))?;
+                for run in runs {
+                    if wanted.iter().any(|&(object, stream, start, end)| object == id && stream == run.stream && start == run.start && end == run.end()) {
+                        found.insert((run.stream, run.start), run);
+                    }
+                }
+            }
+            if found.len() != wanted.len() {
+                return Err(format!("compacting objects {chosen:?}: {} of their {} live runs found in them", found.len(), wanted.len()));
+            }
+            // Each stream's runs, joined where one ends where the next starts.
+            let mut joined: Vec<Run> = Vec::new();
+            for ((stream, _), run) in found {
+                match joined.last_mut() {
+                    Some(last) if last.stream == stream && last.end() == run.start => last.bodies.extend(run.bodies),
+                    _ => joined.push(run),
+                }
+            }
+            if 13 + joined.len() * RUN_ENTRY_BYTES > COMMAND_BYTES_MAX && chosen.len() > 2 {
+                // Too many runs for one command: fewer objects at once.
+                chosen.truncate(chosen.len() / 2);
+                continue;
+            }
+            let reserve = self.meta.with_state(|state| state.reserve(1));
+            let MetaCommand::Reserve { first: id, .. } = reserve else { unreachable!("reserve gives a reservation") };
+            self.meta.append(reserve).await?;
+            self.objects.put(id, object::encode(&joined)).await?;
+            let runs: Vec<RunEntry> = joined.iter().map(|run| RunEntry { stream: run.stream, start: run.start, end: run.end() }).collect();
+            self.meta.append(MetaCommand::Compact { id, runs: runs.clone() }).await?;
+            self.store.compacted(&runs, id);
+            return Ok(true);
+        }
+    }
+
     /// Uploads whenever a block is due, until the metadata log fails.
     pub async fn run(mut self) {
         let tick = Duration::from_nanos(self.policy.block_age.0 / 4).clamp(Duration::from_millis(5), Duration::from_secs(1));
         loop {
             tokio::time::sleep(tick).await;
             if let Err(error) = self.collect_garbage().await {
-                eprintln!("walab serve: deleting objects of deleted streams: {error}");
+                eprintln!("walab serve: deleting objects no stream needs: {error}");
+            }
+            if let Err(error) = self.compact_once().await {
+                eprintln!("walab serve: compacting objects: {error}");
             }
             if self.meta.failed().is_some() {
                 eprintln!("walab serve: uploads stopped until a restart; appends go on into the WAL");

@@ -359,3 +359,36 @@ fn a_snapshot_cut_short_is_ignored() {
     let replayed = replay_all(&numbered(commands, 1)).unwrap();
     assert_eq!((replayed.state, replayed.snapshot_seq, replayed.since_snapshot), (after, Some(first), 0));
 }
+
+#[test]
+fn a_compaction_joins_runs_and_their_objects_become_garbage() {
+    let mut state = MetaState::default();
+    create(&mut state, 0, "a");
+    create(&mut state, 1, "b");
+    state.apply(&state.reserve(3)).unwrap();
+    state.apply(&commit(vec![ObjectEntry { id: 0, runs: vec![run(0, Offset::START, at(2, 20)), run(1, Offset::START, at(1, 1))] }])).unwrap();
+    state.apply(&commit(vec![ObjectEntry { id: 1, runs: vec![run(0, at(2, 20), at(3, 30)), run(1, at(1, 1), at(2, 2))] }])).unwrap();
+    state.apply(&commit(vec![ObjectEntry { id: 2, runs: vec![run(0, at(3, 30), at(5, 50))] }])).unwrap();
+    assert_eq!(state.object_bytes().into_iter().collect::<Vec<_>>(), vec![(0, 21), (1, 11), (2, 20)]);
+    state.apply(&state.reserve(1)).unwrap();
+    // Not whole runs, or two runs of a stream that overlap: refused, nothing changes.
+    let before = state.clone();
+    for runs in [
+        vec![run(0, at(1, 10), at(3, 30))],
+        vec![run(0, Offset::START, at(4, 40))],
+        vec![run(0, Offset::START, at(3, 30)), run(0, at(2, 20), at(3, 30))],
+    ] {
+        assert!(matches!(state.apply(&MetaCommand::Compact { id: 3, runs }), Err(MetaError::CompactNotAtRuns { .. })));
+        assert_eq!(state, before);
+    }
+    // Objects 0 and 1 as one: a's two runs there join, and so do b's.
+    let compact = MetaCommand::Compact { id: 3, runs: vec![run(0, Offset::START, at(3, 30)), run(1, Offset::START, at(2, 2))] };
+    state.apply(&compact).unwrap();
+    assert_eq!(state.stream(StreamId(0)).unwrap().runs, vec![(Offset::START, at(3, 30), 3), (at(3, 30), at(5, 50), 2)]);
+    assert_eq!(state.stream(StreamId(1)).unwrap().runs, vec![(Offset::START, at(2, 2), 3)]);
+    assert_eq!(state.garbage_ids(), vec![0, 1]);
+    assert_eq!(MetaCommand::decode(&compact.encode()), Ok(compact));
+    assert_eq!(MetaState::decode(&state.encode()), Ok(state.clone()));
+    let again = MetaCommand::Compact { id: 3, runs: vec![run(0, Offset::START, at(5, 50))] };
+    assert_eq!(state.apply(&again), Err(MetaError::NotReserved { id: 3 }));
+}
