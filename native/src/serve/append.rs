@@ -42,7 +42,7 @@ use walab_core::stream_store::record::{AppendRecord, ProducerStamp};
 use walab_core::stream_store::upload::pending_bytes_of;
 use walab_core::stream_store::StreamId;
 
-use super::body::{concat, json_prefix, json_record, media_type, DEFAULT_CONTENT_TYPE};
+use super::body::{concat, json_prefix, json_record, media_type, same_media_type, DEFAULT_CONTENT_TYPE};
 use super::store::{lock, now_unix_ms, Store, StoreError};
 use super::stream::{Fork, Status, Stream};
 use crate::wal::{PendingAppend, WalError};
@@ -222,18 +222,18 @@ impl Store {
     }
 
     /// `POST`: appends a record (or closes the stream) and answers once it is durable.
-    pub async fn append(&self, name: &str, request: AppendRequest) -> Result<Appended, StoreError> {
+    pub async fn append(&self, name: &str, mut request: AppendRequest) -> Result<Appended, StoreError> {
         let stream = self.find(name, true).await?;
         if let Some(failure) = self.failure() {
             return Err(StoreError::Stopped(failure.to_string()));
         }
         let has_body = !request.body.is_empty();
-        let type_matches = !has_body || request.content_type.as_deref().is_some_and(|t| media_type(t) == media_type(&stream.content_type));
+        let type_matches = !has_body || request.content_type.as_deref().is_some_and(|t| same_media_type(t, &stream.content_type));
         // The body as a record, before any lock: JSON is parsed here.
         let body = match (has_body, stream.json) {
             (false, _) => Ok(Vec::new()),
             (true, true) => json_record(&request.body, false).map(|record| record.map(|(bytes, _)| bytes).unwrap_or_default()),
-            (true, false) => Ok(request.body.clone()),
+            (true, false) => Ok(std::mem::take(&mut request.body)),
         };
         let cost = pending_bytes_of(body.as_ref().map_or(0, Vec::len)) + 600;
         let _permit = Arc::clone(&self.inflight_bytes)
@@ -270,7 +270,10 @@ impl Store {
         if state.status != Status::Live {
             return Err(if state.status == Status::SoftDeleted { StoreError::Gone } else { StoreError::NotFound });
         }
-        let has_body = !request.body.is_empty();
+        let has_body = match &body {
+            Ok(body) => !body.is_empty(),
+            Err(_) => true,
+        };
         if state.closed {
             // The request that closed it, again: a duplicate. A plain close again: fine.
             let same_producer = state.closed_by.is_some() && state.closed_by == request.producer;

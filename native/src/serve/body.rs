@@ -21,6 +21,14 @@ pub fn media_type(content_type: &str) -> String {
     content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase()
 }
 
+/// Whether two content types have the same media type, without allocating.
+pub fn same_media_type(a: &str, b: &str) -> bool {
+    fn media(content_type: &str) -> &str {
+        content_type.split(';').next().unwrap_or("").trim()
+    }
+    media(a).eq_ignore_ascii_case(media(b))
+}
+
 /// Whether SSE carries the stream's data as text (`text/*`, JSON) rather than base64.
 pub fn sse_as_text(content_type: &str) -> bool {
     let media = media_type(content_type);
@@ -168,6 +176,7 @@ mod tests {
     #[test]
     fn content_types_compare_by_media_type() {
         assert_eq!(media_type("Application/JSON; charset=utf-8"), "application/json");
+        assert!(same_media_type("TEXT/plain", "text/plain; charset=utf-8") && !same_media_type("text/plain", "text/html"));
         assert!(sse_as_text("text/plain") && sse_as_text("application/json; charset=utf-8"));
         assert!(!sse_as_text("application/octet-stream") && !sse_as_text("image/png"));
     }

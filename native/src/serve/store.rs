@@ -10,6 +10,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tokio::sync::Semaphore;
 use walab_core::rng::Rng;
+use walab_core::stream_store::expiry::Expiry;
 use walab_core::stream_store::log_cache::{CachedClose, CachedRecord};
 use walab_core::stream_store::meta::{Applied, MetaCommand, StreamEnd};
 use walab_core::stream_store::offset::Offset;
@@ -294,7 +295,23 @@ impl Store {
     pub async fn find(&self, name: &str, touch: bool) -> Result<Arc<Stream>, StoreError> {
         for _ in 0..8 {
             let stream = lock(&self.streams).by_name.get(name).cloned().ok_or(StoreError::NotFound)?;
-            let status = stream.lock().status;
+            // One look under the lock: the status, and for a stream that can expire
+            // whether it has (a sliding TTL's clock restarts here when `touch`).
+            let (status, expired) = {
+                let mut state = stream.lock();
+                let expired = match stream.expiry {
+                    Expiry::Never => false,
+                    expiry => {
+                        let now = now_unix_ms();
+                        let expired = expiry.passed(state.last_access_ms, now);
+                        if touch && !expired {
+                            state.last_access_ms = now;
+                        }
+                        expired
+                    }
+                };
+                (state.status, expired)
+            };
             match status {
                 Status::Creating => {
                     // The creator holds the lifecycle lock until it knows the outcome.
@@ -305,11 +322,8 @@ impl Store {
                 Status::SoftDeleted => return Err(StoreError::Gone),
                 Status::Live => {}
             }
-            if self.expire_if_due(&stream).await {
+            if expired && self.expire_if_due(&stream).await {
                 continue;
-            }
-            if touch {
-                stream.lock().last_access_ms = now_unix_ms();
             }
             return Ok(stream);
         }
@@ -433,7 +447,7 @@ impl Store {
         let candidates: Vec<Arc<Stream>> = lock(&self.streams)
             .by_id
             .values()
-            .filter(|stream| stream.expiry != walab_core::stream_store::expiry::Expiry::Never)
+            .filter(|stream| stream.expiry != Expiry::Never)
             .cloned()
             .collect();
         for stream in candidates {
