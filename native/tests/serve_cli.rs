@@ -112,6 +112,9 @@ async fn bad_requests_are_refused_as_the_protocol_says_and_by_name() {
 async fn a_producer_retry_is_a_duplicate_also_after_a_crash() {
     let dir = tempfile::tempdir().unwrap();
     let server = start(dir.path());
+    let said = server.preamble.join("\n");
+    assert!(said.contains("/default/0.serve/meta is new, bound now to the WAL file://"), "{said}");
+    assert!(said.contains("the WAL gave back 0 records"), "{said}");
     let s = Streams::of(&server);
     s.create("s", "text/plain", b"").await;
     let mut ends = Vec::new();
@@ -126,6 +129,10 @@ async fn a_producer_retry_is_a_duplicate_also_after_a_crash() {
     server.crash();
 
     let server = start(dir.path());
+    // What it found, said plainly: one stream, nothing in objects yet, the requests back
+    // from the WAL (the six appends; the empty creation wrote no record).
+    let said = server.preamble.join("\n");
+    assert!(said.contains("holds 1 stream and 0 committed objects; the WAL gave back 6 records: 6 requests not yet in objects"), "{said}");
     let s = Streams::of(&server);
     // After the restart, from the WAL alone: the retried seqs are duplicates, naming the
     // highest seq accepted.
@@ -351,6 +358,56 @@ async fn streams_deleted_closed_forked_and_expiring_stay_so_across_a_crash() {
     let s = Streams::of(&server);
     assert_eq!((s.head("source").await.status, s.head("fork").await.status), (404, 404));
     assert_eq!(s.create("source", "text/plain", b"").await.status, 201);
+}
+
+/// The data bytes of every object file under `dir`.
+fn object_bytes(dir: &Path) -> u64 {
+    files_in(dir).iter().map(|name| std::fs::metadata(dir.join(name)).unwrap().len()).sum()
+}
+
+#[tokio::test]
+async fn a_fork_reads_its_source_s_committed_objects_and_copies_none() {
+    let dir = tempfile::tempdir().unwrap();
+    // Records larger than --compact-bytes: no object is ever rewritten, so the objects'
+    // bytes count what was uploaded.
+    let flags = ["--block-ms", "20", "--compact-bytes", "1024"];
+    let server = start_with(dir.path(), &flags);
+    let s = Streams::of(&server);
+    s.create("source", BYTES, b"").await;
+    let record = |n: u8| vec![b'a' + n; 20_000];
+    for n in 0..10 {
+        assert_eq!(s.append("source", BYTES, &record(n), None).await.status, 204);
+    }
+    eventually("the source committed", async || index_of(&s.committed("source").await) == 10).await;
+    let objects_dir = dir.path().join("default/0.serve/objects");
+    let uploaded = object_bytes(&objects_dir);
+    assert!(uploaded >= 200_000, "{uploaded} bytes of objects");
+    // A fork at the source's eighth record, and one inside its fourth (a sub-offset).
+    let at = |records: u64| format!("{:016}_{:016}", records, records * 20_000);
+    let from = ("stream-forked-from", "/v1/stream/source");
+    assert_eq!(s.create_with("fork", &[from, ("stream-fork-offset", &at(8))]).await.status, 201);
+    let inside = s.create_with("inside", &[from, ("stream-fork-offset", &at(3)), ("stream-fork-sub-offset", "5")]).await;
+    assert_eq!(inside.status, 201);
+    assert_eq!(s.append("fork", BYTES, b"!", None).await.status, 204);
+    assert_eq!(s.append("inside", BYTES, b"?", None).await.status, 204);
+    eventually("the forks' own records committed", async || {
+        index_of(&s.committed("fork").await) == 9 && index_of(&s.committed("inside").await) == 5
+    })
+    .await;
+    // What the forks added to the objects is their own records (and the part of a record
+    // the sub-offset keeps), not the source's 160,000 and 60,000 bytes below the fork.
+    let added = object_bytes(&objects_dir) - uploaded;
+    assert!(added < 20_000, "the forks added {added} bytes of objects");
+    let source: Vec<u8> = (0..10).flat_map(record).collect();
+    let expected_fork = [&source[..160_000], b"!"].concat();
+    let expected_inside = [&source[..60_005], b"?"].concat();
+    assert_eq!(s.bytes("fork").await, expected_fork);
+    assert_eq!(s.bytes("inside").await, expected_inside);
+    server.crash();
+    let server = start_with(dir.path(), &flags);
+    let s = Streams::of(&server);
+    assert_eq!(s.bytes("fork").await, expected_fork, "after a restart");
+    assert_eq!(s.bytes("inside").await, expected_inside, "after a restart");
 }
 
 /// An RFC 3339 time `seconds` from now.

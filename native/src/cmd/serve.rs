@@ -14,6 +14,7 @@ use crate::serve::meta_log::{self, MetaLog};
 use crate::serve::objects::Objects;
 use crate::serve::uploader::{CrashPoint, Uploader};
 use crate::serve::store::EXPIRY_SWEEP_EVERY;
+use crate::serve::store::Found;
 use crate::serve::{http, Store};
 use crate::wal::file::node_dir;
 use crate::wal::url::{parse_wal_url, WalArgs, WalUrl};
@@ -121,6 +122,35 @@ fn beside_the_wal(args: &Args) -> Result<PathBuf, CliError> {
     }
 }
 
+/// What the server found at start, in one line: the metadata log (new, or its streams and
+/// objects) and what the WAL's recovery gave back.
+fn found_at_start(meta: &str, new_meta: bool, objects: usize, wal: &str, wal_records: usize, found: &Found) -> String {
+    let plural = |count: u64, one: &str, many: &str| format!("{count} {}", if count == 1 { one } else { many });
+    let log = if new_meta {
+        format!("the metadata log {meta} is new, bound now to the WAL {wal}")
+    } else {
+        format!(
+            "the metadata log {meta} (of the WAL {wal}) holds {} and {}",
+            plural(found.streams as u64, "stream", "streams"),
+            plural(objects as u64, "committed object", "committed objects")
+        )
+    };
+    let mut wal_part = format!("the WAL gave back {}", plural(wal_records as u64, "record", "records"));
+    if wal_records > 0 {
+        wal_part.push_str(&format!(": {} not yet in objects", plural(found.replayed, "request", "requests")));
+        if found.skipped > 0 {
+            wal_part.push_str(&format!(", {} of streams that no longer exist skipped", plural(found.skipped, "record", "records")));
+        }
+        if found.dropped > 0 {
+            wal_part.push_str(&format!(
+                ", {} cut short by a crash (never answered) dropped",
+                plural(found.dropped, "request", "requests")
+            ));
+        }
+    }
+    format!("{log}; {wal_part}")
+}
+
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     crate::wal::os::untune(&args.untune);
     crate::wal::limit_malloc_arenas();
@@ -185,21 +215,11 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         Some(_) => None,
         None => Some(MetaCommand::Bind { wal: wal.name().to_string() }),
     };
+    let objects_committed = meta.with_state(|state| state.objects().count());
+    let wal_records = recovered.records.len();
     let (store, found) = Store::recover(wal, recovered, Arc::clone(&meta), Arc::clone(&objects)).map_err(CliError::failed)?;
     let store = Arc::new(store);
-    if found.streams > 0 || found.replayed > 0 {
-        eprintln!(
-            "walab serve: {} streams; {} requests from the WAL not yet in objects{}{}",
-            found.streams,
-            found.replayed,
-            if found.skipped > 0 { format!(", {} WAL records of streams that no longer exist skipped", found.skipped) } else { String::new() },
-            if found.dropped > 0 {
-                format!(", {} requests cut short by a crash (never answered) dropped", found.dropped)
-            } else {
-                String::new()
-            }
-        );
-    }
+    eprintln!("walab serve: {}", found_at_start(meta.name(), bind.is_some(), objects_committed, store.wal_name(), wal_records, &found));
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
     if let Some(threads) = args.http_threads {
         runtime.worker_threads(threads);
