@@ -23,7 +23,9 @@
 //! - [`log_cache`]: one stream's records above its committed end, with the end known
 //!   durable; reads never pass it.
 //! - [`upload`]: when pending records are sealed into a block, and how a block splits
-//!   into one stream-set object and stream objects for large runs; [`object`] their codec.
+//!   into one stream-set object and stream objects for large runs; [`object`] their codec;
+//!   [`cycle`] the one order of a block's upload (reserve, PUT, commit, trim) every
+//!   uploader follows.
 //! - [`meta`]: the metadata log's state machine: the streams themselves (created,
 //!   forked, deleted, expired; their committed ends, producers and closure), the objects
 //!   their records were uploaded to, and its compaction.
@@ -38,6 +40,7 @@
 mod bytes;
 pub use bytes::DecodeError;
 pub mod cursor;
+pub mod cycle;
 pub mod expiry;
 pub mod log_cache;
 pub mod meta;

@@ -2,17 +2,11 @@
 //! the metadata log makes them the streams' committed records, and the WAL is trimmed
 //! behind them.
 //!
-//! One upload, in this order, each step durable before the next:
-//!
-//! 1. seal a block ([`walab_core::stream_store::upload::seal`]) from the durable records
-//!    above every stream's committed end;
-//! 2. reserve one object id per object in the metadata log;
-//! 3. PUT the objects;
-//! 4. commit: one metadata record registers the objects and advances every stream in
-//!    them, with its producers, `Stream-Seq` and closure at the new end;
-//! 5. drop the committed records from the log cache and confirm the WAL below the oldest
-//!    record still uncommitted, which lets the WAL remove the segments behind it;
-//! 6. every so many metadata records, snapshot the metadata log, which trims it.
+//! One upload seals a block ([`walab_core::stream_store::upload::seal`]) from the durable
+//! records above every stream's committed end and carries out the core's
+//! [`UploadCycle`] for it: reserve, PUT, commit, trim, each durable before the next (the
+//! order and why are [`walab_core::stream_store::cycle`]'s). Every so many metadata
+//! records it snapshots the metadata log, which trims it.
 //!
 //! Between uploads it compacts (the oldest small objects of one size tier rewritten as one,
 //! each stream's runs in them joined, [`walab_core::stream_store::upload::compaction`]):
@@ -22,15 +16,14 @@
 //! log once deleted. A garbage object is kept for [`GARBAGE_GRACE`] first, so that a read
 //! that looked up its run just before still finds it.
 //!
-//! A crash before step 4 leaves objects under reserved ids that nothing names: the next
-//! start deletes them and expires the ids, and their records are still in the WAL. A crash
-//! between 4 and 5 leaves committed records in the WAL too: recovery skips every record
-//! below its stream's committed end, so nothing is read twice.
+//! A crash before the commit leaves objects under reserved ids that nothing names: the
+//! next start deletes them and expires the ids ([`Uploader::expire_orphans`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use walab_core::stream_store::cycle::{Step, UploadCycle};
 use walab_core::stream_store::meta::{MetaCommand, RunEntry, COMMAND_BYTES_MAX, RUN_ENTRY_BYTES};
 use walab_core::stream_store::object::{self, Run};
 use walab_core::stream_store::offset::Offset;
@@ -224,7 +217,8 @@ impl Uploader {
         }
     }
 
-    /// Seals, uploads and commits one block; `false` when nothing was pending.
+    /// Seals, uploads, commits and trims one block (in the order of
+    /// [`walab_core::stream_store::cycle`]); `false` when nothing was pending.
     pub async fn upload_once(&mut self) -> Result<bool, String> {
         let Some(block) = seal(self.store.pending(self.policy.block_bytes), &self.policy) else {
             return Ok(false);
@@ -236,26 +230,43 @@ impl Uploader {
             let bytes = block.objects.iter().flatten().map(|run| run.body_bytes() as u64).sum();
             vec![Event::BlockSealed { block: number, records, bytes, objects: block.objects.len() as u64 }]
         });
-        // Only this task reserves: the next free id stays the one read here.
-        let reserve = self.meta.with_state(|state| state.reserve(block.objects.len() as u32));
-        let MetaCommand::Reserve { first, count } = reserve else { unreachable!("reserve gives a reservation") };
-        self.meta.append(reserve).await?;
-        let ids: Vec<u64> = (first..first + u64::from(count)).collect();
-        for (runs, &id) in block.objects.iter().zip(&ids) {
-            let sync = OBJECT_SYNC_BASE + id;
-            self.live(|| vec![Event::SyncStart { sync, file: OBJECTS_FILE, batch: None, units: Vec::new() }]);
-            let put = self.objects.put(id, object::encode(runs)).await;
-            self.live(|| {
-                let error = put.is_err().then_some(walab_core::group_commit::SyncError::Unavailable);
-                vec![Event::SyncEnd { sync, file: OBJECTS_FILE, ok: put.is_ok(), error }]
-            });
-            put?;
+        let mut cycle = UploadCycle::new(block);
+        loop {
+            match cycle.next() {
+                Step::Reserve { count } => {
+                    // Only this task reserves: the next free id stays the one read here.
+                    let reserve = self.meta.with_state(|state| state.reserve(count));
+                    let MetaCommand::Reserve { first, .. } = reserve else { unreachable!("reserve gives a reservation") };
+                    self.meta.append(reserve).await?;
+                    cycle.reserved(first);
+                }
+                Step::Put { object, id } => {
+                    let sync = OBJECT_SYNC_BASE + id;
+                    self.live(|| vec![Event::SyncStart { sync, file: OBJECTS_FILE, batch: None, units: Vec::new() }]);
+                    cycle.put_sent();
+                    let put = self.objects.put(id, object::encode(&cycle.block().objects[object])).await;
+                    self.live(|| {
+                        let error = put.is_err().then_some(walab_core::group_commit::SyncError::Unavailable);
+                        vec![Event::SyncEnd { sync, file: OBJECTS_FILE, ok: put.is_ok(), error }]
+                    });
+                    put?;
+                    cycle.put_stored();
+                }
+                Step::AwaitPuts => unreachable!("each PUT is awaited as it is sent"),
+                Step::Commit => {
+                    self.crash_if_at(CrashPoint::BeforeCommit, &cycle.ids());
+                    self.meta.append(cycle.commit_command()).await?;
+                    cycle.committed();
+                    self.live(|| vec![Event::Committed { block: number, records }]);
+                    self.crash_if_at(CrashPoint::AfterCommit, &cycle.ids());
+                }
+                Step::Trim => {
+                    self.store.committed(cycle.block(), &cycle.ids());
+                    cycle.trimmed();
+                }
+                Step::Done => break,
+            }
         }
-        self.crash_if_at(CrashPoint::BeforeCommit, &ids);
-        self.meta.append(block.commit(&ids)).await?;
-        self.live(|| vec![Event::Committed { block: number, records }]);
-        self.crash_if_at(CrashPoint::AfterCommit, &ids);
-        self.store.committed(&block, &ids);
         if self.meta.snapshot_due(self.snapshot_every) {
             self.meta.snapshot().await?;
         }
