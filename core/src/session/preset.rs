@@ -17,9 +17,9 @@
 //!   flight, a bulk beside another only once it holds [`OBJECT_STORE_PIPELINE_MIN_RECORDS`]
 //!   (a PUT is billed per request, and costs a round trip whatever it carries), and the
 //!   cohort hold at [`OBJECT_STORE_COHORT_HOLD_PERCENT`].
-//! - [`Storage::PostgresRing`]: the URL's settings (`batchInterval` as a window that is
-//!   waited out only while every connection is busy, `maxBytesInBatch`, `maxInflight`,
-//!   `maxUnflushedBytes`), no cohort hold unless asked for.
+//! - [`Storage::PostgresRing`]: the URL's settings (`batch_interval` as a window that is
+//!   waited out only while every connection is busy, `max_bytes_in_batch`, `inflight`,
+//!   `max_unflushed_bytes`), no cohort hold unless asked for.
 //!
 //! [`Tuning`] is what a user may change on top (`--inflight`, `--cohort-hold`, the
 //! object store's `pipeline_min=`, `--per-write`), applied in [`Storage::config`] and
@@ -48,6 +48,11 @@ pub const LOCAL_FILE_PIPELINE_MIN_RECORDS: u64 = 2;
 /// The native file WAL's cohort hold: at most this percent of the sync that answered
 /// the writers it waits for.
 pub const LOCAL_FILE_COHORT_HOLD_PERCENT: u32 = 100;
+
+/// The native file WAL's bytes per segment (and the object-store WAL's per trim unit)
+/// unless `--segment-bytes` says otherwise: big enough that switches are rare, small
+/// enough that the zero-fill of the next segment finishes in the background.
+pub const LOCAL_SEGMENT_BYTES: u64 = 16 << 20;
 
 /// The native file WAL's syncs at once unless `--inflight` says otherwise: one, every
 /// batch synced inline on the driver. With the cohort hold every writer rides one sync,
@@ -99,7 +104,7 @@ pub struct Tuning {
     pub policy: Option<Policy>,
     /// Batches persisting at once (`--inflight`). Not for [`Storage::LocalFile`], whose
     /// count is its sync threads, nor [`Storage::PostgresRing`], whose is its URL's
-    /// `maxInflight`.
+    /// `inflight`.
     pub inflight_max: Option<usize>,
     /// `--cohort-hold`: percent of the answered persist (0: off).
     pub cohort_hold_percent: Option<u32>,

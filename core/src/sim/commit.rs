@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 use std::ops::ControlFlow;
 
 use super::clock::{self, earliest, End, InstantBound, Simulation};
-use super::{exponential, LnTable, SyncLatency};
+use super::SyncLatency;
 use crate::group_commit::{Action, AppendError, BatchId, Config, GroupCommit, Policy, Ticket, Tickets};
 use crate::rng::Rng;
 use crate::session::trace::{self as session_trace, WriteNumbering};
@@ -23,143 +23,9 @@ use crate::trace::{Event, FileKind, Trace, TraceWrite};
 /// before any later one, so tickets keep the writes' order.
 const WRITES_FROM_ONE: WriteNumbering = WriteNumbering::from_one();
 
-/// When writers arrive.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Arrivals {
-    /// Explicit instants, sorted (the tiny store's, or `--arrivals-ms`).
-    Given(Vec<Nanos>),
-    /// `count` writers evenly spaced at `rate_per_s`: writer i arrives at
-    /// `(i + 1/2) / rate`, in the middle of its slot.
-    Even { rate_per_s: u64, count: u64 },
-    /// `count` writers with exponentially distributed gaps (mean `1 / rate`), seeded.
-    Poisson { rate_per_s: u64, count: u64, seed: u64 },
-}
-
-/// Why arrivals were refused before a run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ArrivalsError {
-    /// Arrival `index` (from 0) comes before the one before it.
-    Unsorted { index: usize },
-    /// A rate of zero writes a second.
-    RateZero,
-    /// No writers at all.
-    Empty,
-    /// More writers than a run takes ([`WRITES_MAX`]).
-    TooMany { count: u64 },
-}
-
-/// The most writes one run simulates (a bound on every per-write table).
-pub const WRITES_MAX: u64 = 100_000_000;
-
-impl core::fmt::Display for ArrivalsError {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        match self {
-            ArrivalsError::Unsorted { index } => write!(f, "arrival {} comes before the one before it", index + 1),
-            ArrivalsError::RateZero => f.write_str("the rate must be at least 1 write per second"),
-            ArrivalsError::Empty => f.write_str("no writes to simulate"),
-            ArrivalsError::TooMany { count } => write!(f, "{count} writes is more than a run takes ({WRITES_MAX})"),
-        }
-    }
-}
-
-impl std::error::Error for ArrivalsError {}
-
-impl Arrivals {
-    /// Checks the arrivals before a run.
-    pub fn validate(&self) -> Result<(), ArrivalsError> {
-        if self.count() > WRITES_MAX {
-            return Err(ArrivalsError::TooMany { count: self.count() });
-        }
-        match self {
-            Arrivals::Given(times) => {
-                if times.is_empty() {
-                    return Err(ArrivalsError::Empty);
-                }
-                match times.windows(2).position(|pair| pair[1] < pair[0]) {
-                    Some(index) => Err(ArrivalsError::Unsorted { index: index + 1 }),
-                    None => Ok(()),
-                }
-            }
-            Arrivals::Even { rate_per_s, count } | Arrivals::Poisson { rate_per_s, count, .. } => {
-                if *rate_per_s == 0 {
-                    Err(ArrivalsError::RateZero)
-                } else if *count == 0 {
-                    Err(ArrivalsError::Empty)
-                } else {
-                    Ok(())
-                }
-            }
-        }
-    }
-
-    pub fn count(&self) -> u64 {
-        match self {
-            Arrivals::Given(times) => times.len() as u64,
-            Arrivals::Even { count, .. } | Arrivals::Poisson { count, .. } => *count,
-        }
-    }
-
-    /// The arrival instants, one at a time, in order (the same ones a run uses).
-    pub fn instants(&self) -> impl Iterator<Item = Nanos> + '_ {
-        self.stream()
-    }
-
-    fn stream(&self) -> ArrivalStream<'_> {
-        ArrivalStream { arrivals: self, index: 0, clock: Nanos::ZERO, rng: Rng::new(self.seed()), ln: LnTable::new() }
-    }
-
-    fn seed(&self) -> u64 {
-        match self {
-            Arrivals::Poisson { seed, .. } => *seed,
-            _ => 0,
-        }
-    }
-}
-
-/// Generates arrival instants one at a time.
-struct ArrivalStream<'a> {
-    arrivals: &'a Arrivals,
-    index: u64,
-    clock: Nanos,
-    rng: Rng,
-    ln: LnTable,
-}
-
-impl Iterator for ArrivalStream<'_> {
-    type Item = Nanos;
-
-    fn next(&mut self) -> Option<Nanos> {
-        let index = self.index;
-        let at = match self.arrivals {
-            Arrivals::Given(times) => *times.get(index as usize)?,
-            Arrivals::Even { rate_per_s, count } => {
-                if index >= *count {
-                    return None;
-                }
-                // (2i + 1) * 1e9 / (2 * rate), exactly; in u64 while it fits (it does for
-                // any run shorter than about a hundred days), else in u128.
-                let denominator = 2 * *rate_per_s;
-                match (2 * index + 1).checked_mul(1_000_000_000) {
-                    Some(numerator) => Nanos(numerator / denominator),
-                    None => {
-                        let numerator = (2 * u128::from(index) + 1) * 1_000_000_000;
-                        Nanos((numerator / u128::from(denominator)) as u64)
-                    }
-                }
-            }
-            Arrivals::Poisson { rate_per_s, count, .. } => {
-                if index >= *count {
-                    return None;
-                }
-                let mean_gap = 1e9 / *rate_per_s as f64;
-                self.clock += exponential(&mut self.rng, &self.ln, mean_gap);
-                self.clock
-            }
-        };
-        self.index += 1;
-        Some(at)
-    }
-}
+mod arrivals;
+use self::arrivals::ArrivalStream;
+pub use self::arrivals::{Arrivals, ArrivalsError, WRITES_MAX};
 
 /// What a run keeps besides its summary.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -775,59 +641,4 @@ pub fn tiny_store_setup(config: Config) -> (CommitSetup, Arrivals) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn ms(tenths: u64) -> Nanos {
-        Nanos::from_tenth_millis(tenths)
-    }
-
-    #[test]
-    fn even_arrivals_sit_in_the_middle_of_their_slots() {
-        let arrivals = Arrivals::Even { rate_per_s: 100_000, count: 3 };
-        let times: Vec<Nanos> = arrivals.stream().collect();
-        assert_eq!(times, [Nanos(5_000), Nanos(15_000), Nanos(25_000)]);
-    }
-
-    #[test]
-    fn poisson_arrivals_are_seeded_and_sorted() {
-        let a: Vec<Nanos> = Arrivals::Poisson { rate_per_s: 1000, count: 50, seed: 4 }.stream().collect();
-        let b: Vec<Nanos> = Arrivals::Poisson { rate_per_s: 1000, count: 50, seed: 4 }.stream().collect();
-        assert_eq!(a, b);
-        assert!(a.windows(2).all(|pair| pair[0] <= pair[1]));
-    }
-
-    #[test]
-    fn bad_setups_are_refused() {
-        let setup = CommitSetup::new(Config::file(Policy::Group), Nanos(1_000_000));
-        assert_eq!(
-            run(&setup, &Arrivals::Given(vec![ms(5), ms(3)])).err(),
-            Some(SetupError::Arrivals(ArrivalsError::Unsorted { index: 1 }))
-        );
-        assert_eq!(run(&setup, &Arrivals::Given(vec![])).err(), Some(SetupError::Arrivals(ArrivalsError::Empty)));
-        let zero = CommitSetup::new(Config::file(Policy::Group), Nanos::ZERO);
-        assert_eq!(run(&zero, &Arrivals::Given(vec![ms(0)])).err(), Some(SetupError::LatencyZero));
-    }
-
-    #[test]
-    fn backpressure_pauses_writers_without_losing_their_order() {
-        let config = Config { batch_bytes_max: 100, unflushed_bytes_max: 200, ..Config::file(Policy::Group) };
-        let setup = CommitSetup { keep: Keep::ALL, ..CommitSetup::new(config, Nanos(1_000_000)) };
-        let arrivals = Arrivals::Given(vec![Nanos::ZERO; 10]);
-        let run = run(&setup, &arrivals).unwrap();
-        assert_eq!(run.summary.acked, 10);
-        let acks: Vec<Nanos> = run.writes.iter().map(|write| write.ack.unwrap()).collect();
-        assert!(acks.windows(2).all(|pair| pair[0] <= pair[1]), "acknowledged in order: {acks:?}");
-        assert!(run.batches.iter().all(|batch| batch.bytes <= 100));
-    }
-
-    #[test]
-    fn periodic_records_when_writes_became_durable() {
-        let config = Config::file(Policy::Periodic { interval: Nanos(5_000_000) });
-        let setup = CommitSetup { keep: Keep::ALL, ..CommitSetup::new(config, Nanos(1_000_000)) };
-        let run = run(&setup, &Arrivals::Given(vec![ms(0), ms(10), ms(60)])).unwrap();
-        let durable: Vec<Option<Nanos>> = run.writes.iter().map(|write| write.durable).collect();
-        assert_eq!(durable, [Some(ms(60)), Some(ms(60)), Some(ms(110))]);
-        assert!(run.writes.iter().all(|write| write.wait() == Some(Nanos::ZERO)));
-    }
-}
+mod tests;

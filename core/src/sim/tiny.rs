@@ -53,15 +53,20 @@ use super::clock::{self, End, InstantBound, Simulation};
 use crate::checksum::crc32c;
 use crate::codec::Op;
 use crate::device::{Device, FileId, Image, UnitRef};
-use crate::group_commit::{Action, BatchId, Policy, SyncError, Tickets};
+use crate::group_commit::{Action, BatchId, SyncError, Tickets};
 use crate::scan::{scan_tiny, StopReason, TinyScan};
 use crate::session::preset::{Storage, Tuning};
 use crate::session::retention::{Gates, NextSeq};
 use crate::session::rollover::SegmentRule;
 use crate::session::{trace as session_trace, Layout, Resume, Session};
 use crate::time::Nanos;
-use crate::tiny_store::{self, FIRST_FILE_NUMBER, FIRST_MANIFEST_EDIT, MEMTABLE_WRITES, UNIT_BYTES, WRITES};
-use crate::trace::{Event, FileKind, Trace, TraceScanStop, TraceWrite};
+use crate::tiny_store::{self, FIRST_FILE_NUMBER, FIRST_MANIFEST_EDIT, MEMTABLE_WRITES, WRITES};
+use crate::trace::{Event, FileKind, Trace, TraceWrite};
+
+mod recovery;
+mod setup;
+pub use self::setup::{CdcReader, LogSyncFault, SyncErrorHandling, TinySetup, TinySetupError};
+pub use self::recovery::{record_recovery, recover, trace_stop, CrashState, Recovery, RecoveryStop};
 
 /// Size of a log segment as created: four 32-byte units, zero-filled (one partial unit
 /// with 512-byte or larger units).
@@ -72,115 +77,6 @@ pub const MANIFEST_BYTES: usize = 128;
 pub const MANIFEST_RECORD_BYTES: usize = 16;
 /// Log segments in the tiny store.
 pub const SEGMENTS: u64 = (WRITES.len() / MEMTABLE_WRITES) as u64;
-
-/// A change-data-capture reader and the seq it has confirmed (it is stuck there).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CdcReader {
-    pub name: String,
-    pub confirmed_seq: u64,
-}
-
-/// What the log's driver does when a sync fails.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SyncErrorHandling {
-    /// Fail the waiters, stop taking writes, recover (the right path).
-    FailStop,
-    /// Retry the sync and carry on (the wrong path: the retry "succeeds").
-    RetryAndCarryOn,
-}
-
-impl SyncErrorHandling {
-    pub const ALL: [SyncErrorHandling; 2] = [SyncErrorHandling::FailStop, SyncErrorHandling::RetryAndCarryOn];
-
-    /// The name `walab sim power-cut --on-sync-error` takes.
-    pub fn name(self) -> &'static str {
-        match self {
-            SyncErrorHandling::FailStop => "fail-stop",
-            SyncErrorHandling::RetryAndCarryOn => "retry",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<SyncErrorHandling> {
-        SyncErrorHandling::ALL.into_iter().find(|handling| handling.name() == name)
-    }
-}
-
-/// One log batch's sync returns EIO (branch E1).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LogSyncFault {
-    /// The batch, B1 = 1.
-    pub batch: u64,
-    pub handling: SyncErrorHandling,
-}
-
-/// A tiny-store run's settings.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TinySetup {
-    pub policy: Policy,
-    pub log_sync_latency: Nanos,
-    pub flush_sync_latency: Nanos,
-    pub manifest_sync_latency: Nanos,
-    pub readers: Vec<CdcReader>,
-    pub log_sync_fault: Option<LogSyncFault>,
-    /// The flushed file (by number, 11 = F11) whose sync fails (branch E2).
-    pub flush_sync_fault: Option<u64>,
-    /// The power fails at this instant; the run stops there.
-    pub power_cut: Option<Nanos>,
-    /// The device's atomic unit: what a power cut during a sync can tear apart (each
-    /// unit lands whole or not at all). [`UNIT_BYTES`] (32) in every figure; 512 or
-    /// 4096 for real drives, where one unit covers a whole segment of the tiny store.
-    pub unit_bytes: usize,
-}
-
-impl TinySetup {
-    /// The tiny store's settings: every sync takes 1.0 ms, 32-byte units, no readers, no
-    /// faults.
-    pub fn new(policy: Policy) -> TinySetup {
-        TinySetup {
-            policy,
-            log_sync_latency: tiny_store::SYNC_LATENCY,
-            flush_sync_latency: tiny_store::SYNC_LATENCY,
-            manifest_sync_latency: tiny_store::SYNC_LATENCY,
-            readers: Vec::new(),
-            log_sync_fault: None,
-            flush_sync_fault: None,
-            power_cut: None,
-            unit_bytes: UNIT_BYTES,
-        }
-    }
-
-    pub fn with_unit_bytes(mut self, unit_bytes: usize) -> TinySetup {
-        self.unit_bytes = unit_bytes;
-        self
-    }
-
-    pub fn with_power_cut(mut self, at: Nanos) -> TinySetup {
-        self.power_cut = Some(at);
-        self
-    }
-}
-
-/// A run could not start.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TinySetupError {
-    Config(crate::group_commit::ConfigError),
-    LatencyZero,
-    UnitZero,
-    UnitTooLarge,
-}
-
-impl core::fmt::Display for TinySetupError {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        match self {
-            TinySetupError::Config(error) => error.fmt(f),
-            TinySetupError::LatencyZero => f.write_str("the sync latency must be longer than zero"),
-            TinySetupError::UnitZero => f.write_str("the atomic unit must be at least one byte"),
-            TinySetupError::UnitTooLarge => f.write_str("the atomic unit must fit in 32 bits"),
-        }
-    }
-}
-
-impl std::error::Error for TinySetupError {}
 
 /// A durable manifest edit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -268,174 +164,6 @@ pub struct TinyRun {
     pub segment_deleted_at: Vec<Option<Nanos>>,
     /// The instant the run stopped: the power cut, or its last event.
     pub ended_at: Nanos,
-}
-
-/// Where recovery's log scan stopped, with the segment named.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
-pub struct RecoveryStop {
-    pub reason: StopReason,
-    /// `wal-6`; `None` when no segment was left to scan.
-    pub segment: Option<String>,
-    pub offset: u64,
-}
-
-/// What recovery read back from an image of the media (or of the page cache).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Recovery {
-    pub manifest: Vec<ManifestEdit>,
-    pub flushed_through: u64,
-    /// Seqs found in the flushed files the manifest lists.
-    pub table_seqs: Vec<u64>,
-    /// The log segments that still exist, oldest first.
-    pub segments: Vec<String>,
-    pub scan: TinyScan,
-    /// Every write id recovered (from the flushed files or the log), sorted.
-    pub recovered: Vec<u64>,
-    pub stop: RecoveryStop,
-}
-
-impl Recovery {
-    /// The seqs the log scan accepted in one segment (flushed or not).
-    pub fn scanned_in(&self, segment: &str) -> Vec<u64> {
-        let Some(index) = self.segments.iter().position(|name| name == segment) else {
-            return Vec::new();
-        };
-        self.scan.records.iter().filter(|record| record.segment == index).map(|record| record.record.seq).collect()
-    }
-}
-
-/// Recovers the tiny store from an image: reads the manifest, the flushed files it lists,
-/// then scans the log segments that remain, skipping what is already flushed.
-pub fn recover(image: &Image) -> Recovery {
-    let mut manifest = Vec::new();
-    if let Some(bytes) = image.file("MANIFEST") {
-        // Bounded by the manifest's size: one record per 16 bytes.
-        for record in bytes.chunks(MANIFEST_RECORD_BYTES) {
-            match ManifestEdit::decode(record) {
-                Some(edit) => manifest.push(edit),
-                None => break,
-            }
-        }
-    }
-    let mut table_seqs = Vec::new();
-    let mut flushed_through = 0;
-    for edit in &manifest {
-        if let Some(bytes) = image.file(&format!("F{}", edit.table)) {
-            let scan = scan_tiny(&[bytes], 0);
-            table_seqs.extend(scan.records.iter().map(|record| record.record.seq));
-            flushed_through = flushed_through.max(edit.flushed_through);
-        }
-    }
-    let mut segments = Vec::new();
-    let mut segment_bytes: Vec<&[u8]> = Vec::new();
-    for (name, bytes) in &image.files {
-        if let (true, Some(bytes)) = (name.starts_with("wal-"), bytes) {
-            segments.push(name.clone());
-            segment_bytes.push(bytes);
-        }
-    }
-    let scan = scan_tiny(&segment_bytes, flushed_through);
-    let mut recovered: Vec<u64> = table_seqs.clone();
-    recovered.extend(scan.applied().map(|record| record.record.seq));
-    recovered.sort_unstable();
-    recovered.dedup();
-    table_seqs.sort_unstable();
-    let stop = RecoveryStop {
-        reason: scan.stop.reason,
-        segment: segments.get(scan.stop.segment).cloned(),
-        offset: scan.stop.offset,
-    };
-    Recovery { manifest, flushed_through, table_seqs, segments, scan, recovered, stop }
-}
-
-/// One legal state of the media after the power cut, and what it means.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CrashState {
-    /// The uncertain units that reached the media: (file name, unit).
-    pub kept_units: Vec<(String, u32)>,
-    pub recovery: Recovery,
-    /// Acknowledged before the cut.
-    pub acknowledged: Vec<u64>,
-    /// Acknowledged and recovered.
-    pub survived: Vec<u64>,
-    /// Acknowledged and not recovered: a broken promise.
-    pub lost_acknowledged: Vec<u64>,
-}
-
-impl TinyRun {
-    /// Writes acknowledged before the run stopped.
-    pub fn acknowledged(&self) -> Vec<u64> {
-        ids_where(&self.acked_at, |at| at.is_some())
-    }
-
-    /// Writes failed (told "unknown").
-    pub fn failed(&self) -> Vec<u64> {
-        ids_where(&self.failed_at, |at| at.is_some())
-    }
-
-    fn crash_state(&self, kept: Vec<UnitRef>, image: &Image) -> CrashState {
-        let recovery = recover(image);
-        let acknowledged = self.acknowledged();
-        let survived: Vec<u64> = acknowledged.iter().copied().filter(|id| recovery.recovered.contains(id)).collect();
-        let lost_acknowledged = acknowledged.iter().copied().filter(|id| !recovery.recovered.contains(id)).collect();
-        let kept_units = kept
-            .iter()
-            .map(|unit| (self.device.name(FileId(unit.file)).to_string(), unit.unit))
-            .collect();
-        CrashState { kept_units, recovery, acknowledged, survived, lost_acknowledged }
-    }
-
-    /// Every legal post-crash state (each subset of the running syncs' units), or `None`
-    /// if there are too many to list.
-    pub fn post_crash_states(&self) -> Option<Vec<CrashState>> {
-        let states = self.device.enumerate_power_cuts()?;
-        Some(states.into_iter().map(|(kept, image)| self.crash_state(kept, &image)).collect())
-    }
-
-    /// One post-crash state, drawn with a seed.
-    pub fn sample_post_crash(&self, seed: u64) -> CrashState {
-        let (kept, image) = self.device.sample_power_cut(seed);
-        self.crash_state(kept, &image)
-    }
-
-    /// Recovery by a process that restarts without a reboot and reads through the page
-    /// cache (Part 3's "go deeper").
-    pub fn recover_through_page_cache(&self) -> Recovery {
-        recover(&self.device.cache_image())
-    }
-
-    /// The deletion gates of every segment at instant `t` (Part 8), as the log session
-    /// judges them ([`Gates::of`]), with each segment's last write the MemTable's.
-    pub fn gates_at(&self, t: Nanos) -> Vec<SegmentGates> {
-        let flushed_through = self
-            .manifest_durable
-            .iter()
-            .filter(|(at, _)| *at <= t)
-            .map(|(_, edit)| edit.flushed_through)
-            .max()
-            .unwrap_or(0);
-        (1..=SEGMENTS)
-            .map(|segment| {
-                let last_seq = segment * MEMTABLE_WRITES as u64;
-                let index = (segment - 1) as usize;
-                let created = self.segment_created_at[index].is_some_and(|at| at <= t);
-                let deleted = self.segment_deleted_at[index].is_some_and(|at| at <= t);
-                let readers = self.setup.readers.iter().map(|reader| reader.confirmed_seq);
-                let gates = Gates::of(Some(last_seq), flushed_through, readers);
-                SegmentGates { segment, flushed: gates.consumer, readers_done: gates.readers, exists: created && !deleted }
-            })
-            .collect()
-    }
-
-    /// When write `id` was acknowledged.
-    pub fn ack_of(&self, id: u64) -> Option<Nanos> {
-        self.acked_at.get((id - 1) as usize).copied().flatten()
-    }
-}
-
-fn ids_where(per_write: &[Option<Nanos>], keep: impl Fn(&Option<Nanos>) -> bool) -> Vec<u64> {
-    per_write.iter().enumerate().filter(|(_, at)| keep(at)).map(|(index, _)| index as u64 + 1).collect()
 }
 
 /// Why a device sync is running.
@@ -868,25 +596,4 @@ impl TinyLoop {
         self.trace.push(now, Event::UnitsDropped { file: file.0, units });
         self.trace.push(now, Event::SyncEnd { sync: number, file: file.0, ok: false, error: Some(SyncError::Io) });
     }
-}
-
-/// The recovery's stop as the trace records it.
-pub fn trace_stop(trace: &Trace, stop: &RecoveryStop) -> TraceScanStop {
-    TraceScanStop {
-        reason: stop.reason.name().to_string(),
-        file: stop.segment.as_deref().and_then(|name| trace.file_index(name)),
-        offset: stop.offset,
-    }
-}
-
-/// Appends a crash state's recovery to the run's trace, at the power cut.
-pub fn record_recovery(run: &mut TinyRun, state: &CrashState) {
-    let stop = trace_stop(&run.trace, &state.recovery.stop);
-    let at = run.ended_at;
-    run.trace.push(at, Event::Recovery {
-        acknowledged: state.acknowledged.clone(),
-        recovered: state.recovery.recovered.clone(),
-        lost_acknowledged: state.lost_acknowledged.clone(),
-        stop,
-    });
 }

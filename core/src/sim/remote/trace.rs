@@ -84,8 +84,12 @@ pub fn to_trace(run: &RemoteRun, policy: &str) -> Trace {
     trace
 }
 
+/// The numbers of [`to_trace`]'s takeover note: the new and old epochs, the new
+/// session's start offset, when the takeover began and when B listed.
+type TakeoverNote = (u64, u64, u64, Nanos, Nanos);
+
 /// The numbers of [`to_trace`]'s takeover note.
-fn parse_takeover_note(text: &str) -> Option<(u64, u64, u64, Nanos, Nanos)> {
+fn parse_takeover_note(text: &str) -> Option<TakeoverNote> {
     let rest = text.strip_prefix("node B claims epoch ")?;
     let (new_epoch, rest) = rest.split_once(" (node A had ")?;
     let (old_epoch, rest) = rest.split_once("); B's session starts at offset ")?;
@@ -194,56 +198,7 @@ pub fn from_trace(trace: &Trace) -> Result<RemoteRun, FromTraceError> {
         }
     }
     let records_acked = records.iter().filter(|record| record.acked.is_some()).count() as u64;
-    let takeover = note.map(|(claimed_at, (new_epoch, old_epoch, start, at, listed_at))| {
-        let mut report = TakeoverReport {
-            at,
-            claimed_at,
-            listed_at,
-            old_epoch,
-            new_epoch,
-            acked_by_old: records_acked,
-            recovered_by_new: 0,
-            stragglers_ignored: 0,
-            new_session_start: start,
-            fenced_bulks: fenced_bulks.clone(),
-            ignored: Vec::new(),
-            recovered_records: Vec::new(),
-            already_uploaded: 0,
-        };
-        let stored: Vec<&BulkRow> = bulks.iter().filter(|row| row.stored.is_some()).collect();
-        match backend {
-            RemoteBackend::S3 => {
-                // What a recovery after the takeover keeps, by the core's own plan.
-                let listed: Vec<WalObject> = stored.iter().map(|row| WalObject { epoch: row.epoch, start: row.first_offset, end: row.end_offset }).collect();
-                let sessions = [
-                    Session { epoch: old_epoch, start_offset: 0, first_seq: 1 },
-                    Session { epoch: new_epoch, start_offset: start, first_seq: 1 },
-                ];
-                let plan = plan_chain(&listed, &sessions);
-                report.recovered_records = plan
-                    .chain
-                    .iter()
-                    .filter_map(|object| stored.iter().find(|row| row.first_offset == object.start))
-                    .flat_map(|row| row.first_record..row.first_record + row.records)
-                    .collect();
-                report.stragglers_ignored = plan.ignored.iter().filter(|(object, _)| object.epoch == old_epoch).count() as u64;
-                report.ignored = plan.ignored;
-            }
-            RemoteBackend::Postgres => {
-                // The committed rows, in log order up to the first gap.
-                let mut end = 0;
-                for row in &bulks {
-                    if row.stored.is_none() || row.first_offset < end {
-                        break;
-                    }
-                    end = row.end_offset;
-                    report.recovered_records.extend(row.first_record..row.first_record + row.records);
-                }
-            }
-        }
-        report.recovered_by_new = report.recovered_records.len() as u64;
-        report
-    });
+    let takeover = note.map(|(claimed_at, parsed)| takeover_report(backend, &bulks, claimed_at, parsed, records_acked, &fenced_bulks));
     let puts = bulks.iter().filter(|row| row.sent.is_some()).count() as u64;
     let fence_checks = bulks.iter().filter(|row| row.checked.is_some()).count() as u64;
     let end = trace.events.last().map_or(Nanos::ZERO, |event| event.at);
@@ -259,4 +214,65 @@ pub fn from_trace(trace: &Trace) -> Result<RemoteRun, FromTraceError> {
         ring: RingGeometry::default(),
         end,
     })
+}
+
+/// The takeover a trace's note describes (`parsed`: the new and old epochs, the new
+/// session's start, when it began and when B listed), with what B's recovery keeps by the
+/// core's own plan.
+fn takeover_report(
+    backend: RemoteBackend,
+    bulks: &[BulkRow],
+    claimed_at: Nanos,
+    (new_epoch, old_epoch, start, at, listed_at): TakeoverNote,
+    records_acked: u64,
+    fenced_bulks: &[u64],
+) -> TakeoverReport {
+    let mut report = TakeoverReport {
+        at,
+        claimed_at,
+        listed_at,
+        old_epoch,
+        new_epoch,
+        acked_by_old: records_acked,
+        recovered_by_new: 0,
+        stragglers_ignored: 0,
+        new_session_start: start,
+        fenced_bulks: fenced_bulks.to_vec(),
+        ignored: Vec::new(),
+        recovered_records: Vec::new(),
+        already_uploaded: 0,
+    };
+    let stored: Vec<&BulkRow> = bulks.iter().filter(|row| row.stored.is_some()).collect();
+    match backend {
+        RemoteBackend::S3 => {
+            // What a recovery after the takeover keeps, by the core's own plan.
+            let listed: Vec<WalObject> = stored.iter().map(|row| WalObject { epoch: row.epoch, start: row.first_offset, end: row.end_offset }).collect();
+            let sessions = [
+                Session { epoch: old_epoch, start_offset: 0, first_seq: 1 },
+                Session { epoch: new_epoch, start_offset: start, first_seq: 1 },
+            ];
+            let plan = plan_chain(&listed, &sessions);
+            report.recovered_records = plan
+                .chain
+                .iter()
+                .filter_map(|object| stored.iter().find(|row| row.first_offset == object.start))
+                .flat_map(|row| row.first_record..row.first_record + row.records)
+                .collect();
+            report.stragglers_ignored = plan.ignored.iter().filter(|(object, _)| object.epoch == old_epoch).count() as u64;
+            report.ignored = plan.ignored;
+        }
+        RemoteBackend::Postgres => {
+            // The committed rows, in log order up to the first gap.
+            let mut end = 0;
+            for row in bulks {
+                if row.stored.is_none() || row.first_offset < end {
+                    break;
+                }
+                end = row.end_offset;
+                report.recovered_records.extend(row.first_record..row.first_record + row.records);
+            }
+        }
+    }
+    report.recovered_by_new = report.recovered_records.len() as u64;
+    report
 }

@@ -1,4 +1,5 @@
 use super::*;
+use super::codec::{TAG_COMMIT, TAG_EXPIRE, TAG_RESERVE};
 
 fn at(index: u64, bytes: u64) -> Offset {
     Offset::new(index, bytes)

@@ -75,8 +75,11 @@
 
 pub mod affinity;
 pub mod fault_fs;
+mod format;
 pub mod fs;
 pub mod leveldb_segment;
+mod recovery;
+use self::recovery::last_nonzero_end;
 pub mod sync_pool;
 #[cfg(test)]
 mod tests;
@@ -94,13 +97,13 @@ use walab_core::codec::tiny_group;
 use walab_core::file_log::{plan_recovery, FoundRecord, RecoveryPlan, SegmentFile, SegmentLayout, TornTail};
 use walab_core::scan::{scan_tiny, ScanStop};
 
+pub use self::format::FORMAT_FILE_NAME;
 use self::fs::{create_zero_filled, create_zero_filled_paced, WalFile, WalFs};
 use self::sync_pool::{SyncHandles, SyncPool};
 use super::{sync_error_of, Backend, Completion, Recovered, WalError};
 
-/// Default bytes per segment: big enough that switches are rare, small enough that the
-/// zero-fill of the next one finishes in the background.
-pub const SEGMENT_BYTES_DEFAULT: u64 = 16 << 20;
+/// Bytes per segment unless `--segment-bytes` says otherwise: the session's preset.
+pub use walab_core::session::preset::LOCAL_SEGMENT_BYTES as SEGMENT_BYTES_DEFAULT;
 
 /// The file name of a segment.
 pub fn segment_file_name(segment: u64) -> String {
@@ -141,12 +144,6 @@ impl SegmentFormat {
         }
     }
 }
-
-/// The file that records a log's format, so a reader with the wrong `--format` is
-/// refused instead of mistaking every record for damage (and cutting it as a torn tail).
-pub const FORMAT_FILE_NAME: &str = "FORMAT";
-/// Where FORMAT is written before it is renamed into place.
-const FORMAT_TEMPORARY_NAME: &str = "FORMAT.tmp";
 
 /// A log in one directory, through a [`WalFs`].
 pub struct FileBackend {
@@ -274,109 +271,6 @@ impl FileBackend {
         }
     }
 
-    /// Checks (or, for a new log, records) the log's format and segment size.
-    fn check_format(&mut self, names: &[String]) -> Result<(), WalError> {
-        let path = self.dir.join(FORMAT_FILE_NAME);
-        if names.iter().any(|name| name == FORMAT_FILE_NAME) {
-            let text = self.fs.read_from_device(&path).map_err(|e| self.open_error("cannot read FORMAT", e))?;
-            let text = String::from_utf8_lossy(&text);
-            let mut lines = text.lines();
-            let found = lines.next().unwrap_or("").trim().to_string();
-            if found.is_empty() {
-                return self.check_empty_format(names, &path);
-            }
-            if found != self.format.name() {
-                return Err(WalError::Open(format!(
-                    "{}: the log is in the {found} format; pass --format {found}",
-                    self.dir.display()
-                )));
-            }
-            // Logs from before the size was recorded have one line: the flag decides.
-            let recorded = lines.find_map(|line| line.trim().strip_prefix("segment-bytes ")).map(str::trim);
-            if let Some(recorded) = recorded {
-                let recorded: u64 = recorded.parse().map_err(|_| {
-                    WalError::Open(format!("{}: FORMAT: {recorded:?} is not a segment size", self.dir.display()))
-                })?;
-                if recorded != self.segment_bytes_max {
-                    if !self.adopt_recorded_size {
-                        return Err(WalError::Open(format!(
-                            "{}: the log's segments are {recorded} bytes; pass --segment-bytes {recorded} or leave it out",
-                            self.dir.display()
-                        )));
-                    }
-                    self.segment_bytes_max = recorded;
-                }
-            }
-            return Ok(());
-        }
-        if !self.create {
-            // Reading only: a log without FORMAT is taken as it is.
-            return Ok(());
-        }
-        let has_segments = names.iter().any(|name| parse_segment_file_name(name).is_some());
-        if has_segments {
-            // Logs from before FORMAT existed are tiny-store logs.
-            if self.format != SegmentFormat::Tiny {
-                return Err(WalError::Open(format!("{}: the log is in the tiny format; pass --format tiny", self.dir.display())));
-            }
-            return Ok(());
-        }
-        self.write_format(names, &path)
-    }
-
-    /// FORMAT exists but holds nothing: its bytes never reached the disk (a power cut
-    /// after a writer that did not sync it). A log whose segments hold no byte either
-    /// never made anything durable: it starts over as a new log. One whose segments hold
-    /// data cannot tell its format: refused, naming the format it is opened as.
-    fn check_empty_format(&mut self, names: &[String], path: &Path) -> Result<(), WalError> {
-        let mut holding_data = Vec::new();
-        for name in names.iter().filter(|name| parse_segment_file_name(name).is_some()) {
-            let bytes = self.fs.read_from_device(&self.dir.join(name)).map_err(|e| self.open_error("cannot read a segment", e))?;
-            if bytes.iter().any(|&byte| byte != 0) {
-                holding_data.push(name.as_str());
-            }
-        }
-        if holding_data.is_empty() && self.create {
-            self.format_note = Some(format!(
-                "{}: FORMAT was empty and no segment held a byte (nothing had reached the disk, as after a power cut): \
-                 started again as a new log in the {} format",
-                self.dir.display(),
-                self.format.name()
-            ));
-            // Renamed over the empty one.
-            return self.write_format(names, path);
-        }
-        let format = self.format.name();
-        Err(WalError::Open(format!(
-            "{}: FORMAT is empty (its bytes never reached the disk, as after a power cut) {}: the log's format is not \
-             recorded. This log is opened in the {format} format; if that is its format, write `{format}` into FORMAT \
-             and start again (`walab inspect --format {format}` reads a segment)",
-            self.dir.display(),
-            match holding_data.len() {
-                0 => "and nothing may repair it (opened to read only)".to_string(),
-                count => format!("but {count} segment(s) hold data ({})", holding_data.join(", ")),
-            }
-        )))
-    }
-
-    /// Records a new log's format and segment size in FORMAT.
-    fn write_format(&mut self, names: &[String], path: &Path) -> Result<(), WalError> {
-        // Written beside and renamed into place, so a crash while a new log is being
-        // set up leaves either no FORMAT (the next open starts over) or a whole one,
-        // never an empty file that would make the log unopenable.
-        let text = format!("{}\nsegment-bytes {}\n", self.format.name(), self.segment_bytes_max);
-        let temporary = self.dir.join(FORMAT_TEMPORARY_NAME);
-        if names.iter().any(|name| name == FORMAT_TEMPORARY_NAME) {
-            self.fs.remove(&temporary).map_err(|e| self.open_error("cannot remove a half-written FORMAT", e))?;
-        }
-        let mut file = self.fs.create_new(&temporary).map_err(|e| self.open_error("cannot create FORMAT", e))?;
-        file.write_at(0, text.as_bytes())
-            .and_then(|()| file.sync_data())
-            .and_then(|()| self.fs.rename(&temporary, &path))
-            .and_then(|()| self.fs.sync_dir(&self.dir))
-            .map_err(|e| self.open_error("cannot write FORMAT", e))
-    }
-
     fn path(&self, segment: u64) -> PathBuf {
         self.dir.join(segment_file_name(segment))
     }
@@ -424,130 +318,6 @@ impl FileBackend {
         Ok(())
     }
 
-    /// Runs the core's recovery scan for the log's format over the segment images: where
-    /// each accepted record lies, the records, and where the scan stopped.
-    fn scan(&self, images: &[Vec<u8>]) -> (Vec<FoundRecord>, Vec<TinyRecord>, ScanStop) {
-        let (mut found, mut records) = (Vec::new(), Vec::new());
-        let stop = match self.format {
-            SegmentFormat::Tiny => {
-                let slices: Vec<&[u8]> = images.iter().map(|image| image.as_slice()).collect();
-                let scan = scan_tiny(&slices, 0);
-                for a in scan.records {
-                    found.push(FoundRecord { segment: a.segment, offset: a.offset, len: a.len, seq: a.record.seq });
-                    records.push(a.record);
-                }
-                scan.stop
-            }
-            SegmentFormat::Leveldb => {
-                let segments: Vec<LogSegment<'_>> =
-                    images.iter().map(|image| LogSegment { bytes: image, log_number: None }).collect();
-                let scan = scan_log(LogFormat::LevelDb, &segments, 0);
-                for a in scan.records {
-                    for record in tiny_group::group_records(&a.batch) {
-                        found.push(FoundRecord { segment: a.segment, offset: a.offset, len: a.len, seq: record.seq });
-                        records.push(record);
-                    }
-                }
-                scan.stop
-            }
-        };
-        (found, records, stop)
-    }
-
-    /// Step 1 of opening: the directory (made if need be), its lock, its FORMAT; the
-    /// names in it.
-    fn open_dir(&mut self) -> Result<Vec<String>, WalError> {
-        if self.create {
-            self.fs.create_dir_all(&self.dir).map_err(|e| self.open_error("cannot create the log directory", e))?;
-        } else if self.fs.list(&self.dir).is_err() {
-            return Err(WalError::Open(format!("{}: no log here", self.dir.display())));
-        }
-        let listed = self.fs.list(&self.dir).map_err(|e| self.open_error("cannot list the log directory", e))?;
-        // A reader takes the lock only where a writer made one: it creates nothing.
-        if self.create || listed.iter().any(|name| name == "LOCK") {
-            let lock = self.fs.lock_dir(&self.dir).map_err(|e| self.open_error("cannot lock the log", e))?;
-            self._lock = Some(lock);
-        }
-        let names = self.fs.list(&self.dir).map_err(|e| self.open_error("cannot list the log directory", e))?;
-        self.check_format(&names)?;
-        Ok(names)
-    }
-
-    /// Step 2: every segment's bytes as the device holds them, oldest first.
-    fn read_segments(&self, names: &[String]) -> Result<(Vec<u64>, Vec<Vec<u8>>), WalError> {
-        let mut numbers: Vec<u64> = names.iter().filter_map(|name| parse_segment_file_name(name)).collect();
-        numbers.sort_unstable();
-        let mut images = Vec::with_capacity(numbers.len());
-        for &segment in &numbers {
-            let bytes = self
-                .fs
-                .read_from_device(&self.path(segment))
-                .map_err(|e| self.open_error(&format!("cannot read {}", segment_file_name(segment)), e))?;
-            images.push(bytes);
-        }
-        Ok((numbers, images))
-    }
-
-    /// Step 4: cuts the torn tail the plan found (reading only: reports it), in words.
-    fn repair_torn_tail(&self, tail: Option<TornTail>) -> Result<Option<String>, WalError> {
-        let Some(tail) = tail else { return Ok(None) };
-        let (name, bytes, words) = (segment_file_name(tail.segment), tail.to - tail.from, stop_words(tail.reason));
-        if !self.create {
-            return Ok(Some(format!(
-                "{name}: {bytes} bytes of torn tail at byte {} ({words}), left as they are (reading only)",
-                tail.from
-            )));
-        }
-        self.cut_tail(tail.segment, tail.from, tail.to)?;
-        Ok(Some(format!("{name}: cut {bytes} bytes of torn tail at byte {} ({words})", tail.from)))
-    }
-
-    /// Step 5 (writers only): removes what the plan dooms, opens the append segment and
-    /// keeps or starts preparing the spare.
-    fn get_ready_to_append(&mut self, plan: &RecoveryPlan) -> Result<(), WalError> {
-        if !plan.remove.is_empty() {
-            for &number in &plan.remove {
-                self.fs
-                    .remove(&self.path(number))
-                    .map_err(|e| self.open_error(&format!("cannot remove {}", segment_file_name(number)), e))?;
-            }
-            self.fs.sync_dir(&self.dir).map_err(|e| self.open_error("cannot sync the log directory", e))?;
-        }
-        let segment = plan.segment;
-        let path = self.path(segment);
-        let file = match self.fs.open_write(&path) {
-            Ok(file) => file,
-            Err(error) if error.kind() == io::ErrorKind::NotFound => {
-                create_zero_filled(self.fs.as_ref(), &path, self.file_bytes())
-                    .map_err(|e| self.open_error(&format!("cannot create {}", segment_file_name(segment)), e))?
-            }
-            Err(error) => return Err(self.open_error(&format!("cannot open {}", segment_file_name(segment)), error)),
-        };
-        self.set_current(segment, file)
-            .map_err(|e| self.open_error(&format!("cannot open {} for the sync threads", segment_file_name(segment)), e))?;
-        match plan.spare {
-            Some(spare) => {
-                let spare_file = self
-                    .fs
-                    .open_write(&self.path(spare))
-                    .map_err(|e| self.open_error(&format!("cannot open {}", segment_file_name(spare)), e))?;
-                self.spare = Some((spare, Spare::Ready(spare_file)));
-            }
-            None => self.prepare_spare(segment + 1),
-        }
-        Ok(())
-    }
-
-    /// Overwrites `from..to` of a segment with zeros and syncs: the torn tail is cut.
-    fn cut_tail(&self, segment: u64, from: u64, to: u64) -> Result<(), WalError> {
-        let name = segment_file_name(segment);
-        let mut file = self.fs.open_write(&self.path(segment)).map_err(|e| self.open_error(&format!("cannot open {name}"), e))?;
-        let zeros = vec![0u8; (to - from) as usize];
-        file.write_at(from, &zeros)
-            .and_then(|()| file.sync_data())
-            .map_err(|e| self.open_error(&format!("cannot cut the torn tail of {name}"), e))
-    }
-
     fn persist_now(&mut self, batch: &Batch) -> io::Result<()> {
         self.write_now(batch)?;
         let (_, file) = self.current.as_mut().expect("switched above");
@@ -583,11 +353,6 @@ pub fn describe_io(error: &io::Error) -> String {
     // std appends " (os error N)"; keep the words, lowercase them.
     let words = text.split(" (os error").next().unwrap_or(&text);
     words.to_lowercase()
-}
-
-/// Offset just past the last non-zero byte.
-fn last_nonzero_end(bytes: &[u8]) -> usize {
-    bytes.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1)
 }
 
 impl Backend for FileBackend {
