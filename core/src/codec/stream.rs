@@ -47,7 +47,7 @@ pub const FRAME_HEADER_BYTES: usize = 16;
 /// The smallest body: a record count.
 pub const FRAME_BODY_BYTES_MIN: u64 = 4;
 /// The largest body walab accepts: one default segment (64 MiB). The stream store closes
-/// a batch at `maxBytesInBatch` (1 MiB), and a segment must hold at least one batch.
+/// a batch at `max_bytes_in_batch` (1 MiB), and a segment must hold at least one batch.
 pub const FRAME_BODY_BYTES_MAX: u64 = 64 * 1024 * 1024;
 
 /// A frame's batch.
@@ -76,7 +76,7 @@ impl StreamFrame {
 }
 
 /// Frames a batch. Panics if the body exceeds [`FRAME_BODY_BYTES_MAX`] (callers close a
-/// batch well before, at `maxBytesInBatch`).
+/// batch well before, at `max_bytes_in_batch`).
 pub fn encode_frame(frame: &StreamFrame) -> Vec<u8> {
     let records: Vec<&[u8]> = frame.records.iter().map(Vec::as_slice).collect();
     encode_frame_slices(frame.frame_offset, &records)

@@ -18,7 +18,7 @@
 //! slot truncated. So the ring holds at most `segments` generations, one of which is
 //! always being filled; the head can run at most `(segments - 1) x segment_bytes` ahead
 //! of the oldest kept byte before appends wait. That product is the ring's *capacity*,
-//! and it must exceed `maxUnflushedBytes` (the bytes appended but not yet durable that
+//! and it must exceed `max_unflushed_bytes` (the bytes appended but not yet durable that
 //! the commit path lets pile up), so that a full commit pipeline always fits into the
 //! ring at once.
 //!
@@ -207,7 +207,7 @@ pub use self::recovery::{
 pub use self::row::{decode_row, encode_row_body, judge_stored_row, RowAt, RowError, SlotRow, StoredRowVerdict};
 pub use self::settings::{
     cluster_tag, parse_bytes, parse_duration, slot_table_name, split_wal_url, NameError, PgWalSettings, SettingsError,
-    SplitUrl, SynchronousCommit, UrlError, CLIENT_OPTIONS, WALAB_OPTIONS,
+    SplitUrl, SynchronousCommit, UrlError, walab_option, CLIENT_OPTIONS, WALAB_OPTIONS, WALAB_OPTION_ALIASES,
 };
 pub use self::startup::{
     parse_timeline, startup_checks, timeline_verdict, ServerState, Severity, StartupRefusal, StartupWarning,

@@ -30,7 +30,7 @@ impl fmt::Display for StartupRefusal {
         f.write_str(match self {
             StartupRefusal::InRecovery => "the server is in recovery (pg_is_in_recovery() is true): a standby cannot hold the WAL",
             StartupRefusal::FsyncOff => {
-                "the server runs with fsync = off, so a commit is not durable; add allowUnsafe=true to the URL to start anyway"
+                "the server runs with fsync = off, so a commit is not durable; add allow_unsafe=true to the URL to start anyway"
             }
         })
     }
@@ -39,7 +39,7 @@ impl fmt::Display for StartupRefusal {
 /// What the WAL warns about at start, but starts anyway.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StartupWarning {
-    /// `fsync = off` with `allowUnsafe=true`.
+    /// `fsync = off` with `allow_unsafe=true`.
     FsyncOffAllowed,
     /// No synchronous standby: losing the primary host loses what was not replicated.
     NoSynchronousStandby,
@@ -49,7 +49,7 @@ impl fmt::Display for StartupWarning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             StartupWarning::FsyncOffAllowed => {
-                "fsync = off (allowed by allowUnsafe=true): a crash of the server can lose acknowledged records"
+                "fsync = off (allowed by allow_unsafe=true): a crash of the server can lose acknowledged records"
             }
             StartupWarning::NoSynchronousStandby => {
                 "synchronous_standby_names is empty: records acknowledged but not yet replicated are lost with the primary's host"

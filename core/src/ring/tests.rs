@@ -78,7 +78,7 @@ fn constraints_are_refused_by_name() {
     s.geometry = geometry(3, 64 << 20);
     assert_eq!(s.validate(), Err(SettingsError::CapacityNotAboveUnflushed { capacity_bytes: 128 << 20, unflushed_bytes_max: 128 << 20 }));
     let message = s.validate().unwrap_err().to_string();
-    assert!(message.contains("must exceed maxUnflushedBytes"), "{message}");
+    assert!(message.contains("must exceed max_unflushed_bytes"), "{message}");
 }
 
 #[test]
@@ -102,6 +102,25 @@ fn the_url_loses_walab_options_and_keeps_the_clients() {
     let plain = split_wal_url("postgresql://h/db?maxInflight=2").unwrap();
     assert_eq!(plain.connect_url, "postgresql://h/db");
     assert!(!plain.geometry_given, "no ring asked for: the stored one stands");
+}
+
+#[test]
+fn the_options_are_snake_case_and_their_camel_case_names_still_work() {
+    let snake = split_wal_url(
+        "postgres://h/db?segments=4&segment_bytes=4MiB&batch_interval=250us&max_bytes_in_batch=64KiB&inflight=8&max_unflushed_bytes=8MiB&synchronous_commit=remote_apply&allow_unsafe=true",
+    )
+    .unwrap();
+    let camel = split_wal_url(
+        "postgres://h/db?segments=4&segmentBytes=4MiB&batchInterval=250us&maxBytesInBatch=64KiB&maxInflight=8&maxUnflushedBytes=8MiB&synchronousCommit=remote_apply&allowUnsafe=true",
+    )
+    .unwrap();
+    assert_eq!(snake, camel);
+    assert!(snake.geometry_given);
+    // Both spellings of one option are one option given twice.
+    assert_eq!(split_wal_url("postgres://h/db?inflight=2&maxInflight=3").unwrap_err(), UrlError::Repeated { name: "inflight".into() });
+    // An unknown option's message lists the names, not the aliases.
+    let listed = split_wal_url("postgres://h/db?inflite=2").unwrap_err().to_string();
+    assert!(listed.contains("segment_bytes") && !listed.contains("segmentBytes"), "{listed}");
 }
 
 #[test]

@@ -1,9 +1,9 @@
 //! When a batch may go into a ring of slot tables, what a failure fails, and how far the
 //! consumer's confirmations let the ring trim: the Postgres WAL's ring admission.
 //!
-//! The group-commit machine hands out up to `maxInflight` batches at once and releases
+//! The group-commit machine hands out up to `inflight` batches at once and releases
 //! acknowledgements in order; it cannot know the ring ([`crate::ring`]: generations of
-//! `segmentBytes` in `segments` slot tables). Three rules of the ring sit on top of it,
+//! `segment_bytes` in `segments` slot tables). Three rules of the ring sit on top of it,
 //! and they are decided here, with no I/O, for every driver of a ring (the native
 //! Postgres WAL, the simulator of Parts 13 and 14):
 //!

@@ -76,7 +76,7 @@ pub struct CommitArgs {
     #[arg(long, value_name = "FILE")]
     latency_file: Option<PathBuf>,
     /// Window policy: how long a batch gathers, in milliseconds (default 2): the
-    /// Postgres WAL's batchInterval.
+    /// Postgres WAL's batch_interval.
     #[arg(long, value_name = "W", allow_hyphen_values = true, visible_alias = "batch-interval-ms")]
     window_ms: Option<String>,
     /// Byte cap that closes a batch (window policy default 65536; otherwise 1 MiB).
@@ -129,7 +129,7 @@ pub struct PowerCutArgs {
     #[arg(long, default_value = "group", value_parser = policy_kind)]
     policy: PolicyKind,
     /// Window policy: the window in milliseconds (default 2): the Postgres WAL's
-    /// batchInterval.
+    /// batch_interval.
     #[arg(long, value_name = "W", allow_hyphen_values = true, visible_alias = "batch-interval-ms")]
     window_ms: Option<String>,
     /// Periodic policy: the background sync interval in milliseconds (default 1000).

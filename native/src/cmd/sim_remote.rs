@@ -42,10 +42,10 @@ pub struct Args {
     count: u64,
     #[arg(long, value_name = "S", default_value_t = 1)]
     seed: u64,
-    /// Bulks in flight at once (maxInflight).
+    /// Bulks in flight at once (inflight).
     #[arg(long, value_name = "N", default_value_t = 4)]
     inflight: usize,
-    /// Gather records this long before a bulk goes (Postgres: batchInterval, default 1;
+    /// Gather records this long before a bulk goes (Postgres: batch_interval, default 1;
     /// S3 default: none, group commit as the native backend runs it).
     #[arg(long, value_name = "I", allow_hyphen_values = true)]
     batch_interval_ms: Option<String>,
@@ -74,7 +74,7 @@ pub struct Args {
     /// Postgres: slot tables in the ring.
     #[arg(long, value_name = "N", default_value_t = walab_core::ring::SEGMENTS_DEFAULT)]
     segments: u64,
-    /// Postgres: bytes per generation (segmentBytes).
+    /// Postgres: bytes per generation (segment_bytes).
     #[arg(long, value_name = "B", default_value_t = walab_core::ring::SEGMENT_BYTES_DEFAULT)]
     segment_bytes: u64,
     /// Postgres: the background upload confirms what was acknowledged this often.

@@ -19,7 +19,7 @@ use super::Backend;
 use walab_core::group_commit::Policy;
 use walab_core::session::preset::Tuning;
 use walab_core::remote::lease::{FenceMode, LeaseTerms, LEASE_DEFAULT, SKEW_DEFAULT};
-use walab_core::ring::parse_duration;
+use walab_core::ring::{parse_duration, walab_option};
 use walab_core::time::Nanos;
 
 /// The flags every WAL command shares.
@@ -284,8 +284,8 @@ impl WalArgs {
             }
             WalUrl::Postgres(url) => {
                 // `--inflight` and `--segment-bytes` are the URL's options of the same names.
-                let url = with_url_option(&url, "maxInflight", "--inflight", self.inflight)?;
-                let url = with_url_option(&url, "segmentBytes", "--segment-bytes", self.segment_bytes)?;
+                let url = with_url_option(&url, "inflight", "--inflight", self.inflight)?;
+                let url = with_url_option(&url, "segment_bytes", "--segment-bytes", self.segment_bytes)?;
                 let backend = PgBackend::new(&url, &self.cluster, &self.node, create)?
                     .with_tuning(Tuning { policy: None, inflight_max: None, ..tuning });
                 Ok(Box::new(backend))
@@ -315,8 +315,10 @@ impl WalArgs {
 fn with_url_option(url: &str, option: &str, flag: &str, value: Option<impl std::fmt::Display>) -> Result<String, String> {
     let Some(value) = value else { return Ok(url.to_string()) };
     let query = url.split_once('?').map_or("", |(_, query)| query);
-    if let Some(given) = query.split('&').find_map(|pair| pair.strip_prefix(option).and_then(|rest| rest.strip_prefix('='))) {
-        return Err(format!("{flag} {value} and the URL's {option}={given}: pass one of them"));
+    // The URL may spell the option by an earlier name (`maxInflight` for `inflight`).
+    let given = query.split('&').filter_map(|pair| pair.split_once('=')).find(|(name, _)| walab_option(name) == Some(option));
+    if let Some((name, given)) = given {
+        return Err(format!("{flag} {value} and the URL's {name}={given}: pass one of them"));
     }
     let separator = if url.contains('?') { '&' } else { '?' };
     Ok(format!("{url}{separator}{option}={value}"))
@@ -363,17 +365,19 @@ mod tests {
         assert!(refusal(args("file:///tmp/x", Some(0))).contains("--inflight 0: must be between 1 and 16"));
         assert!(refusal(args("file:///tmp/x", Some(17))).contains("between 1 and 16"));
         assert!(refusal(args("s3://bucket/wal", Some(0))).contains("--inflight 0: must be between 1 and 4096"));
+        assert!(refusal(args("postgres://h/db?inflight=2", Some(3))).contains("--inflight 3 and the URL's inflight=2"));
+        // The earlier spelling names the same option.
         assert!(refusal(args("postgres://h/db?maxInflight=2", Some(3))).contains("--inflight 3 and the URL's maxInflight=2"));
     }
 
     #[test]
     fn a_flag_becomes_the_postgres_url_option_of_the_same_name() {
-        assert_eq!(with_url_option("postgres://h/db", "maxInflight", "--inflight", Some(8)).unwrap(), "postgres://h/db?maxInflight=8");
+        assert_eq!(with_url_option("postgres://h/db", "inflight", "--inflight", Some(8)).unwrap(), "postgres://h/db?inflight=8");
         assert_eq!(
-            with_url_option("postgres://h/db?segments=4", "segmentBytes", "--segment-bytes", Some(65536)).unwrap(),
-            "postgres://h/db?segments=4&segmentBytes=65536"
+            with_url_option("postgres://h/db?segments=4", "segment_bytes", "--segment-bytes", Some(65536)).unwrap(),
+            "postgres://h/db?segments=4&segment_bytes=65536"
         );
-        assert_eq!(with_url_option("postgres://h/db", "maxInflight", "--inflight", None::<u64>).unwrap(), "postgres://h/db");
+        assert_eq!(with_url_option("postgres://h/db", "inflight", "--inflight", None::<u64>).unwrap(), "postgres://h/db");
     }
 
     #[test]

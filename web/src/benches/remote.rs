@@ -60,7 +60,7 @@ pub struct RemoteParams {
     /// `rupcrash=K`: the upload task crashes between block K's upload and its commit.
     pub upload_crash: Option<u64>,
     /// The Postgres server at the WAL's start: `rrecovery=1` (`pg_is_in_recovery()`),
-    /// `rfsync=off`, `runsafe=1` (`allowUnsafe=true` in the URL), `rssn=empty`
+    /// `rfsync=off`, `runsafe=1` (`allow_unsafe=true` in the URL), `rssn=empty`
     /// (`synchronous_standby_names`; a higher timeline's case in `rtl` says it already).
     pub server: ServerToggles,
 }
@@ -815,7 +815,7 @@ pub fn startup_rows() -> Vec<(&'static str, String)> {
         ("a primary with fsync = on and a synchronous standby", verdict(state(false, true, "standby1"), false)),
         ("pg_is_in_recovery() is true (a standby)", verdict(state(true, true, "standby1"), false)),
         ("fsync = off", verdict(state(false, false, "standby1"), false)),
-        ("fsync = off with allowUnsafe=true in the URL", verdict(state(false, false, "standby1"), true)),
+        ("fsync = off with allow_unsafe=true in the URL", verdict(state(false, false, "standby1"), true)),
         ("synchronous_standby_names is empty", verdict(state(false, true, ""), false)),
     ]
 }

@@ -199,10 +199,10 @@ pub struct RemoteSetup {
     pub count: u64,
     /// Seeds the latency draws and Poisson arrivals.
     pub seed: u64,
-    /// Bulks in flight at once (`maxInflight`).
+    /// Bulks in flight at once (`inflight`).
     pub inflight_max: usize,
     /// `None` on S3: group commit, as the native backend runs it. On Postgres the batch
-    /// interval (`batchInterval`, 1 ms by default).
+    /// interval (`batch_interval`, 1 ms by default).
     pub batch_interval: Option<Nanos>,
     pub latency: SyncLatency,
     /// Every record's size in bytes (a tiny-store record with an 8-byte key).
@@ -262,7 +262,7 @@ impl RemoteSetup {
 
     /// The Postgres URL's settings this run stands for. A batch never exceeds half a
     /// segment (the default 1 MiB in a 64 MiB one), and the bytes in flight must fit the
-    /// ring (its capacity exceeds `maxUnflushedBytes`): a small ring gets small batches.
+    /// ring (its capacity exceeds `max_unflushed_bytes`): a small ring gets small batches.
     pub fn postgres_settings(&self) -> PgWalSettings {
         let defaults = PgWalSettings::default();
         let batch_bytes_max = defaults.batch_bytes_max.min((self.ring.segment_bytes / 2).max(1));

@@ -10,15 +10,15 @@
 //! limit, ordered acknowledgements, backpressure, fail-stop) and the ring's ordering are
 //! the core's log session, driven by [`super::Wal`]'s driver thread exactly as for files. This module is the
 //! I/O: it owns a small tokio runtime and a pool of connections (`deadpool-postgres`,
-//! at most `maxInflight`, each caching its prepared inserts), and turns each
+//! at most `inflight`, each caching its prepared inserts), and turns each
 //! `persist(batch)` into one fenced `INSERT`, in its own transaction, on its own
 //! connection, completing the batch when the `COMMIT` returns. The machine keeps up to
-//! `maxInflight` of them running and releases acknowledgements in order.
+//! `inflight` of them running and releases acknowledgements in order.
 //!
 //! # One batch, one row
 //!
 //! A batch of segment `g` at byte `o` of that segment becomes the row whose offsets run
-//! from `g x segmentBytes + o` for the batch's length, in slot table `g % segments`.
+//! from `g x segment_bytes + o` for the batch's length, in slot table `g % segments`.
 //! The driver hands a batch to [`Backend::persist`] only once the log session admits it
 //! ([`walab_core::session::ring`]: its slot free of any older generation, every earlier
 //! batch committed if it opens a generation, no earlier failure), and the session holds
@@ -109,7 +109,7 @@ impl Shared {
 struct Target {
     /// The URL's client part, with the session's `synchronous_commit` as a start-up option.
     client_config: tokio_postgres::Config,
-    /// The URL names a ring (`segments`, `segmentBytes`); without, the stored one stands.
+    /// The URL names a ring (`segments`, `segment_bytes`); without, the stored one stands.
     geometry_given: bool,
     cluster: String,
     node: String,
@@ -148,7 +148,7 @@ pub struct PgBackend {
     create: bool,
     runtime: tokio::runtime::Runtime,
     shared: Arc<Shared>,
-    /// The inserts' connections: `maxInflight` at most, one per running insert, each with
+    /// The inserts' connections: `inflight` at most, one per running insert, each with
     /// its prepared statements.
     pool: Pool,
     insert: Arc<dyn InsertRow>,

@@ -28,7 +28,7 @@ use walab_core::ring::{SynchronousCommit, NODE_TABLE};
 /// The advisory lock key under which walab creates its tables ("walab" in ASCII).
 pub const DDL_LOCK_KEY: i64 = 0x77_616c_6162;
 
-/// The client's start-up `options` with the URL's `synchronousCommit` added, so every
+/// The client's start-up `options` with the URL's `synchronous_commit` added, so every
 /// connection's session commits at that level from its first statement.
 pub fn with_synchronous_commit(options: Option<&str>, level: SynchronousCommit) -> String {
     let setting = format!("-c synchronous_commit={}", level.as_sql());

@@ -29,12 +29,12 @@ impl std::fmt::Display for StartupNote {
             },
             StartupNote::GeometryKept { stored, requested } => write!(
                 f,
-                "warning: the URL asks for segments={} segmentBytes={}, the ring has segments={} segmentBytes={}; a change applies at the first start where the WAL is fully drained",
+                "warning: the URL asks for segments={} segment_bytes={}, the ring has segments={} segment_bytes={}; a change applies at the first start where the WAL is fully drained",
                 requested.segments, requested.segment_bytes, stored.segments, stored.segment_bytes
             ),
             StartupNote::GeometryChanged { from, to } => write!(
                 f,
-                "the WAL was drained: ring changed from segments={} segmentBytes={} to segments={} segmentBytes={}",
+                "the WAL was drained: ring changed from segments={} segment_bytes={} to segments={} segment_bytes={}",
                 from.segments, from.segment_bytes, to.segments, to.segment_bytes
             ),
             StartupNote::RowsBeyondGapDeleted { at, rows } => {

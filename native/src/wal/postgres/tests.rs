@@ -119,7 +119,7 @@ fn unknown_url_options_are_refused_by_name() {
     let error = PgBackend::new(&format!("{SERVER}?segmnts=4"), "c", "0", true).err().unwrap();
     assert!(error.contains("unknown option \"segmnts\""), "{error}");
     let error = PgBackend::new(&format!("{SERVER}?segments=2&segmentBytes=64MiB"), "c", "0", true).err().unwrap();
-    assert!(error.contains("must exceed maxUnflushedBytes"), "{error}");
+    assert!(error.contains("must exceed max_unflushed_bytes"), "{error}");
     let error = PgBackend::new(SERVER, "c", "Node-1", true).err().unwrap();
     assert!(error.contains("cannot name a slot table"), "{error}");
 }

@@ -509,7 +509,7 @@ fn startup_panel(props: &ChapterProps, run: &RemoteRun) -> Html {
             { toggle("synchronous_standby_names is set (a synchronous standby)", "ssn", params.synchronous_standby_set(), params, on, |p, on| p.set_synchronous_standby(on)) }
             { toggle("pg_is_in_recovery() is true (the server is a standby)", "recovery", params.server.in_recovery, params, on, |p, on| p.server.in_recovery = on) }
             { toggle("fsync = off on the server", "fsync", params.server.fsync_off, params, on, |p, on| p.server.fsync_off = on) }
-            { toggle("allowUnsafe=true in the WAL's URL", "unsafe", params.server.allow_unsafe, params, on, |p, on| p.server.allow_unsafe = on) }
+            { toggle("allow_unsafe=true in the WAL's URL", "unsafe", params.server.allow_unsafe, params, on, |p, on| p.server.allow_unsafe = on) }
         </div>
     };
     let now = props.player.now;
@@ -580,9 +580,9 @@ pub fn PostgresChapter(props: &ChapterProps) -> Html {
                   batch's sync (a millisecond or two). Rows must go away again once their records are uploaded to data objects, \
                   and deleting rows one by one is what makes tables bloat, so the WAL spreads its rows over a few slot tables \
                   and empties a whole table at once with TRUNCATE." }</p>
-            <p>{ format!("Offsets are cut into generations of segmentBytes; generation g lives in slot table g % segments. \
+            <p>{ format!("Offsets are cut into generations of segment_bytes; generation g lives in slot table g % segments. \
                   When the trim offset passes the end of a generation, its slot is truncated. If the head reaches a slot whose \
-                  generation is not trimmed yet, appends wait. So the ring can run at most (segments − 1) × segmentBytes ahead \
+                  generation is not trimmed yet, appends wait. So the ring can run at most (segments − 1) × segment_bytes ahead \
                   of the upload: 7 × 64 MiB = 448 MiB at the defaults. The lab's ring is tiny ({LAB_SEGMENT_BYTES} bytes a \
                   generation) so that you can watch it fill: stall the upload.") }</p>
         </div>
