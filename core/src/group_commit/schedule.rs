@@ -38,8 +38,8 @@ pub fn persists_inline(config: &Config, running: usize, records: u64, previous_r
 /// again. Writers that start together split unevenly (the first batch takes whoever
 /// came first), so the hold merges them at the second acknowledgement, and once merged
 /// they stay so (a hold that runs out leaves a few stragglers, fewer than half).
-/// Cohorts of similar size are left apart: each fills a sync of its own, as at 1,024
-/// writers, where holding one would idle the disk. The hold is bounded by a fraction of
+/// Cohorts of similar size are left apart: each fills a sync of its own, and holding one
+/// would idle the disk. The hold is bounded by a fraction of
 /// the answered persist's duration, so writers that do not come back (an open-loop
 /// load, writers that finished)
 /// cost at most that, and a lone writer, whose own append ends the hold, costs nothing.

@@ -55,10 +55,9 @@ pub fn limit_malloc_arenas() {
 }
 
 /// Lets the calling thread's timed waits end when asked. Linux stretches a thread's
-/// timeouts by up to its timer slack, 50 us by default, to coalesce wake-ups; the driver's
-/// only timeout is the machine's batch window, and a 200 us window then closed about 280 us
-/// after its first record (measured on the Postgres WAL with `--trace`), 230 us with one
-/// microsecond of slack. No-op elsewhere.
+/// timeouts by up to its timer slack (50 us by default) to coalesce wake-ups, and the
+/// driver's only timeout is the machine's batch window, which then closes late (by how
+/// much: BENCHMARKS.md, "Measurements behind the code"). No-op elsewhere.
 pub(crate) fn precise_timers() {
     if !tuned(Tuning::TimerSlack) {
         return;
@@ -73,8 +72,8 @@ pub(crate) fn precise_timers() {
 /// One look of a poll loop: gives the core to any thread waiting for it. A poll that
 /// only spins keeps its core until its time slice ends, and Linux's scheduler (EEVDF)
 /// does not always preempt it for a thread it wakes there: a driver woken from its sync
-/// on the core where a lone writer polled waited out the whole 500 us poll (traced with
-/// `bench --trace`: 575 us between one sync's end and the next one's start, against 5 us).
+/// on the core where a lone writer polled waited out the writer's whole poll (traced:
+/// BENCHMARKS.md, "Measurements behind the code").
 pub(crate) fn yield_to_a_waking_thread() {
     if tuned(Tuning::PollYield) {
         std::thread::yield_now();

@@ -15,7 +15,7 @@ use crate::cmd::protocol_client::{header, Client, START_OFFSET};
 #[derive(Default, Debug)]
 pub(super) struct ReadBack {
     pub(super) messages: Vec<ReadMessage>,
-    boundaries: Vec<(usize, String)>,
+    pub(super) boundaries: Vec<(usize, String)>,
 }
 
 /// Reads stream `name` from its start to its tail, a chunk at a time, each from the

@@ -1,4 +1,5 @@
 use super::*;
+use super::check::ReadBack;
 
 const BYTES: usize = 60;
 

@@ -5,11 +5,8 @@
 //! with a single queue (virtio-blk in most VMs, many SATA/SAS controllers) delivers every
 //! completion interrupt to one CPU. A thread that slept on another CPU is then woken by
 //! a cross-CPU interrupt, which in a VM means the host must run a halted virtual CPU
-//! again; or, if the interrupt's CPU is busy with writers, the thread waits for it.
-//! Measured on a two-core VM (virtio-blk, interrupts on CPU 1) with 4 KiB overwrite +
-//! fdatasync in a loop: p50 84-111 us on CPU 1, 116-136 us pinned to CPU 0. The WAL with
-//! 64 task writers went from 0.74-0.81x the raw sync rate to 0.98-1.04x once its driver
-//! and sync threads ran on CPU 1 (`walab bench --against-raw-ms 250`, turns side by side).
+//! again; or, if the interrupt's CPU is busy with writers, the thread waits for it
+//! (what that costs on a two-core VM: BENCHMARKS.md, "Measurements behind the code").
 //!
 //! So by default (`auto`) the driver and the sync threads run on the CPUs that take the
 //! log device's completion interrupts, when those are a strict subset of the CPUs the

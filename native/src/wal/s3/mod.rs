@@ -20,13 +20,13 @@
 //!
 //! A second, third, fourth upload in flight buys throughput, but every one is a PUT:
 //! with W writers and every slot used at once, a bulk carries about W / inflight_max
-//! records, so the PUTs per record would rise as the round trip gets faster. So a bulk starts *beside* another upload only once it holds
-//! enough records to be worth a PUT of its own; with nothing in flight it starts at
-//! once, whatever it holds. With the cohort hold (after an upload, the next bulk waits
-//! briefly for the writers it answered) 64 closed-loop writers ride one PUT, and at
-//! 1,024 every slot carries several hundred: group commit is first a cost lever here,
-//! then a throughput one. The numbers are the object store's preset
-//! ([`walab_core::session::preset`]).
+//! records, so the PUTs per record would rise as the round trip gets faster. So a bulk
+//! starts *beside* another upload only once it holds enough records to be worth a PUT of
+//! its own; with nothing in flight it starts at once, whatever it holds. With the cohort
+//! hold (after an upload, the next bulk waits briefly for the writers it answered)
+//! closed-loop writers ride one PUT: group commit is first a cost lever here, then a
+//! throughput one. The numbers are the object store's preset
+//! ([`walab_core::session::preset`]); what they buy is in BENCHMARKS.md ("The S3 WAL").
 //!
 //! # The parts
 //!
