@@ -348,7 +348,7 @@ fn scan_tiny_segment(segment: usize, bytes: &[u8], flushed_through_seq: u64, sca
                     segment,
                     offset: at,
                     ok: false,
-                    problem: Some(format!("{problem:?}").to_lowercase()),
+                    problem: Some(format!("{problem:?}").to_ascii_lowercase()),
                 });
                 return stop(StopReason::BadLength);
             }

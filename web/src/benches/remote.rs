@@ -622,7 +622,7 @@ pub fn caption_with_upload(run: &RemoteRun, upload: Option<&UploadRun>, t: Nanos
     }
     let mut text = parts.join("; ");
     if let Some(first) = text.get(..1) {
-        text = first.to_uppercase() + &text[1..];
+        text = first.to_ascii_uppercase() + &text[1..];
     }
     let text = text + ".";
     if wal.starts_with("t = ") {
@@ -729,7 +729,7 @@ pub fn caption_at(run: &RemoteRun, t: Nanos) -> String {
     }
     let mut text = parts.join("; ");
     if let Some(first) = text.get(..1) {
-        text = first.to_uppercase() + &text[1..];
+        text = first.to_ascii_uppercase() + &text[1..];
     }
     text + "."
 }

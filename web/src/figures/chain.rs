@@ -60,7 +60,7 @@ pub fn ChainFigure(props: &ChainFigureProps) -> Html {
         let is_needed = *stage == needed;
         html! {
             <g class={classes!("place", if alive { "survives" } else { "wiped" }, is_needed.then_some("needed"))}
-                data-place={format!("{stage:?}").to_lowercase()} data-state={if alive { "survives" } else { "wiped" }} data-needed={is_needed.to_string()}>
+                data-place={format!("{stage:?}").to_ascii_lowercase()} data-state={if alive { "survives" } else { "wiped" }} data-needed={is_needed.to_string()}>
                 <rect x={x.to_string()} y={y.to_string()} width={w.to_string()} height={h.to_string()} rx="6" />
                 <text class="place-label" x={(x + 8.0).to_string()} y={(y + 22.0).to_string()}>{ short_label(*stage) }</text>
                 <text class="place-verdict" x={(x + 8.0).to_string()} y={(y + 40.0).to_string()}>{ if alive { "survives" } else { "wiped" } }</text>
@@ -74,7 +74,7 @@ pub fn ChainFigure(props: &ChainFigureProps) -> Html {
     let (rx, ry, rw, rh) = reach(failure);
     let (nx, ny, nw, _) = place_box(needed);
     html! {
-        <div class="figure chain" data-figure="chain" data-failure={failure.url_name()} data-needed={format!("{needed:?}").to_lowercase()}
+        <div class="figure chain" data-figure="chain" data-failure={failure.url_name()} data-needed={format!("{needed:?}").to_ascii_lowercase()}
             aria-label={format!("If {}, everything in the red outline is wiped; the record must reach {} before the OK.", failure.label(), needed.label())}>
             <svg viewBox={format!("0 0 {WIDTH} {HEIGHT}")} role="img" aria-label="the places a record passes through, and what the chosen failure wipes">
                 <g class="enclosures">

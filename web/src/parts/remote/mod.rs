@@ -521,10 +521,10 @@ fn startup_panel(props: &ChapterProps, run: &RemoteRun) -> Html {
             <p class="refusal">{ format!("The WAL refuses to start: {refusal}. Nothing is recovered and nothing is acknowledged until the server is fixed.") }</p>
         },
         (None, Some(restart)) => html! {
-            <p class="timeline-verdict" data-case={timeline_name(params.timeline)} data-severity={format!("{:?}", restart.severity).to_lowercase()}
+            <p class="timeline-verdict" data-case={timeline_name(params.timeline)} data-severity={format!("{:?}", restart.severity).to_ascii_lowercase()}
                 data-lost={restart.lost.len().to_string()}>
                 { format!("It starts. Restart at {} ms: {}. Logged as {}. Of {} acknowledged records, {} are lost.", format_millis(now), restart.verdict,
-                    format!("{:?}", restart.severity).to_lowercase(), restart.acked, restart.lost.len()) }
+                    format!("{:?}", restart.severity).to_ascii_lowercase(), restart.acked, restart.lost.len()) }
             </p>
         },
         (None, None) => Html::default(),
