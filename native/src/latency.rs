@@ -100,7 +100,7 @@ impl LatencyHistogram {
 
     /// [`LatencyHistogram::quantile`] in milliseconds.
     pub fn quantile_ms(&self, per_mille: u64) -> f64 {
-        self.quantile(per_mille) as f64 / 1e6
+        walab_core::time::Nanos(self.quantile(per_mille)).as_millis_f64()
     }
 }
 

@@ -63,6 +63,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
+use walab_core::time::Nanos;
 
 use crate::cli_error::CliError;
 use crate::latency::LatencyHistogram;
@@ -496,10 +497,6 @@ pub struct LatencyExport {
     pub quantiles_ns: Vec<u64>,
 }
 
-fn ms(ns: u64) -> f64 {
-    ns as f64 / 1e6
-}
-
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let meta = fs::metadata(&args.dir).map_err(|e| CliError::usage(format!("{}: {e}", args.dir.display())))?;
     if !meta.is_dir() {
@@ -607,10 +604,10 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
                     "{:<28} {:>10.0} {:>9.3} {:>9.3} {:>9.3} {:>9.3}",
                     result.method,
                     result.ops_per_s,
-                    ms(l.p50_ns),
-                    ms(l.p99_ns),
-                    ms(l.p999_ns),
-                    ms(l.max_ns)
+                    Nanos(l.p50_ns).as_millis_f64(),
+                    Nanos(l.p99_ns).as_millis_f64(),
+                    Nanos(l.p999_ns).as_millis_f64(),
+                    Nanos(l.max_ns).as_millis_f64()
                 );
             }
             (_, reason) => {

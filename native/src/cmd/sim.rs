@@ -219,9 +219,6 @@ fn policy(kind: PolicyKind, window_ms: Option<&str>, interval_ms: Option<&str>) 
     Ok(policy)
 }
 
-fn ms(nanos: Nanos) -> f64 {
-    nanos.as_millis_f64()
-}
 
 pub(crate) fn write_trace(path: &Path, trace: &Trace) -> Result<(), CliError> {
     let name = path.display();
@@ -305,7 +302,7 @@ fn arrivals(args: &CommitArgs) -> Result<(Arrivals, PerWrite), CliError> {
                         index + 1,
                         text.trim(),
                         index,
-                        ms(before)
+                        Nanos::as_millis_f64(before)
                     )));
                 }
             }
@@ -413,16 +410,16 @@ fn run_commit(args: CommitArgs) -> Result<ExitCode, CliError> {
         batches: run
             .batches
             .iter()
-            .map(|batch| BatchJson { start_ms: ms(batch.start), end_ms: batch.end.map(ms), writes: batch.write_ids() })
+            .map(|batch| BatchJson { start_ms: Nanos::as_millis_f64(batch.start), end_ms: batch.end.map(Nanos::as_millis_f64), writes: batch.write_ids() })
             .collect(),
         writes: run
             .writes
             .iter()
             .map(|write| WriteJson {
                 id: write.id,
-                arrival_ms: ms(write.arrival),
-                ack_ms: write.ack.map(ms),
-                durable_ms: acknowledges_first.then(|| write.durable.map(ms)),
+                arrival_ms: Nanos::as_millis_f64(write.arrival),
+                ack_ms: write.ack.map(Nanos::as_millis_f64),
+                durable_ms: acknowledges_first.then(|| write.durable.map(Nanos::as_millis_f64)),
             })
             .collect(),
         summary: SummaryJson {
@@ -430,9 +427,9 @@ fn run_commit(args: CommitArgs) -> Result<ExitCode, CliError> {
             syncs: summary.syncs,
             syncs_per_s: summary.syncs_per_s(),
             batch_mean: summary.batch_mean(),
-            wait_ms_mean: ms(summary.wait_mean()),
-            wait_ms_min: ms(summary.wait_min),
-            wait_ms_max: ms(summary.wait_max),
+            wait_ms_mean: Nanos::as_millis_f64(summary.wait_mean()),
+            wait_ms_min: Nanos::as_millis_f64(summary.wait_min),
+            wait_ms_max: Nanos::as_millis_f64(summary.wait_max),
         },
     };
     if args.json {
@@ -607,7 +604,7 @@ fn run_power_cut(args: PowerCutArgs) -> Result<ExitCode, CliError> {
             .map(|unit| UnitJson { file: run.device.name(walab_core::device::FileId(unit.file)).to_string(), unit: unit.unit })
             .collect();
         let json = AllStatesJson {
-            at_ms: ms(at),
+            at_ms: Nanos::as_millis_f64(at),
             policy: args.policy.name().to_string(),
             uncertain_units,
             states: states.iter().map(crash_json).collect(),

@@ -299,15 +299,15 @@ fn upload_json(run: &UploadRun) -> UploadJson {
                 block: block.block,
                 first_record: block.first_record,
                 records: block.records,
-                sealed_ms: ms(block.sealed),
+                sealed_ms: Nanos::as_millis_f64(block.sealed),
                 attempts: block
                     .attempts
                     .iter()
                     .map(|attempt| AttemptJson {
-                        reserve_sent_ms: ms(attempt.reserve_sent),
-                        reserved_ms: ms(attempt.reserved),
-                        uploaded_ms: ms(attempt.uploaded),
-                        commit_answered_ms: attempt.commit_answered.map(ms),
+                        reserve_sent_ms: Nanos::as_millis_f64(attempt.reserve_sent),
+                        reserved_ms: Nanos::as_millis_f64(attempt.reserved),
+                        uploaded_ms: Nanos::as_millis_f64(attempt.uploaded),
+                        commit_answered_ms: attempt.commit_answered.map(Nanos::as_millis_f64),
                         outcome: attempt.outcome,
                         ids: attempt.ids.clone(),
                     })
@@ -324,25 +324,25 @@ fn upload_json(run: &UploadRun) -> UploadJson {
                 attempt: object.attempt,
                 ranges: object.ranges.clone(),
                 bytes: object.bytes,
-                reserved_ms: ms(object.reserved),
-                stored_ms: ms(object.stored),
-                committed_ms: object.committed.map(ms),
-                expired_ms: object.expired.map(ms),
+                reserved_ms: Nanos::as_millis_f64(object.reserved),
+                stored_ms: Nanos::as_millis_f64(object.stored),
+                committed_ms: object.committed.map(Nanos::as_millis_f64),
+                expired_ms: object.expired.map(Nanos::as_millis_f64),
             })
             .collect(),
         commits: run
             .commits
             .iter()
-            .map(|commit| CommitJson { at_ms: ms(commit.at), block: commit.block, ids: commit.ids.clone(), stream_ends: commit.stream_ends.clone() })
+            .map(|commit| CommitJson { at_ms: Nanos::as_millis_f64(commit.at), block: commit.block, ids: commit.ids.clone(), stream_ends: commit.stream_ends.clone() })
             .collect(),
         wal_deletes: run
             .deletes
             .iter()
-            .map(|delete| DeleteJson { sent_ms: ms(delete.sent), done_ms: ms(delete.done), bulks: delete.bulks.clone() })
+            .map(|delete| DeleteJson { sent_ms: Nanos::as_millis_f64(delete.sent), done_ms: Nanos::as_millis_f64(delete.done), bulks: delete.bulks.clone() })
             .collect(),
         read_twice: run.read_twice,
         orphan_overlap: run.orphan_overlap,
-        end_ms: ms(run.end),
+        end_ms: Nanos::as_millis_f64(run.end),
     }
 }
 
@@ -396,9 +396,6 @@ struct TrimJson {
     truncated_slots: Vec<u64>,
 }
 
-fn ms(t: Nanos) -> f64 {
-    t.as_millis_f64()
-}
 
 fn outcome_name(outcome: Option<BulkOutcome>) -> &'static str {
     match outcome {
@@ -424,10 +421,10 @@ pub fn to_json(run: &RemoteRun) -> RemoteJson {
                 end_offset: bulk.end_offset,
                 epoch: bulk.epoch,
                 put: bulk.request,
-                sent_ms: bulk.sent.map(ms),
-                stored_ms: bulk.stored.map(ms),
-                checked_ms: bulk.checked.map(ms),
-                acked_ms: bulk.acked.map(ms),
+                sent_ms: bulk.sent.map(Nanos::as_millis_f64),
+                stored_ms: bulk.stored.map(Nanos::as_millis_f64),
+                checked_ms: bulk.checked.map(Nanos::as_millis_f64),
+                acked_ms: bulk.acked.map(Nanos::as_millis_f64),
                 outcome: outcome_name(bulk.outcome),
                 generation: bulk.generation,
                 slot: bulk.slot,
@@ -441,7 +438,7 @@ pub fn to_json(run: &RemoteRun) -> RemoteJson {
         records: run
             .records
             .iter()
-            .map(|record| RecordJson { record: record.record, arrived_ms: record.arrived.map(ms), acked_ms: record.acked.map(ms) })
+            .map(|record| RecordJson { record: record.record, arrived_ms: record.arrived.map(Nanos::as_millis_f64), acked_ms: record.acked.map(Nanos::as_millis_f64) })
             .collect(),
         puts: run.puts,
         fence_checks: run.fence_checks,
@@ -452,9 +449,9 @@ pub fn to_json(run: &RemoteRun) -> RemoteJson {
             RemoteBackend::Postgres => None,
         },
         takeover: run.takeover.as_ref().map(|takeover| TakeoverJson {
-            at_ms: ms(takeover.at),
-            claimed_ms: ms(takeover.claimed_at),
-            listed_ms: ms(takeover.listed_at),
+            at_ms: Nanos::as_millis_f64(takeover.at),
+            claimed_ms: Nanos::as_millis_f64(takeover.claimed_at),
+            listed_ms: Nanos::as_millis_f64(takeover.listed_at),
             old_epoch: takeover.old_epoch,
             new_epoch: takeover.new_epoch,
             acked_by_old: takeover.acked_by_old,
@@ -466,9 +463,9 @@ pub fn to_json(run: &RemoteRun) -> RemoteJson {
         trims: run
             .trims
             .iter()
-            .map(|trim| TrimJson { at_ms: ms(trim.at), trim_offset: trim.trim_offset, truncated_slots: trim.truncated_slots.clone() })
+            .map(|trim| TrimJson { at_ms: Nanos::as_millis_f64(trim.at), trim_offset: trim.trim_offset, truncated_slots: trim.truncated_slots.clone() })
             .collect(),
-        end_ms: ms(run.end),
+        end_ms: Nanos::as_millis_f64(run.end),
         upload: None,
     }
 }

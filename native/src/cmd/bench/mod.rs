@@ -287,7 +287,7 @@ fn report(args: &Args, writers: usize, measured: Measured, raw: Option<RawTurns>
     };
     let persist_mean_s = if persists == 0 { 0.0 } else { persist_ns as f64 / persists as f64 / 1e9 };
     let acked_per_s = if elapsed > 0.0 { acked as f64 / elapsed } else { 0.0 };
-    let p50_ms = histogram.quantile(500) as f64 / 1e6;
+    let p50_ms = histogram.quantile_ms(500);
     let raw_json = raw.map(|raw| raw.finish(p50_ms, persists as f64 / elapsed.max(1e-9)));
     let handoffs = after.handoffs - before.handoffs;
     RunJson {
@@ -299,7 +299,7 @@ fn report(args: &Args, writers: usize, measured: Measured, raw: Option<RawTurns>
         syncs_per_s: if elapsed > 0.0 { persists as f64 / elapsed } else { 0.0 },
         batch_mean: if persists == 0 { 0.0 } else { acked as f64 / persists as f64 },
         persist_mean_ms: persist_mean_s * 1e3,
-        latency_ms: LatencyMs { p50: p50_ms, p99: histogram.quantile(990) as f64 / 1e6 },
+        latency_ms: LatencyMs { p50: p50_ms, p99: histogram.quantile_ms(990) },
         model_batch: acked_per_s * persist_mean_s,
         segments_removed: after.segments_removed - before.segments_removed,
         handoff_us_mean: if handoffs == 0 {

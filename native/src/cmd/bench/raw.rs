@@ -98,12 +98,12 @@ impl RawTurns {
     pub(super) fn finish(self, wal_p50_ms: f64, wal_syncs_per_s: f64) -> RawJson {
         let _ = std::fs::remove_file(&self.path);
         let ops_per_s = if self.seconds > 0.0 { self.ops as f64 / self.seconds } else { 0.0 };
-        let p50_ms = self.histogram.quantile(500) as f64 / 1e6;
+        let p50_ms = self.histogram.quantile_ms(500);
         RawJson {
             turn_ms: self.turn.as_millis() as u64,
             ops_per_s,
             p50_ms,
-            p99_ms: self.histogram.quantile(990) as f64 / 1e6,
+            p99_ms: self.histogram.quantile_ms(990),
             wal_p50_over_raw_p50: if p50_ms > 0.0 { wal_p50_ms / p50_ms } else { 0.0 },
             wal_syncs_over_raw_syncs: if ops_per_s > 0.0 { wal_syncs_per_s / ops_per_s } else { 0.0 },
         }
