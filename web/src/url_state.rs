@@ -102,10 +102,20 @@ pub enum Handling {
 }
 
 impl Handling {
+    /// The name in a link: `walab sim power-cut --on-sync-error`'s.
     pub fn url_name(self) -> &'static str {
         match self {
-            Handling::Right => "right",
-            Handling::Wrong => "wrong",
+            Handling::Right => "fail-stop",
+            Handling::Wrong => "retry",
+        }
+    }
+
+    /// A link's value: the CLI's name, or the page's earlier `right` and `wrong`.
+    pub fn from_url_name(name: &str) -> Option<Handling> {
+        match name {
+            "fail-stop" | "right" => Some(Handling::Right),
+            "retry" | "wrong" => Some(Handling::Wrong),
+            _ => None,
         }
     }
 }
@@ -337,16 +347,12 @@ pub fn parse_query(query: &str) -> (LabParams, Vec<UrlProblem>) {
                 }
                 None => Err(problem("not a fault; use none, e1 or e2")),
             },
-            "handling" => match value.as_str() {
-                "right" => {
-                    params.handling = Handling::Right;
+            "handling" => match Handling::from_url_name(&value) {
+                Some(handling) => {
+                    params.handling = handling;
                     Ok(())
                 }
-                "wrong" => {
-                    params.handling = Handling::Wrong;
-                    Ok(())
-                }
-                _ => Err(problem("not a way to handle a failed sync; use right or wrong")),
+                None => Err(problem("not a way to handle a failed sync; use fail-stop or retry")),
             },
             "protection" => match PageProtection::from_url_name(&value) {
                 Some(protection) => {
@@ -355,7 +361,8 @@ pub fn parse_query(query: &str) -> (LabParams, Vec<UrlProblem>) {
                 }
                 None => Err(problem("not a torn-page protection; use fpi, doublewrite or none")),
             },
-            "eio" => match value.parse::<u64>() {
+            // `--log-sync-fails`'s name; `eio` is the page's earlier one.
+            "log_sync_fails" | "eio" => match value.parse::<u64>() {
                 Ok(batch) if (1..=24).contains(&batch) => {
                     params.eio_batch = batch;
                     Ok(())
@@ -384,7 +391,7 @@ pub fn parse_query(query: &str) -> (LabParams, Vec<UrlProblem>) {
                 }
                 _ => Err(problem(&format!("not a prediction; give a whole number from 0 to {PREDICT_MAX}"))),
             },
-            _ => Err(problem("unknown parameter; the lab reads part, scenario, sync, load, policy, window, w, unit, seed, cut, fault, handling, cdc, protection, eio, predict, reveal, present and the r... parameters of Parts 13 and 14")),
+            _ => Err(problem("unknown parameter; the lab reads part, scenario, sync, load, policy, window, w, unit, seed, cut, fault, handling, cdc, protection, log_sync_fails, predict, reveal, present and the r... parameters of Parts 13 and 14")),
         };
         if let Err(problem) = outcome {
             problems.push(problem);
@@ -474,7 +481,7 @@ pub fn to_query(params: &LabParams) -> String {
         pairs.push(format!("cdc={seq}"));
     }
     if params.eio_batch != defaults.eio_batch {
-        pairs.push(format!("eio={}", params.eio_batch));
+        pairs.push(format!("log_sync_fails={}", params.eio_batch));
     }
     if params.protection != defaults.protection {
         pairs.push(format!("protection={}", params.protection.url_name()));
@@ -564,8 +571,21 @@ mod tests {
             reveal: true,
         };
         let query = to_query(&params);
-        assert_eq!(query, "?part=6&scenario=random&sync=1.5&load=2000&policy=window&window=0.5&w=3&unit=4096&seed=42&cut=13.5&fault=e1&handling=wrong&cdc=10&eio=9&protection=doublewrite&predict=17&reveal=1&present=1");
+        assert_eq!(query, "?part=6&scenario=random&sync=1.5&load=2000&policy=window&window=0.5&w=3&unit=4096&seed=42&cut=13.5&fault=e1&handling=retry&cdc=10&log_sync_fails=9&protection=doublewrite&predict=17&reveal=1&present=1");
         assert_eq!(parse_query(&query), (params, vec![]));
+    }
+
+    #[test]
+    fn the_failed_sync_reads_the_clis_names_and_its_earlier_ones() {
+        // `walab sim power-cut --log-sync-fails 9 --on-sync-error retry` and the page say
+        // it with the same words; links written before still open the same view.
+        let (now, problems) = parse_query("?part=3&fault=e1&handling=retry&log_sync_fails=9");
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!((now.handling, now.eio_batch), (Handling::Wrong, 9));
+        assert_eq!(parse_query("?part=3&fault=e1&handling=wrong&eio=9"), (now, vec![]));
+        assert_eq!(parse_query("?handling=fail-stop").0.handling, Handling::Right);
+        assert_eq!(parse_query("?handling=right").0.handling, Handling::Right);
+        assert_eq!(parse_query("?handling=maybe").1[0].to_string(), "handling=maybe: not a way to handle a failed sync; use fail-stop or retry");
     }
 
     #[test]
