@@ -130,6 +130,14 @@ impl UploadCycle {
     }
 }
 
+/// How far the trim step confirms the WAL: every record below the oldest one still
+/// uncommitted (`first_uncommitted`, one per stream that has any), or, when every
+/// record is committed, everything before `next` (the position the next record gets).
+/// A record at or above what this returns may be the only copy of an acknowledged one.
+pub fn confirm_through(next: u64, first_uncommitted: impl IntoIterator<Item = u64>) -> u64 {
+    first_uncommitted.into_iter().fold(next, u64::min).saturating_sub(1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -183,6 +191,13 @@ mod tests {
         assert_eq!(cycle.next(), Step::Trim);
         cycle.trimmed();
         assert_eq!(cycle.next(), Step::Done);
+    }
+
+    #[test]
+    fn the_wal_is_confirmed_below_the_oldest_uncommitted_record() {
+        assert_eq!(confirm_through(101, [40, 7, 90]), 6);
+        assert_eq!(confirm_through(101, []), 100, "everything committed");
+        assert_eq!(confirm_through(1, []), 0, "nothing written");
     }
 
     #[test]

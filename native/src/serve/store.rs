@@ -10,6 +10,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tokio::sync::Semaphore;
 use walab_core::rng::Rng;
+use walab_core::stream_store::cycle::confirm_through;
 use walab_core::stream_store::expiry::Expiry;
 use walab_core::stream_store::log_cache::{CachedClose, CachedRecord};
 use walab_core::stream_store::meta::{Applied, MetaCommand, StreamEnd};
@@ -157,39 +158,7 @@ impl Store {
     /// found: every record above its stream's committed end goes back to its log cache,
     /// durable, and into its producers' table.
     pub fn recover(wal: Wal, recovered: Recovered, meta: Arc<MetaLog>, objects: Arc<Objects>) -> Result<(Store, Found), String> {
-        let now = now_unix_ms();
-        let mut by_id: BTreeMap<StreamId, Arc<Stream>> = BTreeMap::new();
-        let mut closed_in_meta = HashSet::new();
-        let next_stream_id = meta.with_state(|state| -> Result<u64, String> {
-            // By number: a fork's source was created before it, so it is there already.
-            for (id, stream_meta) in state.streams() {
-                let fork = match stream_meta.config.fork {
-                    Some(base) => {
-                        let source = by_id.get(&base.source).cloned().ok_or_else(|| {
-                            format!("{}: stream {id} is a fork of stream {}, which is not there", meta.name(), base.source)
-                        })?;
-                        Some(Fork { source, at: base.at, sub_offset: base.sub_offset })
-                    }
-                    None => None,
-                };
-                let status = if stream_meta.soft_deleted { Status::SoftDeleted } else { Status::Live };
-                let stream = Stream::new(id, &stream_meta.config, fork, stream_meta.committed, status, now);
-                {
-                    let mut state = stream.lock();
-                    state.runs = stream_meta.runs.clone();
-                    state.producers = stream_meta.producers.clone();
-                    state.stream_seq = stream_meta.stream_seq.clone();
-                    state.closed = stream_meta.closed;
-                    state.closed_by = stream_meta.closed_by.clone();
-                }
-                if stream_meta.closed {
-                    closed_in_meta.insert(id);
-                }
-                by_id.insert(id, Arc::new(stream));
-            }
-            Ok(state.next_stream_id())
-        })?;
-        let mut next_stream_id = next_stream_id;
+        let (by_id, closed_in_meta, mut next_stream_id) = streams_of(&meta)?;
         let mut found = Found { streams: by_id.len(), ..Found::default() };
         let mut assembler = Assembler::default();
         let mut first_seqs: HashMap<StreamId, u64> = HashMap::new();
@@ -568,13 +537,7 @@ impl Store {
         // Read first: a record submitted after this gets a larger seq.
         let next = *lock(&self.next_wal_seq);
         let streams: Vec<Arc<Stream>> = lock(&self.streams).by_id.values().cloned().collect();
-        let mut through = next.saturating_sub(1);
-        for stream in streams {
-            if let Some(first) = stream.lock().log.first_wal_seq() {
-                through = through.min(first.saturating_sub(1));
-            }
-        }
-        through
+        confirm_through(next, streams.iter().filter_map(|stream| stream.lock().log.first_wal_seq()))
     }
 
     /// The live trace the WAL and the upload send to, if the WAL was opened with one.
@@ -595,4 +558,42 @@ impl Store {
             meta_runs: self.meta.with_state(|state| state.streams().map(|(_, stream)| stream.runs.len()).sum()),
         }
     }
+}
+
+/// The streams the metadata log names, each at its committed end with its producers and
+/// closure, the ones it says are closed, and the next stream number.
+fn streams_of(meta: &MetaLog) -> Result<(BTreeMap<StreamId, Arc<Stream>>, HashSet<StreamId>, u64), String> {
+    let now = now_unix_ms();
+    let mut by_id: BTreeMap<StreamId, Arc<Stream>> = BTreeMap::new();
+    let mut closed_in_meta = HashSet::new();
+    let next_stream_id = meta.with_state(|state| -> Result<u64, String> {
+        // By number: a fork's source was created before it, so it is there already.
+        for (id, stream_meta) in state.streams() {
+            let fork = match stream_meta.config.fork {
+                Some(base) => {
+                    let source = by_id.get(&base.source).cloned().ok_or_else(|| {
+                        format!("{}: stream {id} is a fork of stream {}, which is not there", meta.name(), base.source)
+                    })?;
+                    Some(Fork { source, at: base.at, sub_offset: base.sub_offset })
+                }
+                None => None,
+            };
+            let status = if stream_meta.soft_deleted { Status::SoftDeleted } else { Status::Live };
+            let stream = Stream::new(id, &stream_meta.config, fork, stream_meta.committed, status, now);
+            {
+                let mut state = stream.lock();
+                state.runs = stream_meta.runs.clone();
+                state.producers = stream_meta.producers.clone();
+                state.stream_seq = stream_meta.stream_seq.clone();
+                state.closed = stream_meta.closed;
+                state.closed_by = stream_meta.closed_by.clone();
+            }
+            if stream_meta.closed {
+                closed_in_meta.insert(id);
+            }
+            by_id.insert(id, Arc::new(stream));
+        }
+        Ok(state.next_stream_id())
+    })?;
+    Ok((by_id, closed_in_meta, next_stream_id))
 }

@@ -3,6 +3,7 @@
 
 use super::{ObjectKind, StreamRange};
 use crate::sim::clock::earliest;
+use crate::stream_store::cycle::confirm_through;
 use crate::stream_store::log_cache::CachedRecord;
 use crate::stream_store::offset::Offset;
 use crate::stream_store::upload::{Block, Pending, SealPolicy};
@@ -102,15 +103,11 @@ impl Cache {
         runs
     }
 
-    /// The number of the oldest record above the committed `ends` (one past the last
-    /// acknowledged record when every one is committed).
-    pub(super) fn oldest_uncommitted(&self, ends: &[u64]) -> u64 {
-        self.streams
-            .iter()
-            .zip(ends)
-            .filter_map(|(records, &end)| records.get(end as usize).map(|&(_, record)| record))
-            .min()
-            .unwrap_or(self.acked.len() as u64 + 1)
+    /// The records the trim may confirm: every one below the oldest above the committed
+    /// `ends` ([`confirm_through`], the rule `walab serve` confirms its WAL by).
+    pub(super) fn confirm_through(&self, ends: &[u64]) -> u64 {
+        let first_uncommitted = self.streams.iter().zip(ends).filter_map(|(records, &end)| records.get(end as usize).map(|&(_, record)| record));
+        confirm_through(self.acked.len() as u64 + 1, first_uncommitted)
     }
 
     /// The lowest record number in `block`.
@@ -180,8 +177,8 @@ mod tests {
         assert_eq!(kinds, vec![ObjectKind::StreamSet, ObjectKind::Stream, ObjectKind::Stream]);
         assert_eq!(cache.first_record(&block), 1);
         // Record 4n + 1 is s1's offset n: with s1 committed to 50 and the others not, the
-        // oldest uncommitted record is s2's first, record 2.
-        assert_eq!(cache.oldest_uncommitted(&[50, 0, 0, 0]), 2);
-        assert_eq!(cache.oldest_uncommitted(&[50, 50, 50, 50]), 201);
+        // oldest uncommitted record is s2's first, record 2, so only record 1 is confirmed.
+        assert_eq!(cache.confirm_through(&[50, 0, 0, 0]), 1);
+        assert_eq!(cache.confirm_through(&[50, 50, 50, 50]), 200);
     }
 }

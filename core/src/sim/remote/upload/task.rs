@@ -3,9 +3,9 @@
 //! (a completion), and node B's claim reaches the metadata log at its instant (a landing,
 //! fed before any answer of that instant). What the task does with a block, and in what
 //! order, is the core's [`UploadCycle`]: the same steps `walab serve`'s uploader carries
-//! out. Which WAL objects a commit lets go is the consumer gate of the session's
-//! retention ([`Gates`]): a bulk goes once its last record is below the oldest record
-//! still uncommitted.
+//! out. How far a commit confirms the WAL is the cycle's
+//! ([`crate::stream_store::cycle::confirm_through`]), and which WAL objects that lets go
+//! the consumer gate of the session's retention ([`Gates`]).
 
 use core::ops::ControlFlow;
 
@@ -250,13 +250,13 @@ impl<'a> UploadTask<'a> {
             self.out.objects[id as usize].committed = Some(now);
         }
         let ends = self.metadata.stream_ends();
-        let uncommitted = self.cache.oldest_uncommitted(&ends);
+        let confirmed = self.cache.confirm_through(&ends);
         self.out.commits.push(CommitRow { at: now, block, ids, stream_ends: ends });
         let covered: Vec<u64> = self.wal.bulks[self.deleted_bulks..]
             .iter()
             .take_while(|bulk| {
                 let last = bulk.first_record + bulk.records - 1;
-                bulk.acked.is_some() && Gates::of(Some(last), uncommitted - 1, core::iter::empty()).consumer
+                bulk.acked.is_some() && Gates::of(Some(last), confirmed, core::iter::empty()).consumer
             })
             .map(|bulk| bulk.bulk)
             .collect();
