@@ -151,9 +151,8 @@ fn found_at_start(meta: &str, new_meta: bool, objects: usize, wal: &str, wal_rec
     format!("{log}; {wal_part}")
 }
 
-pub fn run(args: Args) -> Result<ExitCode, CliError> {
-    crate::wal::os::untune(&args.untune);
-    crate::wal::limit_malloc_arenas();
+/// The flags `run` checks before anything is opened; the address to listen on.
+fn checked_listen(args: &Args) -> Result<SocketAddr, CliError> {
     let listen: SocketAddr = args
         .listen
         .parse()
@@ -173,6 +172,29 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     if args.http_threads.is_some_and(|threads| !(1..=256).contains(&threads)) {
         return Err(CliError::usage("--http-threads: must be between 1 and 256"));
     }
+    Ok(listen)
+}
+
+/// The metadata log belongs to one data WAL: the command that binds a new one to `wal`,
+/// none when it is bound to `wal` already, and a refusal naming both for another WAL.
+fn binding(meta: &MetaLog, wal: &Wal) -> Result<Option<MetaCommand>, CliError> {
+    let bound = meta.with_state(|state| state.wal().map(str::to_string));
+    match bound {
+        Some(bound) if bound != wal.name() => Err(CliError::usage(format!(
+            "--meta {}: this metadata log belongs to the WAL {bound}, not to --wal's {}: its commits describe \
+             that WAL's records, which this WAL does not hold; start with that --wal, or give this WAL its own --meta",
+            meta.name(),
+            wal.name()
+        ))),
+        Some(_) => Ok(None),
+        None => Ok(Some(MetaCommand::Bind { wal: wal.name().to_string() })),
+    }
+}
+
+pub fn run(args: Args) -> Result<ExitCode, CliError> {
+    crate::wal::os::untune(&args.untune);
+    crate::wal::limit_malloc_arenas();
+    let listen = checked_listen(&args)?;
     let policy = SealPolicy {
         block_bytes: args.block_bytes,
         block_age: Nanos(args.block_ms * 1_000_000),
@@ -201,20 +223,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     if args.fault == Some(Fault::SkipWalReplay) {
         recovered.records.clear();
     }
-    // The metadata log belongs to one data WAL: bind a new one, refuse another WAL.
-    let bound = meta.with_state(|state| state.wal().map(str::to_string));
-    let bind = match bound {
-        Some(bound) if bound != wal.name() => {
-            return Err(CliError::usage(format!(
-                "--meta {}: this metadata log belongs to the WAL {bound}, not to --wal's {}: its commits describe \
-                 that WAL's records, which this WAL does not hold; start with that --wal, or give this WAL its own --meta",
-                meta.name(),
-                wal.name()
-            )))
-        }
-        Some(_) => None,
-        None => Some(MetaCommand::Bind { wal: wal.name().to_string() }),
-    };
+    let bind = binding(&meta, &wal)?;
     let objects_committed = meta.with_state(|state| state.objects().count());
     let wal_records = recovered.records.len();
     let (store, found) = Store::recover(wal, recovered, Arc::clone(&meta), Arc::clone(&objects)).map_err(CliError::failed)?;
