@@ -103,9 +103,9 @@ pub struct Config {
     /// [`Policy::Group`] with a batch already persisting: the next one starts only once
     /// it holds this many records (or is closed full). With none persisting a batch
     /// starts at once, whatever it holds. 0 (the default): start whenever a slot is
-    /// free. An object store charges per request, so its WAL pipelines only bulks worth
+    /// free. An object store charges per request, so its WAL pipelines only batches worth
     /// a request of their own: at low concurrency it then keeps one upload in flight
-    /// and lets the next bulk gather, at high concurrency it fills every slot.
+    /// and lets the next batch gather, at high concurrency it fills every slot.
     #[cfg_attr(feature = "serde", serde(default))]
     pub pipeline_min_records: u64,
     /// Whether the driver can persist a batch on its own thread, blocking until it is

@@ -1,12 +1,12 @@
-//! The lease fence: acknowledging a bulk without reading the registration after its PUT.
+//! The lease fence: acknowledging a batch without reading the registration after its PUT.
 //!
 //! # What the fence read costs, and what replaces it
 //!
 //! The object-store WAL's default fence (`fence=read`) reads the registration after
-//! every upload and acknowledges the bulk only if the read still names the writer: the
+//! every upload and acknowledges the batch only if the read still names the writer: the
 //! read came after the PUT returned and before any new owner's claim, and the claim
 //! comes before the new owner's LIST, so the LIST sees the object. That proof costs a
-//! second round trip on every acknowledgement, about doubling a bulk's latency on S3.
+//! second round trip on every acknowledgement, about doubling a batch's latency on S3.
 //!
 //! A lease moves the proof off the acknowledgement path. The registration carries the
 //! owner's *lease*: a wall-clock expiry ([`Lease::expires_unix_ms`]) and the clock skew
@@ -16,11 +16,11 @@
 //! once a new owner's claim has replaced the registration every renewal fails and the
 //! old owner learns it is fenced. Then:
 //!
-//! - **The owner** acknowledges a bulk whose PUT returned before its *acknowledgement
+//! - **The owner** acknowledges a batch whose PUT returned before its *acknowledgement
 //!   deadline* without any read ([`OwnerLease::judge`]). A successful renewal sent at
 //!   the owner's wall-clock time `w` and monotonic time `m`, recording expiry `E`, sets
 //!   the deadline to `m + (E - w) - skew` on the monotonic clock ([`OwnerLease::renewed`]):
-//!   the expiry minus the skew, measured from the send on a clock no one can step. A bulk
+//!   the expiry minus the skew, measured from the send on a clock no one can step. A batch
 //!   whose PUT returned later is not acknowledged on the lease: it falls back to the
 //!   fence read (the native backend's choice; waiting for the next renewal would prove
 //!   as much, but a renewal that is late is usually late because the store is not
@@ -43,7 +43,7 @@
 //! Assume every participant's wall clock is within its configured skew `s` of true time
 //! at every instant (so two clocks differ by at most the sum of their skews), and that
 //! a monotonic clock's rate over one lease is that of true time (the skew covers the
-//! difference). Let the old owner acknowledge a bulk on the lease: its PUT returned at
+//! difference). Let the old owner acknowledge a batch on the lease: its PUT returned at
 //! true time `t_r`, earlier on the monotonic clock than the deadline of a successful
 //! renewal sent at true time `t_w` (wall reading `w`, within `s_o` of `t_w`) that
 //! recorded `E`. Then
@@ -60,9 +60,9 @@
 //! `t_l >= R + s_n - s_n = R >= E > t_r`. The object was written when its PUT returned,
 //! before `t_l`, and the store's LIST sees every completed write (S3, R2, GCS and MinIO
 //! are strongly consistent): the LIST shows it. Acknowledgements are in order, and every
-//! earlier bulk was stored and checked (on the lease or by a read) before this one was
-//! acknowledged, so the LIST shows every object of the old session up to this bulk, and
-//! recovery's walk covers them all. A bulk acknowledged by the fallback read is covered
+//! earlier batch was stored and checked (on the lease or by a read) before this one was
+//! acknowledged, so the LIST shows every object of the old session up to this batch, and
+//! recovery's walk covers them all. A batch acknowledged by the fallback read is covered
 //! as under `fence=read`: the read came after its PUT returned and still named the
 //! writer, so before the claim, before the LIST.
 //!
@@ -70,7 +70,7 @@
 //!
 //! Recovery is the same as under `fence=read`: the new owner records a session starting
 //! at the end of what it recovered, and an older epoch's object at or past that address
-//! is ignored by every later recovery ([`super::layout::plan_chain`]). A bulk of the old
+//! is ignored by every later recovery ([`super::layout::plan_chain`]). A batch of the old
 //! owner whose PUT lands after the new owner's LIST was never acknowledged: its PUT
 //! returned after the LIST, so after `R`, so after the old owner's deadline (by the
 //! inequality above read backwards), and the fallback read after it finds the new owner's
@@ -89,7 +89,7 @@
 //!
 //! The defaults, lease [`LEASE_DEFAULT`] (10 s) and skew [`SKEW_DEFAULT`] (1 s): a
 //! renewal every 2.5 s is 0.4 registration PUTs a second, nothing beside a WAL that
-//! PUTs a bulk every few tens of milliseconds, and leaves three more renewals to fail
+//! PUTs a batch every few tens of milliseconds, and leaves three more renewals to fail
 //! before the deadline (9 s after a renewal's send) is reached; a dead owner's node is
 //! taken over within 11 s, the order of a coordination service's session timeout.
 //! Clocks kept by NTP or a cloud's time service stay within milliseconds of true time,
@@ -121,7 +121,7 @@ pub const TAKEOVER_WAIT_MAX: Nanos = Nanos(LEASE_MAX.0 + LEASE_MAX.0 / LEASE_PER
 
 const NANOS_PER_MS: u64 = 1_000_000;
 
-/// How a writer makes sure it still owns the node before it acknowledges a bulk.
+/// How a writer makes sure it still owns the node before it acknowledges a batch.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum FenceMode {
     /// Read the registration after every PUT (`fence=read`, the default).
@@ -314,7 +314,7 @@ pub fn takeover_wait(
     Ok(wait)
 }
 
-/// What the owner does with a bulk whose PUT returned.
+/// What the owner does with a batch whose PUT returned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LeaseJudgement {
     /// Returned before the acknowledgement deadline: stored, no read needed.
@@ -365,7 +365,7 @@ impl OwnerLease {
         self.acknowledge_before
     }
 
-    /// A bulk whose PUT returned at monotonic `put_returned_at`.
+    /// A batch whose PUT returned at monotonic `put_returned_at`.
     pub fn judge(&self, put_returned_at: Nanos) -> LeaseJudgement {
         match self.acknowledge_before {
             Some(deadline) if put_returned_at < deadline => LeaseJudgement::Acknowledge,

@@ -1,11 +1,11 @@
 //! The stream store's WAL with no local disk: its log lives in an object store (one
-//! object per bulk) or in Postgres (one row per batch, in the ring of [`crate::ring`]).
+//! object per batch) or in Postgres (one row per batch, in the ring of [`crate::ring`]).
 //!
 //! An append is acknowledged once its record is in that remote log; no node-local disk is
 //! in the write path, so a node that dies loses nothing it acknowledged. The price is one
 //! round trip per write to the log (tens of milliseconds to S3, a millisecond or two to
-//! Postgres), which the group-commit machine ([`crate::group_commit`]) pays once per bulk
-//! instead of once per record: several bulks in flight, acknowledgements in submission
+//! Postgres), which the group-commit machine ([`crate::group_commit`]) pays once per batch
+//! instead of once per record: several batches in flight, acknowledgements in submission
 //! order.
 //!
 //! - [`layout`]: where the object-store WAL's objects live (keys carrying the epoch), the

@@ -13,8 +13,8 @@
 //!   sync only once it holds [`LOCAL_FILE_PIPELINE_MIN_RECORDS`], and the cohort hold is
 //!   on ([`LOCAL_FILE_COHORT_HOLD_PERCENT`]). The in-flight count is the sync threads the
 //!   backend actually started, never a wish, so the inline marks and the backend agree.
-//! - [`Storage::ObjectStore`]: one PUT per bulk, [`OBJECT_STORE_INFLIGHT`] uploads in
-//!   flight, a bulk beside another only once it holds [`OBJECT_STORE_PIPELINE_MIN_RECORDS`]
+//! - [`Storage::ObjectStore`]: one PUT per batch, [`OBJECT_STORE_INFLIGHT`] uploads in
+//!   flight, a batch beside another only once it holds [`OBJECT_STORE_PIPELINE_MIN_RECORDS`]
 //!   (a PUT is billed per request, and costs a round trip whatever it carries), and the
 //!   cohort hold at [`OBJECT_STORE_COHORT_HOLD_PERCENT`].
 //! - [`Storage::PostgresRing`]: the URL's settings (`batch_interval` as a window that is
@@ -32,9 +32,9 @@
 //! - The file WAL's hold lasts at most one sync: a hold that runs out costs the waiting
 //!   writers no more than the extra sync the cohort split it undoes would have. Half a
 //!   sync was too short on a busy two-core machine (BENCHMARKS.md, the file WAL's cohorts).
-//! - On an object store one upload in flight lets the next bulk gather at low
+//! - On an object store one upload in flight lets the next batch gather at low
 //!   concurrency, and at high concurrency every slot fills; the hold of a tenth of a
-//!   round trip turns 64 writers' two bulks of 32 beside each other into one PUT
+//!   round trip turns 64 writers' two batches of 32 beside each other into one PUT
 //!   (BENCHMARKS.md, the S3 WAL's cohort hold).
 
 use crate::group_commit::{Config, Policy};
@@ -60,15 +60,15 @@ pub const LOCAL_SEGMENT_BYTES: u64 = 16 << 20;
 /// thread hops a sync thread costs each batch.
 pub const LOCAL_FILE_INFLIGHT: usize = 1;
 
-/// The object-store WAL: the fewest records a bulk needs to be uploaded beside another
-/// upload (with none in flight a bulk goes at once, whatever it holds).
+/// The object-store WAL: the fewest records a batch needs to be uploaded beside another
+/// upload (with none in flight a batch goes at once, whatever it holds).
 pub const OBJECT_STORE_PIPELINE_MIN_RECORDS: u64 = 32;
 
 /// The object-store WAL's uploads in flight.
 pub const OBJECT_STORE_INFLIGHT: usize = 4;
 
 /// The object-store WAL's cohort hold: after an upload answers k writers with fewer
-/// than k / 2 records waiting, the next bulk waits for them for at most this percent of
+/// than k / 2 records waiting, the next batch waits for them for at most this percent of
 /// that upload's round trip.
 pub const OBJECT_STORE_COHORT_HOLD_PERCENT: u32 = 10;
 
@@ -90,7 +90,7 @@ pub enum Storage {
     SimulatedFile,
     /// The native file WAL, with the sync threads its backend started (0 or 1: none).
     LocalFile { sync_threads: usize },
-    /// An object store: one PUT per bulk.
+    /// An object store: one PUT per batch.
     ObjectStore,
     /// A Postgres ring of slot tables, with the settings of its URL.
     PostgresRing(PgWalSettings),

@@ -28,7 +28,7 @@ pub struct WalArgs {
     /// Where the log lives: file:///DIR, s3://BUCKET/PATH or postgres://... An s3://
     /// URL may choose its fence: ?fence=read (the default: a registration read after
     /// every PUT) or ?fence=lease (with lease=10s&skew=1s, the defaults), and how many
-    /// records a bulk holds before it uploads beside another: ?pipeline_min=32.
+    /// records a batch holds before it uploads beside another: ?pipeline_min=32.
     #[arg(long)]
     pub wal: String,
     /// The cluster the log belongs to.
@@ -133,7 +133,7 @@ pub const S3_OPTIONS: [&str; 4] = ["fence", "lease", "skew", "pipeline_min"];
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct S3Options {
     pub fence: FenceMode,
-    /// Records a bulk must hold before it uploads beside another upload
+    /// Records a batch must hold before it uploads beside another upload
     /// (`pipeline_min=N`, 1 to 65536; `None`: the object store's preset, 32).
     pub pipeline_min: Option<u64>,
 }

@@ -100,7 +100,7 @@ impl S3Backend {
         let claim = if take_over { self.claim().await? } else { self.read_claim().await? };
         if take_over {
             // The claim kept the replaced registration's lease: wait it out before the
-            // LIST, so every bulk its owner acknowledged on it is listed.
+            // LIST, so every batch its owner acknowledged on it is listed.
             self.wait_out_lease(claim.registration.lease).await?;
         }
         let sessions = &claim.registration.sessions;

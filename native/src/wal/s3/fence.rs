@@ -23,8 +23,8 @@
 //!    an older epoch at or past that address is a straggler and is ignored by every
 //!    later recovery, however late it lands.
 //! 4. **Check after every upload.** The writer reads the registration after each of its
-//!    PUTs returns and before reporting the bulk stored. If the epoch or owner moved,
-//!    the bulk fails with [`SyncError::Fenced`], and so (the machine being fail-stop)
+//!    PUTs returns and before reporting the batch stored. If the epoch or owner moved,
+//!    the batch fails with [`SyncError::Fenced`], and so (the machine being fail-stop)
 //!    does every later one. Nothing of this writer is acknowledged again. The read is
 //!    a HEAD: step 3's conditional PUT returned the registration's ETag, and while a
 //!    HEAD still shows that ETag the registration is the one step 3 wrote, naming this
@@ -33,7 +33,7 @@
 //!    owner (a claim, or a store that spells ETags differently on HEAD and PUT; a body
 //!    that still names the writer then lends its ETag to later checks).
 //!
-//! A HEAD carries no body, which once was most of a bulk's latency: s3s-fs's own binary
+//! A HEAD carries no body, which once was most of a batch's latency: s3s-fs's own binary
 //! sends a GET's answer as two writes (headers, then the body read from the file) on a
 //! socket without `TCP_NODELAY`, so the body waited for the client's delayed ACK, about
 //! 40 ms, while a HEAD or PUT answer is one write (`examples/s3_floor.rs` measured GET
@@ -41,13 +41,13 @@
 //! S3 a HEAD is still the cheaper read: no body to send, and the same request price.
 //!
 //! The argument, for a store whose reads see every completed write (S3 has been
-//! strongly consistent since 2020, HEAD included; R2, GCS and MinIO are too): a bulk is
+//! strongly consistent since 2020, HEAD included; R2, GCS and MinIO are too): a batch is
 //! acknowledged only after its PUT returned *and then* a read of the registration still
 //! showed the writer's epoch and owner (its body, or the ETag of the writer's own
 //! session write). That read came before the new owner's claim was written, which came
 //! before the new owner's LIST; so the LIST shows the object, and the object lies below
-//! the new session's start. Acknowledgements being in order, every earlier bulk was
-//! checked the same way. Bulks that land after the claim are never acknowledged, and
+//! the new session's start. Acknowledgements being in order, every earlier batch was
+//! checked the same way. Batches that land after the claim are never acknowledged, and
 //! either are recovered (if the LIST saw them: an unacknowledged record may appear) or
 //! lie past the new session's start and are ignored.
 //!
@@ -57,15 +57,15 @@
 //! URL (`s3://bucket/path?fence=lease&lease=10s&skew=1s`, those two the defaults) the
 //! session write of step 3 also records a lease, a wall-clock expiry and the skew
 //! allowed for, and a background task renews it every quarter lease by a conditional
-//! PUT on the ETag of this writer's last write (`Fence::renew`). A bulk whose PUT
+//! PUT on the ETag of this writer's last write (`Fence::renew`). A batch whose PUT
 //! returned before the lease's deadline (the expiry minus the skew, kept on the
 //! monotonic clock from the renewal's send, [`OwnerLease`]) is acknowledged with no read
 //! at all; one that returned later falls back to step 4's read. A new owner's claim
 //! (step 1) replaces the registration, so the old owner's next renewal fails on its
 //! condition and fences it; and the new owner LISTs (step 2) only once the lease it
-//! replaced plus the skew has passed on its own clock. Every bulk the old owner
+//! replaced plus the skew has passed on its own clock. Every batch the old owner
 //! acknowledged on its lease returned before that lease ended in true time, so before
-//! the LIST, which therefore shows it; a bulk of the old owner landing later was never
+//! the LIST, which therefore shows it; a batch of the old owner landing later was never
 //! acknowledged (its PUT returned past the deadline and the read found the claim) and,
 //! past the new session's start, is ignored like any straggler. The full argument, and
 //! what it assumes of the clocks, is in [`walab_core::remote::lease`]. A clean close
@@ -191,7 +191,7 @@ impl Fence {
         Fence { registration, epoch, owner, e_tag, e_tag_seen: std::sync::Mutex::new(None), clock, lease }
     }
 
-    /// Under `fence=lease`, whether a bulk whose PUT returned at `put_returned_at` is
+    /// Under `fence=lease`, whether a batch whose PUT returned at `put_returned_at` is
     /// acknowledged on the lease, without a read.
     pub(super) fn on_lease(&self, put_returned_at: Nanos) -> bool {
         self.lease.as_ref().is_some_and(|hold| hold.state().owner.judge(put_returned_at) == LeaseJudgement::Acknowledge)
@@ -280,7 +280,7 @@ impl Fence {
     }
 }
 
-/// Uploads one bulk and runs the fence check; the result the driver is told.
+/// Uploads one batch and runs the fence check; the result the driver is told.
 pub(super) async fn upload(
     store: Arc<dyn ObjectStore>,
     path: Path,
@@ -321,7 +321,7 @@ pub(super) async fn upload(
     if fence.on_lease(returned_at) {
         return Ok(());
     }
-    // The fence check: only a registration that still names us lets the bulk count.
+    // The fence check: only a registration that still names us lets the batch count.
     match fence.still_ours(store.as_ref(), &counts).await {
         Ok(true) => Ok(()),
         Ok(false) => {

@@ -1,12 +1,12 @@
-//! The WAL on an object store: one PUT per bulk, pipelined, fenced by epoch.
+//! The WAL on an object store: one PUT per batch, pipelined, fenced by epoch.
 //!
 //! # What one append costs
 //!
 //! On S3 the price is per request, not per byte, and a PUT takes tens of milliseconds.
 //! So the WAL never PUTs a record on its own: the core's group-commit machine
 //! ([`walab_core::group_commit`], the same one the file WAL and the browser run) gathers
-//! everything that arrived while earlier uploads were in flight into one *bulk*, and
-//! this backend turns each bulk into exactly one object:
+//! everything that arrived while earlier uploads were in flight into one *batch*, and
+//! this backend turns each batch into exactly one object:
 //!
 //! ```text
 //! <path>/<cluster>/<node>/<epoch>/wal/<start>-<end>      one stream frame (offset, length, CRC32, records)
@@ -15,15 +15,15 @@
 //! Up to `inflight_max` uploads (4 by default) run at once on this backend's own tokio
 //! runtime; [`Backend::persist`] only spawns the upload and returns, and the task calls
 //! [`Completion::complete`] when S3 has answered. Uploads may finish in any order; the
-//! machine releases acknowledgements in submission order, only once a bulk and every
-//! bulk before it are stored.
+//! machine releases acknowledgements in submission order, only once a batch and every
+//! batch before it are stored.
 //!
 //! A second, third, fourth upload in flight buys throughput, but every one is a PUT:
-//! with W writers and every slot used at once, a bulk carries about W / inflight_max
-//! records, so the PUTs per record would rise as the round trip gets faster. So a bulk
+//! with W writers and every slot used at once, a batch carries about W / inflight_max
+//! records, so the PUTs per record would rise as the round trip gets faster. So a batch
 //! starts *beside* another upload only once it holds enough records to be worth a PUT of
 //! its own; with nothing in flight it starts at once, whatever it holds. With the cohort
-//! hold (after an upload, the next bulk waits briefly for the writers it answered)
+//! hold (after an upload, the next batch waits briefly for the writers it answered)
 //! closed-loop writers ride one PUT: group commit is first a cost lever here, then a
 //! throughput one. The numbers are the object store's preset
 //! ([`walab_core::session::preset`]); what they buy is in BENCHMARKS.md ("The S3 WAL").
@@ -38,7 +38,7 @@
 //!
 //! # Trim and Reset
 //!
-//! The driver groups bulks into trim units (`segment_bytes_max`, `--segment-bytes`) and
+//! The driver groups batches into trim units (`segment_bytes_max`, `--segment-bytes`) and
 //! asks to remove a unit once every record in it is confirmed by the consumer. This
 //! backend deletes those objects oldest first, one by one, on a single background task,
 //! and stops at the first failed DELETE: the remaining objects then still tile the log
@@ -91,7 +91,7 @@ pub const RUNTIME_WORKER_THREADS: usize = 2;
 /// Requests this backend sent, by kind (shared with whoever asked for them).
 #[derive(Debug, Default)]
 pub struct RequestCounts {
-    /// WAL object PUTs (one per bulk).
+    /// WAL object PUTs (one per batch).
     pub wal_puts: AtomicU64,
     /// Registration reads after uploads (the fence checks: a HEAD, or a GET when the
     /// HEAD cannot decide).
@@ -149,7 +149,7 @@ pub struct S3Backend {
     units: BTreeMap<u64, Vec<Path>>,
     /// Set once a fence check failed: later uploads are not even sent.
     fenced: Arc<AtomicBool>,
-    /// How a bulk is fenced: a read after its PUT, or a lease (`fence=` in the URL).
+    /// How a batch is fenced: a read after its PUT, or a lease (`fence=` in the URL).
     fence_mode: FenceMode,
     /// What the fence checks compare with (set at recovery).
     fence: Arc<Fence>,
@@ -233,7 +233,7 @@ impl S3Backend {
         self
     }
 
-    /// How bulks are fenced (`fence=read`, the default, or `fence=lease`; see
+    /// How batches are fenced (`fence=read`, the default, or `fence=lease`; see
     /// [`walab_core::remote::lease`]).
     pub fn with_fence(mut self, fence_mode: FenceMode) -> S3Backend {
         self.fence_mode = fence_mode;
