@@ -108,6 +108,16 @@ pub struct Config {
     /// and lets the next batch gather, at high concurrency it fills every slot.
     #[cfg_attr(feature = "serde", serde(default))]
     pub pipeline_min_records: u64,
+    /// [`Policy::Group`] with batches persisting: the next one starts beside them only
+    /// once it holds this percent of the records they carry together (and
+    /// [`Config::pipeline_min_records`]). The load decides a batch's size: when many
+    /// writers wait, a persist carries them instead of a slot's worth, so closed-loop
+    /// writers share fewer, larger batches rather than one per slot, and the requests per
+    /// record fall as the load grows. A lone batch still starts at once, and a batch
+    /// closed full (`batch_bytes_max`) does not wait. 0 (the default): only
+    /// `pipeline_min_records` counts.
+    #[cfg_attr(feature = "serde", serde(default, skip_serializing_if = "super::schedule::is_zero"))]
+    pub pipeline_running_percent: u32,
     /// Whether the driver can persist a batch on its own thread, blocking until it is
     /// durable (a local file's `fdatasync`). The machine then marks the batches for
     /// which that costs nothing as [`Batch::inline`] ([`schedule::persists_inline`]);
@@ -146,6 +156,7 @@ impl Config {
             unflushed_bytes_max: 128 << 20,
             waiters_max: 1 << 20,
             pipeline_min_records: 0,
+            pipeline_running_percent: 0,
             inline_persists: false,
             window_only_when_busy: false,
             cohort_hold_percent: 0,

@@ -492,7 +492,7 @@ impl GroupCommit {
             Some(batch) => batch,
             None if starts_when_a_slot_is_free => {
                 let open = self.open.as_ref()?;
-                if self.running > 0 && open.tickets.count < self.config.pipeline_min_records {
+                if self.running > 0 && open.tickets.count < self.pipeline_min() {
                     // Not worth a persist of its own yet: it gathers while the running
                     // ones finish, and goes when it is big enough or none is left.
                     return None;
@@ -507,6 +507,22 @@ impl GroupCommit {
             None => return None,
         };
         Some(Action::Persist(self.submit(gathering)))
+    }
+
+    /// The records a batch needs to start beside the running persists
+    /// ([`Config::pipeline_min_records`], [`Config::pipeline_running_percent`]).
+    fn pipeline_min(&self) -> u64 {
+        let percent = u64::from(self.config.pipeline_running_percent);
+        if percent == 0 {
+            return self.config.pipeline_min_records;
+        }
+        let running: u64 = self
+            .inflight
+            .iter()
+            .filter(|inflight| inflight.state == InflightState::Running)
+            .map(|inflight| inflight.tickets.count)
+            .sum();
+        self.config.pipeline_min_records.max(running.saturating_mul(percent) / 100)
     }
 
     /// No-sync and periodic: the open batch goes to the OS and is acknowledged at once.

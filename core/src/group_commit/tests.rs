@@ -283,6 +283,90 @@ fn with_pipeline_min_records_a_batch_runs_beside_others_only_once_it_is_big_enou
 }
 
 #[test]
+fn with_pipeline_running_percent_a_batch_beside_others_carries_as_many_as_they_do() {
+    let config = Config { pipeline_min_records: 2, pipeline_running_percent: 100, ..pipelined(Policy::Group) };
+    let mut driver = FakeDriver::new(config);
+    for tenths in 0..15 {
+        driver.append(at(tenths), 1, 10);
+        driver.drain();
+    }
+    // Each bulk beside the running ones waits until it carries as many as they do
+    // together: 1, then 2 (at least pipeline_min_records), 3, 6.
+    let sizes: Vec<usize> = driver.batches().iter().map(Vec::len).collect();
+    assert_eq!(sizes, [1, 2, 3, 6]);
+    for batch in 1..=3 {
+        driver.complete(at(20), batch, Ok(()));
+    }
+    driver.drain();
+    assert_eq!(driver.batches().len(), 4, "three slots free, but 3 waiting are fewer than the 6 running");
+    driver.complete(at(21), 4, Ok(()));
+    driver.drain();
+    assert_eq!(driver.batches()[4], vec![13, 14, 15], "none running: it starts whatever it holds");
+    assert_eq!(driver.acked, (1..=12).collect::<Vec<u64>>());
+
+    // Without it the same arrivals fill all four slots with small bulks.
+    let mut driver = FakeDriver::new(Config { pipeline_min_records: 2, ..pipelined(Policy::Group) });
+    for tenths in 0..15 {
+        driver.append(at(tenths), 1, 10);
+        driver.drain();
+    }
+    let sizes: Vec<usize> = driver.batches().iter().map(Vec::len).collect();
+    assert_eq!(sizes, [1, 2, 2, 2]);
+}
+
+/// Closed-loop writers whose next appends come back spread out after each answer (as
+/// through HTTP): `writers` of them, persists of 10 ms, a writer appending again 0.1 to
+/// 3 ms after its answer. The sizes of the bulks that started in the second second.
+fn closed_loop_bulk_sizes(config: Config, writers: u64) -> Vec<u64> {
+    let mut driver = FakeDriver::new(config);
+    let mut appends_at: std::collections::BTreeMap<u64, u64> = Default::default();
+    for w in 0..writers {
+        *appends_at.entry(w % 30).or_default() += 1;
+    }
+    let mut started: Vec<(u64, u64)> = Vec::new();
+    let mut completes: std::collections::BTreeMap<u64, Vec<u64>> = Default::default();
+    for tick in 0..20_000u64 {
+        let (persists_before, acked_before) = (driver.persists.len(), driver.acked.len());
+        for batch in completes.remove(&tick).unwrap_or_default() {
+            driver.complete(at(tick), batch, Ok(()));
+        }
+        driver.drain();
+        for _ in 0..appends_at.remove(&tick).unwrap_or(0) {
+            driver.append(at(tick), 1, 10);
+        }
+        driver.drain();
+        for &ticket in &driver.acked[acked_before..] {
+            *appends_at.entry(tick + 1 + ticket % 30).or_default() += 1;
+        }
+        for batch in &driver.persists[persists_before..] {
+            completes.entry(tick + 100).or_default().push(batch.id.0);
+            started.push((tick, batch.tickets.count));
+        }
+    }
+    started.into_iter().filter(|(tick, _)| *tick >= 10_000).map(|(_, count)| count).collect()
+}
+
+#[test]
+fn closed_loop_writers_share_fewer_larger_bulks_with_pipeline_running_percent() {
+    let writers = 1024;
+    let by_load = |percent| closed_loop_bulk_sizes(Config { pipeline_min_records: 32, pipeline_running_percent: percent, ..pipelined(Policy::Group) }, writers);
+    let (all, half) = (by_load(100), by_load(crate::session::preset::OBJECT_STORE_BEHIND_HTTP_PIPELINE_RUNNING_PERCENT));
+    let by_slot = closed_loop_bulk_sizes(Config { pipeline_min_records: 32, ..pipelined(Policy::Group) }, writers);
+    let mean = |sizes: &[u64]| sizes.iter().sum::<u64>() as f64 / sizes.len() as f64;
+    // By slot each free slot sends whoever came back: bulks of a sixth of the writers.
+    // By load, at 100% two or three bulks take turns, at walab serve's 50% three or four.
+    let n = writers as f64;
+    assert!(mean(&by_slot) <= n / 5.0, "by slot: {} bulks of {:.0}", by_slot.len(), mean(&by_slot));
+    assert!(mean(&all) >= n / 3.0, "100%: {} bulks of {:.0}", all.len(), mean(&all));
+    assert!(mean(&half) >= n / 4.0, "50%: {} bulks of {:.0}", half.len(), mean(&half));
+    // The same writers in fewer persists per record.
+    let records = |sizes: &[u64]| sizes.iter().sum::<u64>() as f64;
+    let per_record = |sizes: &[u64]| sizes.len() as f64 / records(sizes);
+    assert!(per_record(&all) <= per_record(&by_slot) * 0.5);
+    assert!(per_record(&half) <= per_record(&by_slot) * 0.7);
+}
+
+#[test]
 fn pipelined_batches_are_acknowledged_in_submission_order() {
     let mut driver = FakeDriver::new(pipelined(Policy::Group));
     for tenths in 0..6 {

@@ -72,6 +72,19 @@ pub const OBJECT_STORE_INFLIGHT: usize = 4;
 /// that upload's round trip.
 pub const OBJECT_STORE_COHORT_HOLD_PERCENT: u32 = 10;
 
+/// The object-store WAL behind `walab serve`: a bulk starts beside running uploads only
+/// once it holds half as many records as they carry together
+/// ([`Config::pipeline_running_percent`]). Behind HTTP the writers an upload answered
+/// come back spread over the server's work for each of them (tens of milliseconds for
+/// 1,024 on two cores), longer than the cohort hold, so with only
+/// [`OBJECT_STORE_PIPELINE_MIN_RECORDS`] every free slot sends whoever has come back: four
+/// uploads in flight, each a quarter of the writers, three to four times the PUTs
+/// s2-lite makes. Half rather than all of the running records: waiting for all kept one
+/// upload in flight and left the CPU idle between the bursts of answers (BENCHMARKS.md).
+/// The bare WAL's writers (`walab bench`, the simulator) append again at once and the
+/// cohort hold already merges them, so the preset itself leaves it off.
+pub const OBJECT_STORE_BEHIND_HTTP_PIPELINE_RUNNING_PERCENT: u32 = 50;
+
 /// The Postgres WAL's cohort hold: off (its window already gathers the writers).
 pub const POSTGRES_COHORT_HOLD_PERCENT: u32 = 0;
 
@@ -110,6 +123,9 @@ pub struct Tuning {
     pub cohort_hold_percent: Option<u32>,
     /// Records a batch holds before it starts beside a running one (`pipeline_min=`).
     pub pipeline_min_records: Option<u64>,
+    /// `--pipeline-running`: percent of the running batches' records a batch holds
+    /// before it starts beside them (0: off; `walab serve` on an object store: 100).
+    pub pipeline_running_percent: Option<u32>,
 }
 
 impl Tuning {
@@ -131,6 +147,7 @@ impl Storage {
             inflight_max,
             cohort_hold_percent: tuning.cohort_hold_percent.unwrap_or(preset.cohort_hold_percent),
             pipeline_min_records: tuning.pipeline_min_records.unwrap_or(preset.pipeline_min_records),
+            pipeline_running_percent: tuning.pipeline_running_percent.unwrap_or(preset.pipeline_running_percent),
             ..preset
         }
     }

@@ -392,6 +392,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             per_write: false,
             sync_cpus: None,
             cohort_hold: None,
+            pipeline_running: None,
         };
         wal_args.backend(true).map_err(CliError::usage)?;
         ("kills", kill_test(&args, &wal_args)?)

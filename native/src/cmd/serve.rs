@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use walab_core::session::preset::OBJECT_STORE_BEHIND_HTTP_PIPELINE_RUNNING_PERCENT;
 use walab_core::stream_store::meta::MetaCommand;
 use walab_core::stream_store::upload::SealPolicy;
 use walab_core::time::Nanos;
@@ -209,7 +210,11 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         None => Objects::local(beside_the_wal(&args)?).map_err(CliError::usage)?,
     };
     let objects = Arc::new(objects);
-    let backend = args.wal.backend(true).map_err(CliError::usage)?;
+    let mut wal_args = args.wal.clone();
+    if matches!(parse_wal_url(&wal_args.wal), Ok(WalUrl::S3 { .. })) {
+        wal_args.pipeline_running.get_or_insert(OBJECT_STORE_BEHIND_HTTP_PIPELINE_RUNNING_PERCENT);
+    }
+    let backend = wal_args.backend(true).map_err(CliError::usage)?;
     // Opening claims the metadata log (a file's LOCK, a Postgres or S3 node's epoch).
     let meta = Arc::new(MetaLog::open(meta_backend).map_err(CliError::failed)?);
     // The WAL is opened (and recovered) before the runtime starts: a backend with a

@@ -70,6 +70,7 @@ pub fn backend_at(url: &str, wal: &WalArgs) -> Result<Box<dyn Backend>, String> 
                 per_write: false,
                 sync_cpus: None,
                 cohort_hold: None,
+                pipeline_running: None,
             };
             args.backend(true).map_err(as_meta)
         }

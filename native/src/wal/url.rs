@@ -70,6 +70,11 @@ pub struct WalArgs {
     /// to 100, s3:// to 10, postgres:// to 0).
     #[arg(long, value_name = "PERCENT")]
     pub cohort_hold: Option<u32>,
+    /// With batches persisting, start the next one beside them only once it holds
+    /// PERCENT of the records they carry (0: off, the default; `walab serve` on s3://:
+    /// 100, so that when many appends wait one upload carries them all).
+    #[arg(long, value_name = "PERCENT")]
+    pub pipeline_running: Option<u32>,
 }
 
 /// A parsed `--wal` URL.
@@ -249,6 +254,11 @@ impl WalArgs {
                 return Err(format!("--cohort-hold {percent}: must be between 0 and 1000 (percent of a persist)"));
             }
         }
+        if let Some(percent) = self.pipeline_running {
+            if percent > 1000 {
+                return Err(format!("--pipeline-running {percent}: must be between 0 and 1000 (percent of the running batches' records)"));
+            }
+        }
         let sync_cpus = match &self.sync_cpus {
             Some(text) => {
                 let parsed = SyncCpus::parse(text)?;
@@ -266,6 +276,7 @@ impl WalArgs {
             inflight_max: self.inflight,
             cohort_hold_percent: self.cohort_hold,
             pipeline_min_records: None,
+            pipeline_running_percent: self.pipeline_running,
         };
         match parse_wal_url(&self.wal)? {
             WalUrl::File(base) => {
@@ -356,6 +367,7 @@ mod tests {
             per_write: false,
             sync_cpus: None,
             cohort_hold: None,
+            pipeline_running: None,
         }
     }
 
