@@ -13,6 +13,7 @@ mod benches;
 mod charts;
 mod cli_line;
 mod figures;
+mod format;
 mod keys;
 mod labels;
 mod layout;

@@ -14,6 +14,8 @@
 use std::rc::Rc;
 
 use walab_core::time::Nanos;
+
+pub use crate::format::format_fixed_millis;
 use yew::prelude::*;
 
 /// Playback speeds, in simulated milliseconds per real second. The tiny store's whole
@@ -250,12 +252,6 @@ pub fn Player(props: &PlayerProps) -> Html {
             }
         </div>
     }
-}
-
-/// Milliseconds with exactly two decimals, for a steady-width clock.
-pub fn format_fixed_millis(nanos: Nanos) -> String {
-    let hundredths = (nanos.0 + 5_000) / 10_000;
-    format!("{}.{:02}", hundredths / 100, hundredths % 100)
 }
 
 #[cfg(test)]

@@ -87,8 +87,9 @@ impl LabState {
                 self.reload_timeline();
             }
         }
-        if let Some(cut) = self.params.cut {
-            self.player.apply(PlayerAction::Seek(cut));
+        // A view opens at its cut, or else on the moment its figure is about.
+        if let Some(at) = self.params.cut.or_else(|| benches::moments::opening(&self.bench.0)) {
+            self.player.apply(PlayerAction::Seek(at));
         }
     }
 
@@ -99,6 +100,10 @@ impl LabState {
             return Err(format!("Part {} has no power button; {} have one", self.params.part, power_parts_text()));
         }
         match benches::moments::run_end(&self.bench.0) {
+            // Part 4's run is counted in steps, one a (display) millisecond.
+            Some(end) if at > end && matches!(&*self.bench.0, benches::Bench::Append) => {
+                Err(format!("past the end of the append; give 0 to {}", crate::format::count(end.0 / 1_000_000, "step")))
+            }
             Some(end) if at > end => Err(format!("past the end of the run; give 0 to {} ms", format_millis(end))),
             _ => Ok(()),
         }
@@ -122,7 +127,7 @@ impl LabState {
         let at = self.params.cut.map(format_millis).unwrap_or_default();
         let acknowledged = match &*self.bench.0 {
             benches::Bench::Tiny(tiny) => match &tiny.cut {
-                Some(Ok(outcome)) => format!(" {} writes had been acknowledged.", outcome.crash.acknowledged.len()),
+                Some(Ok(outcome)) => format!(" {} had been acknowledged.", crate::format::count(outcome.crash.acknowledged.len(), "write")),
                 _ => String::new(),
             },
             _ => String::new(),
@@ -176,6 +181,8 @@ pub enum LabAction {
     ShowKeys(bool),
 
     SetFault(Fault),
+    /// Part 2: run this call on the record.
+    SetCall(crate::url_state::SyncCall),
     SetHandling(Handling),
     SetCdc(Option<u64>),
     SetProtection(PageProtection),
@@ -356,6 +363,7 @@ impl Reducible for LabState {
             LabAction::TogglePresent => next.params.present = !next.params.present,
             LabAction::ShowKeys(open) => next.keys_open = open,
 
+            LabAction::SetCall(call) => next.params.call = call,
             LabAction::SetFault(fault) => {
                 next.params.fault = fault;
                 timeline_changed = true;
@@ -421,8 +429,9 @@ impl Reducible for LabState {
             next.params.reveal = false;
         }
         if timeline_changed {
-            let now = if playhead_kept { next.player.now } else { Nanos::ZERO };
+            let kept = playhead_kept.then_some(next.player.now);
             next.reload_timeline();
+            let now = kept.or_else(|| benches::moments::opening(&next.bench.0)).unwrap_or(Nanos::ZERO);
             next.player.apply(PlayerAction::Seek(next.params.cut.unwrap_or(now)));
             if next.params.cut.is_some() && next.params.cut != self.params.cut {
                 next.status = Some(next.cut_sentence());

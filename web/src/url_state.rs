@@ -11,6 +11,8 @@
 
 use walab_core::time::Nanos;
 
+pub use crate::format::format_millis;
+
 /// How the log decides when to sync (the knob Parts 5 and 6 turn): the core's names,
 /// so `policy=group` on the page is `--policy group` on the command line.
 pub use walab_core::group_commit::PolicyKind;
@@ -120,6 +122,49 @@ impl Handling {
     }
 }
 
+/// The system call Part 2's figure runs on a record (`call=`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SyncCall {
+    Write,
+    Fsync,
+    Fdatasync,
+    OSync,
+    ODsync,
+    ODirect,
+    SyncFileRange,
+    FsyncDirectory,
+}
+
+impl SyncCall {
+    pub const ALL: [SyncCall; 8] = [
+        SyncCall::Write,
+        SyncCall::Fsync,
+        SyncCall::Fdatasync,
+        SyncCall::OSync,
+        SyncCall::ODsync,
+        SyncCall::ODirect,
+        SyncCall::SyncFileRange,
+        SyncCall::FsyncDirectory,
+    ];
+
+    pub fn url_name(self) -> &'static str {
+        match self {
+            SyncCall::Write => "write",
+            SyncCall::Fsync => "fsync",
+            SyncCall::Fdatasync => "fdatasync",
+            SyncCall::OSync => "o_sync",
+            SyncCall::ODsync => "o_dsync",
+            SyncCall::ODirect => "o_direct",
+            SyncCall::SyncFileRange => "sync_file_range",
+            SyncCall::FsyncDirectory => "fsync_dir",
+        }
+    }
+
+    pub fn from_url_name(name: &str) -> Option<SyncCall> {
+        SyncCall::ALL.into_iter().find(|call| call.url_name() == name)
+    }
+}
+
 /// How a page engine protects itself against torn pages (Part 9).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PageProtection {
@@ -179,6 +224,8 @@ pub struct LabParams {
     pub eio_batch: u64,
     /// Parts 13 and 14 (the `r...` parameters).
     pub remote: crate::benches::remote::RemoteParams,
+    /// Part 2: the call its figure runs on a record.
+    pub call: SyncCall,
     /// Presenter mode: large type, the figure and its controls, no prose.
     pub present: bool,
     /// The student's committed prediction for this view (a count of writes or segments).
@@ -232,6 +279,7 @@ impl Default for LabParams {
             protection: PageProtection::FullPageImages,
             eio_batch: 11,
             remote: Default::default(),
+            call: SyncCall::Fdatasync,
             present: false,
             predict: None,
             reveal: false,
@@ -347,6 +395,13 @@ pub fn parse_query(query: &str) -> (LabParams, Vec<UrlProblem>) {
                 }
                 None => Err(problem("not a fault; use none, e1 or e2")),
             },
+            "call" => match SyncCall::from_url_name(&value) {
+                Some(call) => {
+                    params.call = call;
+                    Ok(())
+                }
+                None => Err(problem("not a call; use write, fsync, fdatasync, o_sync, o_dsync, o_direct, sync_file_range or fsync_dir")),
+            },
             "handling" => match Handling::from_url_name(&value) {
                 Some(handling) => {
                     params.handling = handling;
@@ -391,7 +446,7 @@ pub fn parse_query(query: &str) -> (LabParams, Vec<UrlProblem>) {
                 }
                 _ => Err(problem(&format!("not a prediction; give a whole number from 0 to {PREDICT_MAX}"))),
             },
-            _ => Err(problem("unknown parameter; the lab reads part, scenario, sync, load, policy, window, w, unit, seed, cut, fault, handling, cdc, protection, log_sync_fails, predict, reveal, present and the r... parameters of Parts 13 and 14")),
+            _ => Err(problem("unknown parameter; the lab reads part, scenario, sync, load, policy, window, w, unit, seed, cut, fault, handling, call, cdc, protection, log_sync_fails, predict, reveal, present and the r... parameters of Parts 13 and 14")),
         };
         if let Err(problem) = outcome {
             problems.push(problem);
@@ -477,6 +532,9 @@ pub fn to_query(params: &LabParams) -> String {
     if params.handling != defaults.handling {
         pairs.push(format!("handling={}", params.handling.url_name()));
     }
+    if params.call != defaults.call {
+        pairs.push(format!("call={}", params.call.url_name()));
+    }
     if let Some(seq) = params.cdc_confirmed_seq {
         pairs.push(format!("cdc={seq}"));
     }
@@ -499,16 +557,6 @@ pub fn to_query(params: &LabParams) -> String {
     format!("?{}", pairs.join("&"))
 }
 
-/// Milliseconds with as few decimals as exact: 1, 1.5, 13.5, 0.025.
-pub fn format_millis(nanos: Nanos) -> String {
-    let whole = nanos.0 / 1_000_000;
-    let fraction = nanos.0 % 1_000_000;
-    if fraction == 0 {
-        return whole.to_string();
-    }
-    let digits = format!("{fraction:06}");
-    format!("{whole}.{}", digits.trim_end_matches('0'))
-}
 
 fn percent_decode(text: &str) -> String {
     let bytes = text.as_bytes();
@@ -566,12 +614,13 @@ mod tests {
             protection: PageProtection::Doublewrite,
             eio_batch: 9,
             remote: Default::default(),
+            call: SyncCall::ODirect,
             present: true,
             predict: Some(17),
             reveal: true,
         };
         let query = to_query(&params);
-        assert_eq!(query, "?part=6&scenario=random&sync=1.5&load=2000&policy=window&window=0.5&w=3&unit=4096&seed=42&cut=13.5&fault=e1&handling=retry&cdc=10&log_sync_fails=9&protection=doublewrite&predict=17&reveal=1&present=1");
+        assert_eq!(query, "?part=6&scenario=random&sync=1.5&load=2000&policy=window&window=0.5&w=3&unit=4096&seed=42&cut=13.5&fault=e1&handling=retry&call=o_direct&cdc=10&log_sync_fails=9&protection=doublewrite&predict=17&reveal=1&present=1");
         assert_eq!(parse_query(&query), (params, vec![]));
     }
 

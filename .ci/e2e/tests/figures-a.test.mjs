@@ -156,9 +156,9 @@ test("Part 5's steady run draws the queue and the leader's batch at the player's
   const first = await read();
   const caption = await page.textContent('.player .caption');
   // The figure draws the batch the caption names, with the writes and bytes it names.
-  const named = caption.match(/B(\d+) starts: its leader takes the (\d+) writes .*?\((\d+) bytes\)/);
+  const named = caption.match(/B(\d+) starts: its leader takes the ([\d,]+) writes .*?\(([\d,]+) bytes\)/);
   assert.ok(named, caption);
-  assert.deepEqual([first.batch, first.batchWrites, first.bytes], named.slice(1, 4).map(Number));
+  assert.deepEqual([first.batch, first.batchWrites, first.bytes], named.slice(1, 4).map((n) => Number(n.replace(/,/g, ''))));
   assert.equal(first.lastWrite - first.firstWrite + 1, first.batchWrites);
   const drawnCells = (p, place) => p.$$eval(`${figure} rect.cells.${place}`, (rows) => rows.reduce((sum, row) => sum + Number(row.dataset.cells), 0));
   assert.equal(await drawnCells(page, 'syncing'), first.batchWrites);
@@ -192,6 +192,9 @@ test("Part 5's steady run draws the queue and the leader's batch at the player's
 test('Part 0: write 1 travels the path, and at 1,000 writes/s sync per write keeps up with its 1.00 ms wait', async () => {
   const page = await open('?part=0&load=1000');
   assert.equal(await page.$('.player .now'), null);
+  // It opens with write 1 in the page cache; follow it from the client.
+  assert.equal(await page.getAttribute('[data-figure="write-path"]', 'data-station'), 'page-cache');
+  await page.keyboard.press('Home');
   for (let step = 0; step < 5; step++) await stepForward(page);
   assert.equal(await page.getAttribute('[data-figure="write-path"]', 'data-station'), 'media');
   assert.equal(await page.getAttribute('[data-figure="write-path"] [data-station="ok"]', 'data-state'), 'ahead');

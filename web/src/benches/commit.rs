@@ -12,6 +12,7 @@ use walab_core::time::Nanos;
 use std::rc::Rc;
 
 use super::dropped::MeasuredLatency;
+use crate::format::{are, count};
 use super::trace_view::TraceSpans;
 use super::Timeline;
 use crate::url_state::{LabParams, PolicyKind, Scenario};
@@ -64,7 +65,10 @@ pub struct SteadyCommit {
 
 /// A steady run's numbers over its middle syncs: the first sync carries the lone first
 /// write (nothing queued yet) and the last only what was left when arrivals stopped, so
-/// both are left out, and what remains is the load's steady state.
+/// both are left out, and what remains is the load's steady state. Each counted sync owns
+/// the time from its start to the next sync's start, so at a load the log keeps up with,
+/// syncs a second times writes per sync is the load (at 100,000 writes/s and L = 1 ms,
+/// 1,000 x 100.0; at 100 writes/s, 100 x 1.0).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SteadyWindow {
     /// Batch ids of the first and last sync counted.
@@ -87,9 +91,10 @@ pub fn steady_window(writes: &[WriteRecord], batches: &[BatchRecord]) -> Option<
         return None;
     }
     let counted = &batches[1..batches.len() - 1];
+    counted.last()?.end?;
     let from = counted.first()?.start;
-    let to = counted.last()?.end?;
-    let span = (to - from).0;
+    let to = batches[batches.len() - 1].start;
+    let span = to.0.saturating_sub(from.0);
     if span == 0 {
         return None;
     }
@@ -199,14 +204,14 @@ pub fn steady_caption(steady: &SteadyCommit, t: Nanos) -> String {
     let started: Vec<&BatchRecord> = steady.batches.iter().filter(|batch| batch.start == t).collect();
     let ms = crate::url_state::format_millis(t);
     match started.as_slice() {
-        [] => format!("{ms} ms: {} writes arrived, {} acknowledged, {} waiting.", at.arrived, at.acked, at.in_flight),
+        [] => format!("{ms} ms: {} arrived, {} acknowledged, {} waiting.", count(at.arrived, "write"), at.acked, at.in_flight),
         [batch, ..] if batch.writes == 1 => format!(
-            "{ms} ms: B{} starts: write {} finds nothing queued and syncs alone; {} writes are in flight.",
-            batch.id, batch.first_write, at.in_flight
+            "{ms} ms: B{} starts: write {} finds nothing queued and syncs alone; {} {} in flight.",
+            batch.id, batch.first_write, count(at.in_flight, "write"), are(at.in_flight)
         ),
         [batch, ..] => format!(
-            "{ms} ms: B{} starts: its leader takes the {} writes that queued during the previous sync ({} bytes) and syncs them once; {} writes are in flight.",
-            batch.id, batch.writes, batch.bytes, at.in_flight
+            "{ms} ms: B{} starts: its leader takes the {} that queued during the previous sync ({}) and syncs them once; {} {} in flight.",
+            batch.id, count(batch.writes, "write"), count(batch.bytes, "byte"), count(at.in_flight, "write"), are(at.in_flight)
         ),
     }
 }
@@ -231,7 +236,7 @@ pub struct CommitBench {
     pub steady: Result<SteadyCommit, String>,
     pub sweep: Vec<SweepPoint>,
     /// The same steady load under the other policies (for Part 0's comparison).
-    pub steady_by_policy: Vec<(PolicyKind, Result<Summary, String>)>,
+    pub steady_by_policy: Vec<(PolicyKind, Result<PolicySteady, String>)>,
     /// The measured latency the steady runs and the sweep used, if one was loaded.
     pub latency: Option<Rc<MeasuredLatency>>,
     /// Part 0: sync per write's queue (writes waiting for their OK) at every sync
@@ -366,10 +371,20 @@ fn run_steady(params: &LabParams, policy: CorePolicy, measured: Option<&Measured
     Ok(SteadyCommit { rate_per_s: params.load_per_second, writes: run.writes, batches: run.batches, summary: run.summary, steady_state, end })
 }
 
-fn run_steady_summary(params: &LabParams, policy: CorePolicy, measured: Option<&MeasuredLatency>) -> Result<Summary, String> {
-    let setup = steady_setup(params, policy, Keep::SUMMARY, measured);
+/// One policy's steady run, for Part 0's table: the whole run and its steady state.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PolicySteady {
+    pub summary: Summary,
+    /// `None` when the run has too few syncs to leave out its first and last.
+    pub steady: Option<SteadyWindow>,
+}
+
+fn run_steady_summary(params: &LabParams, policy: CorePolicy, measured: Option<&MeasuredLatency>) -> Result<PolicySteady, String> {
+    let keep = Keep { writes: true, batches: true, trace: false };
+    let setup = steady_setup(params, policy, keep, measured);
     let arrivals = steady_arrivals(params, params.load_per_second, STEADY_WRITES_MAX);
-    commit::run(&setup, &arrivals).map(|run| run.summary).map_err(|error| error.to_string())
+    let run = commit::run(&setup, &arrivals).map_err(|error| error.to_string())?;
+    Ok(PolicySteady { summary: run.summary, steady: steady_window(&run.writes, &run.batches) })
 }
 
 /// Mean wait and syncs a second against load, for the three sync-first policies. Sync
@@ -465,7 +480,7 @@ mod tests {
         let at = |load: u64| {
             let bench = CommitBench::build(&parse_query(&format!("part=0&load={load}")).0, None);
             let (_, summary) = bench.steady_by_policy.iter().find(|(policy, _)| *policy == PolicyKind::PerWrite).unwrap();
-            let summary = *summary.as_ref().unwrap();
+            let summary = summary.as_ref().unwrap().summary;
             (keeps_up(&summary, bench.sync_latency, Nanos::ZERO), summary.wait_mean(), bench.per_write_queue)
         };
         let (ok, wait, queue) = at(1_000);
@@ -475,6 +490,19 @@ mod tests {
         let (ok, _, queue) = at(5_000);
         assert!(!ok);
         assert!(queue.last().unwrap().1 > queue[queue.len() / 2].1, "the queue grows: {queue:?}");
+    }
+
+    #[test]
+    fn part_0_rows_add_up_in_the_steady_state() {
+        let row = |load: u64, policy: PolicyKind| {
+            let bench = CommitBench::build(&parse_query(&format!("part=0&load={load}")).0, None);
+            let (_, run) = bench.steady_by_policy.iter().find(|(each, _)| *each == policy).unwrap();
+            let steady = run.as_ref().unwrap().steady.unwrap();
+            (format!("{:.0}", steady.syncs_per_s), format!("{:.1}", steady.writes_per_sync))
+        };
+        assert_eq!(row(100_000, PolicyKind::Group), ("1000".to_string(), "100.0".to_string()));
+        assert_eq!(row(100_000, PolicyKind::Window), ("500".to_string(), "200.0".to_string()));
+        assert_eq!(row(100, PolicyKind::PerWrite), ("100".to_string(), "1.0".to_string()));
     }
 
     #[test]

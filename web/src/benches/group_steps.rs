@@ -203,7 +203,7 @@ pub fn caption_at(trace: &Trace, t: Nanos) -> String {
     }
     if parts.is_empty() {
         let acked = now.slots.iter().filter(|slot| **slot == Slot::Acked).count();
-        parts.push(format!("nothing new: {acked} writes acknowledged so far"));
+        parts.push(format!("nothing new: {} acknowledged so far", crate::format::count(acked, "write")));
     }
     let mut caption = format!("{} ms: ", crate::url_state::format_millis(t));
     caption.push_str(&parts.join("; "));

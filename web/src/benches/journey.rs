@@ -176,6 +176,12 @@ impl JourneyBench {
         &self.steps[index]
     }
 
+    /// The step Part 2 opens on: the first write() (write 1 in the page cache, its units
+    /// dirty), the moment the chapter's first sentence is about.
+    pub fn opening(&self) -> Option<Nanos> {
+        self.find(|step| step.call == CallAt::Write).map(|(index, _)| Nanos(STEP.0 * index as u64))
+    }
+
     /// The first step at which `matches` holds, with its index.
     pub fn find(&self, matches: impl Fn(&JourneyStep) -> bool) -> Option<(usize, &JourneyStep)> {
         self.steps.iter().enumerate().find(|(_, step)| matches(step))

@@ -119,7 +119,7 @@ pub fn describe_page_event(event: &PageEvent) -> String {
         ),
         PageEvent::Checkpoint { redo_lsn } => format!("checkpoint: redo will start at LSN {redo_lsn}"),
         PageEvent::PowerCut => "the power fails".to_string(),
-        PageEvent::RecoveryStart { redo_lsn, records } => format!("recovery starts at LSN {redo_lsn}: {records} records to replay"),
+        PageEvent::RecoveryStart { redo_lsn, records } => format!("recovery starts at LSN {redo_lsn}: {} to replay", crate::format::count(*records, "record")),
         PageEvent::DoublewriteRestore { page_no, slot, .. } => format!("P{} is torn: copied back from doublewrite slot {slot}", page_no.0),
         PageEvent::Redo(step) => format!(
             "REDO record {} on P{}: the page is {}; REDO {} → pageLSN {}: {}",

@@ -5,6 +5,7 @@
 //! a link); [`RemoteBench::build`] runs the core for them, and the functions below turn
 //! the run into what the figures draw at the playhead. Nothing here decides an outcome.
 
+use crate::format::{are, count};
 use walab_core::ring::RingGeometry;
 use walab_core::sim::remote::{
     self, event_loss, put_bill_per_million_appends, restart_after, BulkOutcome, EventLoss, LatencyProfile, Load,
@@ -638,10 +639,10 @@ pub fn caption_at(run: &RemoteRun, t: Nanos) -> String {
     let mut parts = Vec::new();
     for bulk in bulks_drawn(run) {
         if bulk.formed == t && bulk.sent != Some(t) {
-            parts.push(format!("bulk {} closes with {} records and waits", bulk.bulk, bulk.records));
+            parts.push(format!("bulk {} closes with {} and waits", bulk.bulk, count(bulk.records, "record")));
         }
         if bulk.sent == Some(t) {
-            parts.push(format!("{put} {} sends bulk {} ({} records)", bulk.request.unwrap_or(0), bulk.bulk, bulk.records));
+            parts.push(format!("{put} {} sends bulk {} ({})", bulk.request.unwrap_or(0), bulk.bulk, count(bulk.records, "record")));
         }
         let straggler = run.takeover.as_ref().filter(|takeover| takeover.at <= t).is_some_and(|takeover| {
             takeover.ignored.iter().any(|(object, _)| object.start == bulk.first_offset && object.epoch == bulk.epoch)
@@ -688,9 +689,9 @@ pub fn caption_at(run: &RemoteRun, t: Nanos) -> String {
     if let (Some(first), Some(last)) = (acked.first(), acked.last()) {
         let records: u64 = run.bulks.iter().filter(|b| b.acked == Some(t)).map(|b| b.records).sum();
         parts.push(if first == last {
-            format!("bulk {first}'s {records} records are acknowledged")
+            format!("bulk {first}'s {} {} acknowledged", count(records, "record"), are(records))
         } else {
-            format!("bulks {first} to {last} are acknowledged together, {records} records, in submission order")
+            format!("bulks {first} to {last} are acknowledged together, {}, in submission order", count(records, "record"))
         });
     }
     if let Some(takeover) = &run.takeover {
@@ -725,7 +726,7 @@ pub fn caption_at(run: &RemoteRun, t: Nanos) -> String {
         }
     }
     if parts.is_empty() {
-        return format!("t = {} ms", format_millis(t));
+        return format!("t = {}", crate::format::ms(t));
     }
     let mut text = parts.join("; ");
     if let Some(first) = text.get(..1) {

@@ -228,17 +228,22 @@ fn cut_outcome(setup: &TinySetup, at: Nanos, seed: u64, list_states: bool) -> Re
     Ok(CutOutcome { at, run, spans, crash, image, fates, all_states })
 }
 
+/// "1 write had", "3 writes had".
+fn had(acknowledged: usize) -> String {
+    format!("{} had", crate::format::count(acknowledged, "write"))
+}
+
 /// The power cut's step, in words; what recovery found is told only once revealed.
 pub fn cut_caption(outcome: &CutOutcome, revealed: bool) -> String {
     let at = crate::url_state::format_millis(outcome.at);
     let acknowledged = outcome.crash.acknowledged.len();
     if !revealed {
         return format!("{at} ms: the power fails. The page cache and the drive's cache are gone; only what reached the media remains. \
-            {acknowledged} writes had been told OK: predict how many recovery finds, then reveal.");
+            {} been told OK: predict how many recovery finds, then reveal.", had(acknowledged));
     }
     let lost = with_fate(&outcome.fates, Fate::Lost);
     let without_ok = with_fate(&outcome.fates, Fate::SurvivedWithoutOk);
-    let mut text = format!("{at} ms: the power fails. Of the {acknowledged} writes told OK, {} survive", outcome.crash.survived.len());
+    let mut text = format!("{at} ms: the power fails. Of the {} told OK, {} survive", crate::format::count(acknowledged, "write"), outcome.crash.survived.len());
     if lost.is_empty() {
         text.push_str(" and none is lost");
     } else {

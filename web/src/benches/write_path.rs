@@ -128,6 +128,13 @@ pub fn timeline() -> Timeline {
     Timeline { end: Nanos(STEP.0 * count), marks }
 }
 
+/// The step Part 0 opens on: write 1 has just been copied into the page cache, the moment
+/// where "written" and "durable" part ways.
+pub fn opening() -> Nanos {
+    let index = Station::ALL.iter().position(|station| *station == Station::PageCache).unwrap_or(0);
+    Nanos(STEP.0 * (index as u64 + 1))
+}
+
 /// How many stations the write has reached at the playhead (0 before the first).
 pub fn reached(now: Nanos) -> usize {
     usize::try_from(now.0 / STEP.0).unwrap_or(usize::MAX).min(Station::ALL.len())

@@ -84,7 +84,7 @@ pub fn GroupCommitFigure(props: &GroupCommitFigureProps) -> Html {
     });
     let running_label = match state.running.as_slice() {
         [] => "no sync running".to_string(),
-        [batch] => format!("B{} syncing: {} writes, {} B", batch.batch, batch.writes.len(), batch.bytes),
+        [batch] => format!("B{} syncing: {}, {} B", batch.batch, crate::format::count(batch.writes.len(), "write"), batch.bytes),
         many => many.iter().map(|batch| format!("B{}", batch.batch)).collect::<Vec<_>>().join(" + ") + " syncing",
     };
     // How far the (first) running sync has got, for its progress bar.

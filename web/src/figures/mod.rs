@@ -30,3 +30,5 @@ pub mod pages;
 pub mod quorum;
 pub mod segments;
 pub mod steady_queue;
+pub mod dial;
+pub mod call_path;

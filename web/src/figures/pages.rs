@@ -145,7 +145,7 @@ pub fn WalModeFigure(props: &WalModeFigureProps) -> Html {
     html! {
         <figure class="figure wal-mode-figure" data-figure="sqlite-wal" aria-label="SQLite's WAL mode: whole pages in the log, copied back by the checkpoint">
             <svg viewBox={format!("0 0 {WIDTH} 210")} aria-hidden="true">
-                <text class="area-title" x="10" y="26">{ format!("the -wal file: one frame per committed page{}", if at.salt_resets > 0 { format!(" (reset {} time(s) after a checkpoint)", at.salt_resets) } else { String::new() }) }</text>
+                <text class="area-title" x="10" y="26">{ format!("the -wal file: one frame per committed page{}", if at.salt_resets > 0 { format!(" (reset {} after a checkpoint)", if at.salt_resets == 1 { "once".to_string() } else { crate::format::count(at.salt_resets, "time") }) } else { String::new() }) }</text>
                 { for frames }
                 <text class="area-title" x="10" y="112">{ "the database file: written only by a checkpoint" }</text>
                 { for db }

@@ -103,7 +103,7 @@ pub fn SteadyQueue(props: &SteadyQueueProps) -> Html {
                 <g class="place sync" data-count={batch_writes.to_string()}>
                     <rect class="region" x={left(1).to_string()} y="6" width={REGION_W.to_string()} height={(height - 12.0).to_string()} rx="6" />
                     <text x={(left(1) + 8.0).to_string()} y="26">{ state.syncing.map(|batch| format!("sync of B{}", batch.id)).unwrap_or_else(|| "no sync running".into()) }</text>
-                    <text class="count" x={(left(1) + 8.0).to_string()} y="44">{ format!("{} writes, one fdatasync{}", group_thousands(batch_writes), more(batch_writes)) }</text>
+                    <text class="count" x={(left(1) + 8.0).to_string()} y="44">{ format!("{}, one fdatasync{}", crate::format::count(batch_writes, "write"), more(batch_writes)) }</text>
                     { cells(left(1), batch_writes, "syncing", true) }
                     if let Some(progress) = progress {
                         <rect class="progress-track" x={(left(1) + 8.0).to_string()} y={(height - 26.0).to_string()} width={(REGION_W - 16.0).to_string()} height="8" />

@@ -112,29 +112,14 @@ pub struct LogQueueProps {
     pub ceiling_per_second: u64,
 }
 
-/// Sync per write's queue over the run, one bar per sync latency.
+/// Sync per write's queue over the run, one bar per sync latency. Laid out for the room
+/// its stage gives it: the title wraps instead of running off the right edge, and the
+/// time ticks thin out so they never touch.
 #[component]
 pub fn LogQueue(props: &LogQueueProps) -> Html {
-    let height = 150.0;
-    let (left, bottom, top) = (40.0, 24.0, 26.0);
-    let count = props.queue.len().max(1);
-    let peak = props.queue.iter().map(|(_, waiting)| *waiting).max().unwrap_or(0).max(1);
-    let bar_w = (WIDTH - left - 10.0) / count as f64;
-    let y_of = |waiting: u64| height - bottom - waiting as f64 / peak as f64 * (height - bottom - top);
-    let bars = props.queue.iter().enumerate().map(|(index, (at, waiting))| {
-        let x = left + index as f64 * bar_w;
-        let y = y_of(*waiting);
-        html! {
-            <g class="queue-bar" data-at-ms={crate::url_state::format_millis(*at)} data-waiting={waiting.to_string()}>
-                <rect x={(x + 2.0).to_string()} y={y.to_string()} width={(bar_w - 4.0).max(1.0).to_string()} height={(height - bottom - y).max(0.0).to_string()} />
-                if index % 5 == 0 {
-                    <text class="tick" x={(x + bar_w / 2.0).to_string()} y={(height - 8.0).to_string()} text-anchor="middle">{ format!("{} ms", crate::url_state::format_millis(*at)) }</text>
-                }
-            </g>
-        }
-    });
+    let crate::layout::Drawing { width, text, char, fitted } = crate::layout::use_figure_room().drawing(WIDTH, 13.5, 300.0);
     let last = props.queue.last().map(|(_, waiting)| *waiting).unwrap_or(0);
-    let middle = props.queue.get(count / 2).map(|(_, waiting)| *waiting).unwrap_or(0);
+    let middle = props.queue.get(props.queue.len() / 2).map(|(_, waiting)| *waiting).unwrap_or(0);
     let grows = last > middle;
     let title = format!(
         "sync per write at {} writes/s (ceiling 1 / L = {}/s): {} waiting for their OK at the end",
@@ -142,12 +127,39 @@ pub fn LogQueue(props: &LogQueueProps) -> Html {
         group_thousands(props.ceiling_per_second),
         group_thousands(last)
     );
+    let peak = props.queue.iter().map(|(_, waiting)| *waiting).max().unwrap_or(0).max(1);
+    let left = (group_thousands(peak).len() as f64 + 1.0) * char + 6.0;
+    let lines = crate::layout::wrap_words(&title, ((width - 8.0) / char).floor().max(10.0) as usize);
+    let line_h = text * 1.3;
+    let top = 8.0 + line_h * lines.len() as f64 + text * 0.9;
+    let (plot, bottom) = (110.0, text * 1.3 + 10.0);
+    let height = top + plot + bottom;
+    let count = props.queue.len().max(1);
+    let bar_w = (width - left - 10.0) / count as f64;
+    // A tick label is at most "20 ms" wide; every `every` bars, so neighbours keep a gap.
+    let every = ((6.5 * char + text) / bar_w).ceil().max(1.0) as usize;
+    let y_of = |waiting: u64| top + plot - waiting as f64 / peak as f64 * plot;
+    let bars = props.queue.iter().enumerate().map(|(index, (at, waiting))| {
+        let x = left + index as f64 * bar_w;
+        let y = y_of(*waiting);
+        html! {
+            <g class="queue-bar" data-at-ms={crate::url_state::format_millis(*at)} data-waiting={waiting.to_string()}>
+                <rect x={(x + 2.0).to_string()} y={y.to_string()} width={(bar_w - 4.0).max(1.0).to_string()} height={(top + plot - y).max(0.0).to_string()} />
+                if index % every == 0 {
+                    <text class="tick" x={(x + bar_w / 2.0).min(width - 3.2 * char).to_string()} y={(height - 6.0).to_string()} text-anchor="middle">{ crate::format::ms(*at) }</text>
+                }
+            </g>
+        }
+    });
+    let title_lines = lines.iter().enumerate().map(|(index, line)| {
+        html! { <tspan x="4" y={(8.0 + line_h * (index as f64 + 0.8)).to_string()}>{ line.clone() }</tspan> }
+    });
     html! {
         <div class="figure log-queue" data-figure="log-queue" data-queue-last={last.to_string()} data-queue-peak={peak.to_string()} aria-label={title.clone()}>
-            <svg viewBox={format!("0 0 {WIDTH} {height}")} role="img" aria-label="sync per write's queue over the run">
-                <text class="queue-title" x={left.to_string()} y="16">{ title }</text>
-                <text class="tick" x={(left - 6.0).to_string()} y={(y_of(peak) + 4.0).to_string()} text-anchor="end">{ peak }</text>
-                <text class="tick" x={(left - 6.0).to_string()} y={(height - bottom).to_string()} text-anchor="end">{ "0" }</text>
+            <svg class={classes!(fitted.then_some("fitted"))} viewBox={format!("0 0 {width} {height}")} style={format!("--text: {text}px")} role="img" aria-label="sync per write's queue over the run">
+                <text class="queue-title">{ for title_lines }</text>
+                <text class="tick" x={(left - 6.0).to_string()} y={(y_of(peak) + text * 0.35).to_string()} text-anchor="end">{ group_thousands(peak) }</text>
+                <text class="tick" x={(left - 6.0).to_string()} y={(top + plot).to_string()} text-anchor="end">{ "0" }</text>
                 <g class={classes!("bars", grows.then_some("growing"))}>{ for bars }</g>
             </svg>
         </div>

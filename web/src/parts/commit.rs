@@ -108,7 +108,7 @@ fn dropped_view(trace: &Rc<DroppedTrace>, props: &ChapterProps) -> Html {
             }
             <Player state={props.player.clone()} on_action={on_player} />
             <TraceLanes spans={Rc::new(trace.spans.clone())} now={props.player.now} />
-            <p class="acked-line" data-acked={acked.to_string()}>{ format!("{acked} writes acknowledged at the playhead.") }</p>
+            <p class="acked-line" data-acked={acked.to_string()}>{ format!("{} acknowledged at the playhead.", crate::format::count(acked, "write")) }</p>
             <DropZone dropped={props.dropped.clone()} on_action={props.on_action.clone()} />
         </div>
     }

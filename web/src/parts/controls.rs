@@ -4,6 +4,7 @@
 use walab_core::time::Nanos;
 use yew::prelude::*;
 
+pub use crate::format::group_thousands;
 use crate::state::LabAction;
 use crate::url_state::{format_millis, LabParams, PolicyKind, Scenario, LOAD_PER_SECOND_MAX};
 
@@ -30,7 +31,7 @@ pub struct ControlsProps {
 }
 
 /// Load slider positions: a log scale from 100 to 1,000,000 writes a second.
-const LOAD_STEPS: [u64; 13] =
+pub const LOAD_STEPS: [u64; 13] =
     [100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000, 200_000, 500_000, 1_000_000];
 
 #[component]
@@ -141,15 +142,3 @@ pub fn Controls(props: &ControlsProps) -> Html {
     }
 }
 
-/// 100000 as "100,000".
-pub fn group_thousands(value: u64) -> String {
-    let digits = value.to_string();
-    let mut out = String::new();
-    for (index, digit) in digits.chars().enumerate() {
-        if index > 0 && (digits.len() - index) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(digit);
-    }
-    out
-}

@@ -5,7 +5,8 @@ use std::rc::Rc;
 use walab_core::time::Nanos;
 use yew::prelude::*;
 
-use super::controls::{group_thousands, Controls, Shown};
+use super::controls::{group_thousands, Controls, Shown, LOAD_STEPS};
+use crate::figures::dial::Dial;
 use super::{ChapterProps, Source};
 use crate::benches::chain::{needed_before_ok, survives, Failure, Stage};
 use crate::benches::commit::keeps_up;
@@ -13,37 +14,44 @@ use crate::benches::write_path::reached;
 use crate::benches::Bench;
 use crate::figures::chain::ChainFigure;
 use crate::figures::write_path::{LogQueue, WritePath};
+use crate::layout::Scene;
 use crate::player::{Clock, Player};
 use crate::state::LabAction;
-use crate::url_state::{format_millis, PolicyKind};
+use crate::url_state::{format_millis, PolicyKind, LOAD_PER_SECOND_MAX};
 
 #[component]
 pub fn StartChapter(props: &ChapterProps) -> Html {
-    let shown = Shown { load: true, sync: true, ..Shown::default() };
+    // The load is dragged on the figure (the dial); L is chosen beside it.
+    let shown = Shown { sync: true, ..Shown::default() };
     let params = &props.params;
     let ceiling = 1e9 / params.sync_latency.0.max(1) as f64;
     let rows = match &*props.bench.0 {
         Bench::Commit(bench) => bench
             .steady_by_policy
             .iter()
-            .map(|(policy, summary)| match summary {
-                Ok(summary) => {
+            .map(|(policy, run)| match run {
+                Ok(run) => {
                     // The verdict is read from the same run as the row's numbers.
                     let window = if *policy == PolicyKind::Window { params.window } else { Nanos::ZERO };
-                    let keeps_up = keeps_up(summary, params.sync_latency, window);
+                    let keeps_up = keeps_up(&run.summary, params.sync_latency, window);
                     let bound = Nanos(2 * params.sync_latency.0 + window.0);
+                    // The steady state; a run too short to have one shows its whole run, said so.
+                    let (syncs, batch, wait_mean, wait_max, whole) = match run.steady {
+                        Some(steady) => (steady.syncs_per_s, steady.writes_per_sync, steady.wait_mean, steady.wait_max, false),
+                        None => (run.summary.syncs_per_s(), run.summary.batch_mean(), run.summary.wait_mean(), run.summary.wait_max, true),
+                    };
                     html! {
-                        <tr data-policy={policy.name()}>
-                            <td>{ policy.label() }</td>
-                            <td class="num">{ format!("{:.0}", summary.syncs_per_s()) }</td>
-                            <td class="num">{ format!("{:.1}", summary.batch_mean()) }</td>
-                            <td class="num">{ format!("{:.2} ms", summary.wait_mean().as_millis_f64()) }</td>
-                            <td class="num worst">{ format!("{:.2} ms", summary.wait_max.as_millis_f64()) }</td>
+                        <tr data-policy={policy.name()} data-steady={(!whole).to_string()}>
+                            <td>{ policy.label() }{ if whole { " (whole run, warm-up included)" } else { "" } }</td>
+                            <td class="num syncs">{ group_thousands(syncs.round() as u64) }</td>
+                            <td class="num batch">{ format!("{batch:.1}") }</td>
+                            <td class="num">{ format!("{:.2} ms", wait_mean.as_millis_f64()) }</td>
+                            <td class="num worst">{ format!("{:.2} ms", wait_max.as_millis_f64()) }</td>
                             <td class={classes!("verdict", if keeps_up { "ok" } else { "danger" })} data-keeps-up={keeps_up.to_string()}>
                                 { if keeps_up {
-                                    format!("keeps up: no write waits more than {} ms", format_millis(bound))
+                                    format!("keeps up: no write waits over {} ms", format_millis(bound))
                                 } else {
-                                    format!("falls behind: the worst wait grows past {} ms as the queue grows", format_millis(bound))
+                                    format!("falls behind: waits grow past {} ms", format_millis(bound))
                                 } }
                             </td>
                         </tr>
@@ -54,32 +62,46 @@ pub fn StartChapter(props: &ChapterProps) -> Html {
             .collect::<Html>(),
         _ => Html::default(),
     };
+    let steady_note = "Each row is the run's steady state: its first sync (a lone write, nothing queued yet, the warm-up) and \
+        its last (the drain after the arrivals stop) are left out.";
     html! {
         <>
         <div class="prose">
             <p>{ "Picture a storage node that must take 100,000 small writes a second, each about 100 bytes, on an \
                   EBS gp3 volume, and reply OK to each one only when the write would survive a crash. Before it \
                   replies, the write's log record has to be synced: pushed out of memory onto the device itself." }</p>
+        </div>
+        { write_path_view(props) }
+        <Scene name="arithmetic" title="The arithmetic, run on the simulator"
+            controls={html! { <div class="arithmetic-controls">{ load_dial(props) }
+                <Controls params={params.clone()} shown={shown} on_action={props.on_action.clone()} /></div> }}
+            figure={html! {
+                <>
+                if let Bench::Commit(bench) = &*props.bench.0 {
+                    <LogQueue queue={Rc::new(bench.per_write_queue.clone())} load_per_second={params.load_per_second} ceiling_per_second={ceiling as u64} />
+                }
+                <table class="problem">
+                    <caption>{ steady_note }</caption>
+                    <thead><tr><th>{ "policy" }</th><th class="num">{ "syncs/s" }</th><th class="num">{ "writes per sync" }</th><th class="num">{ "mean wait" }</th><th class="num">{ "worst wait" }</th><th>{ format!("at {} writes/s", group_thousands(params.load_per_second)) }</th></tr></thead>
+                    <tbody>{ rows }</tbody>
+                </table>
+                </>
+            }}>
+            <div class="scene-prose-inner prose">
+                <p>{ format!("One sync takes L = {} ms, so one log that syncs once per write can acknowledge at \
+                    most {} writes a second. Past that, writes queue faster than the log can sync them: the bars are \
+                    sync per write's queue, the writes still waiting for their OK, sampled once per L.",
+                    format_millis(params.sync_latency), group_thousands(ceiling as u64)) }</p>
+                <p>{ "Change the load and L; each row of the table is a run of the core's group-commit simulator at that \
+                      load. Group commit shares one sync among every write that queued while the previous sync ran, so \
+                      at a load the log keeps up with, syncs a second times writes per sync is the load." }</p>
+            </div>
+        </Scene>
+        <div class="prose">
             <p>{ "AWS describes gp3's latency only as single-digit milliseconds, so walab assumes 1 ms per sync of \
                   the log and lets you change it. Part 2 shows how to measure the real figure on your own volume. " }
                <Source name="AWS: EBS General Purpose SSD volumes" href="https://docs.aws.amazon.com/ebs/latest/userguide/general-purpose.html" /></p>
-            <p>{ "A write-ahead log (WAL) is an append-only file in which every change is recorded before it is applied \
-                  anywhere else. This lab takes its write path apart, one Part at a time, on one small running example, \
-                  the tiny store: 24 writes, few enough to show every byte and every sync." }</p>
         </div>
-        { write_path_view(props) }
-        <h3>{ "The arithmetic, run on the simulator" }</h3>
-        <div class="prose"><p>{ format!("One sync takes L = {} ms, so one log that syncs once per write can acknowledge at \
-            most {} writes a second. Change the load and L; each row below is a run of the core's group-commit \
-            simulator at that load.", format_millis(params.sync_latency), group_thousands(ceiling as u64)) }</p></div>
-        <Controls params={params.clone()} shown={shown} on_action={props.on_action.clone()} />
-        <table class="problem">
-            <thead><tr><th>{ "policy" }</th><th class="num">{ "syncs/s" }</th><th class="num">{ "writes per sync" }</th><th class="num">{ "mean wait" }</th><th class="num">{ "worst wait" }</th><th>{ format!("at {} writes/s", group_thousands(params.load_per_second)) }</th></tr></thead>
-            <tbody>{ rows }</tbody>
-        </table>
-        if let Bench::Commit(bench) = &*props.bench.0 {
-            <LogQueue queue={Rc::new(bench.per_write_queue.clone())} load_per_second={params.load_per_second} ceiling_per_second={ceiling as u64} />
-        }
         <h3>{ "What you will be able to do" }</h3>
         <ol class="goals">
             <li>{ "State what an OK promises, and against which failure (Part 1)." }</li>
@@ -98,6 +120,34 @@ pub fn StartChapter(props: &ChapterProps) -> Html {
     }
 }
 
+/// The load, dragged along a track in the figure (or stepped with the arrow keys): each
+/// stop runs the simulator again at that load.
+fn load_dial(props: &ChapterProps) -> Html {
+    let params = &props.params;
+    let index = LOAD_STEPS.iter().position(|load| *load >= params.load_per_second).unwrap_or(LOAD_STEPS.len() - 1);
+    let stops: Vec<AttrValue> = LOAD_STEPS.iter().map(|load| AttrValue::from(format!("{} writes/s", group_thousands(*load)))).collect();
+    let on_change = props.on_action.reform(|stop: usize| LabAction::SetLoad(LOAD_STEPS[stop.min(LOAD_STEPS.len() - 1)].min(LOAD_PER_SECOND_MAX)));
+    let announce = match &*props.bench.0 {
+        Bench::Commit(bench) => bench
+            .steady_by_policy
+            .iter()
+            .filter_map(|(policy, run)| {
+                let run = run.as_ref().ok()?;
+                let window = if *policy == PolicyKind::Window { params.window } else { Nanos::ZERO };
+                let verdict = if keeps_up(&run.summary, params.sync_latency, window) { "keeps up" } else { "falls behind" };
+                Some(format!("{} {verdict}", policy.label()))
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+        _ => String::new(),
+    };
+    html! {
+        <Dial label="load" stops={stops} index={index} on_change={on_change}
+            announce={AttrValue::from(format!("At {} writes/s: {announce}.", group_thousands(params.load_per_second)))}
+            ends={Some((AttrValue::from("drag the load: 100 writes/s"), AttrValue::from("1,000,000")))} />
+    }
+}
+
 /// Write 1's path, one station per step.
 fn write_path_view(props: &ChapterProps) -> Html {
     let Bench::Commit(bench) = &*props.bench.0 else { return Html::default() };
@@ -107,12 +157,19 @@ fn write_path_view(props: &ChapterProps) -> Html {
         None => "Before the first step: write 1 is still in the client. Step forward to follow it.".to_string(),
     };
     html! {
-        <>
-        <h3>{ "One write's path" }</h3>
-        <Player state={props.player.clone()} on_action={props.on_action.reform(LabAction::Player)} mark_name="station"
-            clock={Clock::Steps} caption={Some(AttrValue::from(caption))} />
-        <WritePath steps={Rc::new(bench.write_path.clone())} reached={reached} />
-        </>
+        <Scene name="write-path" title="One write's path"
+            controls={html! { <Player state={props.player.clone()} on_action={props.on_action.reform(LabAction::Player)} mark_name="station"
+                clock={Clock::Steps} caption={Some(AttrValue::from(caption))} /> }}
+            figure={html! { <WritePath steps={Rc::new(bench.write_path.clone())} reached={reached} /> }}>
+            <div class="prose">
+                <p>{ "A write-ahead log (WAL) is an append-only file in which every change is recorded before it is applied \
+                      anywhere else. Follow one write from the client to its OK, a station per step: the log record is \
+                      built, copied into the kernel's page cache, sent to the drive's cache, and only on the media does it \
+                      survive a power loss." }</p>
+                <p>{ "This lab takes that path apart, one Part at a time, on one small running example, the tiny store: \
+                      24 writes, few enough to show every byte and every sync." }</p>
+            </div>
+        </Scene>
     }
 }
 
@@ -167,18 +224,27 @@ pub fn AckChapter(_props: &ChapterProps) -> Html {
             <thead><tr><th>{ "failure" }</th><th>{ "for example" }</th><th>{ "the record must have reached, before the OK" }</th></tr></thead>
             <tbody>{ for table_rows }</tbody>
         </table>
-        <p class="note">
-            { "A write() puts data in the page cache and promises nothing about the disk; fsync() returns only when the \
-               data is on the device, cache flush included. " }
-            <Source name="write(2)" href="https://man7.org/linux/man-pages/man2/write.2.html" />
-            <Source name="fsync(2)" href="https://man7.org/linux/man-pages/man2/fsync.2.html" />
-            { " Other machines are the subject of Part 10." }
-        </p>
-        <h3>{ "The durability chain" }</h3>
-        <div class="failure-buttons">{ for buttons }</div>
-        <ChainFigure failure={failure} />
-        <ol class="chain" data-failure={failure.url_name()}>{ for chain }</ol>
-        <p class="verdict-line">{ format!("If {}, an OK is safe only once the record has reached {}.", failure.label(), needed.label()) }</p>
+        <Scene name="chain" title="The durability chain"
+            controls={html! { <>
+                <div class="failure-buttons" role="group" aria-label="the failure">{ for buttons }</div>
+                <p class="verdict-line" aria-live="polite">{ format!("If {}, an OK is safe only once the record has reached {}.", failure.label(), needed.label()) }</p>
+            </> }}
+            figure={html! { <>
+                <ChainFigure failure={failure} />
+                <ol class="chain" data-failure={failure.url_name()}>{ for chain }</ol>
+            </> }}>
+            <div class="prose">
+                <p>{ "Pick a failure and watch what it wipes: each place a record passes through survives some failures \
+                      and not others, and the OK may only go out once the record is in a place the failure cannot reach." }</p>
+                <p class="note">
+                    { "A write() puts data in the page cache and promises nothing about the disk; fsync() returns only when the \
+                       data is on the device, cache flush included. " }
+                    <Source name="write(2)" href="https://man7.org/linux/man-pages/man2/write.2.html" />
+                    <Source name="fsync(2)" href="https://man7.org/linux/man-pages/man2/fsync.2.html" />
+                    { " Other machines are the subject of Part 10." }
+                </p>
+            </div>
+        </Scene>
         </>
     }
 }

@@ -144,7 +144,7 @@ fn PowerCutReport(props: &ReportProps) -> Html {
     let acknowledged = crash.acknowledged.len();
     html! {
         <div class="power report" data-cut-ns={outcome.at.0.to_string()}>
-            <p class="headline">{ format!("The power failed at {} ms. {} writes had been acknowledged.", format_millis(outcome.at), acknowledged) }</p>
+            <p class="headline">{ format!("The power failed at {} ms. {} had been acknowledged.", format_millis(outcome.at), crate::format::count(acknowledged, "write")) }</p>
             <Predict question={format!("how many of the {acknowledged} acknowledged writes will recovery find?")}
                 answer={Some((acknowledged - crash.lost_acknowledged.len()) as u32)} params={props.params.clone()} on_action={props.on_action.clone()}>
                 <div class="revealed" data-acknowledged={ids(&crash.acknowledged)} data-survived={ids(&crash.survived)}

@@ -8,6 +8,7 @@ use yew::prelude::*;
 use super::{ChapterProps, Source};
 use crate::benches::append::{self, Step};
 use crate::figures::record_bytes::RecordBytes;
+use crate::layout::Scene;
 use crate::player::{Clock, Player, PlayerAction};
 use crate::record_layout::{tiny_record_fields, Field};
 use crate::state::LabAction;
@@ -38,37 +39,45 @@ pub fn RecordChapter(props: &ChapterProps) -> Html {
                   unmasked here; LevelDB and RocksDB store it masked. " }
                <Source name="LevelDB log_format.md" href="https://github.com/google/leveldb/blob/main/doc/log_format.md" /></p>
         </div>
-        <h3>{ "wal-1 after write 4" }</h3>
-        <div class="prose"><p>{ "Each square is one byte of wal-1, in rows of one 32-byte unit; a thick bar marks where a record starts. \
-            Records do not line up with units: record 2 starts inside unit 0 and ends in unit 1." }</p></div>
-        <RecordBytes records={records.clone()} segment_bytes={walab_core::sim::tiny::SEGMENT_BYTES} unit_bytes={tiny_store::UNIT_BYTES} />
+        <Scene name="record-bytes" title="wal-1 after write 4"
+            figure={html! { <RecordBytes records={records.clone()} segment_bytes={walab_core::sim::tiny::SEGMENT_BYTES} unit_bytes={tiny_store::UNIT_BYTES} /> }}>
+            <div class="prose"><p>{ "Each square is one byte of wal-1, in rows of one 32-byte unit; a thick bar marks where a record starts. \
+                Records do not line up with units: record 2 starts inside unit 0 and ends in unit 1." }</p>
+                <p>{ "The table below gives the same bytes in hex, field by field, as the core's codec wrote them." }</p></div>
+        </Scene>
         <WalBytes />
-        <h3>{ "The append, in order and out of order" }</h3>
-        <div class="prose">
-            <p>{ "Both columns run the same steps for one write. On the left the OK waits for the sync; on the \
-                  right the OK goes out first and the sync follows later. Step through, then pull the power: \
-                  only one of them can tell a client OK and then lose the write." }</p>
-        </div>
-        <Player state={props.player.clone()} on_action={on_player} mark_name="step" clock={Clock::Steps}
-            caption={Some(AttrValue::from(append::caption(done_wrong)))} />
-        <div class="append-columns">
-            <AppendColumn title="right: durable, then OK" order={append::RIGHT_ORDER.to_vec()} done={done_right} />
-            <AppendColumn title="wrong: OK, then durable" order={append::WRONG_ORDER.to_vec()} done={done_wrong} />
-        </div>
-        <div class="append-bytes">
-            <h4>{ format!("Right order: record {} in wal-1's {units}", append::APPENDED_WRITE) }</h4>
-            <RecordBytes records={records.clone()} segment_bytes={walab_core::sim::tiny::SEGMENT_BYTES} unit_bytes={tiny_store::UNIT_BYTES}
-                appended={Some((append::APPENDED_WRITE, append::bytes_at(&append::RIGHT_ORDER, done_right, cut_right)))} crop=true
-                order={AttrValue::from("right")} highlight={Some(append::APPENDED_WRITE)} />
-            <h4>{ format!("Wrong order: record {} in wal-1's {units}", append::APPENDED_WRITE) }</h4>
-            <RecordBytes records={records.clone()} segment_bytes={walab_core::sim::tiny::SEGMENT_BYTES} unit_bytes={tiny_store::UNIT_BYTES}
-                appended={Some((append::APPENDED_WRITE, append::bytes_at(&append::WRONG_ORDER, done_wrong, cut_wrong)))} crop=true
-                order={AttrValue::from("wrong")} highlight={Some(append::APPENDED_WRITE)} />
-        </div>
-        <PowerReport cut_steps={props.params.cut.map(|cut| append::steps_done(cut, append::WRONG_ORDER.len()))}
-            on_cut={props.on_action.reform(|_| LabAction::CutAtPlayhead)}
-            on_clear={props.on_action.reform(|_| LabAction::SetCut(None))}
-            on_restart={props.on_action.reform(|_| LabAction::Player(PlayerAction::ToStart))} />
+        <Scene name="append" title="The append, in order and out of order" opens_here={props.params.cut.is_some()}
+            controls={html! { <>
+                <Player state={props.player.clone()} on_action={on_player} mark_name="step" clock={Clock::Steps}
+                    caption={Some(AttrValue::from(append::caption(done_wrong)))} />
+                <PowerButton cut={props.params.cut.is_some()} on_cut={props.on_action.reform(|_| LabAction::CutAtPlayhead)} />
+            </> }}
+            figure={html! { <>
+                <div class="append-columns">
+                    <AppendColumn title="right: durable, then OK" order={append::RIGHT_ORDER.to_vec()} done={done_right} />
+                    <AppendColumn title="wrong: OK, then durable" order={append::WRONG_ORDER.to_vec()} done={done_wrong} />
+                </div>
+                <PowerReport cut_steps={props.params.cut.map(|cut| append::steps_done(cut, append::WRONG_ORDER.len()))}
+                    on_clear={props.on_action.reform(|_| LabAction::SetCut(None))}
+                    on_restart={props.on_action.reform(|_| LabAction::Player(PlayerAction::ToStart))} />
+                <div class="append-bytes">
+                    <h4>{ format!("Right order: record {} in wal-1's {units}", append::APPENDED_WRITE) }</h4>
+                    <RecordBytes records={records.clone()} segment_bytes={walab_core::sim::tiny::SEGMENT_BYTES} unit_bytes={tiny_store::UNIT_BYTES}
+                        appended={Some((append::APPENDED_WRITE, append::bytes_at(&append::RIGHT_ORDER, done_right, cut_right)))} crop=true
+                        order={AttrValue::from("right")} highlight={Some(append::APPENDED_WRITE)} />
+                    <h4>{ format!("Wrong order: record {} in wal-1's {units}", append::APPENDED_WRITE) }</h4>
+                    <RecordBytes records={records.clone()} segment_bytes={walab_core::sim::tiny::SEGMENT_BYTES} unit_bytes={tiny_store::UNIT_BYTES}
+                        appended={Some((append::APPENDED_WRITE, append::bytes_at(&append::WRONG_ORDER, done_wrong, cut_wrong)))} crop=true
+                        order={AttrValue::from("wrong")} highlight={Some(append::APPENDED_WRITE)} />
+                </div>
+            </> }}>
+            <div class="prose">
+                <p>{ "Both columns run the same steps for one write. On the left the OK waits for the sync; on the \
+                      right the OK goes out first and the sync follows later." }</p>
+                <p>{ "Step through, then pull the power (the button or the p key): only one of them can tell a client OK \
+                      and then lose the write." }</p>
+            </div>
+        </Scene>
         </>
     }
 }
@@ -129,7 +138,8 @@ struct AppendColumnProps {
 #[component]
 fn AppendColumn(props: &AppendColumnProps) -> Html {
     let steps = props.order.iter().enumerate().map(|(index, step)| {
-        let class = if index < props.done { "done" } else if index == props.done { "next" } else { "todo" };
+        // The step the player is at is the last one done: the one the caption names.
+        let class = if index + 1 < props.done { "done" } else if index + 1 == props.done { "current" } else { "todo" };
         html! { <li class={classes!("step", class)}>{ step.text() }</li> }
     });
     let outcome = append::outcome(&props.order, props.done);
@@ -149,9 +159,26 @@ fn AppendColumn(props: &AppendColumnProps) -> Html {
 }
 
 #[derive(Properties, PartialEq)]
+struct PowerButtonProps {
+    /// The power is already cut.
+    cut: bool,
+    on_cut: Callback<MouseEvent>,
+}
+
+/// The power button, on the figure's stage with the player.
+#[component]
+fn PowerButton(props: &PowerButtonProps) -> Html {
+    html! {
+        <div class="power">
+            <button class="power-button" disabled={props.cut} onclick={props.on_cut.clone()}
+                title="cut the power after the step the player is at (p)">{ "pull the power now (p)" }</button>
+        </div>
+    }
+}
+
+#[derive(Properties, PartialEq)]
 struct PowerReportProps {
     cut_steps: Option<usize>,
-    on_cut: Callback<MouseEvent>,
     on_clear: Callback<MouseEvent>,
     on_restart: Callback<MouseEvent>,
 }
@@ -159,11 +186,7 @@ struct PowerReportProps {
 #[component]
 fn PowerReport(props: &PowerReportProps) -> Html {
     let Some(done) = props.cut_steps else {
-        return html! {
-            <div class="power">
-                <button class="power-button" onclick={props.on_cut.clone()}>{ "pull the power now" }</button>
-            </div>
-        };
+        return html! { <p class="note power-hint">{ "The power is on. Pull it at any step to see which order keeps its promise." }</p> };
     };
     let right = append::outcome(&append::RIGHT_ORDER, done);
     let wrong = append::outcome(&append::WRONG_ORDER, done);
@@ -177,8 +200,8 @@ fn PowerReport(props: &PowerReportProps) -> Html {
         }
     };
     html! {
-        <div class="power report" data-cut-steps={done.to_string()}>
-            <p>{ format!("Power failed after {done} steps.") }</p>
+        <div class="power report" data-cut-steps={done.to_string()} aria-live="polite">
+            <p class="headline">{ format!("Power failed after {}.", crate::format::count(done, "step")) }</p>
             <p class="right-outcome">{ format!("Right order: {}.", describe(right)) }</p>
             <p class={classes!("wrong-outcome", wrong.acknowledged_but_lost().then_some("danger"))}>{ format!("Wrong order: {}.", describe(wrong)) }</p>
             <button onclick={props.on_clear.clone()}>{ "restore power" }</button>

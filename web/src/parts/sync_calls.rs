@@ -9,9 +9,11 @@ use crate::benches::chain::{survives, Failure, Stage};
 use crate::benches::journey::{power_loss_after, CallAt, JourneyBench};
 use crate::benches::Bench;
 use crate::figures::sync_journey::SyncJourney;
+use crate::layout::Scene;
 use crate::player::{Clock, Player};
 use crate::state::LabAction;
-use crate::url_state::format_millis;
+use crate::url_state::{format_millis, SyncCall};
+use crate::figures::call_path::CallPath;
 
 /// wal-1's four writes on their way from the process to the media, one event per step,
 /// drawn from the tiny store's run.
@@ -24,17 +26,21 @@ fn journey(props: &ChapterProps) -> Html {
     let step = bench.step_at(props.player.now);
     let on_player = props.on_action.reform(LabAction::Player);
     html! {
-        <>
-        <h3>{ "Trace: the first writes, one event at a time" }</h3>
-        <div class="prose"><p>{ "When the tiny store opens, it creates wal-1 filled with zeros and syncs it and its directory. \
-            Then the writes arrive. Step through: each record is built in the process, copied into the page cache by write() \
-            (its units turn dirty), sent to the drive by fdatasync(), put on the media by the drive's cache flush, and only \
-            then acknowledged. Each step is one event of the run (the sync takes 1.0 ms; write() takes no time here)." }</p></div>
-        <Player state={props.player.clone()} on_action={on_player} mark_name="event" clock={Clock::Steps}
-            caption={Some(AttrValue::from(step.caption.clone()))} />
-        <SyncJourney step={Rc::new(step.clone())} unit_bytes={bench.unit_bytes} segment_bytes={bench.segment_bytes}
-            records={Rc::new(bench.records.clone())} />
-        </>
+        <Scene name="journey" title="Trace: the first writes, one event at a time"
+            controls={html! { <Player state={props.player.clone()} on_action={on_player} mark_name="event" clock={Clock::Steps}
+                caption={Some(AttrValue::from(step.caption.clone()))} /> }}
+            figure={html! { <SyncJourney step={Rc::new(step.clone())} unit_bytes={bench.unit_bytes} segment_bytes={bench.segment_bytes}
+                records={Rc::new(bench.records.clone())} /> }}>
+            <div class="prose">
+                <p>{ "When the tiny store opens, it creates wal-1 filled with zeros and syncs it and its directory. Then the \
+                      writes arrive." }</p>
+                <p>{ "Step through: each record is built in the process, copied into the page cache by write() (its units \
+                      turn dirty), sent to the drive by fdatasync(), put on the media by the drive's cache flush, and only \
+                      then acknowledged." }</p>
+                <p>{ "Each step is one event of the run (the sync takes 1.0 ms; write() takes no time here). The page opens \
+                      just after the first write(): the record is in the page cache, and a power loss now would lose it." }</p>
+            </div>
+        </Scene>
     }
 }
 
@@ -67,6 +73,7 @@ const SYNC_FILE_RANGE: &str = "https://man7.org/linux/man-pages/man2/sync_file_r
 
 /// One row of the table of sync calls.
 struct Call {
+    kind: SyncCall,
     call: &'static str,
     waits_for: &'static str,
     drive_cache: &'static str,
@@ -78,6 +85,7 @@ struct Call {
 
 const CALLS: [Call; 8] = [
     Call {
+        kind: SyncCall::Write,
         call: "write()",
         waits_for: "the bytes are copied into the page cache",
         drive_cache: "no",
@@ -86,6 +94,7 @@ const CALLS: [Call; 8] = [
         source: ("write(2)", WRITE),
     },
     Call {
+        kind: SyncCall::Fsync,
         call: "fsync(fd)",
         waits_for: "the file's changed data and metadata are on the device",
         drive_cache: "flushed (written through or flushed if the drive has one)",
@@ -94,6 +103,7 @@ const CALLS: [Call; 8] = [
         source: ("fsync(2)", FSYNC),
     },
     Call {
+        kind: SyncCall::Fdatasync,
         call: "fdatasync(fd)",
         waits_for: "the data, plus only the metadata needed to read it back (a new size)",
         drive_cache: "flushed",
@@ -102,6 +112,7 @@ const CALLS: [Call; 8] = [
         source: ("fsync(2)", FSYNC),
     },
     Call {
+        kind: SyncCall::OSync,
         call: "open(..., O_SYNC)",
         waits_for: "each write() returns as if fsync() had followed it",
         drive_cache: "flushed",
@@ -110,6 +121,7 @@ const CALLS: [Call; 8] = [
         source: ("open(2)", OPEN),
     },
     Call {
+        kind: SyncCall::ODsync,
         call: "open(..., O_DSYNC)",
         waits_for: "each write() returns as if fdatasync() had followed it",
         drive_cache: "flushed",
@@ -118,6 +130,7 @@ const CALLS: [Call; 8] = [
         source: ("open(2)", OPEN),
     },
     Call {
+        kind: SyncCall::ODirect,
         call: "open(..., O_DIRECT)",
         waits_for: "the transfer from the process's buffer, bypassing the page cache where it can",
         drive_cache: "no: the bytes may sit in the drive's cache",
@@ -126,6 +139,7 @@ const CALLS: [Call; 8] = [
         source: ("open(2) NOTES", OPEN),
     },
     Call {
+        kind: SyncCall::SyncFileRange,
         call: "sync_file_range()",
         waits_for: "write-back of a byte range to start or finish",
         drive_cache: "no",
@@ -134,6 +148,7 @@ const CALLS: [Call; 8] = [
         source: ("sync_file_range(2)", SYNC_FILE_RANGE),
     },
     Call {
+        kind: SyncCall::FsyncDirectory,
         call: "fsync(directory fd)",
         waits_for: "the directory's entries: a new file's name, a rename",
         drive_cache: "flushed",
@@ -142,6 +157,41 @@ const CALLS: [Call; 8] = [
         source: ("fsync(2) NOTES", FSYNC),
     },
 ];
+
+/// Pick a call and run it on a record: the record travels down to where the call leaves
+/// it, and the outcome says what a power loss right after it returns keeps.
+fn call_scene(props: &ChapterProps) -> Html {
+    let chosen = CALLS.iter().find(|call| call.kind == props.params.call).unwrap_or(&CALLS[2]);
+    let buttons = CALLS.iter().map(|call| {
+        let kind = call.kind;
+        let pressed = kind == chosen.kind;
+        html! {
+            <button class={classes!("call", pressed.then_some("primary"))} data-call={kind.url_name()} aria-pressed={pressed.to_string()}
+                onclick={props.on_action.reform(move |_| LabAction::SetCall(kind))}><code>{ call.call }</code></button>
+        }
+    });
+    let survives_power_loss = survives(chosen.leaves_bytes_in, Failure::PowerLoss);
+    html! {
+        <Scene name="calls" title="Run a call on a record"
+            controls={html! { <div class="call-buttons" role="group" aria-label="the call to run">{ for buttons }</div> }}
+            figure={html! { <CallPath call={chosen.call} url_name={chosen.kind.url_name()} leaves={chosen.leaves_bytes_in} /> }}
+            outcome={html! {
+                <div class="call-outcome" aria-live="polite" data-call={chosen.kind.url_name()}>
+                    <p><strong><code>{ chosen.call }</code></strong>{ format!(" returns when {}.", chosen.waits_for) }</p>
+                    <p class={classes!("power-loss-after", if survives_power_loss { "ok" } else { "danger" })}>
+                        { format!("A power loss right after it returns: {}.", power_loss_after(chosen.leaves_bytes_in)) }</p>
+                    <p class="note">{ format!("Metadata: {}. ", chosen.metadata) }<Source name={chosen.source.0} href={chosen.source.1} /></p>
+                </div>
+            }}>
+            <div class="prose">
+                <p>{ "\"We fsync the log\" hides a choice between several calls, each promising something different. Pick \
+                      one and run it on a record: the record goes as far as the call waits for, and no further." }</p>
+                <p>{ "Only the calls that wait for the drive's cache flush leave the bytes on the stable media, the one \
+                      place a power loss cannot wipe. The table below puts them side by side." }</p>
+            </div>
+        </Scene>
+    }
+}
 
 #[component]
 pub fn SyncChapter(props: &ChapterProps) -> Html {
@@ -168,11 +218,12 @@ pub fn SyncChapter(props: &ChapterProps) -> Html {
     html! {
         <>
         <div class="prose">
-            <p>{ "\"We fsync the log\" hides a choice between several calls, each promising something different, and a \
-                  cache inside the drive that can undo all of them without an error. The table says what each call \
-                  waits for, from the Linux man pages." }</p>
+            <p>{ "A write() is not a promise: the bytes it copies sit in memory until something pushes them to the \
+                  device, and a cache inside the drive can undo even that without an error. The table of calls below says \
+                  what each call waits for, from the Linux man pages." }</p>
         </div>
         { journey(props) }
+        { call_scene(props) }
         <h3>{ "The calls" }</h3>
         <table class="sync-calls">
             <thead><tr><th>{ "call" }</th><th>{ "returns when" }</th><th>{ "drive's volatile cache" }</th><th>{ "metadata" }</th><th>{ "a power loss right after it returns" }</th><th>{ "source" }</th></tr></thead>

@@ -146,7 +146,7 @@ pub fn BulkLanes(props: &BulkLanesProps) -> Html {
                 data-records={bulk.records.to_string()} data-epoch={bulk.epoch.to_string()}
                 data-sent={bulk.sent.map(format_millis)} data-stored={bulk.stored.map(format_millis)}
                 data-acked={bulk.acked.map(format_millis)} data-checked={bulk.checked.map(format_millis)}>
-                <title>{ format!("bulk {}: {} records, {put} {}, {}", bulk.bulk, bulk.records, bulk.request.unwrap_or(0), state.name()) }</title>
+                <title>{ format!("bulk {}: {}, {put} {}, {}", bulk.bulk, crate::format::count(bulk.records, "record"), bulk.request.unwrap_or(0), state.name()) }</title>
                 <text class="lane-label" x="4" y={format!("{:.1}", y + 15.0)}>{ label }</text>
                 { waiting.unwrap_or_default() }
                 { flight.unwrap_or_default() }
