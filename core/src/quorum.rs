@@ -51,11 +51,16 @@
 use std::collections::VecDeque;
 use std::ops::ControlFlow;
 
-use crate::group_commit::{Action, BatchId, Config, ConfigError, GroupCommit, Policy, Ticket};
+use crate::group_commit::{Action, BatchId, Config, ConfigError, GroupCommit, Policy, Ticket, Tickets};
+use crate::session::trace::WriteNumbering;
 use crate::sim::clock::{self, End, InstantBound, Simulation};
 use crate::time::Nanos;
 use crate::tiny_store;
 use crate::trace::{Event, FileKind, Trace, TraceWrite};
+
+/// Write n is ticket n: the machine starts at ticket 1 (or at the fork's write + 1, and
+/// the branch's writes keep the main timeline's numbers).
+const WRITES_FROM_ONE: WriteNumbering = WriteNumbering::from_one();
 
 /// How a commit waits for its replicas.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -501,7 +506,7 @@ impl BranchR {
         // acknowledgements, then notes and newly formed batches.
         let mut events: Vec<(Nanos, u8, Event)> = Vec::new();
         for write in &tiny_store::WRITES {
-            events.push((write.arrival, 0, Event::Arrive { write: write.id }));
+            events.push((write.arrival, 0, WRITES_FROM_ONE.arrive(Ticket(write.id))));
         }
         let legs: Vec<String> = self
             .setup
@@ -521,7 +526,8 @@ impl BranchR {
         for (batches, quorum) in [(&self.main.batches, false), (&self.branch.batches, true)] {
             for batch in batches {
                 let file = (batch.segment - 1) as u32;
-                events.push((batch.start, 3, Event::BatchFormed { batch: batch.batch, segment: batch.segment, first_write: batch.first_write, writes: batch.writes, offset: batch.offset, bytes: batch.bytes }));
+                let tickets = Tickets { first: Ticket(batch.first_write), count: batch.writes };
+                events.push((batch.start, 3, WRITES_FROM_ONE.formed_from(BatchId(batch.batch), batch.segment, tickets, batch.offset, batch.bytes)));
                 events.push((batch.start, 4, Event::Write { file, offset: batch.offset, bytes: batch.bytes }));
                 events.push((batch.start, 5, Event::SyncStart { sync: batch.batch, file, batch: Some(batch.batch), units: Vec::new() }));
                 if quorum {
@@ -532,7 +538,7 @@ impl BranchR {
         }
         for run in [&self.main, &self.branch] {
             for write in &run.writes {
-                events.push((write.ack, 1, Event::Ack { first_write: write.id, writes: 1 }));
+                events.push((write.ack, 1, WRITES_FROM_ONE.ack(Tickets { first: Ticket(write.id), count: 1 })));
             }
         }
         events.sort_by_key(|(at, order, _)| (*at, *order));

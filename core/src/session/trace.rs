@@ -19,7 +19,7 @@
 //! number of the session's: the driver that offered it names it ([`refused`]), the tiny
 //! store by its scenario number.
 
-use crate::group_commit::{Batch, SyncError, Ticket, Tickets};
+use crate::group_commit::{Batch, BatchId, SyncError, Ticket, Tickets};
 use crate::trace::Event;
 
 /// How a session numbers its writes: write 1 is the record with `first_ticket`.
@@ -52,14 +52,13 @@ impl WriteNumbering {
     /// A batch handed to the storage (persisted, or only written for the policies that
     /// acknowledge before syncing).
     pub fn formed(&self, batch: &Batch) -> Event {
-        Event::BatchFormed {
-            batch: batch.id.0,
-            segment: batch.segment,
-            first_write: self.write(batch.tickets.first),
-            writes: batch.tickets.count,
-            offset: batch.offset,
-            bytes: batch.bytes.len() as u64,
-        }
+        self.formed_from(batch.id, batch.segment, batch.tickets, batch.offset, batch.bytes.len() as u64)
+    }
+
+    /// The same event from a batch's parts, for a run rebuilt from its rows (the quorum's
+    /// branches, a remote run written as a trace).
+    pub fn formed_from(&self, batch: BatchId, segment: u64, tickets: Tickets, offset: u64, bytes: u64) -> Event {
+        Event::BatchFormed { batch: batch.0, segment, first_write: self.write(tickets.first), writes: tickets.count, offset, bytes }
     }
 
     /// Writers told OK.
@@ -71,6 +70,12 @@ impl WriteNumbering {
     pub fn fail(&self, tickets: Tickets, error: SyncError) -> Event {
         Event::Fail { first_write: self.write(tickets.first), writes: tickets.count, error }
     }
+}
+
+/// A write the driver offered and the log refused, named by the driver (it has no
+/// ticket): its arrival, before [`refused`].
+pub fn offered(write: u64) -> Event {
+    Event::Arrive { write }
 }
 
 /// A write the log refused, named by the driver that offered it (it has no ticket).

@@ -382,7 +382,7 @@ impl TinyLoop {
                 }
             }
             Err(refusal) => {
-                self.trace.push(now, Event::Arrive { write: write.id });
+                self.trace.push(now, session_trace::offered(write.id));
                 self.trace.push(now, session_trace::refused(write.id, &refusal));
             }
         }

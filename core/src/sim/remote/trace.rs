@@ -6,11 +6,15 @@
 //! Parts 13 and 14, recomputing what recovery keeps with the core's own planning.
 
 use super::{BulkOutcome, BulkRow, RecordRow, RemoteBackend, RemoteRun, TakeoverReport};
-use crate::group_commit::SyncError;
+use crate::group_commit::{BatchId, SyncError, Ticket, Tickets};
 use crate::remote::layout::{plan_chain, Session, WalObject};
 use crate::ring::RingGeometry;
+use crate::session::trace::WriteNumbering;
 use crate::time::Nanos;
 use crate::trace::{Event, FileKind, Trace, TraceWrite};
+
+/// Record n is the session's write n: the remote run starts a fresh session.
+const WRITES_FROM_ONE: WriteNumbering = WriteNumbering::from_one();
 
 /// Fence reads are syncs numbered from here (bulk k's is `FENCE_SYNC_BASE + k`).
 pub const FENCE_SYNC_BASE: u64 = 1 << 40;
@@ -33,20 +37,19 @@ pub fn to_trace(run: &RemoteRun, policy: &str) -> Trace {
             key: None,
             value: None,
         });
-        events.push((arrived, 0, Event::Arrive { write: record.record }));
+        events.push((arrived, 0, WRITES_FROM_ONE.arrive(Ticket(record.record))));
     }
     for bulk in &run.bulks {
         events.push((
             bulk.formed,
             1,
-            Event::BatchFormed {
-                batch: bulk.bulk,
-                segment: bulk.generation.unwrap_or(1),
-                first_write: bulk.first_record,
-                writes: bulk.records,
-                offset: bulk.first_offset,
-                bytes: bulk.end_offset - bulk.first_offset,
-            },
+            WRITES_FROM_ONE.formed_from(
+                BatchId(bulk.bulk),
+                bulk.generation.unwrap_or(1),
+                Tickets { first: Ticket(bulk.first_record), count: bulk.records },
+                bulk.first_offset,
+                bulk.end_offset - bulk.first_offset,
+            ),
         ));
         if let Some(sent) = bulk.sent {
             events.push((sent, 2, Event::SyncStart { sync: bulk.bulk, file, batch: Some(bulk.bulk), units: Vec::new() }));
@@ -67,7 +70,7 @@ pub fn to_trace(run: &RemoteRun, policy: &str) -> Trace {
             events.push((checked, 3, Event::SyncEnd { sync, file: registration, ok: !fenced, error }));
         }
         if let Some(acked) = bulk.acked {
-            events.push((acked, 4, Event::Ack { first_write: bulk.first_record, writes: bulk.records }));
+            events.push((acked, 4, WRITES_FROM_ONE.ack(Tickets { first: Ticket(bulk.first_record), count: bulk.records })));
         }
     }
     if let Some(takeover) = &run.takeover {
