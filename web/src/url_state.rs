@@ -165,37 +165,8 @@ impl SyncCall {
     }
 }
 
-/// How a page engine protects itself against torn pages (Part 9).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PageProtection {
-    FullPageImages,
-    Doublewrite,
-    None,
-}
-
-impl PageProtection {
-    pub const ALL: [PageProtection; 3] = [PageProtection::FullPageImages, PageProtection::Doublewrite, PageProtection::None];
-
-    pub fn url_name(self) -> &'static str {
-        match self {
-            PageProtection::FullPageImages => "fpi",
-            PageProtection::Doublewrite => "doublewrite",
-            PageProtection::None => "none",
-        }
-    }
-
-    pub fn label(self) -> &'static str {
-        match self {
-            PageProtection::FullPageImages => "full-page images (PostgreSQL)",
-            PageProtection::Doublewrite => "doublewrite buffer (InnoDB)",
-            PageProtection::None => "neither",
-        }
-    }
-
-    pub fn from_url_name(name: &str) -> Option<PageProtection> {
-        PageProtection::ALL.into_iter().find(|protection| protection.url_name() == name)
-    }
-}
+/// How a page engine protects itself against torn pages (Part 9): the core's.
+pub use walab_core::pages::engine::Protection as PageProtection;
 
 /// The number of Parts in the lab: 0 to 14 (13 and 14, the WAL with no local disk, are
 /// listed before 12).
@@ -409,7 +380,7 @@ pub fn parse_query(query: &str) -> (LabParams, Vec<UrlProblem>) {
                 }
                 None => Err(problem("not a way to handle a failed sync; use fail-stop or retry")),
             },
-            "protection" => match PageProtection::from_url_name(&value) {
+            "protection" => match PageProtection::from_name(&value) {
                 Some(protection) => {
                     params.protection = protection;
                     Ok(())
@@ -542,7 +513,7 @@ pub fn to_query(params: &LabParams) -> String {
         pairs.push(format!("log_sync_fails={}", params.eio_batch));
     }
     if params.protection != defaults.protection {
-        pairs.push(format!("protection={}", params.protection.url_name()));
+        pairs.push(format!("protection={}", params.protection.name()));
     }
     pairs.extend(params.remote.to_pairs());
     if let Some(guess) = params.predict {

@@ -32,6 +32,32 @@ pub enum Protection {
     None,
 }
 
+impl Protection {
+    pub const ALL: [Protection; 3] = [Protection::FullPageImages, Protection::Doublewrite, Protection::None];
+
+    /// The name `walab sim redo --protection` and the page's `protection=` take.
+    pub fn name(self) -> &'static str {
+        match self {
+            Protection::FullPageImages => "fpi",
+            Protection::Doublewrite => "doublewrite",
+            Protection::None => "none",
+        }
+    }
+
+    /// The protection in words, with the engine that uses it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Protection::FullPageImages => "full-page images (PostgreSQL)",
+            Protection::Doublewrite => "doublewrite buffer (InnoDB)",
+            Protection::None => "neither",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Protection> {
+        Protection::ALL.into_iter().find(|protection| protection.name() == name)
+    }
+}
+
 /// The power fails after this many more sector writes reach the media.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PowerBudget {

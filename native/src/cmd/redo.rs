@@ -24,8 +24,8 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = EngineArg::Aries)]
     engine: EngineArg,
     /// How pages are protected against a torn write-back (aries engine).
-    #[arg(long, value_enum, default_value_t = ProtectionArg::Fpi)]
-    protection: ProtectionArg,
+    #[arg(long, default_value = "fpi", value_parser = protection)]
+    protection: Protection,
     /// Cut the power during the step after this write (1 to 8; 8 = P1's write-back).
     #[arg(long, default_value_t = 8)]
     cut_after_write: u64,
@@ -54,14 +54,12 @@ enum EngineArg {
     SqliteWal,
 }
 
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum ProtectionArg {
-    /// Full-page images in the log (PostgreSQL's full_page_writes).
-    Fpi,
-    /// A doublewrite buffer (InnoDB).
-    Doublewrite,
-    /// Neither.
-    None,
+/// `--protection`'s parser: the core's names (fpi, doublewrite, none).
+fn protection(text: &str) -> Result<Protection, crate::cli_error::BadValue> {
+    Protection::from_name(text).ok_or_else(|| {
+        let names: Vec<&str> = Protection::ALL.iter().map(|protection| protection.name()).collect();
+        crate::cli_error::BadValue(format!("unknown protection '{text}' (expected {})", crate::cli_error::one_of(&names)))
+    })
 }
 
 #[derive(Serialize)]
@@ -127,11 +125,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     if args.engine == EngineArg::SqliteWal {
         return run_sqlite_wal(&args, geometry);
     }
-    let protection = match args.protection {
-        ProtectionArg::Fpi => Protection::FullPageImages,
-        ProtectionArg::Doublewrite => Protection::Doublewrite,
-        ProtectionArg::None => Protection::None,
-    };
+    let protection = args.protection;
     let cut = CutPoint { after_write: args.cut_after_write, sector_writes: args.cut_sectors };
     let branch = branch_b::run(geometry, protection, cut).map_err(|error| match error {
         branch_b::BranchBError::CutOutOfRange { .. } => CliError::usage(format!("--cut-after-write: {error}")),

@@ -11,7 +11,7 @@ use walab_core::time::Nanos;
 
 use super::trace_view::TraceSpans;
 use super::Timeline;
-use crate::url_state::{LabParams, PageProtection};
+use crate::url_state::LabParams;
 
 /// Display time of one page event when the player walks the run and its recovery.
 pub const PAGE_STEP: Nanos = Nanos::from_millis(1);
@@ -19,13 +19,6 @@ pub const PAGE_STEP: Nanos = Nanos::from_millis(1);
 pub const PAGE_BYTES: usize = 64;
 pub const SECTOR_BYTES: usize = 32;
 
-pub fn core_protection(protection: PageProtection) -> Protection {
-    match protection {
-        PageProtection::FullPageImages => Protection::FullPageImages,
-        PageProtection::Doublewrite => Protection::Doublewrite,
-        PageProtection::None => Protection::None,
-    }
-}
 
 #[derive(Debug)]
 pub struct RedoBench {
@@ -43,7 +36,7 @@ impl RedoBench {
         let branch = PageGeometry::new(PAGE_BYTES, SECTOR_BYTES)
             .map_err(|error| error.to_string())
             .and_then(|geometry| {
-                branch_b::run(geometry, core_protection(params.protection), CutPoint::PAGE).map_err(|error| error.to_string())
+                branch_b::run(geometry, params.protection, CutPoint::PAGE).map_err(|error| error.to_string())
             });
         let (events, recovery_from) = match &branch {
             Ok(branch) => {

@@ -53,7 +53,7 @@ pub fn PagesChapter(props: &ChapterProps) -> Html {
     let on_player = props.on_action.reform(LabAction::Player);
     let on_protection = props.on_action.reform(|event: Event| {
         let select: web_sys::HtmlSelectElement = event.target_unchecked_into();
-        LabAction::SetProtection(PageProtection::from_url_name(&select.value()).unwrap_or(PageProtection::FullPageImages))
+        LabAction::SetProtection(PageProtection::from_name(&select.value()).unwrap_or(PageProtection::FullPageImages))
     });
     let done = bench.events_done(props.player.now);
     // Only the steps already taken are listed: the later ones would show the final pages.
@@ -111,7 +111,7 @@ pub fn PagesChapter(props: &ChapterProps) -> Html {
         <div class="controls">
             <label>{ "torn-page protection " }<select class="protection" onchange={on_protection}>
                 { for PageProtection::ALL.iter().map(|protection| html! {
-                    <option value={protection.url_name()} selected={*protection == props.params.protection}>{ protection.label() }</option>
+                    <option value={protection.name()} selected={*protection == props.params.protection}>{ protection.label() }</option>
                 }) }
             </select></label>
         </div>
