@@ -171,7 +171,9 @@ fn App() -> Html {
                     return;
                 }
                 let (tag, input_type) = focus_kind(event);
-                if is_text_field(&tag, &input_type) {
+                // A text field keeps its keys, and so does an element that handled the key
+                // itself (the power cut's grip takes the arrows and Enter).
+                if is_text_field(&tag, &input_type) || event.default_prevented() {
                     return;
                 }
                 let key = event.key();

@@ -88,9 +88,15 @@ impl LabState {
             }
         }
         // A view opens at its cut, or else on the moment its figure is about.
-        if let Some(at) = self.params.cut.or_else(|| benches::moments::opening(&self.bench.0)) {
-            self.player.apply(PlayerAction::Seek(at));
+        match self.params.cut {
+            Some(cut) => self.player.apply(PlayerAction::Seek(cut)),
+            None => self.player.apply(PlayerAction::Seek(self.opening())),
         }
+    }
+
+    /// Where the figure opens when nothing names a moment (see `moments::opening`).
+    fn opening(&self) -> Nanos {
+        benches::moments::opening(&self.bench.0, self.params.part).unwrap_or(Nanos::ZERO)
     }
 
     /// Whether the power can be cut at `at` in this view: the Part has a power button
@@ -431,7 +437,7 @@ impl Reducible for LabState {
         if timeline_changed {
             let kept = playhead_kept.then_some(next.player.now);
             next.reload_timeline();
-            let now = kept.or_else(|| benches::moments::opening(&next.bench.0)).unwrap_or(Nanos::ZERO);
+            let now = kept.unwrap_or_else(|| next.opening());
             next.player.apply(PlayerAction::Seek(next.params.cut.unwrap_or(now)));
             if next.params.cut.is_some() && next.params.cut != self.params.cut {
                 next.status = Some(next.cut_sentence());

@@ -1,5 +1,7 @@
 // Figure text stays readable on a 1024 px projector and on a 390 px phone: every text
-// drawn in an SVG figure, at the size the figure is scaled to, is at least 12 px.
+// drawn in an SVG figure, at the size the figure is scaled to, is at least 12 px; in
+// presenter mode at 1024x768, read from the back of a room, at least 16 px, with the
+// step's sentence and the outcome on screen beside the figure.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startLab } from '../lib.mjs';
@@ -105,21 +107,70 @@ test('the tick labels of the lanes never touch', async () => {
   assert.deepEqual(touching, []);
 });
 
-test("Part 6's modes figure: each mode's name ends before its row's first cell", async () => {
+test("Part 6's modes figure: each mode's name stays clear of its row's cells (beside them or above)", async () => {
   const page = await lab.newPage();
   const clashes = [];
   for (const width of [390, 1024, 1366]) {
     await page.setViewportSize({ width, height: 800 });
     await page.goto(lab.url + '?part=6&cut=13.5&seed=0&reveal=1');
     await page.waitForSelector('[data-figure="modes"] .mode-row');
+    // The cells ease into the places the measured stage gives them: measure where they end.
+    await page.evaluate(() => document.getAnimations().forEach((animation) => animation.finish()));
     const found = await page.$$eval('[data-figure="modes"] .mode-row', (rows) =>
-      rows.map((row) => ({
-        name: row.querySelector('.mode-name').textContent,
-        end: row.querySelector('.mode-name').getBoundingClientRect().right,
-        cell: row.querySelector('.cell rect').getBoundingClientRect().left,
-      })));
+      rows.map((row) => {
+        const name = row.querySelector('.mode-name').getBoundingClientRect();
+        const cell = row.querySelector('.cell rect').getBoundingClientRect();
+        return { name: row.querySelector('.mode-name').textContent, end: name.right, bottom: name.bottom, cell: cell.left, top: cell.top };
+      }));
     assert.equal(found.length, 4);
-    for (const row of found) if (row.end > row.cell) clashes.push(`${width}: "${row.name}" ends at ${row.end.toFixed(0)}, its first cell starts at ${row.cell.toFixed(0)}`);
+    for (const row of found) if (row.end > row.cell && row.bottom > row.top) clashes.push(`${width}: "${row.name}" ends at ${row.end.toFixed(0)}, its first cell starts at ${row.cell.toFixed(0)} on the same line`);
   }
   assert.deepEqual(clashes, []);
+});
+
+// Presenter mode at 1024x768, every Part: each figure's text at least 16 px as rendered
+// (font size times the SVG's scale), and the first stage's caption and outcome on screen
+// with its figure. One test per Part, so a failure names its Part.
+const PRESENTER_VIEWS = [
+  ...[...Array(15).keys()].map((part) => [part, `?part=${part}&present=1`]),
+  [3, '?part=3&fault=e1&handling=wrong&cut=11.5&seed=0&reveal=1&present=1'],
+  [6, '?part=6&policy=no-sync&cut=13.5&seed=2&reveal=1&present=1'],
+  [7, '?part=7&cut=13.5&seed=0&reveal=1&present=1'],
+];
+
+for (const [part, view] of PRESENTER_VIEWS) test(`presenter mode at 1024x768, ${view}: figure text at least 16 px, caption and outcome on screen`, async () => {
+  const page = await lab.context.newPage();
+  await page.setViewportSize({ width: 1024, height: 768 });
+  await page.goto(lab.url + view);
+  await page.waitForSelector('#chapter');
+  await page.waitForTimeout(150);
+  const found = await page.evaluate(() => {
+    const small = [];
+    for (const text of document.querySelectorAll('main svg text')) {
+      const matrix = text.getScreenCTM();
+      const box = text.getBoundingClientRect();
+      if (!matrix || box.width === 0 || text.closest('[hidden], details:not([open])')) continue;
+      const px = parseFloat(getComputedStyle(text).fontSize) * Math.hypot(matrix.a, matrix.b);
+      if (px < 15.95) small.push(`${text.closest('[data-figure]')?.dataset.figure ?? 'svg'}: "${text.textContent.trim().slice(0, 24)}" ${px.toFixed(1)} px`);
+    }
+    // The stage the view opens on, or the first one with a figure.
+    const stage = document.querySelector('.scene[data-opens-here] .stage')
+      ?? [...document.querySelectorAll('.stage')].find((each) => each.querySelector('.stage-figure svg, .stage-figure canvas'));
+    const off = [];
+    if (stage) {
+      const onScreen = (element, name) => {
+        if (!element || element.offsetParent === null) return;
+        const rect = element.getBoundingClientRect();
+        if (rect.height === 0) return;
+        if (rect.top < 0 || rect.top > innerHeight - 24) off.push(`${name} starts at ${Math.round(rect.top)} of ${innerHeight}`);
+      };
+      onScreen(stage.querySelector('.player .caption'), "the step's caption");
+      onScreen(stage.querySelector('.stage-outcome'), 'the outcome');
+      onScreen(stage.querySelector('.stage-figure'), 'the figure');
+    }
+    return { small, off };
+  });
+  await page.close();
+  assert.deepEqual(found.small.slice(0, 12), [], `Part ${part}: ${found.small.length} figure texts under 16 px`);
+  assert.deepEqual(found.off, [], `Part ${part}`);
 });

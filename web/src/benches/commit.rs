@@ -234,7 +234,10 @@ pub struct CommitBench {
     pub sync_latency: Nanos,
     pub tiny: Result<TinyCommit, String>,
     pub steady: Result<SteadyCommit, String>,
-    pub sweep: Vec<SweepPoint>,
+    /// Part 5's runs against load: run on first use, after the first render, since the
+    /// charts sit below the fold (`sweep()`).
+    sweep: std::cell::OnceCell<Vec<SweepPoint>>,
+    sweep_inputs: Option<(LabParams, Option<Rc<MeasuredLatency>>)>,
     /// The same steady load under the other policies (for Part 0's comparison).
     pub steady_by_policy: Vec<(PolicyKind, Result<PolicySteady, String>)>,
     /// The measured latency the steady runs and the sweep used, if one was loaded.
@@ -272,15 +275,25 @@ impl CommitBench {
         let policy = core_policy(params.policy, params.window);
         let tiny = run_tiny(policy);
         let measured = latency.as_deref();
-        let steady = run_steady(params, policy, measured);
-        let steady_by_policy = [PolicyKind::PerWrite, PolicyKind::Group, PolicyKind::Window]
-            .into_iter()
-            .map(|page_policy| {
-                let summary = run_steady_summary(params, core_policy(page_policy, params.window), measured);
-                (page_policy, summary)
-            })
-            .collect();
-        let sweep = if params.part == 5 { sweep(params, measured) } else { Vec::new() };
+        // Only the runs the view shows: Part 5's tiny scenario draws no steady run, and only
+        // Part 0 compares the policies under the steady load.
+        let steady = if params.part == 5 && params.scenario == Scenario::Tiny {
+            Err("the steady run is drawn only in the steady and random scenarios".to_string())
+        } else {
+            run_steady(params, policy, measured)
+        };
+        let steady_by_policy = if params.part == 0 {
+            [PolicyKind::PerWrite, PolicyKind::Group, PolicyKind::Window]
+                .into_iter()
+                .map(|page_policy| {
+                    let summary = run_steady_summary(params, core_policy(page_policy, params.window), measured);
+                    (page_policy, summary)
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let sweep_inputs = (params.part == 5).then(|| (params.clone(), latency.clone()));
         let per_write_queue = if params.part == 0 {
             let keep = Keep { writes: true, batches: false, trace: false };
             let setup = steady_setup(params, CorePolicy::PerWrite, keep, measured);
@@ -301,7 +314,8 @@ impl CommitBench {
             sync_latency: params.sync_latency,
             tiny,
             steady,
-            sweep,
+            sweep: std::cell::OnceCell::new(),
+            sweep_inputs,
             steady_by_policy,
             latency,
             per_write_queue,
@@ -309,6 +323,14 @@ impl CommitBench {
             write_path: if params.part == 0 { super::write_path::path(params) } else { Vec::new() },
             part: params.part,
         }
+    }
+
+    /// The runs against load (Part 5's charts), run the first time they are asked for.
+    pub fn sweep(&self) -> &[SweepPoint] {
+        self.sweep.get_or_init(|| match &self.sweep_inputs {
+            Some((params, latency)) => sweep(params, latency.as_deref()),
+            None => Vec::new(),
+        })
     }
 
     pub fn timeline(&self) -> Timeline {
@@ -509,11 +531,11 @@ mod tests {
     fn the_sweep_leaves_sync_per_write_out_above_its_ceiling() {
         let bench = CommitBench::build(&parse_query("part=5").0, None);
         assert!(bench
-            .sweep
+            .sweep()
             .iter()
             .filter(|point| point.policy == PolicyKind::PerWrite)
             .all(|point| point.rate_per_s < 1_000));
-        let group: Vec<&SweepPoint> = bench.sweep.iter().filter(|point| point.policy == PolicyKind::Group).collect();
+        let group: Vec<&SweepPoint> = bench.sweep().iter().filter(|point| point.policy == PolicyKind::Group).collect();
         assert_eq!(group.len(), SWEEP_LOADS.len());
     }
 }

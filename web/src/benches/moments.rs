@@ -62,25 +62,46 @@ fn failed_syncs(trace: &Trace) -> Vec<Nanos> {
     trace.events.iter().filter(|event| matches!(event.event, Event::SyncEnd { ok: false, .. })).map(|event| event.at).collect()
 }
 
+/// Where a Part's figure opens when its link names no moment: a moment with something to
+/// look at, not an empty run at t = 0. Parts 0 and 2 open on write 1 in the page cache,
+/// Part 3 on its failed sync, Parts 6 and 7 just before the power cut their lessons are
+/// about (B14's sync running), Part 5 as its largest batch forms. `None`: the start.
+pub fn opening(bench: &Bench, part: u8) -> Option<Nanos> {
+    match (bench, part) {
+        // Write 1's record has just been copied into the page cache: its units are dirty,
+        // and nothing is on the media yet.
+        (Bench::Journey(Ok(journey)), _) => journey.opening(),
+        // Write 1 in the page cache: written, not yet durable.
+        (Bench::Commit(bench), _) if !bench.write_path.is_empty() => Some(super::write_path::opening()),
+        (Bench::Tiny(tiny), 3 | 6 | 7) => {
+            let trace = tiny.trace()?;
+            let failed = failed_syncs(trace).into_iter().next();
+            let end = tiny.full.as_ref().ok().map(|(_, spans)| spans.end)?;
+            Some(failed.unwrap_or(walab_core::tiny_store::POWER_CUT).min(end))
+        }
+        (Bench::Commit(commit), 5) => match &commit.tiny {
+            Ok(tiny) if commit.scenario == crate::url_state::Scenario::Tiny => {
+                // The first of the largest batches, a moment after its sync started: the
+                // queue has just become a batch and the next writers queue behind it.
+                let largest = tiny.spans.batches.iter().map(|batch| batch.writes).max()?;
+                let batch = tiny.spans.batches.iter().find(|batch| batch.writes == largest)?;
+                let during = batch.end.map_or(batch.start, |end| Nanos(batch.start.0 + (end.0 - batch.start.0) / 2));
+                Some(during)
+            }
+            Ok(_) => None,
+            Err(_) => None,
+        }
+        .or_else(|| commit.steady.as_ref().ok().map(|steady| Nanos(steady.end.0 / 2))),
+        _ => None,
+    }
+}
+
 /// Where the Part's run ends when the power stays on; `None` for a bench without a
 /// timeline of instants a cut could fall in.
 pub fn run_end(bench: &Bench) -> Option<Nanos> {
     match bench {
         Bench::Tiny(tiny) => tiny.full.as_ref().ok().map(|(_, spans)| spans.end),
         Bench::Append => Some(append::timeline().end),
-        _ => None,
-    }
-}
-
-/// The moment a view opens on when its link names no cut: the step its figure is about,
-/// so the figure is alive from the start instead of an empty t = 0 (`None`: the start).
-pub fn opening(bench: &Bench) -> Option<Nanos> {
-    match bench {
-        // Write 1's record has just been copied into the page cache: its units are dirty,
-        // and nothing is on the media yet.
-        Bench::Journey(Ok(journey)) => journey.opening(),
-        // Write 1 in the page cache: written, not yet durable.
-        Bench::Commit(bench) if !bench.write_path.is_empty() => Some(super::write_path::opening()),
         _ => None,
     }
 }

@@ -259,9 +259,10 @@ pub fn cut_caption(outcome: &CutOutcome, revealed: bool) -> String {
 fn mode_at_cut(params: &LabParams, mode: PolicyKind, at: Nanos) -> Result<ModeAtCut, String> {
     let setup = setup_for(params, mode).with_power_cut(at);
     let run = tiny::run(&setup).map_err(|error| error.to_string())?;
-    // The worst legal outcome: the state that loses the most acknowledged writes.
+    // The worst legal outcome: the state that loses the most acknowledged writes and,
+    // among those, keeps the fewest writes (the in-flight units that did not land).
     let worst = match run.post_crash_states() {
-        Some(states) => states.into_iter().max_by_key(|state| state.lost_acknowledged.len()),
+        Some(states) => states.into_iter().min_by_key(|state| (std::cmp::Reverse(state.lost_acknowledged.len()), state.recovery.recovered.len())),
         None => None,
     }
     .unwrap_or_else(|| run.sample_post_crash(params.seed));

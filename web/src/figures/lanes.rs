@@ -14,6 +14,7 @@ use yew::prelude::*;
 
 use crate::benches::fates::Fate;
 use crate::benches::trace_view::{BatchSpan, Phase, TraceSpans};
+use crate::parts::cut_handle::TimeAxis;
 
 #[derive(Properties, PartialEq)]
 pub struct FateLanesProps {
@@ -27,6 +28,16 @@ pub struct FateLanesProps {
     /// answer is revealed).
     #[prop_or_default]
     pub fates: Option<Rc<Vec<(u64, Fate)>>>,
+    /// Drawn over the lanes, told where their time axis runs (the power cut's handle).
+    #[prop_or_default]
+    pub overlay: Option<Callback<TimeAxis, Html>>,
+    /// Drawn above the lanes, inside the figure (the plug).
+    #[prop_or_default]
+    pub tools: Html,
+    /// Where the time axis ends, when it is not where these spans end: a run cut short by
+    /// the power keeps the whole run's axis, so the cut line can be moved past its cut.
+    #[prop_or_default]
+    pub axis_end: Option<Nanos>,
 }
 
 /// The drawing's width when it is not drawn in a measured stage: scaled to its column.
@@ -112,7 +123,8 @@ pub fn FateLanes(props: &FateLanesProps) -> Html {
     let room = crate::layout::use_figure_room();
     let geometry = LanesGeometry::for_room(room);
     let LanesGeometry { width, text, left, right, lane, row: row_height, char } = geometry;
-    let end_ns = spans.end.0.max(1) as f64;
+    let axis_end = props.axis_end.unwrap_or(spans.end).max(spans.end);
+    let end_ns = axis_end.0.max(1) as f64;
     let x = |t: Nanos| left + (t.0 as f64 / end_ns) * (width - left - right);
     let top = 2.0 * row_height + 8.0;
     let height = top + lane * spans.writes.len() as f64 + text + 12.0;
@@ -188,8 +200,8 @@ pub fn FateLanes(props: &FateLanesProps) -> Html {
     });
     // The ticks carry the number and the last one the unit, as far apart as their labels
     // need ("10 ms" at every millisecond would run into "11 ms" on a phone).
-    let step = geometry.tick_step_ms(spans.end);
-    let last_ms = spans.end.0 / 1_000_000 / step * step;
+    let step = geometry.tick_step_ms(axis_end);
+    let last_ms = axis_end.0 / 1_000_000 / step * step;
     let ticks = (0..=last_ms).step_by(step as usize).map(|ms| {
         let tx = x(Nanos::from_millis(ms));
         html! { <g class="tick"><line x1={tx.to_string()} x2={tx.to_string()} y1={top.to_string()} y2={(height - text - 6.0).to_string()} />
@@ -201,6 +213,8 @@ pub fn FateLanes(props: &FateLanesProps) -> Html {
     };
     html! {
         <figure class="figure lanes-figure" data-figure="lanes" aria-label={label}>
+            if props.tools != Html::default() { <div class="figure-tools">{ props.tools.clone() }</div> }
+            <div class="lanes-box">
             <svg class={classes!("lanes", room.measured().then_some("fitted"))} viewBox={format!("0 0 {width} {height}")}
                 style={format!("--text: {text}px")} aria-hidden="true">
                 <g class="ticks">{ for ticks }</g>
@@ -211,6 +225,10 @@ pub fn FateLanes(props: &FateLanesProps) -> Html {
                 }
                 <line class="playhead" x1={x(now).to_string()} x2={x(now).to_string()} y1="0" y2={height.to_string()} />
             </svg>
+            if let Some(overlay) = &props.overlay {
+                { overlay.emit(TimeAxis { left: left / width, right: (width - right) / width, end: axis_end, ruler: (height - text - 12.0) / height }) }
+            }
+            </div>
             <figcaption class="legend">
                 <span class="key log-sync">{ "B4: batch 4 written to the log; its bar is the batch's fdatasync (a dash where the mode does not sync)" }</span>
                 <span class="key other-sync">{ "F7: a flushed file's fsync · M: the manifest's fsync · S·wal-k: a background sync of the log" }</span>

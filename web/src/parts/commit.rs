@@ -13,12 +13,14 @@ use super::{ChapterProps, Source};
 use crate::benches::commit::{steady_caption, CommitBench, SteadyCommit, SweepPoint, STEADY_RECORD_BYTES};
 use crate::benches::group_steps::{caption_at, group_at};
 use crate::figures::group_commit::GroupCommitFigure;
+use crate::figures::lanes::{place_labels, LanesGeometry};
 use crate::figures::steady_queue::SteadyQueue;
 use crate::benches::trace_view::{Phase, TraceSpans};
 use crate::benches::{Bench, BenchRef};
 use crate::charts::{Bar, BarChart, LineChart, Series};
 use crate::player::{format_fixed_millis, Player, PlayerState};
 use crate::state::LabAction;
+use crate::layout::Scene;
 use crate::url_state::{format_millis, PolicyKind, Scenario};
 
 #[component]
@@ -39,9 +41,29 @@ pub fn GroupCommitChapter(props: &ChapterProps) -> Html {
         seed: props.params.scenario == Scenario::Random,
     };
     let on_player = props.on_action.reform(LabAction::Player);
+    let latency = bench.latency.as_ref().map(|latency| html! {
+        <p class="measured-latency" data-file={latency.file_name.clone()}>
+            { format!("Steady runs draw each sync from {} ({}): median {} ms, p99 {} ms, measured by walab fsync-test. ",
+                latency.file_name, latency.method, format_millis(latency.median), format_millis(latency.p99)) }
+            <button onclick={props.on_action.reform(|_: MouseEvent| LabAction::ClearLatency)}>{ "use a fixed L again" }</button>
+        </p>
+    });
+    let (figure, outcome) = if props.params.scenario == Scenario::Tiny {
+        tiny_view(bench, &props.player, props.params.cut)
+    } else {
+        steady_view(bench, &props.bench, &props.player)
+    };
     html! {
         <>
-        <div class="prose">
+        <Scene name="group-commit" title="Writers sharing one sync"
+            settings={html! { <>
+                <Controls params={props.params.clone()} shown={shown} field_problem={props.field_problem.clone()} on_action={props.on_action.clone()} />
+                { latency.unwrap_or_default() }
+            </> }}
+            controls={html! { <Player state={props.player.clone()} on_action={on_player} mark_name="event" caption={caption_for(bench, &props.player)} /> }}
+            figure={figure}
+            outcome={outcome}>
+            <div class="prose">
             <p>{ "With one sync per write, a log can acknowledge at most 1 ÷ L writes a second, whatever the rest \
                   of the engine can do: a thousand a second at L = 1 ms. Yet a sync makes durable every byte written \
                   to the file before it, so writers can share one. That is group commit: while a sync runs, new \
@@ -55,20 +77,12 @@ pub fn GroupCommitChapter(props: &ChapterProps) -> Html {
             <p>{ "The tiny store's tie rule: a write arriving at the very instant a sync completes was not in that sync; \
                   it joins the batch the next leader forms at that same instant. In the lanes, L marks each batch's leader, \
                   a bar runs from a write's arrival to its OK, and its length is the write's wait." }</p>
-        </div>
-        <Controls params={props.params.clone()} shown={shown} field_problem={props.field_problem.clone()} on_action={props.on_action.clone()} />
-        if let Some(latency) = &bench.latency {
-            <p class="measured-latency" data-file={latency.file_name.clone()}>
-                { format!("Steady runs draw each sync from {} ({}): median {} ms, p99 {} ms, measured by walab fsync-test. ",
-                    latency.file_name, latency.method, format_millis(latency.median), format_millis(latency.p99)) }
-                <button onclick={props.on_action.reform(|_: MouseEvent| LabAction::ClearLatency)}>{ "use a fixed L again" }</button>
-            </p>
-        }
-        <Player state={props.player.clone()} on_action={on_player} mark_name="event" caption={caption_for(bench, &props.player)} />
+            </div>
+        </Scene>
         if props.params.scenario == Scenario::Tiny {
-            { tiny_view(bench, &props.player, props.params.cut) }
-        } else {
-            { steady_view(bench, &props.bench, &props.player) }
+            if let Some(trace) = &bench.tie_example {
+                { tie_view(trace, bench.sync_latency) }
+            }
         }
         <h3>{ "Against load" }</h3>
         <div class="prose"><p>{ format!("Each point is a run of the core's simulator at that load (L = {} ms, 100-byte writes). \
@@ -76,7 +90,7 @@ pub fn GroupCommitChapter(props: &ChapterProps) -> Html {
             The window variant halves the syncs at high load but adds up to W to every write, even when the disk is idle. \
             Sync per write is drawn only below its ceiling of 1 ÷ L: above it the queue grows without end.",
             format_millis(bench.sync_latency)) }</p></div>
-        <SweepCharts sweep={Rc::new(bench.sweep.clone())} />
+        <DeferredSweep bench={props.bench.clone()} />
         <h3>{ "Your own run" }</h3>
         <DropZone dropped={props.dropped.clone()} on_action={props.on_action.clone()} />
         </>
@@ -124,6 +138,30 @@ fn policy_color(policy: PolicyKind) -> (u8, u8, u8) {
 }
 
 #[derive(Properties, PartialEq)]
+struct DeferredSweepProps {
+    bench: BenchRef,
+}
+
+/// The charts against load, drawn once the page has painted: their thirty runs are not
+/// what the student sees first, so the first render does not wait for them.
+#[component]
+fn DeferredSweep(props: &DeferredSweepProps) -> Html {
+    let ready = use_state_eq(|| false);
+    {
+        let ready = ready.clone();
+        use_effect_with((), move |_| {
+            let timeout = gloo_timers::callback::Timeout::new(30, move || ready.set(true));
+            move || drop(timeout)
+        });
+    }
+    let Bench::Commit(bench) = &*props.bench.0 else { return Html::default() };
+    if !*ready {
+        return html! { <p class="note sweep-pending" aria-busy="true">{ "Running the load sweep…" }</p> };
+    }
+    html! { <SweepCharts sweep={Rc::new(bench.sweep().to_vec())} /> }
+}
+
+#[derive(Properties, PartialEq)]
 struct SweepChartsProps {
     sweep: Rc<Vec<SweepPoint>>,
 }
@@ -156,23 +194,25 @@ fn SweepCharts(props: &SweepChartsProps) -> Html {
     }
 }
 
-/// The tiny store's 24 writes as lanes: arrival to acknowledgement, batches on top.
-fn tiny_view(bench: &CommitBench, player: &PlayerState, cut: Option<Nanos>) -> Html {
+/// The tiny store's 24 writes: the queue and its leader, the lanes (arrival to
+/// acknowledgement, batches on top); and the run's summary, the stage's outcome.
+fn tiny_view(bench: &CommitBench, player: &PlayerState, cut: Option<Nanos>) -> (Html, Html) {
     let tiny = match &bench.tiny {
         Ok(tiny) => tiny,
-        Err(error) => return html! { <p class="error">{ format!("the simulator refused the run: {error}") }</p> },
+        Err(error) => return (html! { <p class="error">{ format!("the simulator refused the run: {error}") }</p> }, Html::default()),
     };
     let summary = tiny.summary;
     let now = player.now;
     let acked_now = (0..tiny.spans.writes.len()).filter(|index| tiny.spans.phase_at(*index, now) == Phase::Acked).count();
     let figure = group_at(&tiny.trace, now);
-    html! {
+    let drawing = html! {
         <>
-        <GroupCommitFigure state={Rc::new(figure)} sync_latency_ns={bench.sync_latency.0} />
+        <GroupCommitFigure state={Rc::new(figure)} sync_latency_ns={bench.sync_latency.0}
+            most={tiny.spans.batches.iter().map(|batch| batch.writes as usize).max().unwrap_or(1)} />
         <TraceLanes spans={Rc::new(tiny.spans.clone())} now={now} cut={cut} />
-        if let Some(trace) = &bench.tie_example {
-            { tie_view(trace, bench.sync_latency) }
-        }
+        </>
+    };
+    let outcome = html! {
         <table class="summary" data-syncs={summary.syncs.to_string()}>
             <tr><th>{ "policy" }</th><td>{ bench.policy.label() }</td></tr>
             <tr><th>{ "syncs for 24 writes" }</th><td class="num syncs">{ summary.syncs }</td></tr>
@@ -180,8 +220,8 @@ fn tiny_view(bench: &CommitBench, player: &PlayerState, cut: Option<Nanos>) -> H
             <tr><th>{ "best / worst wait" }</th><td class="num">{ format!("{} ms / {} ms", format_millis(summary.wait_min), format_millis(summary.wait_max)) }</td></tr>
             <tr><th>{ "acknowledged at the playhead" }</th><td class="num acked-now">{ acked_now }</td></tr>
         </table>
-        </>
-    }
+    };
+    (drawing, outcome)
 }
 
 /// The tie rule at the instant it applies, on the core's run of three writes.
@@ -205,35 +245,48 @@ pub struct TraceLanesProps {
     pub cut: Option<Nanos>,
 }
 
-/// Any trace's writes and syncs as lanes (also used for a dropped trace file).
+/// Any trace's writes and syncs as lanes (also used for a dropped trace file). In a stage
+/// the lanes are laid out at the width and text size the stage measured (`FigureRoom`),
+/// so on a phone the whole run fits the screen with readable labels, and on a projector
+/// the text grows; elsewhere they keep their design size and scale with the column.
 #[component]
 pub fn TraceLanes(props: &TraceLanesProps) -> Html {
     let spans = &props.spans;
     let now = props.now;
+    let room = crate::layout::use_figure_room();
+    let geometry = LanesGeometry::for_room(room);
+    let LanesGeometry { width, text, left, right, lane, char, .. } = geometry;
     let end_ns = spans.end.0.max(1) as f64;
-    let width = 880.0;
-    let left = 44.0;
-    let lane = 13.0;
-    let top = 30.0;
-    let x = |t: Nanos| left + (t.0 as f64 / end_ns) * (width - left - 26.0);
-    let height = top + lane * spans.writes.len() as f64 + 24.0;
-    let batches = spans.batches.iter().filter(|batch| batch.start <= now).map(|batch| {
+    let x = |t: Nanos| left + (t.0 as f64 / end_ns) * (width - left - right);
+    // One row of sync bars under two lines of labels.
+    let bar_y = 2.0 * (text + 4.0) + 2.0;
+    let top = bar_y + 18.0;
+    let height = top + lane * spans.writes.len() as f64 + text + 12.0;
+    let started: Vec<_> = spans.batches.iter().filter(|batch| batch.start <= now).collect();
+    let labels: Vec<String> = started.iter().map(|batch| if batch.first_write == 0 { format!("S{}", batch.id) } else { format!("B{}", batch.id) }).collect();
+    let extents: Vec<(f64, f64)> = started.iter().zip(&labels).map(|(batch, label)| (x(batch.start), label.chars().count() as f64 * char)).collect();
+    let lines = place_labels(&extents);
+    let batches = started.iter().zip(labels).zip(lines).map(|((batch, label), line)| {
         let end = batch.end.map(|end| end.min(now)).unwrap_or(now);
         let running = batch.end.is_none_or(|end| end > now);
         let class = classes!("batch", running.then_some("running"), (!batch.ok).then_some("failed"));
-        let label = if batch.first_write == 0 { format!("S{}", batch.id) } else { format!("B{}", batch.id) };
+        let title = if batch.first_write == 0 { format!("{label}: a sync") } else { format!("{label}: writes {}-{} in one sync", batch.first_write, batch.first_write + batch.writes - 1) };
         html! {
             <g class={class} data-batch={batch.id.to_string()}>
-                <rect x={x(batch.start).to_string()} y="4" width={(x(end) - x(batch.start)).max(1.0).to_string()} height="18" rx="3" />
-                <text x={(x(batch.start) + 2.0).to_string()} y="17">{ label }</text>
+                <title>{ title }</title>
+                <rect x={x(batch.start).to_string()} y={bar_y.to_string()} width={(x(end) - x(batch.start)).max(1.5).to_string()} height="12" rx="3" />
+                if let Some(line) = line {
+                    <text class="batch-label" x={x(batch.start).to_string()} y={(text + line as f64 * (text + 4.0)).to_string()}>{ label }</text>
+                }
             </g>
         }
     });
     let writes = spans.writes.iter().enumerate().map(|(index, write)| {
         let y = top + lane * index as f64 + lane / 2.0;
+        let baseline = y + text * 0.35;
         let phase = spans.phase_at(index, now);
         // The first write of a batch that has started is the one that led it.
-        let leader = spans.batches.iter().any(|batch| batch.first_write == write.id && batch.start <= now);
+        let leader = spans.batches.iter().any(|batch| batch.first_write == write.id && batch.start <= now) && phase != Phase::NotYet;
         let line_end = match phase {
             Phase::Acked => write.ack.unwrap_or(now),
             Phase::Failed => write.failed.unwrap_or(now),
@@ -241,30 +294,33 @@ pub fn TraceLanes(props: &TraceLanesProps) -> Html {
         };
         html! {
             <g class={classes!("write", phase.class(), leader.then_some("leader"))} data-write={write.id.to_string()} data-phase={phase.class()}>
-                <text class="write-id" x={(left - 6.0).to_string()} y={(y + 4.0).to_string()} text-anchor="end">{ write.id }</text>
+                <text class="write-id" x={(left - 6.0).to_string()} y={baseline.to_string()} text-anchor="end">
+                    if leader { <tspan class="leader-mark">{ "L " }</tspan> }{ write.id }</text>
                 if phase != Phase::NotYet {
                     <line x1={x(write.arrival).to_string()} x2={x(line_end).to_string()} y1={y.to_string()} y2={y.to_string()} />
-                    <circle cx={x(write.arrival).to_string()} cy={y.to_string()} r="3" />
-                }
-                if leader && phase != Phase::NotYet {
-                    <text class="leader-mark" x={(x(write.arrival) - 4.0).to_string()} y={(y - 3.0).to_string()} text-anchor="end">{ "L" }</text>
+                    <circle cx={x(write.arrival).to_string()} cy={y.to_string()} r={if leader { "4.5" } else { "3" }} />
                 }
                 if phase == Phase::Acked {
-                    <text class="ack-mark" x={(x(line_end) + 3.0).to_string()} y={(y + 4.0).to_string()}>{ "OK" }</text>
+                    <text class="ack-mark" x={(x(line_end) + 3.0).to_string()} y={baseline.to_string()}>{ "OK" }</text>
                 }
             </g>
         }
     });
-    let ticks = (0..=(spans.end.0 / 1_000_000)).map(|ms| {
+    let step = geometry.tick_step_ms(spans.end);
+    let last_ms = spans.end.0 / 1_000_000 / step * step;
+    let ticks = (0..=last_ms).step_by(step.max(1) as usize).map(|ms| {
         let tx = x(Nanos::from_millis(ms));
-        html! { <g class="tick"><line x1={tx.to_string()} x2={tx.to_string()} y1={top.to_string()} y2={(height - 18.0).to_string()} />
-            <text x={tx.to_string()} y={(height - 4.0).to_string()} text-anchor="middle">{ format!("{ms}") }</text></g> }
+        html! { <g class="tick"><line x1={tx.to_string()} x2={tx.to_string()} y1={top.to_string()} y2={(height - text - 6.0).to_string()} />
+            <text x={tx.to_string()} y={(height - 4.0).to_string()} text-anchor="middle">{ if ms == last_ms { format!("{ms} ms") } else { ms.to_string() } }</text></g> }
     });
-    // The box lets the lanes scroll sideways on a phone, at a size their text can be read.
+    // Outside a stage the box lets the lanes scroll sideways on a phone, at a size their
+    // text can be read; in a stage they fit the width they are given.
     html! {
-        <div class="lanes-scroll">
-        <svg class="lanes" viewBox={format!("0 0 {width} {height}")} width="100%" role="img" aria-label={crate::labels::lanes_label(spans, now, props.cut)}>
+        <div class={classes!("lanes-scroll", room.measured().then_some("lanes-fitted"))}>
+        <svg class={classes!("lanes", "trace-lanes", room.measured().then_some("fitted"))} viewBox={format!("0 0 {width} {height}")} width="100%"
+            style={format!("--text: {text}px")} role="img" aria-label={crate::labels::lanes_label(spans, now, props.cut)}>
             <g class="ticks">{ for ticks }</g>
+            <text class="row-title" x="2" y={(bar_y + 10.0).to_string()}>{ "syncs" }</text>
             <g class="batches">{ for batches }</g>
             <g class="writes">{ for writes }</g>
             if let Some(cut) = props.cut {
@@ -276,10 +332,10 @@ pub fn TraceLanes(props: &TraceLanesProps) -> Html {
     }
 }
 
-fn steady_view(bench: &CommitBench, bench_ref: &BenchRef, player: &PlayerState) -> Html {
+fn steady_view(bench: &CommitBench, bench_ref: &BenchRef, player: &PlayerState) -> (Html, Html) {
     let steady = match &bench.steady {
         Ok(steady) => steady,
-        Err(error) => return html! { <p class="error">{ format!("the simulator refused the run: {error}") }</p> },
+        Err(error) => return (html! { <p class="error">{ format!("the simulator refused the run: {error}") }</p> }, Html::default()),
     };
     let at = steady.at(player.now);
     let summary = steady.summary;
@@ -290,10 +346,14 @@ fn steady_view(bench: &CommitBench, bench_ref: &BenchRef, player: &PlayerState) 
             .map(|(size, count)| Bar { label: size.to_string(), value: count as f64, color: (31, 95, 191) })
             .collect(),
     );
-    html! {
+    let drawing = html! {
         <>
         <SteadyCanvas bench={bench_ref.clone()} now={player.now} />
         <SteadyQueue state={steady.queue_at(player.now)} record_bytes={u64::from(STEADY_RECORD_BYTES)} />
+        <BarChart title="batch sizes in this run" y_label="batches" bars={sizes} />
+        </>
+    };
+    let outcome = html! {
         <div class="steady-stats">
             <table class="summary live">
                 <tr><th>{ "at the playhead" }</th><td class="num">{ format!("t = {} ms", format_fixed_millis(player.now)) }</td></tr>
@@ -324,9 +384,8 @@ fn steady_view(bench: &CommitBench, bench_ref: &BenchRef, player: &PlayerState) 
                 <tr><th>{ "writes in flight, on average" }</th><td class="num">{ format!("{:.0}", summary.in_flight_mean()) }</td></tr>
             </table>
         </div>
-        <BarChart title="batch sizes in this run" y_label="batches" bars={sizes} />
-        </>
-    }
+    };
+    (drawing, outcome)
 }
 
 #[derive(Properties, PartialEq)]

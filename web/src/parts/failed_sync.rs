@@ -93,16 +93,22 @@ pub fn FailedSyncBenchChapter(props: &ChapterProps) -> Html {
             </select></label>
         </div>
     };
+    let whole_run_table = html! {
+        <table class="summary" data-acked={acked.len().to_string()} data-failed={failed.len().to_string()}>
+            <tr><th>{ "acknowledged (whole run)" }</th><td>{ id_ranges(&acked) }</td></tr>
+            <tr><th>{ "told \"outcome unknown\"" }</th><td>{ id_ranges(&failed) }</td></tr>
+        </table>
+    };
     let whole_run = html! {
         if props.params.cut.is_some() && !revealed {
             <AnswerPending what="The whole run's acknowledgements appear once you predict what recovery finds (below), or ask to see the answer." />
+        } else if props.params.cut.is_some() {
+            // The link's prediction answers the cut's question: no second verdict on it here.
+            { whole_run_table }
         } else {
             <Predict question="with this fault and this handling, how many of the 24 writes are acknowledged over the whole run?"
                 answer={Some(acked.len() as u32)} params={props.params.clone()} on_action={props.on_action.clone()}>
-                <table class="summary" data-acked={acked.len().to_string()} data-failed={failed.len().to_string()}>
-                    <tr><th>{ "acknowledged (whole run)" }</th><td>{ id_ranges(&acked) }</td></tr>
-                    <tr><th>{ "told \"outcome unknown\"" }</th><td>{ id_ranges(&failed) }</td></tr>
-                </table>
+                { whole_run_table }
             </Predict>
         }
     };

@@ -13,6 +13,7 @@ use crate::url_state::LabParams;
 
 pub mod commit;
 pub mod controls;
+pub mod cut_handle;
 pub mod dropzone;
 pub mod failed_sync;
 pub mod intro;

@@ -41,6 +41,15 @@ pub fn ModesChapter(props: &ChapterProps) -> Html {
         .iter()
         .filter_map(|(policy, mode)| mode.as_ref().ok().map(|mode| ModeRow { name: policy.label().to_string(), url_name: policy.name().to_string(), fates: mode.fates.clone() }))
         .collect();
+    let table = html! {
+        <>
+        <table class="modes">
+            <thead><tr><th>{ "mode" }</th><th class="num">{ "acknowledged" }</th><th class="num">{ "acknowledged and lost" }</th><th>{ "lost writes" }</th></tr></thead>
+            <tbody>{ for modes }</tbody>
+        </table>
+        <ModesFigure rows={Rc::new(rows)} at={format_millis(at)} writes={tiny_store::WRITES.len() as u64} />
+        </>
+    };
     html! {
         <>
         <div class="prose">
@@ -76,14 +85,14 @@ pub fn ModesChapter(props: &ChapterProps) -> Html {
             figure={html! {
                 if props.params.cut.is_some() && !revealed {
                     <AnswerPending what="The four modes at your cut appear once you predict what recovery finds (below), or ask to see the answer." />
+                } else if props.params.cut.is_some() {
+                    // The link's prediction answers the cut's question (the power report's),
+                    // so the four modes are shown without a second verdict on the same guess.
+                    { table }
                 } else {
                     <Predict question={format!("cut at {} ms, how many acknowledged writes does “{}” lose?", format_millis(at), PolicyKind::NoSync.label())}
                         answer={no_sync_lost} params={props.params.clone()} on_action={props.on_action.clone()}>
-                        <table class="modes">
-                            <thead><tr><th>{ "mode" }</th><th class="num">{ "acknowledged" }</th><th class="num">{ "acknowledged and lost" }</th><th>{ "lost writes" }</th></tr></thead>
-                            <tbody>{ for modes }</tbody>
-                        </table>
-                        <ModesFigure rows={Rc::new(rows)} at={format_millis(at)} writes={tiny_store::WRITES.len() as u64} />
+                        { table }
                     </Predict>
                 }
             }}>

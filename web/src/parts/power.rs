@@ -7,6 +7,7 @@ use walab_core::time::Nanos;
 use walab_core::tiny_store::UNIT_BYTES;
 use yew::prelude::*;
 
+use super::cut_handle::{CutHandle, Plug, TimeAxis};
 use super::predict::Predict;
 use super::ChapterProps;
 use crate::benches::tiny::TinyBench;
@@ -183,7 +184,16 @@ pub(super) fn lanes(bench: &TinyBench, props: &ChapterProps, revealed: bool) -> 
     let outcome = bench.cut.as_ref().and_then(|cut| cut.as_ref().ok());
     let fates = outcome.filter(|_| revealed).map(|outcome| Rc::new(outcome.fates.clone()));
     let files = Rc::new(trace.files.iter().map(|file| file.name.clone()).collect::<Vec<_>>());
-    html! { <FateLanes spans={Rc::new(spans.clone())} {files} now={props.player.now.min(bench.cut_at().unwrap_or(Nanos::MAX))} cut={bench.cut_at()} {fates} /> }
+    let now = props.player.now.min(bench.cut_at().unwrap_or(Nanos::MAX));
+    let cut = bench.cut_at();
+    // The cut is acted on in the lanes: its line's grip and the plug.
+    let overlay = {
+        let (marks, on_action) = (props.player.marks.clone(), props.on_action.clone());
+        Callback::from(move |axis: TimeAxis| html! { <CutHandle {axis} {now} {cut} marks={marks.clone()} on_action={on_action.clone()} /> })
+    };
+    let tools = html! { <Plug now={props.player.now} {cut} on_action={props.on_action.clone()} /> };
+    let axis_end = bench.full.as_ref().ok().map(|(_, spans)| spans.end);
+    html! { <FateLanes spans={Rc::new(spans.clone())} {files} {now} {cut} {fates} {overlay} {tools} {axis_end} /> }
 }
 
 /// Whether the power cut's answer is shown: once the link has a committed prediction
