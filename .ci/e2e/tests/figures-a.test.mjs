@@ -163,7 +163,7 @@ test("Part 5's steady run draws the queue and the leader's batch at the player's
   const drawnCells = (p, place) => p.$$eval(`${figure} rect.cells.${place}`, (rows) => rows.reduce((sum, row) => sum + Number(row.dataset.cells), 0));
   assert.equal(await drawnCells(page, 'syncing'), first.batchWrites);
   assert.equal(await page.$$eval(`${figure} rect.cell.leader`, (cells) => cells.length), 1);
-  assert.match(await page.textContent(`${figure} .queue-note`), new RegExp(`B${first.batch} syncing: leader write ${first.firstWrite}`));
+  assert.match(await page.textContent(`${figure} .queue-note`), new RegExp(`B${first.batch} syncing: leader write ${first.firstWrite.toLocaleString('en-US')}`));
   await stepForward(page);
   const next = await read();
   assert.equal(next.batch, first.batch + 1);

@@ -66,7 +66,7 @@ pub struct LanesGeometry {
 impl LanesGeometry {
     pub fn new(width: f64, text: f64) -> LanesGeometry {
         let char = text * 0.62;
-        LanesGeometry { width, text, left: 5.0 * char + 6.0, right: 3.0 * char + 6.0, lane: text + 3.0, row: 2.0 * (text + 4.0) + 13.0, char }
+        LanesGeometry { width, text, left: 5.0 * char + 6.0, right: 3.0 * char + 6.0, lane: text + 2.0, row: 2.0 * (text + 4.0) + 13.0, char }
     }
 
     /// The geometry of the room a stage measured, or the scaled drawing's.
@@ -213,8 +213,8 @@ pub fn FateLanes(props: &FateLanesProps) -> Html {
     };
     html! {
         <figure class="figure lanes-figure" data-figure="lanes" aria-label={label}>
-            if props.tools != Html::default() { <div class="figure-tools">{ props.tools.clone() }</div> }
             <div class="lanes-box">
+            if props.tools != Html::default() { <div class="figure-tools">{ props.tools.clone() }</div> }
             <svg class={classes!("lanes", room.measured().then_some("fitted"))} viewBox={format!("0 0 {width} {height}")}
                 style={format!("--text: {text}px")} aria-hidden="true">
                 <g class="ticks">{ for ticks }</g>

@@ -246,7 +246,7 @@ pub fn Plug(props: &PlugProps) -> Html {
     };
     let on_click = props.on_action.reform(move |_: MouseEvent| action.clone());
     html! {
-        <button class="plug" data-state={state} onclick={on_click} title={label.clone()}>
+        <button class="plug" data-state={state} onclick={on_click} title={label.clone()} aria-label={label.clone()}>
             <svg class="plug-icon" viewBox="0 0 32 20" aria-hidden="true">
                 <rect class="socket" x="1" y="2" width="9" height="16" rx="2" />
                 <g class="plug-body">
@@ -256,7 +256,7 @@ pub fn Plug(props: &PlugProps) -> Html {
                     <path d="M24 10 H31" />
                 </g>
             </svg>
-            <span>{ label }</span>
+            <span class="plug-words">{ label }</span>
         </button>
     }
 }
