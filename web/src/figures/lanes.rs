@@ -31,9 +31,6 @@ pub struct FateLanesProps {
     /// Drawn over the lanes, told where their time axis runs (the power cut's handle).
     #[prop_or_default]
     pub overlay: Option<Callback<TimeAxis, Html>>,
-    /// Drawn above the lanes, inside the figure (the plug).
-    #[prop_or_default]
-    pub tools: Html,
     /// Where the time axis ends, when it is not where these spans end: a run cut short by
     /// the power keeps the whole run's axis, so the cut line can be moved past its cut.
     #[prop_or_default]
@@ -214,7 +211,6 @@ pub fn FateLanes(props: &FateLanesProps) -> Html {
     html! {
         <figure class="figure lanes-figure" data-figure="lanes" aria-label={label}>
             <div class="lanes-box">
-            if props.tools != Html::default() { <div class="figure-tools">{ props.tools.clone() }</div> }
             <svg class={classes!("lanes", room.measured().then_some("fitted"))} viewBox={format!("0 0 {width} {height}")}
                 style={format!("--text: {text}px")} aria-hidden="true">
                 <g class="ticks">{ for ticks }</g>

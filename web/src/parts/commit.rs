@@ -90,7 +90,7 @@ pub fn GroupCommitChapter(props: &ChapterProps) -> Html {
             The window variant halves the syncs at high load but adds up to W to every write, even when the disk is idle. \
             Sync per write is drawn only below its ceiling of 1 ÷ L: above it the queue grows without end.",
             format_millis(bench.sync_latency)) }</p></div>
-        <DeferredSweep bench={props.bench.clone()} />
+        <SweepCharts bench={props.bench.clone()} />
         <h3>{ "Your own run" }</h3>
         <DropZone dropped={props.dropped.clone()} on_action={props.on_action.clone()} />
         </>
@@ -138,14 +138,14 @@ fn policy_color(policy: PolicyKind) -> (u8, u8, u8) {
 }
 
 #[derive(Properties, PartialEq)]
-struct DeferredSweepProps {
+struct SweepChartsProps {
     bench: BenchRef,
 }
 
 /// The charts against load, drawn once the page has painted: their thirty runs are not
 /// what the student sees first, so the first render does not wait for them.
 #[component]
-fn DeferredSweep(props: &DeferredSweepProps) -> Html {
+fn SweepCharts(props: &SweepChartsProps) -> Html {
     let ready = use_state_eq(|| false);
     {
         let ready = ready.clone();
@@ -154,26 +154,15 @@ fn DeferredSweep(props: &DeferredSweepProps) -> Html {
             move || drop(timeout)
         });
     }
-    let Bench::Commit(bench) = &*props.bench.0 else { return Html::default() };
-    if !*ready {
-        return html! { <p class="note sweep-pending" aria-busy="true">{ "Running the load sweep…" }</p> };
-    }
-    html! { <SweepCharts sweep={Rc::new(bench.sweep().to_vec())} /> }
-}
-
-#[derive(Properties, PartialEq)]
-struct SweepChartsProps {
-    sweep: Rc<Vec<SweepPoint>>,
-}
-
-#[component]
-fn SweepCharts(props: &SweepChartsProps) -> Html {
+    let sweep: &[SweepPoint] = match &*props.bench.0 {
+        Bench::Commit(bench) if *ready => bench.sweep(),
+        _ => &[],
+    };
     let series_of = |value: fn(&SweepPoint) -> f64| -> Rc<Vec<Series>> {
         let mut series = Vec::new();
         // Sync per write last, so its line is drawn over group commit's where they meet.
         for policy in [PolicyKind::Group, PolicyKind::Window, PolicyKind::PerWrite] {
-            let points: Vec<(f64, f64)> = props
-                .sweep
+            let points: Vec<(f64, f64)> = sweep
                 .iter()
                 .filter(|point| point.policy == policy)
                 .map(|point| (point.rate_per_s as f64, value(point)))
@@ -184,8 +173,11 @@ fn SweepCharts(props: &SweepChartsProps) -> Html {
         }
         Rc::new(series)
     };
-    let waits = use_memo(props.sweep.clone(), |_| series_of(|point| point.wait_mean_ms));
-    let syncs = use_memo(props.sweep.clone(), |_| series_of(|point| point.syncs_per_s));
+    let waits = use_memo((props.bench.clone(), *ready), |_| series_of(|point| point.wait_mean_ms));
+    let syncs = use_memo((props.bench.clone(), *ready), |_| series_of(|point| point.syncs_per_s));
+    if !*ready {
+        return html! { <p class="note sweep-pending" aria-busy="true">{ "Running the load sweep…" }</p> };
+    }
     html! {
         <div class="charts">
             <LineChart title="mean wait against load" x_label="writes per second" y_label="mean wait (ms)" series={(*waits).clone()} />

@@ -7,7 +7,8 @@
 //!   power fails (while the power is on, the line waits at the playhead, dashed); on
 //!   release the power is cut there (`LabAction::SetCut`, so the link and the run change,
 //!   not a picture). A press on the time axis moves the line there and drags it too;
-//! - the plug above the drawing pulls the power at the playhead, or plugs it back in;
+//! - the plug in the corner of the drawing pulls the power at the playhead, or plugs it
+//!   back in;
 //! - the keyboard: the grip is a slider; the arrows move it to the previous or next event,
 //!   Shift+arrows by 1 ms, Home and End to the ends, Enter cuts the power there, Escape
 //!   puts it back. Its value is spoken (`aria-valuetext`) and the chosen moment is said
@@ -209,6 +210,12 @@ pub fn CutHandle(props: &CutHandleProps) -> Html {
         (None, Some(cut)) => format!("the power failed at {} ms; move to choose another moment", format_millis(cut)),
         (None, None) => format!("{} ms, the playhead: Enter pulls the power here", format_millis(shown)),
     };
+    // The plug: pulled, the power fails at the playhead; pushed back in, it returns.
+    let (plug_label, plug_action, plug_state) = match props.cut {
+        None => (format!("pull the plug at {} ms (p)", format_millis(snap(props.now, Nanos::MAX))), LabAction::CutAtPlayhead, "in"),
+        Some(cut) => (format!("power failed at {} ms: plug back in (r)", format_millis(cut)), LabAction::SetCut(None), "pulled"),
+    };
+    let on_plug = props.on_action.reform(move |_: MouseEvent| plug_action.clone());
     let state = if pending.is_some() { "moving" } else if props.cut.is_some() { "cut" } else { "armed" };
     html! {
         <div class="cut-track" ref={track} data-state={state} data-at-ns={shown.0.to_string()}
@@ -225,39 +232,13 @@ pub fn CutHandle(props: &CutHandleProps) -> Html {
                 <span class="cut-knob" aria-hidden="true" style={knob_lean}>{ format!("⚡ {} ms", format_millis(shown)) }</span>
             </div>
             <span class="visually-hidden" aria-live="polite">{ pending.map(|_| value_text).unwrap_or_default() }</span>
+            <button class="plug" data-state={plug_state} onclick={on_plug} title={plug_label.clone()} aria-label={plug_label}>
+                <svg class="plug-icon" viewBox="0 0 32 20" aria-hidden="true">
+                    <rect class="socket" x="1" y="2" width="9" height="16" rx="2" />
+                    <path class="plug-body" d="M14 4h10v12h-10z M14 7.5h-4 M14 12.5h-4 M24 10h7" />
+                </svg>
+            </button>
         </div>
-    }
-}
-
-#[derive(Properties, PartialEq)]
-pub struct PlugProps {
-    pub now: Nanos,
-    pub cut: Option<Nanos>,
-    pub on_action: Callback<LabAction>,
-}
-
-/// The plug, drawn on the figure: pulled, the power fails at the playhead; pushed back
-/// in, it returns.
-#[component]
-pub fn Plug(props: &PlugProps) -> Html {
-    let (label, action, state) = match props.cut {
-        None => (format!("pull the plug at {} ms (p)", format_millis(snap(props.now, Nanos::MAX))), LabAction::CutAtPlayhead, "in"),
-        Some(cut) => (format!("power failed at {} ms: plug back in (r)", format_millis(cut)), LabAction::SetCut(None), "pulled"),
-    };
-    let on_click = props.on_action.reform(move |_: MouseEvent| action.clone());
-    html! {
-        <button class="plug" data-state={state} onclick={on_click} title={label.clone()} aria-label={label.clone()}>
-            <svg class="plug-icon" viewBox="0 0 32 20" aria-hidden="true">
-                <rect class="socket" x="1" y="2" width="9" height="16" rx="2" />
-                <g class="plug-body">
-                    <rect x="14" y="4" width="10" height="12" rx="2" />
-                    <line x1="14" y1="7.5" x2="10" y2="7.5" />
-                    <line x1="14" y1="12.5" x2="10" y2="12.5" />
-                    <path d="M24 10 H31" />
-                </g>
-            </svg>
-            <span class="plug-words">{ label }</span>
-        </button>
     }
 }
 

@@ -7,7 +7,7 @@ use walab_core::time::Nanos;
 use walab_core::tiny_store::UNIT_BYTES;
 use yew::prelude::*;
 
-use super::cut_handle::{CutHandle, Plug, TimeAxis};
+use super::cut_handle::{CutHandle, TimeAxis};
 use super::predict::Predict;
 use super::ChapterProps;
 use crate::benches::tiny::TinyBench;
@@ -191,9 +191,8 @@ pub(super) fn lanes(bench: &TinyBench, props: &ChapterProps, revealed: bool) -> 
         let (marks, on_action) = (props.player.marks.clone(), props.on_action.clone());
         Callback::from(move |axis: TimeAxis| html! { <CutHandle {axis} {now} {cut} marks={marks.clone()} on_action={on_action.clone()} /> })
     };
-    let tools = html! { <Plug now={props.player.now} {cut} on_action={props.on_action.clone()} /> };
     let axis_end = bench.full.as_ref().ok().map(|(_, spans)| spans.end);
-    html! { <FateLanes spans={Rc::new(spans.clone())} {files} {now} {cut} {fates} {overlay} {tools} {axis_end} /> }
+    html! { <FateLanes spans={Rc::new(spans.clone())} {files} {now} {cut} {fates} {overlay} {axis_end} /> }
 }
 
 /// Whether the power cut's answer is shown: once the link has a committed prediction
