@@ -5,7 +5,7 @@
 //! value length, value). The lengths are LEB128 varints, so the ranges are found by
 //! decoding them, never assumed to be one byte.
 
-use walab_core::codec::tiny::HEADER_BYTES;
+use walab_core::codec::tiny::{CRC_BYTES, HEADER_BYTES, LENGTH_BYTES, OP_BYTES, SEQ_BYTES, TYPE_BYTES};
 use walab_core::codec::varint::get_varint;
 
 /// One named field of a record.
@@ -95,12 +95,13 @@ pub fn tiny_record_fields(record: &[u8]) -> Result<Vec<FieldSpan>, LayoutError> 
         *at += bytes;
         Ok(())
     };
-    fixed(&mut spans, &mut at, Field::Crc, 4)?;
-    fixed(&mut spans, &mut at, Field::Length, 2)?;
-    fixed(&mut spans, &mut at, Field::Type, 1)?;
+    // The widths are the core codec's, so the colours follow the bytes it writes.
+    fixed(&mut spans, &mut at, Field::Crc, CRC_BYTES)?;
+    fixed(&mut spans, &mut at, Field::Length, LENGTH_BYTES)?;
+    fixed(&mut spans, &mut at, Field::Type, TYPE_BYTES)?;
     debug_assert_eq!(at, HEADER_BYTES);
-    fixed(&mut spans, &mut at, Field::Seq, 8)?;
-    fixed(&mut spans, &mut at, Field::Op, 1)?;
+    fixed(&mut spans, &mut at, Field::Seq, SEQ_BYTES)?;
+    fixed(&mut spans, &mut at, Field::Op, OP_BYTES)?;
     for (length_field, body_field) in [(Field::KeyLength, Field::Key), (Field::ValueLength, Field::Value)] {
         let (length, used) = get_varint(&record[at..]).map_err(|error| match error {
             walab_core::codec::varint::VarintError::Truncated => LayoutError::Truncated(length_field),

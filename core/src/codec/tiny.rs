@@ -19,8 +19,16 @@ use super::varint::{get_varint, put_varint, VarintError};
 use super::Op;
 use crate::checksum::crc32c;
 
+/// The header's fields, in order: the CRC32C, the payload's length, the record type.
+pub const CRC_BYTES: usize = 4;
+pub const LENGTH_BYTES: usize = 2;
+pub const TYPE_BYTES: usize = 1;
 /// Bytes in a record header: CRC (4), length (2), type (1).
-pub const HEADER_BYTES: usize = 7;
+pub const HEADER_BYTES: usize = CRC_BYTES + LENGTH_BYTES + TYPE_BYTES;
+/// The payload's fixed fields: the sequence number (little-endian) and the op byte; the
+/// key and the value follow, each behind a LEB128 length.
+pub const SEQ_BYTES: usize = 8;
+pub const OP_BYTES: usize = 1;
 /// The record type of a whole record. The tiny store never fragments.
 pub const TYPE_FULL: u8 = 1;
 /// The op byte of a put.

@@ -2,6 +2,7 @@
 //! records' boundaries in them; after a cut, which units reached the media; then the
 //! recovery scan's cursor walking those bytes check by check.
 
+use walab_core::codec::tiny::HEADER_BYTES;
 use walab_core::scan::ScanCheck;
 use walab_core::sim::tiny::SEGMENT_BYTES;
 use walab_core::time::Nanos;
@@ -184,9 +185,6 @@ impl LogView {
         Some(format!("{prefix}{arrived}; {fails}"))
     }
 }
-
-/// Header bytes of a tiny-store record.
-const HEADER_BYTES: usize = 7;
 
 /// How far each log file's batches had written by the state's instant.
 fn written_extent(trace: &Trace, file: u32, t: Nanos) -> usize {

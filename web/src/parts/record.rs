@@ -2,6 +2,7 @@
 
 use std::rc::Rc;
 
+use walab_core::codec::tiny::HEADER_BYTES;
 use walab_core::tiny_store;
 use yew::prelude::*;
 
@@ -123,7 +124,7 @@ fn WalBytes() -> Html {
             </table>
             <p class="legend">{ for legend }</p>
             <p class="note">{ format!("wal-1 ends at byte {offset}; the rest of the zero-filled segment stays zero. \
-                The header is 7 bytes on every record, about 7% of a 100-byte write.") }</p>
+                The header is {HEADER_BYTES} bytes on every record, about {HEADER_BYTES}% of a 100-byte write.") }</p>
         </div>
     }
 }
