@@ -132,6 +132,8 @@ test("Part 2's call column never breaks a call's name", async () => {
 test('Part 4 highlights the step it is at, the one its caption names', async () => {
   const page = await open('?part=4', 1366);
   for (let step = 0; step < 3; step++) await page.keyboard.press('ArrowRight');
+  // Read the step once the player has drawn it.
+  await page.waitForFunction(() => document.querySelector('.player .caption')?.textContent.startsWith('Step 3.'));
   const caption = await page.textContent('.player .caption');
   const current = await page.$$eval('.append-column li.current', (lis) => lis.map((li) => li.textContent));
   assert.equal(current.length, 2, `one current step per column: ${current.join(' | ')}`);
