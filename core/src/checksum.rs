@@ -27,6 +27,7 @@ pub fn crc32(bytes: &[u8]) -> u32 {
 pub use portable::{crc32, crc32c};
 
 /// The same CRCs from one 256-entry table each, for targets without CRC instructions.
+#[cfg(any(target_arch = "wasm32", test))]
 mod portable {
     use crc::{Crc, Table, CRC_32_ISCSI, CRC_32_ISO_HDLC};
 

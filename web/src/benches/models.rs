@@ -3,7 +3,7 @@
 
 use walab_core::budget::{self, Budget, BudgetInput};
 use walab_core::pages::branch_b::{self, BranchB, CutPoint};
-use walab_core::pages::engine::{PageEvent, PowerBudget, Protection};
+use walab_core::pages::engine::{PageEvent, PowerBudget};
 use walab_core::pages::sqlite_wal::{self, WalEvent};
 use walab_core::pages::page::PageGeometry;
 use walab_core::quorum::{self, BranchR, QuorumSetup, SurvivalRow, WriteBudget};
