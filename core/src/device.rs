@@ -281,7 +281,7 @@ impl Device {
                 units.push(InTransit { unit: unit as u32, bytes });
             }
         }
-        units.sort_by_key(|transit| transit.unit);
+        crate::sort::sort_by_key(&mut units, |transit| transit.unit);
         let covered = units.iter().map(|transit| transit.unit).collect();
         let size = entry.cache.len();
         let id = SyncId(self.next_sync);

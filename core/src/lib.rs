@@ -53,6 +53,7 @@ pub mod sim;
 pub mod stream_store;
 pub mod scan;
 pub mod session;
+pub mod sort;
 pub mod time;
 pub mod trace;
 pub mod tiny_store;

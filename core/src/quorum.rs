@@ -184,7 +184,7 @@ impl QuorumSetup {
     /// How long one batch takes to commit: the W-th fastest replica to hold it.
     pub fn batch_latency(&self) -> Nanos {
         let mut legs = self.arrival_of_each_leg();
-        legs.sort();
+        crate::sort::sort(&mut legs);
         legs[self.w - 1]
     }
 
@@ -192,9 +192,9 @@ impl QuorumSetup {
     pub fn replicas_waited_for(&self) -> Vec<usize> {
         let legs = self.arrival_of_each_leg();
         let mut order: Vec<usize> = (0..legs.len()).collect();
-        order.sort_by_key(|&index| (legs[index], index));
+        crate::sort::sort_by_key(&mut order, |&index| (legs[index], index));
         let mut waited: Vec<usize> = order[..self.w].to_vec();
-        waited.sort();
+        crate::sort::sort(&mut waited);
         waited
     }
 
@@ -541,7 +541,7 @@ impl BranchR {
                 events.push((write.ack, 1, WRITES_FROM_ONE.ack(Tickets { first: Ticket(write.id), count: 1 })));
             }
         }
-        events.sort_by_key(|(at, order, _)| (*at, *order));
+        crate::sort::sort_by_key(&mut events, |(at, order, _)| (*at, *order));
         for (at, _, event) in events {
             trace.push(at, event);
         }

@@ -82,7 +82,7 @@ impl PlayerState {
     /// A player for a run with these event instants (any order, duplicates allowed),
     /// ending at `end` (or at the last event if that is later).
     pub fn for_run(mut marks: Vec<Nanos>, end: Nanos) -> PlayerState {
-        marks.sort_unstable();
+        walab_core::sort::sort(&mut marks);
         marks.dedup();
         let end = end.max(marks.last().copied().unwrap_or(Nanos::ZERO));
         PlayerState { end, marks: Rc::new(marks), ..PlayerState::default() }

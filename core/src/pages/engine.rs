@@ -224,7 +224,7 @@ impl KeyRouter {
     /// Every page the router can send a key to, in order.
     pub fn pages(&self) -> Vec<PageNo> {
         let mut pages: Vec<PageNo> = self.routes.iter().map(|&(_, page_no)| page_no).collect();
-        pages.sort();
+        crate::sort::sort(&mut pages);
         pages.dedup();
         pages
     }

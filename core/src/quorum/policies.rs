@@ -107,7 +107,7 @@ impl DurabilityPolicy {
     /// The commit instant after the batch starts: the W-th acknowledgement.
     pub fn commit_latency(&self) -> Nanos {
         let mut acks = self.ack_times();
-        acks.sort();
+        crate::sort::sort(&mut acks);
         acks[self.w - 1]
     }
 

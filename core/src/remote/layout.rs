@@ -349,7 +349,7 @@ pub fn plan_chain(listed: &[WalObject], sessions: &[Session]) -> ChainPlan {
         }
     }
     // By start; at one start, the newest epoch first.
-    valid.sort_by(|a, b| a.start.cmp(&b.start).then(b.epoch.cmp(&a.epoch)));
+    crate::sort::sort_by(&mut valid, |a, b| a.start.cmp(&b.start).then(b.epoch.cmp(&a.epoch)));
     let mut chain: Vec<WalObject> = Vec::new();
     let mut stop = ChainStop::End;
     for object in valid {

@@ -168,7 +168,7 @@ pub fn walk_chain<B: AsRef<[u8]>>(
     let mut garbage: Vec<WalObject> = plan.ignored.iter().map(|(object, _)| *object).collect();
     garbage.extend(beyond);
     garbage.extend(damage.map(|(object, _)| object));
-    garbage.sort();
+    crate::sort::sort(&mut garbage);
     garbage.dedup();
     garbage.retain(|object| claimed_epoch.is_some_and(|claimed| object.epoch < claimed));
     Ok(Walked { chain, start_offset, next_seq, left_out, garbage })

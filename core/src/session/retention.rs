@@ -89,7 +89,7 @@ impl Retention {
     /// A log keeping `kept` (oldest first), as its storage found them.
     pub fn new(next_seq: NextSeq, kept: impl IntoIterator<Item = KeptSegment>) -> Retention {
         let mut kept: VecDeque<KeptSegment> = kept.into_iter().collect();
-        kept.make_contiguous().sort_by_key(|segment| segment.segment);
+        crate::sort::sort_by_key(kept.make_contiguous(), |segment| segment.segment);
         Retention { next_seq, kept, consumer: 0, readers: BTreeMap::new(), next_reader: 1 }
     }
 

@@ -470,7 +470,7 @@ impl TinyLoop {
         let table = FIRST_FILE_NUMBER + segment - 1;
         let file = self.files.table(table);
         let mut writes: Vec<&tiny_store::TinyWrite> = ids.iter().map(|id| &WRITES[(id - 1) as usize]).collect();
-        writes.sort_by(|a, b| a.key.cmp(b.key).then(b.id.cmp(&a.id)));
+        crate::sort::sort_by(&mut writes, |a, b| a.key.cmp(b.key).then(b.id.cmp(&a.id)));
         let bytes: Vec<u8> = writes.iter().flat_map(|write| write.record()).collect();
         self.device.create(file, 0).expect("registered table");
         self.trace.push(now, Event::Create { file: file.0 });

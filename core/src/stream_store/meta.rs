@@ -435,13 +435,13 @@ impl MetaState {
         }
         // Two runs of one stream must not overlap: they would replace a run twice.
         let mut sorted: Vec<&(&RunEntry, usize, usize)> = places.iter().collect();
-        sorted.sort_by_key(|(run, first, _)| (run.stream, *first));
+        crate::sort::sort_by_key(&mut sorted, |(run, first, _)| (run.stream, *first));
         if let Some(pair) = sorted.windows(2).find(|pair| pair[0].0.stream == pair[1].0.stream && pair[1].1 <= pair[0].2) {
             let run = pair[1].0;
             return Err(MetaError::CompactNotAtRuns { stream: run.stream, start: run.start, end: run.end });
         }
         // Later places first, so earlier ones stay where they were found.
-        sorted.sort_by_key(|(run, first, _)| (run.stream, std::cmp::Reverse(*first)));
+        crate::sort::sort_by_key(&mut sorted, |(run, first, _)| (run.stream, std::cmp::Reverse(*first)));
         let mut live = 0;
         for &(run, first, last) in sorted {
             let stream = self.streams.get_mut(&run.stream).expect("checked above");

@@ -29,7 +29,7 @@ pub fn unit_list(units: &[u32]) -> String {
 /// Ids joined by runs: "1-4, 9".
 pub fn id_runs(ids: &[u64]) -> String {
     let mut sorted = ids.to_vec();
-    sorted.sort_unstable();
+    walab_core::sort::sort(&mut sorted);
     sorted.dedup();
     let mut parts: Vec<String> = Vec::new();
     let mut index = 0;

@@ -273,7 +273,7 @@ pub fn paths_at(bench: &super::tiny::TinyBench, params: &crate::url_state::LabPa
         }
         paths.push(path);
     }
-    paths.sort_by_key(|path| path.name != "right");
+    walab_core::sort::sort_by_key(&mut paths, |path| path.name != "right");
     paths
 }
 

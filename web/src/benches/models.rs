@@ -154,7 +154,7 @@ impl QuorumBench {
         let survival = quorum::survival_table(&quorum::page_policies());
         let files = trace.as_ref().map(|trace| trace.files.iter().map(|file| file.name.clone()).collect()).unwrap_or_default();
         let mut marks = spans.as_ref().map(TraceSpans::marks).unwrap_or_default();
-        marks.sort_unstable();
+        walab_core::sort::sort(&mut marks);
         marks.dedup();
         let captions = match (&branch, &trace) {
             (Ok(branch), Some(trace)) => super::captions::trace_captions(trace, &marks)

@@ -40,7 +40,7 @@ pub fn notable_marks(bench: &Bench) -> Vec<Nanos> {
         Bench::Dropped(trace) => span_moments(&trace.spans),
         _ => Vec::new(),
     };
-    marks.sort_unstable();
+    walab_core::sort::sort(&mut marks);
     marks.dedup();
     marks
 }

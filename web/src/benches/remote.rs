@@ -520,7 +520,7 @@ impl RemoteBench {
         // so End reaches the run's end and the totals' count.
         marks.extend(run.bulks.iter().filter_map(|bulk| bulk.acked));
         marks.extend(run.bulks.iter().flat_map(|bulk| [bulk.acked, bulk.stored, bulk.checked, bulk.answered]).flatten().max());
-        marks.sort_unstable();
+        walab_core::sort::sort(&mut marks);
         marks.dedup();
         let end = marks.last().copied().unwrap_or(Nanos::ZERO);
         Timeline { marks, end }

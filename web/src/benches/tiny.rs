@@ -160,7 +160,7 @@ impl TinyBench {
     /// only once `revealed`; Part 7's scan steps tell each check.
     pub fn captions(&self, revealed: bool) -> (Vec<Nanos>, Vec<String>) {
         let mut marks = self.timeline().marks;
-        marks.sort_unstable();
+        walab_core::sort::sort(&mut marks);
         marks.dedup();
         let Some(trace) = self.trace() else { return (marks, Vec::new()) };
         let mut captions = trace_captions(trace, &marks);

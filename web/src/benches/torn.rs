@@ -169,7 +169,7 @@ impl LogView {
         let one_file = self.landings.iter().all(|landing| landing.segment == first.segment);
         let name = |landing: &Landing| if one_file { format!("unit {}", landing.unit) } else { format!("{} unit {}", landing.segment, landing.unit) };
         let mut landed: Vec<&Landing> = self.landings.iter().filter(|landing| landing.order.is_some()).collect();
-        landed.sort_by_key(|landing| landing.order);
+        walab_core::sort::sort_by_key(&mut landed, |landing| landing.order);
         let missing: Vec<String> = self.landings.iter().filter(|landing| landing.order.is_none()).map(name).collect();
         let arrived = match landed.as_slice() {
             [] => "no unit in flight lands".to_string(),

@@ -161,6 +161,6 @@ fn ordinal(n: usize) -> String {
 /// The in-flight units that landed, in their order: "wal-6:1 wal-6:2".
 fn landed_order(view: &LogView) -> String {
     let mut landed: Vec<_> = view.landings.iter().filter(|landing| landing.order.is_some()).collect();
-    landed.sort_by_key(|landing| landing.order);
+    walab_core::sort::sort_by_key(&mut landed, |landing| landing.order);
     landed.iter().map(|landing| format!("{}:{}", landing.segment, landing.unit)).collect::<Vec<_>>().join(" ")
 }

@@ -558,7 +558,7 @@ impl Simulation for Driver<'_> {
                 index += 1;
             }
         }
-        finished.sort_by_key(|request| request.bulk);
+        crate::sort::sort_by_key(&mut finished, |request| request.bulk);
         for request in finished {
             if let Some(result) = self.land_request(request, now) {
                 self.landed.push(result);
@@ -601,7 +601,7 @@ impl Simulation for Driver<'_> {
                 index += 1;
             }
         }
-        heard.sort_by_key(|(bulk, _)| *bulk);
+        crate::sort::sort_by_key(&mut heard, |(bulk, _)| *bulk);
         for (bulk, result) in heard {
             let id = crate::group_commit::BatchId(self.bulks[bulk].bulk);
             self.session

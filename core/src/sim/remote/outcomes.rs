@@ -121,7 +121,7 @@ fn s3_recovered(run: &RemoteRun, at: Nanos) -> Vec<u64> {
         })
         .flat_map(|bulk| bulk.first_record..bulk.first_record + bulk.records)
         .collect();
-    records.sort_unstable();
+    crate::sort::sort(&mut records);
     records
 }
 
@@ -145,7 +145,7 @@ fn postgres_kept(run: &RemoteRun, at: Nanos, survives: impl Fn(Nanos) -> bool) -
         }
         records.extend(bulk.first_record..bulk.first_record + bulk.records);
     }
-    records.sort_unstable();
+    crate::sort::sort(&mut records);
     records
 }
 

@@ -80,7 +80,7 @@ pub fn to_trace(run: &RemoteRun, policy: &str) -> Trace {
         );
         events.push((takeover.claimed_at, 5, Event::Note { text }));
     }
-    events.sort_by_key(|(at, order, _)| (*at, *order));
+    crate::sort::sort_by_key(&mut events, |(at, order, _)| (*at, *order));
     for (at, _, event) in events {
         trace.push(at, event);
     }
@@ -136,7 +136,7 @@ pub fn from_trace(trace: &Trace) -> Result<RemoteRun, FromTraceError> {
         .iter()
         .map(|write| RecordRow { record: write.id, arrived: Some(write.arrival), acked: None, bulk: None })
         .collect();
-    records.sort_by_key(|record| record.record);
+    crate::sort::sort_by_key(&mut records, |record| record.record);
     let mut bulks: Vec<BulkRow> = Vec::new();
     let mut note = None;
     let mut fenced_bulks = Vec::new();

@@ -73,9 +73,9 @@ pub fn recover(image: &Image) -> Recovery {
     let scan = scan_tiny(&segment_bytes, flushed_through);
     let mut recovered: Vec<u64> = table_seqs.clone();
     recovered.extend(scan.applied().map(|record| record.record.seq));
-    recovered.sort_unstable();
+    crate::sort::sort(&mut recovered);
     recovered.dedup();
-    table_seqs.sort_unstable();
+    crate::sort::sort(&mut table_seqs);
     let stop = RecoveryStop {
         reason: scan.stop.reason,
         segment: segments.get(scan.stop.segment).cloned(),
