@@ -131,6 +131,15 @@ fn compact(x: f64) -> String {
     format!("{text}{unit}")
 }
 
+/// A bar's value as its label: whole numbers grouped by thousands, small ones to a tenth.
+fn bar_value(value: f64) -> String {
+    if value >= 100.0 || value.fract() == 0.0 {
+        crate::format::group_thousands(value.max(0.0).round() as u64)
+    } else {
+        format!("{value:.1}")
+    }
+}
+
 /// The y axis: from 0 to a tick at or above `y_max`, its grid lines and labels. Returns
 /// the scale's top.
 fn y_axis(out: &mut String, y_max: f64) -> f64 {
@@ -284,6 +293,11 @@ fn bar_svg(title: &str, y_label: &str, bars: &[Bar], limit: Option<(f64, &str)>,
             slot * 0.7,
             BOTTOM - y
         );
+        // The bar's value over it, where it fits the bar's slot.
+        let value = bar_value(bar.value);
+        if slot >= 7.5 * value.len() as f64 + 4.0 {
+            let _ = write!(out, r#"<text class="chart-value" x="{:.1}" y="{:.1}" text-anchor="middle">{value}</text>"#, x + slot / 2.0, y - 4.0);
+        }
         if index % every == 0 {
             let lines = if fits { wrapped[index].clone() } else { vec![bar.label.clone()] };
             for (line_index, line) in lines.iter().enumerate() {
@@ -351,5 +365,8 @@ mod tests {
         let svg = bar_svg("t", "y", &bars, Some((10.0, "limit")), "l \"quoted\"");
         assert_eq!(svg.matches("<rect").count(), 2);
         assert!(svg.contains("&lt;a&amp;b&gt;") && svg.contains("l &quot;quoted&quot;") && !svg.contains("<a&b>"), "{svg}");
+        assert!(svg.contains(r#"text-anchor="middle">5</text>"#) && svg.contains(r#"text-anchor="middle">0</text>"#), "each bar's value over it: {svg}");
+        assert_eq!(bar_value(1_763.0), "1,763");
+        assert_eq!(bar_value(15.625), "15.6");
     }
 }

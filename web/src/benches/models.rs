@@ -154,6 +154,8 @@ impl QuorumBench {
         let survival = quorum::survival_table(&quorum::page_policies());
         let files = trace.as_ref().map(|trace| trace.files.iter().map(|file| file.name.clone()).collect()).unwrap_or_default();
         let mut marks = spans.as_ref().map(TraceSpans::marks).unwrap_or_default();
+        // The fork is a step of its own: the moment the Part opens on.
+        marks.extend(branch.as_ref().ok().map(|branch| branch.fork_at));
         walab_core::sort::sort(&mut marks);
         marks.dedup();
         let captions = match (&branch, &trace) {
@@ -172,11 +174,21 @@ impl QuorumBench {
         super::captions::caption_at(&self.captions.1, &self.captions.0, now, "Before the first write: one leader, A, and two followers, B and C, each in its own zone.")
     }
 
+    /// The steps from the fork on: before it the run is Part 5's single disk, which the
+    /// lanes still draw but the player does not step through again.
     pub fn timeline(&self) -> Timeline {
         match &self.spans {
-            Some(spans) => Timeline { marks: spans.marks(), end: spans.end },
+            Some(spans) => {
+                let fork = self.fork_at().unwrap_or(Nanos::ZERO);
+                Timeline { marks: self.captions.0.iter().copied().filter(|mark| *mark >= fork).collect(), end: spans.end }
+            }
             None => Timeline::empty(),
         }
+    }
+
+    /// When the log forks onto the replicas: the moment Part 10 opens on.
+    pub fn fork_at(&self) -> Option<Nanos> {
+        self.branch.as_ref().ok().map(|branch| branch.fork_at)
     }
 }
 
@@ -258,7 +270,7 @@ mod tests {
         for pair in captions.windows(2) {
             assert_ne!(pair[0], pair[1]);
         }
-        assert!(captions.iter().any(|caption| caption.contains("12.40 ms: B12 commits on B's ack, the 2nd fastest (W = 2): 1.4 ms, not the 8.4 ms sum; write 21 is told OK")), "{captions:#?}");
+        assert!(captions.iter().any(|caption| caption.contains("12.40 ms: B12 commits on B's ack, the 2nd fastest (W = 2): 1.4 ms, not the 8.4 ms its legs add up to; write 21 is told OK")), "{captions:#?}");
         assert!(captions.iter().any(|caption| caption.contains("B14 takes writes 23-24; A syncs it locally (1.0 ms) while sending it to B and C, whose acks take 1.4 and 6.0 ms")), "{captions:#?}");
         let fork = bench.branch.as_ref().unwrap().fork_at;
         for (mark, caption) in marks.iter().zip(captions) {
@@ -268,6 +280,10 @@ mod tests {
                 }
             }
         }
+        let timeline = bench.timeline();
+        assert_eq!(timeline.marks.first(), Some(&fork), "the steps start at the fork");
+        assert!(timeline.marks.len() <= 15, "{} steps after the fork", timeline.marks.len());
+        assert!(bench.caption_now(fork).contains("the log forks after write 20"), "{}", bench.caption_now(fork));
         let w1 = QuorumBench::build(&parse_query("part=10&w=1").0);
         assert!(w1.captions.1.iter().any(|caption| caption.contains("commits on A's local sync, the 1st fastest (W = 1): 1.0 ms")), "{:#?}", w1.captions.1);
     }

@@ -65,7 +65,8 @@ fn failed_syncs(trace: &Trace) -> Vec<Nanos> {
 /// Where a Part's figure opens when its link names no moment: a moment with something to
 /// look at, not an empty run at t = 0. Parts 0 and 2 open on write 1 in the page cache,
 /// Part 3 on its failed sync, Parts 6 and 7 just before the power cut their lessons are
-/// about (B14's sync running), Part 5 as its largest batch forms. `None`: the start.
+/// about (B14's sync running), Part 5 as its largest batch forms, Part 10 as the log
+/// forks onto the replicas. `None`: the start.
 pub fn opening(bench: &Bench, part: u8) -> Option<Nanos> {
     match (bench, part) {
         // Write 1's record has just been copied into the page cache: its units are dirty,
@@ -79,6 +80,7 @@ pub fn opening(bench: &Bench, part: u8) -> Option<Nanos> {
             let end = tiny.full.as_ref().ok().map(|(_, spans)| spans.end)?;
             Some(failed.unwrap_or(walab_core::tiny_store::POWER_CUT).min(end))
         }
+        (Bench::Quorum(quorum), _) => quorum.fork_at(),
         (Bench::Commit(commit), 5) => match &commit.tiny {
             Ok(tiny) if commit.scenario == crate::url_state::Scenario::Tiny => {
                 // The first of the largest batches, a moment after its sync started: the

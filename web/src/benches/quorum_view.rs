@@ -112,7 +112,7 @@ pub fn quorum_caption(branch: &BranchR, mark: Nanos, trace_caption: &str) -> Str
             None => "its quorum".to_string(),
         };
         parts.push(format!(
-            "B{} commits on {by}, the {} fastest (W = {}): {:.1} ms, not the {:.1} ms sum; {} told OK",
+            "B{} commits on {by}, the {} fastest (W = {}): {:.1} ms, not the {:.1} ms its legs add up to; {} told OK",
             batch.batch,
             ordinal(branch.setup.w),
             branch.setup.w,

@@ -2,19 +2,54 @@
 
 use std::rc::Rc;
 
-use walab_core::budget::Fit;
+use walab_core::budget::{Budget, Fit};
 use yew::prelude::*;
 
 use super::controls::{Controls, Shown};
 use super::{ChapterProps, Source};
 use crate::benches::Bench;
 use crate::charts::{Bar, BarChart};
+use crate::format::group_thousands;
 
 fn fit_text(fit: Fit, unit: &str) -> String {
     match fit {
         Fit::Included => "within the volume's baseline".to_string(),
         Fit::Provision { to } => format!("provision up to {to} {unit}"),
         Fit::BeyondMax { max } => format!("beyond one volume's maximum of {max} {unit}"),
+    }
+}
+
+/// The page's conclusion in one paragraph, from the budget the core computed: the IOPS
+/// fit, the throughput (log pages plus flushes and compaction) against the baseline.
+fn verdict(budget: &Budget, load: u64) -> Html {
+    let limits = &budget.limits;
+    let needed_mib = budget.shared.bytes_per_s as f64 / (1u64 << 20) as f64;
+    let above = |need: f64, have: u64| if need > have as f64 { "above" } else { "within" };
+    let lsm_about = (budget.lsm_iops + 5) / 10 * 10;
+    let words = format!(
+        "At {} writes a second: {} log syncs a second (one I/O each) plus about {} I/Os of flushes and compaction ({} ÷ 256 KiB) \
+         make {} IOPS, {} {}'s {} IOPS baseline. The bytes are the limit: {:.0}-{:.0} MB/s of log pages plus {:.0} MB/s of \
+         flushes and compaction is {} MiB/s, {} {}'s {} MiB/s baseline{}",
+        group_thousands(load),
+        group_thousands(budget.log_iops),
+        group_thousands(lsm_about),
+        format!("{:.0} MB/s", budget.input.lsm_bytes_per_s as f64 / 1e6),
+        group_thousands(budget.shared.iops),
+        above(budget.shared.iops as f64, limits.iops_included),
+        limits.name,
+        group_thousands(limits.iops_included),
+        budget.log_bytes_per_s_min as f64 / 1e6,
+        budget.log_bytes_per_s_max as f64 / 1e6,
+        budget.input.lsm_bytes_per_s as f64 / 1e6,
+        needed_mib.ceil(),
+        above(needed_mib, limits.mib_per_s_included),
+        limits.name,
+        limits.mib_per_s_included,
+        if needed_mib > limits.mib_per_s_included as f64 { ": provision more throughput, or give the log a volume of its own." } else { "." },
+    );
+    html! {
+        <p class="verdict" data-needed-mib={needed_mib.to_string()} data-baseline-mib={limits.mib_per_s_included.to_string()}
+            data-lsm-iops={budget.lsm_iops.to_string()}><strong>{ words }</strong></p>
     }
 }
 
@@ -48,10 +83,11 @@ pub fn BudgetCalculator(props: &ChapterProps) -> Html {
             <Controls params={props.params.clone()} shown={shown} on_action={props.on_action.clone()} />
             <div class="charts">
                 <BarChart title="IOPS" y_label="I/Os per second" bars={iops_bars}
-                    limit={Some((budget.limits.iops_included as f64, AttrValue::from(format!("{} baseline: {} IOPS", budget.limits.name, budget.limits.iops_included))))} />
+                    limit={Some((budget.limits.iops_included as f64, AttrValue::from(format!("{} baseline: {} IOPS", budget.limits.name, group_thousands(budget.limits.iops_included)))))} />
                 <BarChart title="throughput" y_label="MiB/s" bars={throughput_bars}
                     limit={Some((budget.limits.mib_per_s_included as f64, AttrValue::from(format!("{} baseline: {} MiB/s", budget.limits.name, budget.limits.mib_per_s_included))))} />
             </div>
+            { verdict(budget, props.params.load_per_second) }
             <table class="summary">
                 <tr><th>{ "writes per sync / syncs per second" }</th><td class="num">{ format!("{:.1} / {}", budget.writes_per_batch_mean, budget.syncs_per_s) }</td></tr>
                 <tr><th>{ "pages per sync (fewest-most)" }</th><td class="num">{ format!("{}-{}", budget.pages_per_sync_min, budget.pages_per_sync_max) }</td></tr>

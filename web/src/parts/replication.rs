@@ -50,14 +50,20 @@ pub fn ReplicationChapter(props: &ChapterProps) -> Html {
         let write_23 = bench.write_23.clone();
         html! { <QuorumFigure {modes} w={bench.setup.w} batch_label={label} {elapsed} {batches} {current} {write_23} {now} /> }
     });
-    let budget = bench.write_23.as_ref().map(|budget| html! {
-        <table class="summary write-23" data-total-ns={budget.total.0.to_string()} data-naive-ns={budget.naive_sum.0.to_string()}>
-            <tr><th>{ "write 23 arrives" }</th><td class="num">{ format!("{} ms", format_millis(budget.arrival)) }</td></tr>
-            <tr><th>{ "waits for the batch in flight" }</th><td class="num">{ format!("{} ms", format_millis(budget.waited_for_batch_in_flight)) }</td></tr>
-            <tr><th>{ "its own batch (the quorum's slowest needed leg)" }</th><td class="num">{ format!("{} ms", format_millis(budget.own_batch)) }</td></tr>
-            <tr><th>{ "its real wait" }</th><td class="num"><strong>{ format!("{} ms", format_millis(budget.total)) }</strong></td></tr>
-            <tr><th>{ "the naive sum of every leg" }</th><td class="num">{ format!("{} ms", format_millis(budget.naive_sum)) }</td></tr>
-        </table>
+    let budget = bench.write_23.as_ref().map(|budget| {
+        let ms = |t: Nanos| format!("{} ms", format_millis(t));
+        let rows = [
+            ("write 23 arrives", ms(budget.arrival)),
+            ("waits for the batch in flight", ms(budget.waited_for_batch_in_flight)),
+            ("its own batch (the quorum's slowest needed leg)", ms(budget.own_batch)),
+            ("its real wait", ms(budget.total)),
+            (crate::figures::quorum::NAIVE_SUM_LABEL, ms(budget.naive_sum)),
+        ];
+        html! {
+            <table class="summary write-23" data-total-ns={budget.total.0.to_string()} data-naive-ns={budget.naive_sum.0.to_string()}>
+                { for rows.into_iter().map(|(what, value)| html! { <tr><th>{ what }</th><td class="num">{ value }</td></tr> }) }
+            </table>
+        }
     });
     let survival = bench.survival.iter().map(|row| html! {
         <tr>

@@ -78,6 +78,52 @@ pub fn AwsChapter(_props: &ChapterProps) -> Html {
     }
 }
 
+const CHEAT_CARD: [(&str, &str); 9] = [
+    ("the rule", "log before apply; durable before OK; OK names its failure class"),
+    ("the call", "fdatasync (or O_DSYNC) on the log; fsync the directory after creating or renaming a segment"),
+    ("the ceiling", "one log: 1 ÷ L syncs a second; group commit carries load × L writes per sync"),
+    ("the wait", "between L and 2L with group commit; up to W more with a window"),
+    ("a failed sync", "fatal: fail the waiters, stop, recover; never retry"),
+    ("the record", "checksum, length, type, payload; scan stops at the first record that fails"),
+    ("deleting a segment", "only when its records are durable elsewhere and every reader has passed it"),
+    ("pages", "redo only where LSN > pageLSN; full-page images or doublewrite against torn pages"),
+    ("replicas", "commit at max(local sync, the (W−1)th fastest follower), not the sum"),
+];
+
+const RECAP: [&str; 5] = [
+    "An OK names the failure it survives; the WAL rule logs before applying and syncs before acknowledging (Part 1).",
+    "A sync, not a write, makes a record durable, through the drive's cache, with the directory and the file's size made durable too (Part 2); a failed sync stops the engine (Part 3).",
+    "Group commit shares each sync: about 100 writes per batch, about 1,000 syncs a second, waits of 1 to 2 ms, about 150 writes in flight, and the same guarantee as a sync per write (Parts 5 and 6).",
+    "Checksums and a scan that stops at the first bad record make a torn tail harmless (Part 7); truncation keeps the log small unless a reader pins it (Part 8).",
+    "Replicas in other zones cover the lost disk and the lost zone, at the latency of the fastest follower needed (Part 10).",
+];
+
+const CHECKLIST: [&str; 8] = [
+    "Does every OK in the design name the failure class it survives?",
+    "Is the sync before the acknowledgement on the code path that actually answers the client?",
+    "Do sync errors stop the engine instead of being retried?",
+    "Are log files zero-filled or recycled, and is the directory synced after a create or rename?",
+    "Are sync latency and batch size exported as metrics, with alarms?",
+    "Is every log reader's lag alarmed before the disk fills?",
+    "Is torn-page protection on, or are atomic writes proven for this instance type and block size?",
+    "Are replicas in separate zones, with a sync policy that survives a power event they all share?",
+];
+
+const INTERVIEW: [&str; 6] = [
+    "Design the write path of a key-value store that acknowledges 100,000 writes a second on one cloud volume. \
+                   Where does the sync go, how many are there, and what does a client wait?",
+    "Your service reports p99 write latency of 2L. Is group commit broken, or working as designed? What would you measure?",
+    "fsync returned EIO in production. Walk through what the process should do, and what the client that was waiting sees.",
+    "After a crash the log's last record is half there. How does recovery know, and which writes may be missing?",
+    "Why does PostgreSQL log a full page after each checkpoint, and what does InnoDB do instead?",
+    "Three replicas in three zones: what does W = 2 cost in latency, and which failure can still lose an acknowledged write?",
+];
+
+/// One item per line of a list.
+fn items(lines: &[&'static str]) -> Html {
+    lines.iter().map(|line| html! { <li>{ *line }</li> }).collect()
+}
+
 #[component]
 pub fn LearnedChapter(_props: &ChapterProps) -> Html {
     let drills: [(&str, &str); 6] = [
@@ -107,51 +153,18 @@ pub fn LearnedChapter(_props: &ChapterProps) -> Html {
         <div class="prose">
             <p>{ "Back to the node that had to acknowledge 100,000 writes a second, each surviving a crash, with a log \
                   whose sync takes about 1 ms and so allows about 1,000 syncs a second:" }</p>
-            <ul>
-                <li>{ "An OK names the failure it survives; the WAL rule logs before applying and syncs before acknowledging (Part 1)." }</li>
-                <li>{ "A sync, not a write, makes a record durable, through the drive's cache, with the directory and the file's size made durable too (Part 2); a failed sync stops the engine (Part 3)." }</li>
-                <li>{ "Group commit shares each sync: about 100 writes per batch, about 1,000 syncs a second, waits of 1 to 2 ms, about 150 writes in flight, and the same guarantee as a sync per write (Parts 5 and 6)." }</li>
-                <li>{ "Checksums and a scan that stops at the first bad record make a torn tail harmless (Part 7); truncation keeps the log small unless a reader pins it (Part 8)." }</li>
-                <li>{ "Replicas in other zones cover the lost disk and the lost zone, at the latency of the fastest follower needed (Part 10)." }</li>
-            </ul>
+            <ul>{ items(&RECAP) }</ul>
         </div>
         <h3>{ "The cheat card" }</h3>
         <table class="cheat-card">
-            <tbody>
-                <tr><th>{ "the rule" }</th><td>{ "log before apply; durable before OK; OK names its failure class" }</td></tr>
-                <tr><th>{ "the call" }</th><td>{ "fdatasync (or O_DSYNC) on the log; fsync the directory after creating or renaming a segment" }</td></tr>
-                <tr><th>{ "the ceiling" }</th><td>{ "one log: 1 ÷ L syncs a second; group commit carries load × L writes per sync" }</td></tr>
-                <tr><th>{ "the wait" }</th><td>{ "between L and 2L with group commit; up to W more with a window" }</td></tr>
-                <tr><th>{ "a failed sync" }</th><td>{ "fatal: fail the waiters, stop, recover; never retry" }</td></tr>
-                <tr><th>{ "the record" }</th><td>{ "checksum, length, type, payload; scan stops at the first record that fails" }</td></tr>
-                <tr><th>{ "deleting a segment" }</th><td>{ "only when its records are durable elsewhere and every reader has passed it" }</td></tr>
-                <tr><th>{ "pages" }</th><td>{ "redo only where LSN > pageLSN; full-page images or doublewrite against torn pages" }</td></tr>
-                <tr><th>{ "replicas" }</th><td>{ "commit at max(local sync, the (W−1)th fastest follower), not the sum" }</td></tr>
-            </tbody>
+            <tbody>{ for CHEAT_CARD.iter().map(|(rule, says)| html! { <tr><th>{ *rule }</th><td>{ *says }</td></tr> }) }</tbody>
         </table>
         <h3>{ "Failure checklist" }</h3>
-        <ul class="checklist">
-            <li>{ "Does every OK in the design name the failure class it survives?" }</li>
-            <li>{ "Is the sync before the acknowledgement on the code path that actually answers the client?" }</li>
-            <li>{ "Do sync errors stop the engine instead of being retried?" }</li>
-            <li>{ "Are log files zero-filled or recycled, and is the directory synced after a create or rename?" }</li>
-            <li>{ "Are sync latency and batch size exported as metrics, with alarms?" }</li>
-            <li>{ "Is every log reader's lag alarmed before the disk fills?" }</li>
-            <li>{ "Is torn-page protection on, or are atomic writes proven for this instance type and block size?" }</li>
-            <li>{ "Are replicas in separate zones, with a sync policy that survives a power event they all share?" }</li>
-        </ul>
+        <ul class="checklist">{ items(&CHECKLIST) }</ul>
         <h3>{ "Drills" }</h3>
         <ol class="drills">{ for drills }</ol>
         <h3>{ "Interview questions" }</h3>
-        <ol class="interview">
-            <li>{ "Design the write path of a key-value store that acknowledges 100,000 writes a second on one cloud volume. \
-                   Where does the sync go, how many are there, and what does a client wait?" }</li>
-            <li>{ "Your service reports p99 write latency of 2L. Is group commit broken, or working as designed? What would you measure?" }</li>
-            <li>{ "fsync returned EIO in production. Walk through what the process should do, and what the client that was waiting sees." }</li>
-            <li>{ "After a crash the log's last record is half there. How does recovery know, and which writes may be missing?" }</li>
-            <li>{ "Why does PostgreSQL log a full page after each checkpoint, and what does InnoDB do instead?" }</li>
-            <li>{ "Three replicas in three zones: what does W = 2 cost in latency, and which failure can still lose an acknowledged write?" }</li>
-        </ol>
+        <ol class="interview">{ items(&INTERVIEW) }</ol>
         <p class="note">{ "Follow-ups worth preparing: what changes if the drive lies about flushes; what if a CDC consumer stops \
             reading for a day; what if the volume's IOPS baseline is the bottleneck rather than its latency." }</p>
         <p class="note">{ "Sources for every fact are given beside it in the Part that teaches it." }

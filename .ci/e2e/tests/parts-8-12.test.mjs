@@ -1,0 +1,63 @@
+// Parts 8 to 12: each defect a reviewer found in them, one test each, opened on the view
+// it was seen in. The numbers compared come from the page's own data attributes (the
+// core's runs), never typed in here.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startLab } from '../lib.mjs';
+
+let lab;
+before(async () => {
+  lab = await startLab();
+});
+after(async () => {
+  await lab?.close();
+});
+
+const now = async (page) => Number(await page.getAttribute('.player .now', 'data-now-ns'));
+
+test('Part 10 opens at the fork onto the replicas, not on a replay of Part 5', async () => {
+  const page = await lab.newPage('?part=10');
+  assert.match(await page.textContent('.player .caption'), /forks after write 20/);
+  // From the fork to the end of the run is a handful of steps, not 31 more.
+  let steps = 0;
+  for (let before = -1; steps < 40 && before !== (await now(page)); steps += 1) {
+    before = await now(page);
+    await page.keyboard.press('ArrowRight');
+  }
+  assert.ok(steps <= 15, `${steps} steps from the opening to the end`);
+  await page.close();
+});
+
+test('Part 10 names one naive sum: the figure and the table give the same number under the same label', async () => {
+  const page = await lab.newPage('?part=10');
+  const naiveNs = Number(await page.getAttribute('table.write-23', 'data-naive-ns'));
+  const ms = (naiveNs / 1e6).toFixed(1);
+  const label = (await page.textContent('table.write-23 tr:last-child th')).trim();
+  const figure = await page.textContent('.quorum-figure .max-vs-sum');
+  assert.ok(figure.includes(`${ms} ms`), `the figure's comparison "${figure}" lacks the table's ${ms} ms`);
+  assert.ok(figure.includes(label), `the figure's comparison "${figure}" does not call it "${label}"`);
+  const everything = await page.textContent('#chapter');
+  assert.doesNotMatch(everything, /naive budget/);
+  await page.close();
+});
+
+test('Part 11 says the conclusion: the throughput needed is above gp3\'s baseline; the bars carry their values', async () => {
+  const page = await lab.newPage('?part=11');
+  const verdict = page.locator('.budget .verdict');
+  const neededMib = Number(await verdict.getAttribute('data-needed-mib'));
+  const baselineMib = Number(await verdict.getAttribute('data-baseline-mib'));
+  assert.ok(neededMib > baselineMib, `${neededMib} MiB/s against ${baselineMib}`);
+  const words = await verdict.textContent();
+  assert.ok(words.includes(`${Math.ceil(neededMib)} MiB/s`) && words.includes(`${baselineMib} MiB/s`), words);
+  assert.match(words, /above/);
+  // Each bar is labelled with its value: the flushes' and compaction's I/Os among them.
+  const values = await page.$$eval('.budget svg.chart-svg text.chart-value', (texts) => texts.map((text) => text.textContent));
+  const lsmIops = await verdict.getAttribute('data-lsm-iops');
+  assert.ok(values.includes(lsmIops), `no bar says ${lsmIops}: ${values.join(', ')}`);
+  assert.ok(words.includes(`about ${Math.round(Number(lsmIops) / 10) * 10}`), `the verdict rounds the flushes' ${lsmIops} I/Os: ${words}`);
+  // At a light load the log's throughput fits, and the verdict says so from the new run.
+  const light = await lab.newPage('?part=11&load=1000');
+  assert.ok(Number(await light.getAttribute('.budget .verdict', 'data-needed-mib')) < neededMib);
+  await light.close();
+  await page.close();
+});
