@@ -61,3 +61,31 @@ test('Part 11 says the conclusion: the throughput needed is above gp3\'s baselin
   await light.close();
   await page.close();
 });
+
+test('Part 12 draws the path of an OK: a card per Part (0-11, 13, 14) with the number that Part computes', async () => {
+  const page = await lab.newPage('?part=12');
+  const parts = await page.$$eval('[data-figure="ok-path"] li.stop', (stops) => stops.map((stop) => Number(stop.dataset.part)));
+  assert.deepEqual(parts, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14]);
+  const card = async (part) => page.textContent(`[data-figure="ok-path"] li.stop[data-part="${part}"]`);
+  // The AWS budget, with Part 11's own numbers.
+  const aws = await lab.newPage('?part=11');
+  const verdict = aws.locator('.budget .verdict');
+  const lsm = Number(await verdict.getAttribute('data-lsm-iops'));
+  const needed = Math.ceil(Number(await verdict.getAttribute('data-needed-mib')));
+  const sharedIops = Number(await aws.getAttribute('.budget', 'data-shared-iops')).toLocaleString('en-US');
+  await aws.close();
+  const budget = await card(11);
+  for (const part of ['1,000 +', `about ${Math.round(lsm / 10) * 10}`, sharedIops, '12-16 + 200 MB/s', `${needed} MiB/s`, 'above']) {
+    assert.ok(budget.includes(part), `the budget card "${budget}" lacks "${part}"`);
+  }
+  // Part 10's numbers are its table's.
+  const quorum = await lab.newPage('?part=10');
+  const total = Number(await quorum.getAttribute('table.write-23', 'data-total-ns')) / 1e6;
+  const naive = Number(await quorum.getAttribute('table.write-23', 'data-naive-ns')) / 1e6;
+  await quorum.close();
+  assert.ok((await card(10)).includes(`${total} ms`) && (await card(10)).includes(`${naive} ms`), await card(10));
+  // A card opens its Part.
+  await page.click('[data-figure="ok-path"] li.stop[data-part="8"] button');
+  await page.waitForFunction(() => new URL(location.href).searchParams.get('part') === '8');
+  await page.close();
+});

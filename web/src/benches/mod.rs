@@ -28,6 +28,7 @@ pub mod moments;
 mod never_panics;
 pub mod pages_view;
 pub mod quorum_view;
+pub mod recap;
 pub mod remote;
 pub mod remote_trace;
 pub mod remote_upload;

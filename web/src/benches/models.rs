@@ -195,12 +195,16 @@ impl QuorumBench {
 #[derive(Debug)]
 pub struct BudgetBench {
     pub budget: Result<Budget, String>,
+    /// Part 12's path of an OK (empty in Part 11).
+    pub recap: Vec<super::recap::Stop>,
 }
 
 impl BudgetBench {
     pub fn build(params: &LabParams) -> BudgetBench {
         let input = BudgetInput { rate_per_s: params.load_per_second, sync_latency: params.sync_latency, ..BudgetInput::page() };
-        BudgetBench { budget: budget::compute(input).map_err(|error| error.to_string()) }
+        let budget = budget::compute(input).map_err(|error| error.to_string());
+        let recap = if params.part == 12 { super::recap::stops(budget.as_ref().ok()) } else { Vec::new() };
+        BudgetBench { budget, recap }
     }
 }
 

@@ -3,6 +3,8 @@
 use yew::prelude::*;
 
 use super::{ChapterProps, Source};
+use crate::benches::Bench;
+use crate::state::LabAction;
 
 /// A managed service and what AWS documents about when it says OK.
 struct Service {
@@ -90,14 +92,6 @@ const CHEAT_CARD: [(&str, &str); 9] = [
     ("replicas", "commit at max(local sync, the (W−1)th fastest follower), not the sum"),
 ];
 
-const RECAP: [&str; 5] = [
-    "An OK names the failure it survives; the WAL rule logs before applying and syncs before acknowledging (Part 1).",
-    "A sync, not a write, makes a record durable, through the drive's cache, with the directory and the file's size made durable too (Part 2); a failed sync stops the engine (Part 3).",
-    "Group commit shares each sync: about 100 writes per batch, about 1,000 syncs a second, waits of 1 to 2 ms, about 150 writes in flight, and the same guarantee as a sync per write (Parts 5 and 6).",
-    "Checksums and a scan that stops at the first bad record make a torn tail harmless (Part 7); truncation keeps the log small unless a reader pins it (Part 8).",
-    "Replicas in other zones cover the lost disk and the lost zone, at the latency of the fastest follower needed (Part 10).",
-];
-
 const CHECKLIST: [&str; 8] = [
     "Does every OK in the design name the failure class it survives?",
     "Is the sync before the acknowledgement on the code path that actually answers the client?",
@@ -124,8 +118,34 @@ fn items(lines: &[&'static str]) -> Html {
     lines.iter().map(|line| html! { <li>{ *line }</li> }).collect()
 }
 
+/// The path of one OK: a card per Part with the number that Part computed, in the order
+/// the navigation lists them; a card opens its Part.
+fn ok_path(props: &ChapterProps) -> Html {
+    let Bench::Budget(bench) = &*props.bench.0 else { return Html::default() };
+    let stops = bench.recap.iter().map(|stop| {
+        let part = stop.part;
+        let open = props.on_action.reform(move |_: MouseEvent| LabAction::GoToPart(part));
+        html! {
+            <li class="stop" data-part={part.to_string()}>
+                <button class="stop-card" onclick={open} title={format!("open Part {part}")}>
+                    <span class="stop-part">{ format!("Part {part} · {}", super::PART_TITLES[usize::from(part)]) }</span>
+                    <strong class="stop-number">{ stop.headline.clone() }</strong>
+                    <span class="stop-lesson">{ stop.lesson.clone() }</span>
+                </button>
+            </li>
+        }
+    });
+    html! {
+        <figure class="figure ok-path" data-figure="ok-path">
+            <ol>{ for stops }</ol>
+            <figcaption>{ "The path of one OK, from the load it must carry to the cloud volume it runs on: each Part's \
+                number, computed again here by the same runs. Open a Part from its card." }</figcaption>
+        </figure>
+    }
+}
+
 #[component]
-pub fn LearnedChapter(_props: &ChapterProps) -> Html {
+pub fn LearnedChapter(props: &ChapterProps) -> Html {
     let drills: [(&str, &str); 6] = [
         ("A log syncs in 1 ms and takes 100,000 writes a second. How many writes does each sync carry, and how long does a writer wait?",
          "About 100 per sync (load × L), 1,000 syncs a second, and a wait between L and 2L: 1.5 ms on average (Part 5)."),
@@ -153,8 +173,8 @@ pub fn LearnedChapter(_props: &ChapterProps) -> Html {
         <div class="prose">
             <p>{ "Back to the node that had to acknowledge 100,000 writes a second, each surviving a crash, with a log \
                   whose sync takes about 1 ms and so allows about 1,000 syncs a second:" }</p>
-            <ul>{ items(&RECAP) }</ul>
         </div>
+        { ok_path(props) }
         <h3>{ "The cheat card" }</h3>
         <table class="cheat-card">
             <tbody>{ for CHEAT_CARD.iter().map(|(rule, says)| html! { <tr><th>{ *rule }</th><td>{ *says }</td></tr> }) }</tbody>

@@ -1,0 +1,158 @@
+//! Part 12's recap: the path of one OK, a stop per Part, each with the headline number
+//! that Part computed. The numbers come from the same core runs the Parts make (the tiny
+//! store's group commit and power cut, its gates, branch B's redo, branch R's quorum,
+//! the budget model), run again here for the defaults, so the recap cannot drift from
+//! the Parts it sums up.
+
+use walab_core::budget::Budget;
+use walab_core::codec::tiny::HEADER_BYTES;
+use walab_core::group_commit::{Config, Policy};
+use walab_core::pages::branch_b::{self, CutPoint};
+use walab_core::pages::engine::Protection;
+use walab_core::pages::page::PageGeometry;
+use walab_core::quorum::{self, QuorumSetup};
+use walab_core::sim::commit::{self, tiny_store_setup};
+use walab_core::sim::tiny::{self, CdcReader, TinySetup};
+use walab_core::tiny_store::{POWER_CUT, SYNC_LATENCY, WRITES};
+
+use super::models::{FORK_AFTER_WRITE, PAGE_BYTES, SECTOR_BYTES};
+use crate::format::{group_thousands, ms};
+
+/// One stop on the path: a Part, its number in a few words, and its lesson.
+#[derive(Debug)]
+pub struct Stop {
+    pub part: u8,
+    pub headline: String,
+    pub lesson: String,
+}
+
+/// The reader the recap pins Part 8's segments with.
+const READER_SEQ: u64 = 10;
+
+/// Every Part's stop, in the order an OK travels (the navigation's order: 13 and 14 before 12).
+pub fn stops(budget: Option<&Budget>) -> Vec<Stop> {
+    let stop = |part: u8, headline: String, lesson: &str| Stop { part, headline, lesson: lesson.to_string() };
+    let failed = |what: &str| format!("({what} did not run)");
+    let mut stops = Vec::with_capacity(15);
+    stops.push(stop(0, budget.map_or_else(|| failed("the budget"), |budget| format!(
+        "{} writes/s ÷ {} syncs/s = {:.0} writes a sync", group_thousands(budget.input.rate_per_s), group_thousands(budget.syncs_per_s), budget.writes_per_batch_mean)),
+        "A log that syncs in about 1 ms allows about 1,000 syncs a second: a heavy load needs many writes per sync."));
+    stops.push(stop(1, "log before apply; durable before OK".to_string(),
+        "An OK names the failure it survives; the WAL rule logs the change before applying it and syncs before answering."));
+    stops.push(stop(2, format!("one fdatasync: {}", ms(SYNC_LATENCY)),
+        "A write only reaches the page cache; a sync makes it durable, through the drive's cache, with the directory and the file's size."));
+    stops.push(stop(3, "EIO: fail the waiters, stop, recover".to_string(),
+        "A failed sync may have marked the pages clean: a retry that returns OK wrote nothing, so the engine must stop."));
+    stops.push(stop(4, format!("{HEADER_BYTES}-byte header: checksum, length, type"),
+        "Each record carries its own checksum and length, so a scan can tell a whole record from a torn one."));
+    let tiny_commit = |policy| {
+        let (setup, arrivals) = tiny_store_setup(Config::file(policy));
+        commit::run(&setup, &arrivals)
+    };
+    let group = tiny_commit(Policy::Group).map(|run| run.summary);
+    let per_write = tiny_commit(Policy::PerWrite).map(|run| run.summary);
+    stops.push(stop(5, match (group, per_write) {
+        (Ok(group), Ok(per_write)) => format!(
+            "{} writes in {} syncs, waits {} to {} (a sync each: {} syncs, up to {})",
+            WRITES.len(), group.syncs, ms(group.wait_min), ms(group.wait_max), per_write.syncs, ms(per_write.wait_max)),
+        _ => failed("the group-commit run"),
+    }, "Group commit shares each sync: every wait is between L and 2L, with the same guarantee as a sync per write."));
+    let at_cut = |policy| {
+        let run = tiny::run(&TinySetup::new(policy).with_power_cut(POWER_CUT)).ok()?;
+        let lost = run.post_crash_states()?.first()?.lost_acknowledged.len();
+        Some((run.acknowledged().len(), lost))
+    };
+    stops.push(stop(6, match (at_cut(Policy::Group), at_cut(Policy::NoSync)) {
+        (Some((group_acked, group_lost)), Some((fast_acked, fast_lost))) => format!(
+            "power off at {}: group commit {group_acked} OK, {group_lost} lost; no sync {fast_acked} OK, {fast_lost} lost", ms(POWER_CUT)),
+        _ => failed("the power cut"),
+    }, "An OK before the sync is a promise the power can break; after the sync it holds."));
+    stops.push(stop(7, "the scan stops at the first bad checksum".to_string(),
+        "A torn tail is harmless: only writes never acknowledged can be in it, and recovery stops before them."));
+    let kept = |readers: Vec<CdcReader>| {
+        let run = tiny::run(&TinySetup { readers, ..TinySetup::new(Policy::Group) }).ok()?;
+        let at = run.ack_of(WRITES.len() as u64)?;
+        Some(run.gates_at(at).iter().filter(|gate| gate.exists).count())
+    };
+    let reader = CdcReader { name: "cdc".to_string(), confirmed_seq: READER_SEQ };
+    stops.push(stop(8, match (kept(Vec::new()), kept(vec![reader])) {
+        (Some(alone), Some(pinned)) => format!("{} kept; {} with a reader stuck at seq {READER_SEQ}", crate::format::count(alone as u64, "segment"), pinned),
+        _ => failed("the retention run"),
+    }, "A segment goes once its records are flushed and every reader has passed it; a stuck reader pins the log."));
+    let redo = |protection| {
+        let geometry = PageGeometry::new(PAGE_BYTES, SECTOR_BYTES).ok()?;
+        Some(branch_b::run(geometry, protection, CutPoint::PAGE).ok()?.recovered_everything())
+    };
+    stops.push(stop(9, match (redo(Protection::FullPageImages), redo(Protection::None)) {
+        (Some(with), Some(without)) => format!("torn page: {} with full-page images, {} without", restored(with), restored(without)),
+        _ => failed("the redo run"),
+    }, "Redo applies a record only where LSN > pageLSN; a torn page needs a full-page image or a doublewrite copy."));
+    let setup = QuorumSetup::branch_r();
+    stops.push(stop(10, match quorum::branch_r(&setup, FORK_AFTER_WRITE).ok().and_then(|branch| branch.budget(23)) {
+        Some(wait) => format!("write 23 waits {}, not the naive {}", ms(wait.total), ms(wait.naive_sum)),
+        None => failed("the quorum run"),
+    }, "Replicas' legs run at once: a commit costs the slowest leg it needs, and the copies survive a lost disk or zone."));
+    stops.push(stop(11, budget.map_or_else(|| failed("the budget"), aws_budget),
+        "The syncs fit gp3's included IOPS; the bytes (log pages plus the LSM tree's) need more throughput or a second volume."));
+    stops.push(stop(13, "no local disk: an OK once the object is stored".to_string(),
+        "On S3 an append waits for its upload (tens of ms on S3 Standard); records that arrive meanwhile share the next upload, and the epoch in every key fences a replaced node."));
+    stops.push(stop(14, "an OK once the row is committed".to_string(),
+        "In Postgres the WAL is rows in a ring of slot tables; a commit costs a millisecond or two, and the node row's epoch fences a replaced node."));
+    stops
+}
+
+fn restored(whole: bool) -> &'static str {
+    if whole {
+        "rebuilt"
+    } else {
+        "lost"
+    }
+}
+
+/// "1,000 + 760 = 1,763 IOPS of 3,000; 12-16 + 200 MB/s = 207 MiB/s, above 125".
+pub fn aws_budget(budget: &Budget) -> String {
+    let limits = &budget.limits;
+    let needed_mib = (budget.shared.bytes_per_s as f64 / (1u64 << 20) as f64).ceil();
+    format!(
+        "{} + about {} = {} IOPS of {}'s {}; {:.0}-{:.0} + {:.0} MB/s = {needed_mib} MiB/s, {} its {} MiB/s",
+        group_thousands(budget.log_iops),
+        group_thousands(about(budget.lsm_iops)),
+        group_thousands(budget.shared.iops),
+        limits.name,
+        group_thousands(limits.iops_included),
+        budget.log_bytes_per_s_min as f64 / 1e6,
+        budget.log_bytes_per_s_max as f64 / 1e6,
+        budget.input.lsm_bytes_per_s as f64 / 1e6,
+        if needed_mib > limits.mib_per_s_included as f64 { "above" } else { "within" },
+        limits.mib_per_s_included,
+    )
+}
+
+/// A count to the nearest ten ("about 760").
+pub fn about(count: u64) -> u64 {
+    (count + 5) / 10 * 10
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::benches::models::BudgetBench;
+    use crate::url_state::parse_query;
+
+    #[test]
+    fn the_path_of_an_ok_has_a_stop_for_every_part_but_the_recap_itself() {
+        let budget = BudgetBench::build(&parse_query("part=12").0).budget.unwrap();
+        let stops = stops(Some(&budget));
+        let parts: Vec<u8> = stops.iter().map(|stop| stop.part).collect();
+        assert_eq!(parts, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14]);
+        let headline = |part: u8| stops.iter().find(|stop| stop.part == part).unwrap().headline.clone();
+        assert_eq!(headline(0), "100,000 writes/s ÷ 1,000 syncs/s = 100 writes a sync");
+        assert_eq!(headline(5), "24 writes in 14 syncs, waits 1 ms to 1.9 ms (a sync each: 24 syncs, up to 11.3 ms)");
+        assert_eq!(headline(6), "power off at 13.5 ms: group commit 22 OK, 0 lost; no sync 24 OK, 4 lost");
+        assert_eq!(headline(8), "1 segment kept; 4 with a reader stuck at seq 10");
+        assert_eq!(headline(9), "torn page: rebuilt with full-page images, lost without");
+        assert_eq!(headline(10), "write 23 waits 2.7 ms, not the naive 9.7 ms");
+        assert_eq!(headline(11), "1,000 + about 760 = 1,763 IOPS of gp3's 3,000; 12-16 + 200 MB/s = 207 MiB/s, above its 125 MiB/s");
+        assert!(stops.iter().all(|stop| !stop.headline.contains("did not run")));
+    }
+}
