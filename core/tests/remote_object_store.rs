@@ -1,9 +1,9 @@
-//! The object-store WAL's figures, computed from simulated runs: bulks pipelining, a slow
+//! The object-store WAL's figures, computed from simulated runs: batches pipelining, a slow
 //! PUT holding back acknowledgements, PUTs per record falling as writers rise, and a
 //! takeover that fences the old node without losing anything it acknowledged.
 
 use walab_core::remote::layout::Ignored;
-use walab_core::sim::remote::{run, BulkOutcome, Load, RemoteBackend, RemoteRun, RemoteSetup};
+use walab_core::sim::remote::{run, BatchOutcome, Load, RemoteBackend, RemoteRun, RemoteSetup};
 use walab_core::sim::SyncLatency;
 use walab_core::time::Nanos;
 
@@ -18,12 +18,12 @@ fn s3(load: Load, count: u64) -> RemoteSetup {
     }
 }
 
-fn bulk(run: &RemoteRun, n: u64) -> &walab_core::sim::remote::BulkRow {
-    run.bulks.iter().find(|b| b.bulk == n).unwrap()
+fn batch(run: &RemoteRun, n: u64) -> &walab_core::sim::remote::BatchRow {
+    run.batches.iter().find(|b| b.batch == n).unwrap()
 }
 
 #[test]
-fn a_slow_third_put_holds_back_the_acknowledgements_of_the_bulks_behind_it() {
+fn a_slow_third_put_holds_back_the_acknowledgements_of_the_batches_behind_it() {
     let setup = RemoteSetup {
         slow_puts: vec![(3, ms(200))],
         ..s3(
@@ -39,13 +39,13 @@ fn a_slow_third_put_holds_back_the_acknowledgements_of_the_bulks_behind_it() {
     let ms_of =
         |t: Option<Nanos>| t.map_or("-".to_string(), |t| format!("{:.3}", t.as_millis_f64()));
     let table: Vec<String> = run
-        .bulks
+        .batches
         .iter()
         .take(8)
         .map(|b| {
             format!(
-                "bulk {} records {:>3} sent {:>7} stored {:>7} acked {:>7}",
-                b.bulk,
+                "batch {} records {:>3} sent {:>7} stored {:>7} acked {:>7}",
+                b.batch,
                 b.records,
                 ms_of(b.sent),
                 ms_of(b.stored),
@@ -54,38 +54,38 @@ fn a_slow_third_put_holds_back_the_acknowledgements_of_the_bulks_behind_it() {
         })
         .collect();
     expect_test::expect![[r#"
-        bulk 1 records   1 sent   0.025 stored  25.025 acked  50.025
-        bulk 2 records  32 sent   1.625 stored  26.625 acked  51.625
-        bulk 3 records  32 sent   3.225 stored 203.225 acked 228.225
-        bulk 4 records  32 sent   4.825 stored  29.825 acked 228.225
-        bulk 5 records 904 sent  50.025 stored  75.025 acked 228.225
-        bulk 6 records  32 sent  51.625 stored  76.625 acked 228.225
-        bulk 7 records  64 sent  54.825 stored  79.825 acked 228.225
-        bulk 8 records 903 sent 100.025 stored 125.025 acked 228.225"#]]
+        batch 1 records   1 sent   0.025 stored  25.025 acked  50.025
+        batch 2 records  32 sent   1.625 stored  26.625 acked  51.625
+        batch 3 records  32 sent   3.225 stored 203.225 acked 228.225
+        batch 4 records  32 sent   4.825 stored  29.825 acked 228.225
+        batch 5 records 904 sent  50.025 stored  75.025 acked 228.225
+        batch 6 records  32 sent  51.625 stored  76.625 acked 228.225
+        batch 7 records  64 sent  54.825 stored  79.825 acked 228.225
+        batch 8 records 903 sent 100.025 stored 125.025 acked 228.225"#]]
     .assert_eq(&table.join("\n"));
-    let third = bulk(&run, 3);
+    let third = batch(&run, 3);
     for n in [4, 5] {
-        let later = bulk(&run, n);
+        let later = batch(&run, n);
         assert!(
             later.stored.unwrap() < third.stored.unwrap(),
-            "bulk {n} is stored before bulk 3"
+            "batch {n} is stored before batch 3"
         );
         assert_eq!(
             later.acked, third.acked,
-            "bulk {n} is acknowledged only with bulk 3"
+            "batch {n} is acknowledged only with batch 3"
         );
         assert!(
             later.acked.unwrap() > later.stored.unwrap(),
-            "bulk {n} waited, stored but not acknowledged"
+            "batch {n} waited, stored but not acknowledged"
         );
     }
-    // A bulk is reported once the fence read after its PUT answers (25 ms here).
+    // A batch is reported once the fence read after its PUT answers (25 ms here).
     assert_eq!(third.checked, Some(third.stored.unwrap() + ms(25)));
     assert_eq!(third.checked, third.acked);
     assert_eq!(
-        bulk(&run, 1).acked,
-        bulk(&run, 1).checked,
-        "nothing holds bulk 1 back"
+        batch(&run, 1).acked,
+        batch(&run, 1).checked,
+        "nothing holds batch 1 back"
     );
     assert_eq!(run.records_acked, 2_000);
 }
@@ -94,7 +94,7 @@ fn a_slow_third_put_holds_back_the_acknowledgements_of_the_bulks_behind_it() {
 fn puts_per_record_fall_as_writers_rise() {
     let mut previous = f64::INFINITY;
     let mut rows = Vec::new();
-    // Closed-loop writers all wait on the one bulk in flight and come back together.
+    // Closed-loop writers all wait on the one batch in flight and come back together.
     for writers in [1, 4, 16, 64, 256] {
         let run = run(&s3(Load::Writers { writers }, 2_048)).unwrap();
         let per_record = run.puts_per_record().unwrap();
@@ -130,7 +130,7 @@ fn after_a_takeover_the_new_owner_recovers_every_acknowledged_record_and_no_stra
     })
     .unwrap();
     let last_before = base
-        .bulks
+        .batches
         .iter()
         .filter(|b| b.sent.is_some_and(|sent| sent < ms(60)))
         .filter_map(|b| b.request)
@@ -175,24 +175,24 @@ fn after_a_takeover_the_new_owner_recovers_every_acknowledged_record_and_no_stra
             "{why:?}"
         );
         let straggler = run
-            .bulks
+            .batches
             .iter()
             .find(|b| b.first_offset == object.start)
             .unwrap();
-        assert_eq!(straggler.outcome, Some(BulkOutcome::StoredNotAcked));
+        assert_eq!(straggler.outcome, Some(BatchOutcome::StoredNotAcked));
         assert!(
             (straggler.first_record..straggler.first_record + straggler.records)
                 .all(|r| !takeover.recovered_records.contains(&r))
         );
     }
     assert!(
-        !takeover.fenced_bulks.is_empty(),
+        !takeover.fenced_batches.is_empty(),
         "A's next check fences it"
     );
 }
 
 #[test]
-fn a_trace_of_a_run_reads_back_into_the_same_bulks_records_and_takeover() {
+fn a_trace_of_a_run_reads_back_into_the_same_batches_records_and_takeover() {
     use walab_core::sim::remote::{from_trace, to_trace};
     let setup = RemoteSetup {
         takeover_at: Some(ms(60)),
@@ -208,9 +208,9 @@ fn a_trace_of_a_run_reads_back_into_the_same_bulks_records_and_takeover() {
     let run = run(&setup).unwrap();
     let back = from_trace(&to_trace(&run, "group")).unwrap();
     let times = |run: &RemoteRun| -> Vec<_> {
-        run.bulks
+        run.batches
             .iter()
-            .map(|b| (b.bulk, b.records, b.first_offset, b.end_offset, b.formed, b.sent, b.stored, b.checked, b.acked, b.outcome))
+            .map(|b| (b.batch, b.records, b.first_offset, b.end_offset, b.formed, b.sent, b.stored, b.checked, b.acked, b.outcome))
             .collect()
     };
     assert_eq!(times(&back), times(&run));
@@ -219,7 +219,7 @@ fn a_trace_of_a_run_reads_back_into_the_same_bulks_records_and_takeover() {
     let (original, read) = (run.takeover.clone().unwrap(), back.takeover.clone().unwrap());
     assert_eq!((read.at, read.claimed_at, read.listed_at), (original.at, original.claimed_at, original.listed_at));
     assert_eq!((read.old_epoch, read.new_epoch, read.new_session_start), (original.old_epoch, original.new_epoch, original.new_session_start));
-    assert_eq!(read.fenced_bulks, original.fenced_bulks);
+    assert_eq!(read.fenced_batches, original.fenced_batches);
     assert_eq!(read.stragglers_ignored, original.stragglers_ignored);
     assert!(read.stragglers_ignored >= 1);
     assert_eq!(read.recovered_by_new, original.recovered_by_new);
@@ -229,4 +229,37 @@ fn a_trace_of_a_run_reads_back_into_the_same_bulks_records_and_takeover() {
         from_trace(&not_remote).unwrap_err().to_string(),
         "scenario 'tiny-store' is not a run of walab sim remote (remote-s3 or remote-postgres)"
     );
+}
+
+/// JSON written before batches were called batches (`bulks`, `bulk`, `fenced_bulks`)
+/// still reads back as the same run; new JSON carries only the new names.
+#[cfg(feature = "serde")]
+#[test]
+fn a_run_in_json_with_the_old_bulk_names_reads_back_the_same() {
+    use serde_json::Value;
+    let mut run = run(&RemoteSetup {
+        takeover_at: Some(ms(60)),
+        ..s3(Load::Rate { rate_per_s: 20_000, poisson: false }, 2_000)
+    })
+    .unwrap();
+    run.takeover.as_mut().unwrap().fenced_batches = vec![7, 8];
+    let new = serde_json::to_value(&run).unwrap();
+    assert!(new.get("batches").is_some() && new.get("bulks").is_none(), "new JSON names batches");
+    assert!(new["batches"][0].get("batch").is_some() && new["batches"][0].get("bulk").is_none());
+    fn rename(value: &mut Value, from: &str, to: &str) {
+        let object = value.as_object_mut().unwrap();
+        let moved = object.remove(from).unwrap();
+        object.insert(to.to_string(), moved);
+    }
+    let mut old = new.clone();
+    rename(&mut old, "batches", "bulks");
+    for list in ["bulks", "records"] {
+        for row in old[list].as_array_mut().unwrap() {
+            rename(row, "batch", "bulk");
+        }
+    }
+    rename(&mut old["takeover"], "fenced_batches", "fenced_bulks");
+    assert_ne!(old, new);
+    let back: RemoteRun = serde_json::from_value(old).unwrap();
+    assert_eq!(back, run);
 }

@@ -33,11 +33,11 @@ fn a_ring_of_two_slots_waits_exactly_when_the_head_reaches_the_untrimmed_slot() 
     };
     let run = run(&setup).unwrap();
     let first_wait = run
-        .bulks
+        .batches
         .iter()
         .position(|b| b.waited == Some(RingWait::Slot))
         .expect("the ring fills");
-    let waiting = &run.bulks[first_wait];
+    let waiting = &run.batches[first_wait];
     assert_eq!(waiting.generation, Some(2), "the head reached generation 2");
     assert_eq!(waiting.slot, Some(0), "whose slot still holds generation 0");
     assert_eq!(
@@ -46,7 +46,7 @@ fn a_ring_of_two_slots_waits_exactly_when_the_head_reaches_the_untrimmed_slot() 
         "it is the first batch of generation 2"
     );
     assert!(
-        run.bulks[..first_wait]
+        run.batches[..first_wait]
             .iter()
             .all(|b| b.generation < Some(2)),
         "no earlier batch waited for a slot"
@@ -84,13 +84,13 @@ fn a_lost_insert_answer_is_retried_compared_and_counts_as_stored() {
         )
     };
     let run = run(&setup).unwrap();
-    let third = run.bulks.iter().find(|b| b.request == Some(3)).unwrap();
+    let third = run.batches.iter().find(|b| b.request == Some(3)).unwrap();
     assert!(third.retried);
     assert!(
         third.acked.unwrap() >= third.stored.unwrap() + ms(1),
         "acknowledged after the retry's round trip"
     );
-    assert_eq!(run.puts, run.bulks.len() as u64 + 1, "one extra INSERT");
+    assert_eq!(run.puts, run.batches.len() as u64 + 1, "one extra INSERT");
     assert_eq!(run.records_acked, 100);
 }
 
@@ -109,7 +109,7 @@ fn a_takeover_fences_the_old_writer_inside_its_insert_with_no_straggler() {
     let run = run(&setup).unwrap();
     let takeover = run.takeover.clone().unwrap();
     assert_eq!((takeover.old_epoch, takeover.new_epoch), (5, 6));
-    assert!(!takeover.fenced_bulks.is_empty());
+    assert!(!takeover.fenced_batches.is_empty());
     assert_eq!(takeover.stragglers_ignored, 0);
     let acked: Vec<u64> = run
         .records
@@ -128,7 +128,7 @@ fn node_bs_claim_waits_for_the_inserts_holding_the_row_then_takes_a_request_and_
     // The last insert A sends before the takeover, in a run of the same setup without it.
     let last_before = |setup: RemoteSetup| {
         let base = run(&RemoteSetup { takeover_at: Some(ms(30)), ..setup }).unwrap();
-        base.bulks.iter().filter(|b| b.sent.is_some_and(|sent| sent < ms(30))).filter_map(|b| b.request).max().unwrap()
+        base.batches.iter().filter(|b| b.sent.is_some_and(|sent| sent < ms(30))).filter_map(|b| b.request).max().unwrap()
     };
     let drawn = RemoteSetup::new(RemoteBackend::Postgres, rate, 400);
     let (last_fixed, last_drawn) = (last_before(postgres(rate, 400)), last_before(drawn.clone()));
@@ -143,7 +143,7 @@ fn node_bs_claim_waits_for_the_inserts_holding_the_row_then_takes_a_request_and_
         let takeover = run.takeover.clone().unwrap();
         // The inserts A sent before the takeover hold the node row until they commit.
         let released = run
-            .bulks
+            .batches
             .iter()
             .filter(|b| b.sent.is_some_and(|sent| sent < ms(30)))
             .filter_map(|b| b.answered)

@@ -55,7 +55,7 @@ fn table(run: &UploadRun) -> String {
         lines.push(format!("commit {} block {} ends {:?}", t(Some(commit.at)), commit.block, commit.stream_ends));
     }
     for delete in &run.deletes {
-        lines.push(format!("delete {}..{} bulks {}..={}", t(Some(delete.sent)), t(Some(delete.done)), delete.bulks[0], delete.bulks[delete.bulks.len() - 1]));
+        lines.push(format!("delete {}..{} batches {}..={}", t(Some(delete.sent)), t(Some(delete.done)), delete.batches[0], delete.batches[delete.batches.len() - 1]));
     }
     lines.join("\n")
 }
@@ -89,8 +89,8 @@ fn blocks_become_stream_set_and_stream_objects_committed_in_order_then_the_wal_i
         commit 177.025 block 3 ends [352, 17, 16, 8]
         commit 206.025 block 4 ends [355, 89, 89, 8]
         commit 235.025 block 5 ends [355, 89, 96, 60]
-        delete 119.025..144.025 bulks 1..=4
-        delete 235.025..260.025 bulks 5..=5"#]].assert_eq(&table(&run));
+        delete 119.025..144.025 batches 1..=4
+        delete 235.025..260.025 batches 5..=5"#]].assert_eq(&table(&run));
     // Every acknowledged record ends up committed exactly once, in its own stream.
     let ends = run.stream_ends_at(Nanos::MAX);
     assert_eq!(ends.iter().sum::<u64>(), wal.records_acked);
@@ -108,15 +108,15 @@ fn blocks_become_stream_set_and_stream_objects_committed_in_order_then_the_wal_i
     assert!(run.objects.iter().any(|o| o.kind == ObjectKind::StreamSet));
     // Every WAL object is deleted once its records are committed, never before.
     let deleted: Vec<u64> = run.deleted_by(Nanos::MAX).collect();
-    assert_eq!(deleted.len(), wal.bulks.len());
+    assert_eq!(deleted.len(), wal.batches.len());
     for delete in &run.deletes {
         assert!(run.commits.iter().any(|c| c.at == delete.sent), "a delete follows a commit");
         let ends = run.stream_ends_at(delete.sent);
-        for bulk in &delete.bulks {
-            let bulk = wal.bulks.iter().find(|b| b.bulk == *bulk).unwrap();
-            for record in bulk.first_record..bulk.first_record + bulk.records {
+        for batch in &delete.batches {
+            let batch = wal.batches.iter().find(|b| b.batch == *batch).unwrap();
+            for record in batch.first_record..batch.first_record + batch.records {
                 let (stream, offset) = (run.record_stream[record as usize - 1], run.record_offset[record as usize - 1]);
-                assert!(offset < ends[stream as usize], "record {record} of bulk {} is committed before its delete", bulk.bulk);
+                assert!(offset < ends[stream as usize], "record {record} of batch {} is committed before its delete", batch.batch);
             }
         }
     }
@@ -152,9 +152,9 @@ fn a_crash_between_upload_and_commit_leaves_an_orphan_id_that_expires_and_nothin
     assert_eq!(crashed.stream_ends_at(Nanos::MAX), clean.stream_ends_at(Nanos::MAX));
     // Nothing is trimmed from the WAL for block 2 until its retry commits.
     let retry_commit = block.attempts[1].commit_answered.unwrap();
-    let first_after_block_1 = crashed.deletes.iter().find(|d| d.bulks.iter().any(|&b| {
-        let bulk = wal.bulks.iter().find(|x| x.bulk == b).unwrap();
-        bulk.first_record + bulk.records > block.first_record
+    let first_after_block_1 = crashed.deletes.iter().find(|d| d.batches.iter().any(|&b| {
+        let batch = wal.batches.iter().find(|x| x.batch == b).unwrap();
+        batch.first_record + batch.records > block.first_record
     }));
     assert!(first_after_block_1.is_none_or(|d| d.sent >= retry_commit));
 }
@@ -182,7 +182,7 @@ fn after_a_takeover_the_old_owners_commit_is_refused_and_its_ids_expire() {
 
 #[test]
 fn a_takeover_before_any_block_is_due_leaves_the_upload_empty() {
-    // S3 Standard's latencies, node B at 28.5 to 30 ms: A has acknowledged at most bulk
+    // S3 Standard's latencies, node B at 28.5 to 30 ms: A has acknowledged at most batch
     // 1's one record when B claims, and that record's block would be due 40 ms after its
     // acknowledgement, past the claim. A seals nothing; B's recovery replays the record.
     for seed in 1..=3 {

@@ -259,7 +259,7 @@ proptest! {
 }
 
 /// The takeovers that panicked the upload: node B at 28.5 to 30 ms under S3 Standard's
-/// latencies, seeds 1 to 3, once nothing but the first bulk was acknowledged.
+/// latencies, seeds 1 to 3, once nothing but the first batch was acknowledged.
 #[test]
 fn a_takeover_before_any_block_is_due_ends_the_upload_cleanly() {
     for seed in ["1", "2", "3"] {

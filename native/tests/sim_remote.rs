@@ -15,20 +15,20 @@ fn json(args: &[&str]) -> Value {
     serde_json::from_slice(&output.stdout).expect("stdout is JSON")
 }
 
-fn bulk(run: &Value, n: u64) -> &Value {
-    run["bulks"].as_array().unwrap().iter().find(|b| b["bulk"] == n).unwrap()
+fn batch(run: &Value, n: u64) -> &Value {
+    run["batches"].as_array().unwrap().iter().find(|b| b["batch"] == n).unwrap()
 }
 
 #[test]
-fn a_slow_third_put_holds_back_bulks_four_and_five() {
+fn a_slow_third_put_holds_back_batches_four_and_five() {
     let run = json(&["sim", "remote", "--backend", "s3", "--rate", "20000", "--count", "2000", "--put-ms", "25", "--slow-put", "3:200", "--json"]);
     assert_eq!(run["backend"], "s3");
-    let third = bulk(&run, 3);
+    let third = batch(&run, 3);
     assert_eq!(third["stored_ms"], 203.225);
     // Reported once the fence read after the PUT (its own 25 ms) answers.
     assert_eq!(third["checked_ms"], 228.225);
     for n in [4, 5] {
-        let later = bulk(&run, n);
+        let later = batch(&run, n);
         assert!(later["stored_ms"].as_f64().unwrap() < 203.225);
         assert_eq!(later["acked_ms"], 228.225);
     }
@@ -51,7 +51,7 @@ fn a_takeover_reports_the_stragglers_it_ignored() {
     // B recovers everything stored before its LIST answered: every record A acknowledged,
     // and those whose fence read found epoch 6 (stored, never acknowledged).
     assert!(takeover["recovered_by_new"].as_u64() >= takeover["acked_by_old"].as_u64());
-    assert!(takeover["recovered_by_new"].as_u64() > takeover["acked_by_old"].as_u64(), "A's fenced bulks were listed before B's start");
+    assert!(takeover["recovered_by_new"].as_u64() > takeover["acked_by_old"].as_u64(), "A's fenced batches were listed before B's start");
     assert!(takeover["stragglers_ignored"].as_u64().unwrap() >= 1);
     let never = run["records"].as_array().unwrap().iter().filter(|r| r["acked_ms"].is_null()).count();
     assert!(never > 0, "records after the fence are never acknowledged (null)");
@@ -64,7 +64,7 @@ fn a_postgres_takeover_claims_one_request_after_the_row_is_free_and_scans_in_ano
     let run = json(&["sim", "remote", "--backend", "postgres", "--rate", "5000", "--poisson", "--count", "400", "--put-ms", "1", "--takeover-at-ms", "30", "--json"]);
     let takeover = &run["takeover"];
     assert_eq!((takeover["at_ms"].as_f64(), takeover["claimed_ms"].as_f64(), takeover["listed_ms"].as_f64()), (Some(30.0), Some(31.67721), Some(32.67721)));
-    let held = run["bulks"].as_array().unwrap().iter().filter(|b| b["sent_ms"].as_f64().is_some_and(|sent| sent < 30.0));
+    let held = run["batches"].as_array().unwrap().iter().filter(|b| b["sent_ms"].as_f64().is_some_and(|sent| sent < 30.0));
     assert_eq!(held.filter_map(|b| b["stored_ms"].as_f64()).fold(0.0, f64::max), 30.67721);
     assert_eq!(takeover["recovered_by_new"], takeover["acked_by_old"]);
     // Nothing in flight at 45 ms: the claim is one request from the takeover.
@@ -93,7 +93,7 @@ fn the_upload_commits_every_acknowledged_record_once_and_a_crash_leaves_orphans_
 fn the_ring_waits_for_its_slot_while_the_upload_stalls() {
     let args = ["sim", "remote", "--backend", "postgres", "--writers", "8", "--count", "200", "--put-ms", "1", "--segments", "2", "--segment-bytes", "4096", "--stall-upload-ms", "0:500", "--json"];
     let run = json(&args);
-    let first = run["bulks"].as_array().unwrap().iter().find(|b| b["waited"] == "slot").unwrap();
+    let first = run["batches"].as_array().unwrap().iter().find(|b| b["waited"] == "slot").unwrap();
     assert_eq!((first["generation"].as_u64(), first["slot"].as_u64(), first["first_offset"].as_u64()), (Some(2), Some(0), Some(8192)));
     assert_eq!(first["sent_ms"], 500.0);
     let dir = std::env::temp_dir().join(format!("walab-sim-remote-{}", std::process::id()));

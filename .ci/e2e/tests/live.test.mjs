@@ -1,5 +1,5 @@
 // Part 13 watching a real `walab serve --page dist`: the page is loaded from the server,
-// appends are driven over HTTP, and the live view's counts rise, bulks are drawn as lanes
+// appends are driven over HTTP, and the live view's counts rise, batches are drawn as lanes
 // and an upload's committed objects appear. Screenshots at 390, 1024 and 1366 px go to
 // .ci/artifacts/live-*.png. Without a server, Part 13 says how to start one.
 import { test, before, after } from 'node:test';
@@ -74,7 +74,7 @@ async function append(count) {
 
 const counts = (page) => page.$eval('.live-counts', (p) => Object.fromEntries(Object.entries(p.dataset).map(([k, v]) => [k, Number(v)])));
 
-test('Part 13 served by walab serve draws its appends, bulks and uploads as they happen', async () => {
+test('Part 13 served by walab serve draws its appends, batches and uploads as they happen', async () => {
   const page = await context.newPage();
   await page.goto(`${base}/?part=13`);
   await page.waitForSelector('.live-server[data-connection="live"]');
@@ -86,11 +86,11 @@ test('Part 13 served by walab serve draws its appends, bulks and uploads as they
   await page.waitForFunction(() => Number(document.querySelector('.live-counts')?.dataset.commits) >= 1, null, { timeout: 30000 });
   await page.waitForSelector('.live-blocks .upload-object.committed', { timeout: 30000 });
   const after = await counts(page);
-  assert.ok(after.bulks >= 1 && after.bulks <= 60, `bulks ${after.bulks}`);
+  assert.ok(after.batches >= 1 && after.batches <= 60, `batches ${after.batches}`);
   assert.ok(after.blocks >= 1 && after.uploads >= 1 && after.commits >= 1, JSON.stringify(after));
   assert.equal(after.dropped, 0);
-  // The bulks are drawn as lanes, acknowledged, and the steps say what happened.
-  const lanes = await page.$$eval('.live-server .remote-lanes g.bulk', (groups) => groups.map((g) => g.dataset.state));
+  // The batches are drawn as lanes, acknowledged, and the steps say what happened.
+  const lanes = await page.$$eval('.live-server .remote-lanes g.batch', (groups) => groups.map((g) => g.dataset.state));
   assert.ok(lanes.length >= 1 && lanes.includes('acked'), JSON.stringify(lanes));
   const steps = await page.$$eval('.live-steps li', (items) => items.map((li) => li.textContent));
   assert.ok(steps.length >= 1 && steps.every((step) => /^at [\d.]+ ms: /.test(step)), JSON.stringify(steps));

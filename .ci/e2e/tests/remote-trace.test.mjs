@@ -40,36 +40,36 @@ async function drop(tab, file) {
   await tab.setInputFiles('input.trace-file', file);
 }
 
-/** The page's totals and every drawn bulk against the CLI's JSON of the same run. */
+/** The page's totals and every drawn batch against the CLI's JSON of the same run. */
 async function sameNumbers(tab, run, file) {
   const banner = await tab.waitForSelector('.dropped-remote');
   assert.equal(await banner.getAttribute('data-file'), path.basename(file));
   assert.equal(await banner.getAttribute('data-backend'), run.backend);
-  assert.equal(Number(await banner.getAttribute('data-bulks')), run.bulks.length);
+  assert.equal(Number(await banner.getAttribute('data-batches')), run.batches.length);
   assert.equal(Number(await banner.getAttribute('data-puts')), run.puts);
   assert.equal(Number(await banner.getAttribute('data-records')), run.records.length);
   assert.equal(Number(await banner.getAttribute('data-records-acked')), run.records_acked);
   const headline = await tab.textContent('.dropped-remote .headline');
   assert.ok(headline.includes(`${path.basename(file)} holds one run of walab sim remote`), headline);
-  assert.ok(headline.includes(`${run.records.length} records in ${run.bulks.length} bulks`), headline);
+  assert.ok(headline.includes(`${run.records.length} records in ${run.batches.length} batches`), headline);
   const totals = await tab.$('.remote-totals');
   assert.equal(Number(await totals.getAttribute('data-puts')), run.puts);
   assert.equal(Number(await totals.getAttribute('data-records-acked')), run.records_acked);
-  assert.equal(Number(await totals.getAttribute('data-bulks')), run.bulks.length);
+  assert.equal(Number(await totals.getAttribute('data-batches')), run.batches.length);
   assert.equal(Number(await totals.getAttribute('data-puts-per-record')).toFixed(6), run.puts_per_record.toFixed(6));
-  const drawn = await tab.$$eval('.remote-lanes g.bulk', (groups) => groups.map((g) => ({
-    bulk: Number(g.dataset.bulk), records: Number(g.dataset.records), epoch: Number(g.dataset.epoch),
+  const drawn = await tab.$$eval('.remote-lanes g.batch', (groups) => groups.map((g) => ({
+    batch: Number(g.dataset.batch), records: Number(g.dataset.records), epoch: Number(g.dataset.epoch),
     sent: g.dataset.sent === undefined ? null : Number(g.dataset.sent),
     stored: g.dataset.stored === undefined ? null : Number(g.dataset.stored),
     checked: g.dataset.checked === undefined ? null : Number(g.dataset.checked),
     acked: g.dataset.acked === undefined ? null : Number(g.dataset.acked),
   })));
-  assert.equal(drawn.length, Math.min(run.bulks.length, 24));
-  for (const bulk of drawn) {
-    const cli = run.bulks.find((b) => b.bulk === bulk.bulk);
-    assert.deepEqual(bulk, {
-      bulk: cli.bulk, records: cli.records, epoch: cli.epoch, sent: cli.sent_ms, stored: cli.stored_ms, checked: cli.checked_ms, acked: cli.acked_ms,
-    }, `bulk ${bulk.bulk}`);
+  assert.equal(drawn.length, Math.min(run.batches.length, 24));
+  for (const batch of drawn) {
+    const cli = run.batches.find((b) => b.batch === batch.batch);
+    assert.deepEqual(batch, {
+      batch: cli.batch, records: cli.records, epoch: cli.epoch, sent: cli.sent_ms, stored: cli.stored_ms, checked: cli.checked_ms, acked: cli.acked_ms,
+    }, `batch ${batch.batch}`);
   }
   // The lab's own run's controls and command line give way to the file.
   assert.equal(await tab.$('.remote-controls label.latency'), null);
@@ -87,24 +87,24 @@ test('Part 13 plays a trace of `walab sim remote --backend s3` with a slow third
   await sameNumbers(tab, run, file);
   assert.equal(await tab.getAttribute('[data-takeover]:not(.dropped-remote)', 'data-takeover'), 'none');
   // While the slow PUT 3 runs, no record after it is acknowledged: the 8 writers wait
-  // for their OKs, so bulk 4 is not even formed.
-  const third = run.bulks.find((b) => b.bulk === 3);
+  // for their OKs, so batch 4 is not even formed.
+  const third = run.batches.find((b) => b.batch === 3);
   assert.ok(third.stored_ms - third.sent_ms >= 200, 'PUT 3 takes 200 ms');
   const during = (third.sent_ms + third.stored_ms) / 2;
   await seek(tab, during);
-  assert.equal(await tab.getAttribute('g.bulk[data-bulk="3"]', 'data-state'), 'in-flight');
-  assert.equal(await tab.getAttribute('g.bulk[data-bulk="4"]', 'data-state'), 'not-yet');
+  assert.equal(await tab.getAttribute('g.batch[data-batch="3"]', 'data-state'), 'in-flight');
+  assert.equal(await tab.getAttribute('g.batch[data-batch="4"]', 'data-state'), 'not-yet');
   const ackedDuring = run.records.filter((r) => r.acked_ms !== null && r.acked_ms <= during).length;
-  assert.equal(ackedDuring, run.bulks.filter((b) => b.bulk < 3).reduce((n, b) => n + b.records, 0));
+  assert.equal(ackedDuring, run.batches.filter((b) => b.batch < 3).reduce((n, b) => n + b.records, 0));
   assert.equal(Number(await tab.getAttribute('.remote-lanes', 'data-acked')), ackedDuring);
   assert.equal(Number(await tab.getAttribute('.remote-lanes', 'data-in-flight')), 1);
   // Stored, it waits for the fence read before its records are acknowledged.
   await seek(tab, third.stored_ms);
-  assert.equal(await tab.getAttribute('g.bulk[data-bulk="3"]', 'data-state'), 'fence-read');
-  assert.match(await tab.textContent('.caption'), /bulk 3 is stored; node A reads the registration back/i);
+  assert.equal(await tab.getAttribute('g.batch[data-batch="3"]', 'data-state'), 'fence-read');
+  assert.match(await tab.textContent('.caption'), /batch 3 is stored; node A reads the registration back/i);
   assert.equal(Number(await tab.getAttribute('.remote-lanes', 'data-acked')), ackedDuring);
   await seek(tab, third.acked_ms);
-  assert.equal(await tab.getAttribute('g.bulk[data-bulk="3"]', 'data-state'), 'acked');
+  assert.equal(await tab.getAttribute('g.batch[data-batch="3"]', 'data-state'), 'acked');
   assert.equal(Number(await tab.getAttribute('.remote-lanes', 'data-acked')), ackedDuring + third.records);
   await tab.keyboard.press('End');
   assert.equal(Number(await tab.getAttribute('.remote-lanes', 'data-acked')), run.records_acked);
@@ -137,14 +137,14 @@ test('Part 13 draws a trace\'s takeover with the CLI\'s epochs, recovery and str
   assert.equal(Number(await panel.getAttribute('data-recovered-by-new')), run.takeover.recovered_by_new);
   assert.equal(Number(await panel.getAttribute('data-stragglers-ignored')), run.takeover.stragglers_ignored);
   assert.ok((await panel.textContent()).includes(`B's own objects start at offset ${run.takeover.new_session_start}`));
-  const fenced = run.takeover.fenced_bulks[0];
+  const fenced = run.takeover.fenced_batches[0];
   if (fenced !== undefined) {
-    assert.ok((await panel.textContent()).includes(`bulk ${fenced}`), 'the first fenced bulk is named');
+    assert.ok((await panel.textContent()).includes(`batch ${fenced}`), 'the first fenced batch is named');
   }
   assert.equal(await tab.getAttribute('.remote-lanes g.takeover', 'data-at'), String(run.takeover.at_ms));
-  const ignored = await tab.$$eval('.remote-lanes g.bulk[data-state="ignored"]', (groups) => groups.map((g) => Number(g.dataset.bulk)));
+  const ignored = await tab.$$eval('.remote-lanes g.batch[data-state="ignored"]', (groups) => groups.map((g) => Number(g.dataset.batch)));
   assert.equal(ignored.length, run.takeover.stragglers_ignored);
-  for (const bulk of ignored) assert.equal(run.bulks.find((b) => b.bulk === bulk).outcome, 'stored-not-acked', `bulk ${bulk}`);
+  for (const batch of ignored) assert.equal(run.batches.find((b) => b.batch === batch).outcome, 'stored-not-acked', `batch ${batch}`);
   await screenshot(tab, 'remote-trace-takeover');
   await tab.close();
 });
@@ -169,16 +169,16 @@ test('a damaged remote trace gets one sentence, and the chapter keeps the lab\'s
   const trace = JSON.parse(fs.readFileSync(file, 'utf8'));
   const before = trace.events.length;
   trace.events = trace.events.filter((e) => !(e.event === 'batch_formed' && e.batch === 2));
-  assert.equal(trace.events.length, before - 1, 'bulk 2 was formed once');
+  assert.equal(trace.events.length, before - 1, 'batch 2 was formed once');
   const bad = path.join(dir, 'bad.json');
   fs.writeFileSync(bad, JSON.stringify(trace));
   const tab = await lab.newPage('?part=2');
   await drop(tab, bad);
   const message = await (await tab.waitForSelector('.trace-error')).textContent();
-  assert.equal(message, 'bad.json: bulk 2 is used before a batch_formed event made it. The chapter shows the lab\'s own run.');
+  assert.equal(message, 'bad.json: batch 2 is used before a batch_formed event made it. The chapter shows the lab\'s own run.');
   assert.equal(await tab.getAttribute('#chapter', 'data-part'), '13');
   assert.ok(await tab.$('code.cli'), 'the lab\'s own run is there');
-  assert.ok(await tab.$('.remote-lanes g.bulk'));
+  assert.ok(await tab.$('.remote-lanes g.batch'));
   // Unreadable JSON dropped in Part 13 stays there, with the drop zone's sentence.
   const broken = path.join(dir, 'broken.json');
   fs.writeFileSync(broken, '{"format_version": 1, "scenario": "remote-s3", "events": [');
@@ -208,7 +208,7 @@ test('Parts 13 and 14 with a trace playing at 390, 1024 and 1366 px wide', async
       await tab.setViewportSize({ width, height: 900 });
       await drop(tab, file);
       await tab.waitForSelector('.dropped-remote');
-      const third = run.bulks.find((b) => b.bulk === 3);
+      const third = run.batches.find((b) => b.batch === 3);
       await seek(tab, (third.sent_ms + third.stored_ms) / 2);
       const overflow = await tab.evaluate(() => {
         const column = document.querySelector('#chapter').getBoundingClientRect().right + 1;

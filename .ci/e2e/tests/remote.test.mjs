@@ -32,45 +32,45 @@ async function sameTotals(tab, run) {
   const totals = await tab.$('.remote-totals');
   assert.equal(Number(await totals.getAttribute('data-puts')), run.puts);
   assert.equal(Number(await totals.getAttribute('data-records-acked')), run.records_acked);
-  assert.equal(Number(await totals.getAttribute('data-bulks')), run.bulks.length);
+  assert.equal(Number(await totals.getAttribute('data-batches')), run.batches.length);
   assert.equal(Number(await totals.getAttribute('data-puts-per-record')).toFixed(6), run.puts_per_record.toFixed(6));
-  const drawn = await tab.$$eval('.remote-lanes g.bulk', (groups) => groups.map((g) => ({
-    bulk: Number(g.dataset.bulk), records: Number(g.dataset.records),
+  const drawn = await tab.$$eval('.remote-lanes g.batch', (groups) => groups.map((g) => ({
+    batch: Number(g.dataset.batch), records: Number(g.dataset.records),
     sent: g.dataset.sent === undefined ? null : Number(g.dataset.sent),
     stored: g.dataset.stored === undefined ? null : Number(g.dataset.stored),
     acked: g.dataset.acked === undefined ? null : Number(g.dataset.acked),
   })));
   assert.ok(drawn.length > 0);
-  for (const bulk of drawn) {
-    const cli = run.bulks.find((b) => b.bulk === bulk.bulk);
-    assert.deepEqual(bulk, { bulk: cli.bulk, records: cli.records, sent: cli.sent_ms, stored: cli.stored_ms, acked: cli.acked_ms });
+  for (const batch of drawn) {
+    const cli = run.batches.find((b) => b.batch === batch.batch);
+    assert.deepEqual(batch, { batch: cli.batch, records: cli.records, sent: cli.sent_ms, stored: cli.stored_ms, acked: cli.acked_ms });
   }
 }
 
-test('Part 13: a slow third PUT holds back the bulks stored behind it, with the CLI\'s numbers', async () => {
+test('Part 13: a slow third PUT holds back the batches stored behind it, with the CLI\'s numbers', async () => {
   const tab = await lab.newPage('?part=13&rlat=25&rslow=3:200');
   const run = await cliRun(tab);
   assert.ok((await tab.textContent('code.cli')).includes('--slow-put 3:200'));
   await sameTotals(tab, run);
-  // Once bulks 4 and 5 are stored and their fence reads have answered, bulk 3's slow PUT still runs.
-  const at = Math.max(...[4, 5].map((n) => run.bulks.find((b) => b.bulk === n).checked_ms));
-  assert.ok(at < run.bulks.find((b) => b.bulk === 3).stored_ms);
+  // Once batches 4 and 5 are stored and their fence reads have answered, batch 3's slow PUT still runs.
+  const at = Math.max(...[4, 5].map((n) => run.batches.find((b) => b.batch === n).checked_ms));
+  assert.ok(at < run.batches.find((b) => b.batch === 3).stored_ms);
   await seek(tab, at);
-  assert.equal(await tab.getAttribute('g.bulk[data-bulk="3"]', 'data-state'), 'in-flight');
+  assert.equal(await tab.getAttribute('g.batch[data-batch="3"]', 'data-state'), 'in-flight');
   for (const n of [4, 5]) {
-    assert.equal(await tab.getAttribute(`g.bulk[data-bulk="${n}"]`, 'data-state'), 'stored-not-acked', `bulk ${n}`);
+    assert.equal(await tab.getAttribute(`g.batch[data-batch="${n}"]`, 'data-state'), 'stored-not-acked', `batch ${n}`);
   }
   assert.ok(Number(await tab.getAttribute('.remote-lanes', 'data-held')) >= 2);
-  assert.equal(await tab.getAttribute('g.bulk[data-bulk="1"]', 'data-state'), 'acked');
+  assert.equal(await tab.getAttribute('g.batch[data-batch="1"]', 'data-state'), 'acked');
   await screenshot(tab, 'remote-slow-put');
-  // Bulk 3 is reported once the fence read after its PUT answers; bulk 4 goes with it.
-  const third = run.bulks.find((b) => b.bulk === 3);
+  // Batch 3 is reported once the fence read after its PUT answers; batch 4 goes with it.
+  const third = run.batches.find((b) => b.batch === 3);
   assert.equal(third.checked_ms, third.stored_ms + 25);
   await seek(tab, third.stored_ms);
-  assert.equal(await tab.getAttribute('g.bulk[data-bulk="3"]', 'data-state'), 'fence-read');
-  assert.equal(await tab.getAttribute('g.bulk[data-bulk="4"]', 'data-state'), 'stored-not-acked');
+  assert.equal(await tab.getAttribute('g.batch[data-batch="3"]', 'data-state'), 'fence-read');
+  assert.equal(await tab.getAttribute('g.batch[data-batch="4"]', 'data-state'), 'stored-not-acked');
   await seek(tab, third.acked_ms);
-  assert.equal(await tab.getAttribute('g.bulk[data-bulk="4"]', 'data-state'), 'acked', 'released with bulk 3');
+  assert.equal(await tab.getAttribute('g.batch[data-batch="4"]', 'data-state'), 'acked', 'released with batch 3');
   const costs = await tab.$$eval('table.remote-costs tr[data-writers]', (rows) => rows.map((r) => Number(r.dataset.putsPerRecord)));
   assert.ok(costs.length >= 4 && costs.every((c, i) => i === 0 || c < costs[i - 1]), `PUTs per record fall: ${costs}`);
   await tab.close();
@@ -92,7 +92,7 @@ test('Part 13: a takeover at 60 ms ignores node A\'s stragglers and loses nothin
   assert.equal(Number(await panel.getAttribute('data-acked-by-old')), run.takeover.acked_by_old);
   assert.equal(Number(await panel.getAttribute('data-recovered-by-new')), run.takeover.recovered_by_new);
   assert.ok(run.takeover.recovered_by_new >= run.takeover.acked_by_old);
-  const ignored = await tab.$$('.remote-lanes g.bulk[data-state="ignored"]');
+  const ignored = await tab.$$('.remote-lanes g.batch[data-state="ignored"]');
   assert.ok(ignored.length >= 1, 'a straggler is drawn as ignored');
   await screenshot(tab, 'remote-takeover');
   await tab.close();
@@ -102,7 +102,7 @@ test('Part 14: a ring of two slots waits for slot 0 while the upload stalls', as
   const tab = await lab.newPage('?part=14&rlat=1&rwriters=8&rcount=200&rseg=2&rstall=0:300');
   const run = await cliRun(tab);
   await sameTotals(tab, run);
-  const first = run.bulks.find((b) => b.waited === 'slot');
+  const first = run.batches.find((b) => b.waited === 'slot');
   assert.equal(first.generation, 2);
   await seek(tab, 250);
   assert.equal(await tab.getAttribute('.remote-ring', 'data-waiting'), '2');
@@ -161,9 +161,9 @@ test('Part 13: blocks become stream-set and stream objects, one commit each, the
   assert.equal(upload.read_twice, 0);
   assert.equal(Number(await figure.getAttribute('data-orphan-overlap')), upload.orphan_overlap);
   assert.equal(upload.orphan_overlap, upload.blocks[1].records, 'the orphan held block 2 again');
-  const deleted = upload.wal_deletes.reduce((n, d) => n + d.bulks.length, 0);
+  const deleted = upload.wal_deletes.reduce((n, d) => n + d.batches.length, 0);
   assert.equal(Number(await figure.getAttribute('data-wal-deleted')), deleted);
-  assert.equal(deleted, run.bulks.length, 'every WAL object deleted once its records are committed');
+  assert.equal(deleted, run.batches.length, 'every WAL object deleted once its records are committed');
   assert.equal((await tab.$$('.remote-upload li.wal-object[data-state="deleted"]')).length, deleted);
   await screenshot(tab, 'remote-upload-end');
   await tab.close();

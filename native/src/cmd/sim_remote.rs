@@ -1,5 +1,5 @@
 //! `walab sim remote`: the stream store's WAL with no local disk, simulated. The log is
-//! an object store (one PUT per bulk) or Postgres (one committed INSERT per batch, in the
+//! an object store (one PUT per batch) or Postgres (one committed INSERT per batch, in the
 //! ring of slot tables); writers are closed-loop (`--writers N`: each appends its next
 //! record once its last is acknowledged) or open-loop (`--rate R`, evenly spaced or
 //! `--poisson`). Faults at chosen requests: `--slow-put K:MS`, `--fail-put K`,
@@ -14,7 +14,7 @@ use std::process::ExitCode;
 use serde::Serialize;
 use walab_core::ring::RingGeometry;
 use walab_core::sim::remote::{
-    self, put_bill_per_million_appends, BulkOutcome, LatencyProfile, Load, RemoteBackend, RemoteRun, RemoteSetup, RingWait,
+    self, put_bill_per_million_appends, BatchOutcome, LatencyProfile, Load, RemoteBackend, RemoteRun, RemoteSetup, RingWait,
 };
 use walab_core::sim::remote::upload::{self, AttemptOutcome, ObjectKind, StreamRange, UploadRun, UploadSetup};
 use walab_core::sim::SyncLatency;
@@ -42,10 +42,10 @@ pub struct Args {
     count: u64,
     #[arg(long, value_name = "S", default_value_t = 1)]
     seed: u64,
-    /// Bulks in flight at once (inflight).
+    /// Batches in flight at once (inflight).
     #[arg(long, value_name = "N", default_value_t = 4)]
     inflight: usize,
-    /// Gather records this long before a bulk goes (Postgres: batch_interval, default 1;
+    /// Gather records this long before a batch goes (Postgres: batch_interval, default 1;
     /// S3 default: none, group commit as the native backend runs it).
     #[arg(long, value_name = "I", allow_hyphen_values = true)]
     batch_interval_ms: Option<String>,
@@ -213,7 +213,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
 #[derive(Serialize)]
 pub struct RemoteJson {
     backend: &'static str,
-    bulks: Vec<BulkJson>,
+    batches: Vec<BatchJson>,
     records: Vec<RecordJson>,
     puts: u64,
     fence_checks: u64,
@@ -286,7 +286,7 @@ struct CommitJson {
 struct DeleteJson {
     sent_ms: f64,
     done_ms: f64,
-    bulks: Vec<u64>,
+    batches: Vec<u64>,
 }
 
 fn upload_json(run: &UploadRun) -> UploadJson {
@@ -338,7 +338,7 @@ fn upload_json(run: &UploadRun) -> UploadJson {
         wal_deletes: run
             .deletes
             .iter()
-            .map(|delete| DeleteJson { sent_ms: Nanos::as_millis_f64(delete.sent), done_ms: Nanos::as_millis_f64(delete.done), bulks: delete.bulks.clone() })
+            .map(|delete| DeleteJson { sent_ms: Nanos::as_millis_f64(delete.sent), done_ms: Nanos::as_millis_f64(delete.done), batches: delete.batches.clone() })
             .collect(),
         read_twice: run.read_twice,
         orphan_overlap: run.orphan_overlap,
@@ -347,8 +347,8 @@ fn upload_json(run: &UploadRun) -> UploadJson {
 }
 
 #[derive(Serialize)]
-struct BulkJson {
-    bulk: u64,
+struct BatchJson {
+    batch: u64,
     records: u64,
     first_record: u64,
     first_offset: u64,
@@ -386,7 +386,7 @@ struct TakeoverJson {
     recovered_by_new: u64,
     stragglers_ignored: u64,
     new_session_start: u64,
-    fenced_bulks: Vec<u64>,
+    fenced_batches: Vec<u64>,
 }
 
 #[derive(Serialize)]
@@ -397,12 +397,12 @@ struct TrimJson {
 }
 
 
-fn outcome_name(outcome: Option<BulkOutcome>) -> &'static str {
+fn outcome_name(outcome: Option<BatchOutcome>) -> &'static str {
     match outcome {
-        Some(BulkOutcome::Acked) => "acked",
-        Some(BulkOutcome::StoredNotAcked) => "stored-not-acked",
-        Some(BulkOutcome::Failed) | None => "failed",
-        Some(BulkOutcome::Fenced) => "fenced",
+        Some(BatchOutcome::Acked) => "acked",
+        Some(BatchOutcome::StoredNotAcked) => "stored-not-acked",
+        Some(BatchOutcome::Failed) | None => "failed",
+        Some(BatchOutcome::Fenced) => "fenced",
     }
 }
 
@@ -410,29 +410,29 @@ pub fn to_json(run: &RemoteRun) -> RemoteJson {
     let puts_per_record = run.puts_per_record();
     RemoteJson {
         backend: run.backend.name(),
-        bulks: run
-            .bulks
+        batches: run
+            .batches
             .iter()
-            .map(|bulk| BulkJson {
-                bulk: bulk.bulk,
-                records: bulk.records,
-                first_record: bulk.first_record,
-                first_offset: bulk.first_offset,
-                end_offset: bulk.end_offset,
-                epoch: bulk.epoch,
-                put: bulk.request,
-                sent_ms: bulk.sent.map(Nanos::as_millis_f64),
-                stored_ms: bulk.stored.map(Nanos::as_millis_f64),
-                checked_ms: bulk.checked.map(Nanos::as_millis_f64),
-                acked_ms: bulk.acked.map(Nanos::as_millis_f64),
-                outcome: outcome_name(bulk.outcome),
-                generation: bulk.generation,
-                slot: bulk.slot,
-                waited: bulk.waited.map(|wait| match wait {
+            .map(|batch| BatchJson {
+                batch: batch.batch,
+                records: batch.records,
+                first_record: batch.first_record,
+                first_offset: batch.first_offset,
+                end_offset: batch.end_offset,
+                epoch: batch.epoch,
+                put: batch.request,
+                sent_ms: batch.sent.map(Nanos::as_millis_f64),
+                stored_ms: batch.stored.map(Nanos::as_millis_f64),
+                checked_ms: batch.checked.map(Nanos::as_millis_f64),
+                acked_ms: batch.acked.map(Nanos::as_millis_f64),
+                outcome: outcome_name(batch.outcome),
+                generation: batch.generation,
+                slot: batch.slot,
+                waited: batch.waited.map(|wait| match wait {
                     RingWait::Slot => "slot",
                     RingWait::Drain => "drain",
                 }),
-                retried: bulk.retried,
+                retried: batch.retried,
             })
             .collect(),
         records: run
@@ -458,7 +458,7 @@ pub fn to_json(run: &RemoteRun) -> RemoteJson {
             recovered_by_new: takeover.recovered_by_new,
             stragglers_ignored: takeover.stragglers_ignored,
             new_session_start: takeover.new_session_start,
-            fenced_bulks: takeover.fenced_bulks.clone(),
+            fenced_batches: takeover.fenced_batches.clone(),
         }),
         trims: run
             .trims
@@ -470,7 +470,7 @@ pub fn to_json(run: &RemoteRun) -> RemoteJson {
     }
 }
 
-/// Bulks the table shows before it summarises.
+/// Batches the table shows before it summarises.
 const TABLE_ROWS_MAX: usize = 40;
 
 fn cell(value: Option<f64>) -> String {
@@ -478,28 +478,28 @@ fn cell(value: Option<f64>) -> String {
 }
 
 fn print_table(out: &mut impl Write, json: &RemoteJson) -> std::io::Result<()> {
-    writeln!(out, "{:>5} {:>7} {:>12} {:>12} {:>5} {:>10} {:>10} {:>10}  outcome", "bulk", "records", "first", "end", "put", "sent ms", "stored ms", "acked ms")?;
-    for bulk in json.bulks.iter().take(TABLE_ROWS_MAX) {
+    writeln!(out, "{:>5} {:>7} {:>12} {:>12} {:>5} {:>10} {:>10} {:>10}  outcome", "batch", "records", "first", "end", "put", "sent ms", "stored ms", "acked ms")?;
+    for batch in json.batches.iter().take(TABLE_ROWS_MAX) {
         writeln!(out, 
             "{:>5} {:>7} {:>12} {:>12} {:>5} {:>10} {:>10} {:>10}  {}{}",
-            bulk.bulk,
-            bulk.records,
-            bulk.first_offset,
-            bulk.end_offset,
-            bulk.put.map_or("-".to_string(), |p| p.to_string()),
-            cell(bulk.sent_ms),
-            cell(bulk.stored_ms),
-            cell(bulk.acked_ms),
-            bulk.outcome,
-            match (bulk.waited, bulk.retried) {
+            batch.batch,
+            batch.records,
+            batch.first_offset,
+            batch.end_offset,
+            batch.put.map_or("-".to_string(), |p| p.to_string()),
+            cell(batch.sent_ms),
+            cell(batch.stored_ms),
+            cell(batch.acked_ms),
+            batch.outcome,
+            match (batch.waited, batch.retried) {
                 (Some(wait), _) => format!(" (waited: {wait})"),
                 (None, true) => " (retried, compared: match)".to_string(),
                 _ => String::new(),
             }
         )?;
     }
-    if json.bulks.len() > TABLE_ROWS_MAX {
-        writeln!(out, "... {} more bulks", json.bulks.len() - TABLE_ROWS_MAX)?;
+    if json.batches.len() > TABLE_ROWS_MAX {
+        writeln!(out, "... {} more batches", json.batches.len() - TABLE_ROWS_MAX)?;
     }
     let per_record = json.puts_per_record.map_or("-".to_string(), |p| format!("{p:.4}"));
     writeln!(out, "{} {}: {} requests for {} acknowledged records ({per_record} per record)", json.backend, if json.backend == "s3" { "PUTs" } else { "INSERTs" }, json.puts, json.records_acked)?;
@@ -514,20 +514,20 @@ fn print_table(out: &mut impl Write, json: &RemoteJson) -> std::io::Result<()> {
             upload.blocks.len(),
             upload.objects.len() - orphans,
             upload.commits.len(),
-            upload.wal_deletes.iter().map(|delete| delete.bulks.len()).sum::<usize>(),
+            upload.wal_deletes.iter().map(|delete| delete.batches.len()).sum::<usize>(),
             upload.read_twice
         )?;
     }
     if let Some(takeover) = &json.takeover {
         writeln!(out, 
-            "takeover at {:.3} ms: node B claims epoch {} over {}; A acknowledged {}, B recovers {}, {} straggler objects ignored, A fenced at bulk {}",
+            "takeover at {:.3} ms: node B claims epoch {} over {}; A acknowledged {}, B recovers {}, {} straggler objects ignored, A fenced at batch {}",
             takeover.at_ms,
             takeover.new_epoch,
             takeover.old_epoch,
             takeover.acked_by_old,
             takeover.recovered_by_new,
             takeover.stragglers_ignored,
-            takeover.fenced_bulks.first().map_or("-".to_string(), |b| b.to_string())
+            takeover.fenced_batches.first().map_or("-".to_string(), |b| b.to_string())
         )?;
     }
     Ok(())

@@ -1,18 +1,18 @@
 //! Part 13's live view of a running `walab serve`: its `GET /trace` feed folded into
-//! what the view draws (the latest bulks, the latest upload blocks, the counts since the
+//! what the view draws (the latest batches, the latest upload blocks, the counts since the
 //! page connected) and one sentence per step. Pure, so it is tested natively; the
 //! browser edge (the EventSource) is `parts::remote::live`.
 
 use std::collections::VecDeque;
 
-use walab_core::sim::remote::{BulkOutcome, BulkRow, RecordRow, RemoteBackend, RemoteRun};
+use walab_core::sim::remote::{BatchOutcome, BatchRow, RecordRow, RemoteBackend, RemoteRun};
 use walab_core::time::Nanos;
 use walab_core::trace::{Event, Trace, TraceEvent, OBJECT_SYNC_BASE};
 
 use crate::url_state::format_millis;
 
-/// The latest bulks drawn as lanes.
-pub const LIVE_BULKS: usize = 10;
+/// The latest batches drawn as lanes.
+pub const LIVE_BATCHES: usize = 10;
 /// The latest upload blocks drawn.
 pub const LIVE_BLOCKS: usize = 3;
 /// The latest step sentences shown.
@@ -20,9 +20,9 @@ pub const LIVE_STEPS: usize = 8;
 /// The file index of the WAL in the feed's header (then `objects`, `meta`).
 const WAL_FILE: u32 = 0;
 
-/// One bulk of the WAL: a batch persisted by one fdatasync, PUT or INSERT.
+/// One batch of the WAL: a batch persisted by one fdatasync, PUT or INSERT.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LiveBulk {
+pub struct LiveBatch {
     pub batch: u64,
     pub first_write: u64,
     pub writes: u64,
@@ -65,8 +65,8 @@ pub struct LiveState {
     pub arrived: u64,
     pub acked: u64,
     pub failed: u64,
-    pub bulks: u64,
-    pub bulks_durable: u64,
+    pub batches: u64,
+    pub batches_durable: u64,
     pub blocks: u64,
     pub uploads: u64,
     pub commits: u64,
@@ -76,7 +76,7 @@ pub struct LiveState {
     pub segments_removed: u64,
     /// Events the server dropped because this page fell behind.
     pub dropped: u64,
-    pub recent_bulks: VecDeque<LiveBulk>,
+    pub recent_batches: VecDeque<LiveBatch>,
     pub recent_blocks: VecDeque<LiveBlock>,
     /// The latest steps, newest last: (instant, sentence).
     pub steps: VecDeque<(Nanos, String)>,
@@ -117,8 +117,8 @@ impl LiveState {
         }
     }
 
-    fn bulk_mut(&mut self, batch: u64) -> Option<&mut LiveBulk> {
-        self.recent_bulks.iter_mut().find(|bulk| bulk.batch == batch)
+    fn batch_mut(&mut self, batch: u64) -> Option<&mut LiveBatch> {
+        self.recent_batches.iter_mut().find(|row| row.batch == batch)
     }
 
     /// Folds one event in.
@@ -130,12 +130,12 @@ impl LiveState {
         match &event.event {
             Event::Arrive { .. } => self.arrived += 1,
             Event::BatchFormed { batch, first_write, writes, bytes, .. } => {
-                self.bulks += 1;
-                self.recent_bulks.push_back(LiveBulk { batch: *batch, first_write: *first_write, writes: *writes, bytes: *bytes, formed: at, synced: None, acked: None });
-                while self.recent_bulks.len() > LIVE_BULKS {
-                    self.recent_bulks.pop_front();
+                self.batches += 1;
+                self.recent_batches.push_back(LiveBatch { batch: *batch, first_write: *first_write, writes: *writes, bytes: *bytes, formed: at, synced: None, acked: None });
+                while self.recent_batches.len() > LIVE_BATCHES {
+                    self.recent_batches.pop_front();
                 }
-                self.step(at, format!("bulk {batch} forms from {} ({bytes} bytes) and its {persist} starts", writes_text(*first_write, *writes)));
+                self.step(at, format!("batch {batch} forms from {} ({bytes} bytes) and its {persist} starts", writes_text(*first_write, *writes)));
             }
             Event::SyncStart { sync, .. } if *sync >= OBJECT_SYNC_BASE => {
                 let id = sync - OBJECT_SYNC_BASE;
@@ -161,23 +161,23 @@ impl LiveState {
             }
             Event::SyncEnd { sync, file: WAL_FILE, ok, error } => {
                 if *ok {
-                    self.bulks_durable += 1;
+                    self.batches_durable += 1;
                 }
-                if let Some(bulk) = self.bulk_mut(*sync) {
-                    bulk.synced = Some((at, *ok));
+                if let Some(batch) = self.batch_mut(*sync) {
+                    batch.synced = Some((at, *ok));
                 }
                 self.step(at, match ok {
-                    true => format!("bulk {sync}'s {persist} returns: its records are durable"),
-                    false => format!("bulk {sync}'s {persist} fails ({}): its writers will be told the outcome is unknown", error.map_or("an error".to_string(), |error| error.to_string())),
+                    true => format!("batch {sync}'s {persist} returns: its records are durable"),
+                    false => format!("batch {sync}'s {persist} fails ({}): its writers will be told the outcome is unknown", error.map_or("an error".to_string(), |error| error.to_string())),
                 });
             }
             Event::Ack { first_write, writes } => {
                 self.acked += writes;
                 let end = first_write + writes;
-                for bulk in self.recent_bulks.iter_mut().filter(|bulk| bulk.first_write >= *first_write && bulk.first_write < end) {
-                    bulk.acked = Some(at);
+                for batch in self.recent_batches.iter_mut().filter(|batch| batch.first_write >= *first_write && batch.first_write < end) {
+                    batch.acked = Some(at);
                 }
-                self.step(at, format!("{} told OK: every bulk up to theirs is durable", writes_text(*first_write, *writes)));
+                self.step(at, format!("{} told OK: every batch up to theirs is durable", writes_text(*first_write, *writes)));
             }
             Event::Fail { first_write, writes, error } => {
                 self.failed += writes;
@@ -217,39 +217,39 @@ impl LiveState {
         }
     }
 
-    /// The latest bulks as a remote run, times from the first drawn bulk's forming, for
-    /// the bulk lanes; and the lanes' playhead (the latest event).
+    /// The latest batches as a remote run, times from the first drawn batch's forming, for
+    /// the batch lanes; and the lanes' playhead (the latest event).
     pub fn lanes(&self) -> (RemoteRun, Nanos) {
-        let base = self.recent_bulks.front().map_or(Nanos::ZERO, |bulk| bulk.formed);
+        let base = self.recent_batches.front().map_or(Nanos::ZERO, |batch| batch.formed);
         let since = |t: Nanos| Nanos(t.0.saturating_sub(base.0));
         let mut records = Vec::new();
-        let bulks: Vec<BulkRow> = self
-            .recent_bulks
+        let batches: Vec<BatchRow> = self
+            .recent_batches
             .iter()
             .enumerate()
-            .map(|(index, bulk)| {
-                let stored = bulk.synced.filter(|(_, ok)| *ok).map(|(at, _)| since(at));
-                let acked = bulk.acked.map(since);
-                records.extend((bulk.first_write..bulk.first_write + bulk.writes).map(|record| RecordRow {
+            .map(|(index, batch)| {
+                let stored = batch.synced.filter(|(_, ok)| *ok).map(|(at, _)| since(at));
+                let acked = batch.acked.map(since);
+                records.extend((batch.first_write..batch.first_write + batch.writes).map(|record| RecordRow {
                     record,
-                    arrived: Some(since(bulk.formed)),
+                    arrived: Some(since(batch.formed)),
                     acked,
-                    bulk: Some(bulk.batch),
+                    batch: Some(batch.batch),
                 }));
-                BulkRow {
-                    records: bulk.writes,
-                    first_record: bulk.first_write,
-                    sent: Some(since(bulk.formed)),
+                BatchRow {
+                    records: batch.writes,
+                    first_record: batch.first_write,
+                    sent: Some(since(batch.formed)),
                     stored,
-                    answered: bulk.synced.map(|(at, _)| since(at)),
+                    answered: batch.synced.map(|(at, _)| since(at)),
                     acked,
                     request: Some(index as u64 + 1),
-                    outcome: match (acked, bulk.synced) {
-                        (Some(_), _) => Some(BulkOutcome::Acked),
-                        (None, Some((_, false))) => Some(BulkOutcome::Failed),
+                    outcome: match (acked, batch.synced) {
+                        (Some(_), _) => Some(BatchOutcome::Acked),
+                        (None, Some((_, false))) => Some(BatchOutcome::Failed),
                         _ => None,
                     },
-                    ..BulkRow::formed(bulk.batch, since(bulk.formed))
+                    ..BatchRow::formed(batch.batch, since(batch.formed))
                 }
             })
             .collect();
@@ -258,8 +258,8 @@ impl LiveState {
         let now = since(self.now);
         let run = RemoteRun {
             backend,
-            puts: bulks.len() as u64,
-            bulks,
+            puts: batches.len() as u64,
+            batches,
             records,
             fence_checks: 0,
             records_acked,
@@ -282,8 +282,8 @@ impl LiveState {
             lost => format!(" This page fell behind and missed {lost} events; the counts miss them too."),
         };
         format!(
-            "Since this page connected: {} appends acknowledged, {} bulks ({} {}s returned), {} blocks sealed, {} objects uploaded, {} commits ({} records committed), WAL trimmed {trimmed}.{dropped}",
-            self.acked, self.bulks, self.bulks_durable, persist_name(&self.wal), self.blocks, self.uploads, self.commits, self.records_committed
+            "Since this page connected: {} appends acknowledged, {} batches ({} {}s returned), {} blocks sealed, {} objects uploaded, {} commits ({} records committed), WAL trimmed {trimmed}.{dropped}",
+            self.acked, self.batches, self.batches_durable, persist_name(&self.wal), self.blocks, self.uploads, self.commits, self.records_committed
         )
     }
 
@@ -291,8 +291,8 @@ impl LiveState {
     /// blocks with their objects, as markup.
     pub fn markup(&self) -> String {
         let mut html = format!(
-            r#"<p class="live-counts" data-acked="{}" data-bulks="{}" data-blocks="{}" data-uploads="{}" data-commits="{}" data-confirmed="{}" data-dropped="{}">"#,
-            self.acked, self.bulks, self.blocks, self.uploads, self.commits, self.confirmed.unwrap_or(0), self.dropped
+            r#"<p class="live-counts" data-acked="{}" data-batches="{}" data-blocks="{}" data-uploads="{}" data-commits="{}" data-confirmed="{}" data-dropped="{}">"#,
+            self.acked, self.batches, self.blocks, self.uploads, self.commits, self.confirmed.unwrap_or(0), self.dropped
         );
         escape_into(&mut html, &self.counts_text());
         html.push_str(r#"</p><ol class="live-steps" aria-label="the latest steps, newest first">"#);
@@ -355,7 +355,7 @@ mod tests {
     }
 
     #[test]
-    fn a_bulk_and_an_upload_fold_into_counts_lanes_and_sentences() {
+    fn a_batch_and_an_upload_fold_into_counts_lanes_and_sentences() {
         let mut live = LiveState::from_header(&header("file:///tmp/x/default/0"));
         let events = [
             at(1, Event::Arrive { write: 1 }),
@@ -374,36 +374,36 @@ mod tests {
         for event in &events {
             live.apply(event);
         }
-        assert_eq!((live.arrived, live.acked, live.bulks, live.bulks_durable), (2, 2, 1, 1));
+        assert_eq!((live.arrived, live.acked, live.batches, live.batches_durable), (2, 2, 1, 1));
         assert_eq!((live.blocks, live.uploads, live.commits, live.records_committed, live.confirmed, live.dropped), (1, 1, 1, 2, Some(2), 12));
         assert_eq!(live.recent_blocks[0].objects, vec![(7, Some(Nanos::from_millis(23)))]);
         assert_eq!(live.recent_blocks[0].committed, Some(Nanos::from_millis(24)));
         let lines = live.step_lines();
         assert_eq!(lines.len(), LIVE_STEPS);
         assert_eq!(lines[0], "at 25 ms: 12 events dropped here: this connection fell behind.");
-        assert!(lines.iter().any(|line| line == "at 4 ms: bulk 1's fdatasync returns: its records are durable."), "{lines:?}");
+        assert!(lines.iter().any(|line| line == "at 4 ms: batch 1's fdatasync returns: its records are durable."), "{lines:?}");
         let (run, now) = live.lanes();
-        assert_eq!(now, Nanos::from_millis(23), "times from the first drawn bulk's forming");
-        assert_eq!(run.bulks[0].stored, Some(Nanos::from_millis(2)));
+        assert_eq!(now, Nanos::from_millis(23), "times from the first drawn batch's forming");
+        assert_eq!(run.batches[0].stored, Some(Nanos::from_millis(2)));
         assert_eq!(run.records_acked, 2);
         assert_eq!(live.recent_blocks[0].text(), "block 1: 2 records, 1 object, committed ");
         let markup = live.markup();
-        assert!(markup.contains(r#"data-acked="2" data-bulks="1" data-blocks="1" data-uploads="1" data-commits="1" data-confirmed="2""#), "{markup}");
+        assert!(markup.contains(r#"data-acked="2" data-batches="1" data-blocks="1" data-uploads="1" data-commits="1" data-confirmed="2""#), "{markup}");
         assert!(markup.contains(r#"<span class="upload-object committed" data-id="7" data-state="committed">id 7: committed</span>"#), "{markup}");
-        assert!(live.counts_text().starts_with("Since this page connected: 2 appends acknowledged, 1 bulks (1 fdatasyncs returned), 1 blocks sealed, 1 objects uploaded, 1 commits (2 records committed), WAL trimmed through record 2 (0 segment removals). This page fell behind and missed 12 events"), "{}", live.counts_text());
+        assert!(live.counts_text().starts_with("Since this page connected: 2 appends acknowledged, 1 batches (1 fdatasyncs returned), 1 blocks sealed, 1 objects uploaded, 1 commits (2 records committed), WAL trimmed through record 2 (0 segment removals). This page fell behind and missed 12 events"), "{}", live.counts_text());
     }
 
     #[test]
-    fn only_the_latest_bulks_are_kept_and_a_failed_persist_says_so() {
+    fn only_the_latest_batches_are_kept_and_a_failed_persist_says_so() {
         let mut live = LiveState::from_header(&header("s3://bucket/wal"));
-        for batch in 1..=LIVE_BULKS as u64 + 5 {
+        for batch in 1..=LIVE_BATCHES as u64 + 5 {
             live.apply(&at(batch, Event::BatchFormed { batch, segment: 1, first_write: batch, writes: 1, offset: 0, bytes: 1 }));
         }
-        assert_eq!(live.recent_bulks.len(), LIVE_BULKS);
-        assert_eq!(live.recent_bulks[0].batch, 6);
+        assert_eq!(live.recent_batches.len(), LIVE_BATCHES);
+        assert_eq!(live.recent_batches[0].batch, 6);
         live.apply(&at(30, Event::SyncEnd { sync: 15, file: 0, ok: false, error: Some(walab_core::group_commit::SyncError::Unavailable) }));
-        assert_eq!(live.bulks_durable, 0);
-        assert!(live.step_lines()[0].contains("bulk 15's PUT fails (storage unavailable)"), "{:?}", live.step_lines());
+        assert_eq!(live.batches_durable, 0);
+        assert!(live.step_lines()[0].contains("batch 15's PUT fails (storage unavailable)"), "{:?}", live.step_lines());
         live.apply(&at(31, Event::Note { text: "a <b> & \"c\"".into() }));
         assert!(live.markup().contains("a &lt;b&gt; &amp; &quot;c&quot;"), "{}", live.markup());
         assert_eq!(live.lanes().0.backend, RemoteBackend::S3);

@@ -132,8 +132,8 @@ fn draw_at(state: &LabState, t: Nanos) {
         }
         Bench::Remote(bench) => {
             if let Ok(run) = &bench.run {
-                for bulk in remote::bulks_drawn(run) {
-                    let _ = remote::bulk_state(run, bulk, t);
+                for batch in remote::batches_drawn(run) {
+                    let _ = remote::batch_state(run, batch, t);
                 }
                 let _ = remote::counts_at(run, t);
                 let _ = remote::caption_at(run, t);
@@ -147,8 +147,8 @@ fn draw_at(state: &LabState, t: Nanos) {
                     for object in &upload.objects {
                         let _ = remote_upload::object_state(upload, object, t);
                     }
-                    for bulk in &run.bulks {
-                        let _ = remote_upload::wal_object_state(run, upload, bulk.bulk, t);
+                    for batch in &run.batches {
+                        let _ = remote_upload::wal_object_state(run, upload, batch.batch, t);
                     }
                     let _ = remote_upload::caption_parts(upload, t);
                     let _ = remote_upload::label_at(upload, t);

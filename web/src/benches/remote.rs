@@ -8,7 +8,7 @@
 use crate::format::{are, count};
 use walab_core::ring::RingGeometry;
 use walab_core::sim::remote::{
-    self, event_loss, put_bill_per_million_appends, restart_after, BulkOutcome, EventLoss, LatencyProfile, Load,
+    self, event_loss, put_bill_per_million_appends, restart_after, BatchOutcome, EventLoss, LatencyProfile, Load,
     RemoteBackend, RemoteRun, RemoteSetup, RestartOutcome, Standby, TimelineCase, WalEvent,
 };
 use walab_core::sim::remote::upload::{self, UploadRun, UploadSetup};
@@ -496,12 +496,12 @@ impl RemoteBench {
         RemoteBench { run: Ok(trace.run.clone()), command: String::new(), costs: cost_rows(&setup), upload: None, trace: Some(trace) }
     }
 
-    /// Every instant a bulk changes, and the run's end.
+    /// Every instant a batch changes, and the run's end.
     pub fn timeline(&self) -> Timeline {
         let Ok(run) = &self.run else { return Timeline::empty() };
-        let mut marks: Vec<Nanos> = bulks_drawn(run)
+        let mut marks: Vec<Nanos> = batches_drawn(run)
             .iter()
-            .flat_map(|bulk| [Some(bulk.formed), bulk.sent, bulk.stored, bulk.acked])
+            .flat_map(|batch| [Some(batch.formed), batch.sent, batch.stored, batch.acked])
             .flatten()
             .collect();
         if let Some(takeover) = &run.takeover {
@@ -509,17 +509,17 @@ impl RemoteBench {
             marks.push(takeover.claimed_at);
         }
         marks.extend(run.trims.iter().map(|trim| trim.at));
-        marks.extend(bulks_drawn(run).iter().filter_map(|bulk| bulk.checked));
+        marks.extend(batches_drawn(run).iter().filter_map(|batch| batch.checked));
         if let Some(takeover) = &run.takeover {
             marks.push(takeover.listed_at);
         }
         if let Some(Ok(upload)) = &self.upload {
             marks.extend(super::remote_upload::marks(upload));
         }
-        // Past the drawn bulks: their acknowledgements and the last instant of any bulk,
+        // Past the drawn batches: their acknowledgements and the last instant of any batch,
         // so End reaches the run's end and the totals' count.
-        marks.extend(run.bulks.iter().filter_map(|bulk| bulk.acked));
-        marks.extend(run.bulks.iter().flat_map(|bulk| [bulk.acked, bulk.stored, bulk.checked, bulk.answered]).flatten().max());
+        marks.extend(run.batches.iter().filter_map(|batch| batch.acked));
+        marks.extend(run.batches.iter().flat_map(|batch| [batch.acked, batch.stored, batch.checked, batch.answered]).flatten().max());
         walab_core::sort::sort(&mut marks);
         marks.dedup();
         let end = marks.last().copied().unwrap_or(Nanos::ZERO);
@@ -527,22 +527,22 @@ impl RemoteBench {
     }
 }
 
-/// Bulks the lanes draw at most.
-pub const BULKS_DRAWN_MAX: usize = 24;
+/// Batches the lanes draw at most.
+pub const BATCHES_DRAWN_MAX: usize = 24;
 
-pub fn bulks_drawn(run: &RemoteRun) -> &[remote::BulkRow] {
-    &run.bulks[..run.bulks.len().min(BULKS_DRAWN_MAX)]
+pub fn batches_drawn(run: &RemoteRun) -> &[remote::BatchRow] {
+    &run.batches[..run.batches.len().min(BATCHES_DRAWN_MAX)]
 }
 
-/// A bulk at the playhead.
+/// A batch at the playhead.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BulkState {
+pub enum BatchState {
     /// Formed, waiting to be sent (Postgres: for its slot, or for earlier batches).
     Waiting,
     InFlight,
     /// S3: stored; the fence read (a HEAD of the registration) is in flight.
     Checking,
-    /// Stored, but a bulk before it is not: its records wait.
+    /// Stored, but a batch before it is not: its records wait.
     StoredWaiting,
     Acked,
     Failed,
@@ -552,62 +552,62 @@ pub enum BulkState {
     NotYet,
 }
 
-impl BulkState {
+impl BatchState {
     pub fn name(&self) -> &'static str {
         match self {
-            BulkState::Waiting => "waiting",
-            BulkState::InFlight => "in-flight",
-            BulkState::Checking => "fence-read",
-            BulkState::StoredWaiting => "stored-not-acked",
-            BulkState::Acked => "acked",
-            BulkState::Failed => "failed",
-            BulkState::Ignored => "ignored",
-            BulkState::Fenced => "fenced",
-            BulkState::NotYet => "not-yet",
+            BatchState::Waiting => "waiting",
+            BatchState::InFlight => "in-flight",
+            BatchState::Checking => "fence-read",
+            BatchState::StoredWaiting => "stored-not-acked",
+            BatchState::Acked => "acked",
+            BatchState::Failed => "failed",
+            BatchState::Ignored => "ignored",
+            BatchState::Fenced => "fenced",
+            BatchState::NotYet => "not-yet",
         }
     }
 }
 
-/// What a bulk is at `t`.
-pub fn bulk_state(run: &RemoteRun, bulk: &remote::BulkRow, t: Nanos) -> BulkState {
-    if bulk.formed > t {
-        return BulkState::NotYet;
+/// What a batch is at `t`.
+pub fn batch_state(run: &RemoteRun, batch: &remote::BatchRow, t: Nanos) -> BatchState {
+    if batch.formed > t {
+        return BatchState::NotYet;
     }
-    if bulk.acked.is_some_and(|acked| acked <= t) {
-        return BulkState::Acked;
+    if batch.acked.is_some_and(|acked| acked <= t) {
+        return BatchState::Acked;
     }
     let straggler = run.takeover.as_ref().is_some_and(|takeover| {
-        takeover.ignored.iter().any(|(object, _)| object.start == bulk.first_offset && object.epoch == bulk.epoch)
+        takeover.ignored.iter().any(|(object, _)| object.start == batch.first_offset && object.epoch == batch.epoch)
     });
-    match bulk.stored {
+    match batch.stored {
         Some(stored) if stored <= t => {
             if straggler && run.takeover.as_ref().is_some_and(|takeover| takeover.at <= t) {
-                BulkState::Ignored
-            } else if bulk.checked.is_some_and(|checked| checked > t) {
-                BulkState::Checking
+                BatchState::Ignored
+            } else if batch.checked.is_some_and(|checked| checked > t) {
+                BatchState::Checking
             } else {
-                BulkState::StoredWaiting
+                BatchState::StoredWaiting
             }
         }
-        _ => match bulk.sent {
+        _ => match batch.sent {
             Some(sent) if sent <= t => {
-                let finished = bulk.answered.is_some_and(|end| end <= t);
-                match (finished, bulk.outcome) {
-                    (true, Some(BulkOutcome::Fenced)) => BulkState::Fenced,
-                    (true, _) => BulkState::Failed,
-                    (false, _) => BulkState::InFlight,
+                let finished = batch.answered.is_some_and(|end| end <= t);
+                match (finished, batch.outcome) {
+                    (true, Some(BatchOutcome::Fenced)) => BatchState::Fenced,
+                    (true, _) => BatchState::Failed,
+                    (false, _) => BatchState::InFlight,
                 }
             }
-            _ => BulkState::Waiting,
+            _ => BatchState::Waiting,
         },
     }
 }
 
 /// Counts at the playhead, for the figure's label and the caption.
 pub fn counts_at(run: &RemoteRun, t: Nanos) -> (usize, usize, u64) {
-    let drawn = bulks_drawn(run);
-    let in_flight = drawn.iter().filter(|b| bulk_state(run, b, t) == BulkState::InFlight).count();
-    let held = drawn.iter().filter(|b| bulk_state(run, b, t) == BulkState::StoredWaiting).count();
+    let drawn = batches_drawn(run);
+    let in_flight = drawn.iter().filter(|b| batch_state(run, b, t) == BatchState::InFlight).count();
+    let held = drawn.iter().filter(|b| batch_state(run, b, t) == BatchState::StoredWaiting).count();
     let acked = run.acked_by(t).count() as u64;
     (in_flight, held, acked)
 }
@@ -637,61 +637,61 @@ pub fn caption_with_upload(run: &RemoteRun, upload: Option<&UploadRun>, t: Nanos
 pub fn caption_at(run: &RemoteRun, t: Nanos) -> String {
     let put = if run.backend == RemoteBackend::S3 { "PUT" } else { "INSERT" };
     let mut parts = Vec::new();
-    for bulk in bulks_drawn(run) {
-        if bulk.formed == t && bulk.sent != Some(t) {
-            parts.push(format!("bulk {} closes with {} and waits", bulk.bulk, count(bulk.records, "record")));
+    for batch in batches_drawn(run) {
+        if batch.formed == t && batch.sent != Some(t) {
+            parts.push(format!("batch {} closes with {} and waits", batch.batch, count(batch.records, "record")));
         }
-        if bulk.sent == Some(t) {
-            parts.push(format!("{put} {} sends bulk {} ({})", bulk.request.unwrap_or(0), bulk.bulk, count(bulk.records, "record")));
+        if batch.sent == Some(t) {
+            parts.push(format!("{put} {} sends batch {} ({})", batch.request.unwrap_or(0), batch.batch, count(batch.records, "record")));
         }
         let straggler = run.takeover.as_ref().filter(|takeover| takeover.at <= t).is_some_and(|takeover| {
-            takeover.ignored.iter().any(|(object, _)| object.start == bulk.first_offset && object.epoch == bulk.epoch)
+            takeover.ignored.iter().any(|(object, _)| object.start == batch.first_offset && object.epoch == batch.epoch)
         });
-        let fenced_here = run.takeover.as_ref().is_some_and(|takeover| takeover.fenced_bulks.first() == Some(&bulk.bulk));
+        let fenced_here = run.takeover.as_ref().is_some_and(|takeover| takeover.fenced_batches.first() == Some(&batch.batch));
         // S3 fences at the read after the PUT, Postgres inside the INSERT.
-        let fenced_at = if run.backend == RemoteBackend::S3 { bulk.checked } else { bulk.answered };
+        let fenced_at = if run.backend == RemoteBackend::S3 { batch.checked } else { batch.answered };
         if fenced_at == Some(t) && fenced_here {
             parts.push(if run.backend == RemoteBackend::S3 {
-                format!("after bulk {}'s PUT, node A reads the registration and finds the new epoch: A is fenced, fails its waiting writers and stops", bulk.bulk)
+                format!("after batch {}'s PUT, node A reads the registration and finds the new epoch: A is fenced, fails its waiting writers and stops", batch.batch)
             } else {
-                format!("bulk {}'s INSERT finds no node row with A's epoch and writes nothing: A is fenced and stops", bulk.bulk)
+                format!("batch {}'s INSERT finds no node row with A's epoch and writes nothing: A is fenced and stops", batch.batch)
             });
         }
-        if bulk.stored == Some(t) && straggler {
+        if batch.stored == Some(t) && straggler {
             parts.push(format!(
-                "bulk {} lands under epoch {} at or past node B's start: a straggler that every recovery ignores",
-                bulk.bulk, bulk.epoch
+                "batch {} lands under epoch {} at or past node B's start: a straggler that every recovery ignores",
+                batch.batch, batch.epoch
             ));
-        } else if bulk.stored == Some(t) && run.backend == RemoteBackend::S3 {
+        } else if batch.stored == Some(t) && run.backend == RemoteBackend::S3 {
             parts.push(format!(
-                "bulk {} is stored; node A reads the registration back (a HEAD) to check that it still owns the node before it reports the bulk",
-                bulk.bulk
+                "batch {} is stored; node A reads the registration back (a HEAD) to check that it still owns the node before it reports the batch",
+                batch.batch
             ));
-        } else if bulk.stored == Some(t) {
-            let held = bulk.acked.is_none_or(|acked| acked > t);
+        } else if batch.stored == Some(t) {
+            let held = batch.acked.is_none_or(|acked| acked > t);
             parts.push(if held {
-                format!("bulk {} is stored but not acknowledged: a bulk before it is still in flight", bulk.bulk)
+                format!("batch {} is stored but not acknowledged: a batch before it is still in flight", batch.batch)
             } else {
-                format!("bulk {} is stored", bulk.bulk)
+                format!("batch {} is stored", batch.batch)
             });
         }
     }
-    for bulk in bulks_drawn(run) {
-        let fenced = run.takeover.as_ref().is_some_and(|takeover| takeover.fenced_bulks.contains(&bulk.bulk));
-        if bulk.checked == Some(t) && !fenced && bulk.acked.is_none_or(|acked| acked > t) {
+    for batch in batches_drawn(run) {
+        let fenced = run.takeover.as_ref().is_some_and(|takeover| takeover.fenced_batches.contains(&batch.batch));
+        if batch.checked == Some(t) && !fenced && batch.acked.is_none_or(|acked| acked > t) {
             parts.push(format!(
-                "bulk {}'s fence read finds epoch {}: it is stored, but a bulk before it is not yet, so its records wait",
-                bulk.bulk, bulk.epoch
+                "batch {}'s fence read finds epoch {}: it is stored, but a batch before it is not yet, so its records wait",
+                batch.batch, batch.epoch
             ));
         }
     }
-    let acked: Vec<u64> = run.bulks.iter().filter(|b| b.acked == Some(t)).map(|b| b.bulk).collect();
+    let acked: Vec<u64> = run.batches.iter().filter(|b| b.acked == Some(t)).map(|b| b.batch).collect();
     if let (Some(first), Some(last)) = (acked.first(), acked.last()) {
-        let records: u64 = run.bulks.iter().filter(|b| b.acked == Some(t)).map(|b| b.records).sum();
+        let records: u64 = run.batches.iter().filter(|b| b.acked == Some(t)).map(|b| b.records).sum();
         parts.push(if first == last {
-            format!("bulk {first}'s {} {} acknowledged", count(records, "record"), are(records))
+            format!("batch {first}'s {} {} acknowledged", count(records, "record"), are(records))
         } else {
-            format!("bulks {first} to {last} are acknowledged together, {}, in submission order", count(records, "record"))
+            format!("batches {first} to {last} are acknowledged together, {}, in submission order", count(records, "record"))
         });
     }
     if let Some(takeover) = &run.takeover {
@@ -745,13 +745,13 @@ pub fn restart_at(run: &RemoteRun, params: &RemoteParams, t: Nanos) -> RestartOu
     restart_after(run, params.timeline, t)
 }
 
-/// The ring at `t`: the trim offset, the head (the end of the last bulk formed) and a
+/// The ring at `t`: the trim offset, the head (the end of the last batch formed) and a
 /// batch waiting for its slot.
 pub fn ring_at(run: &RemoteRun, t: Nanos) -> (u64, u64, Option<(u64, u64)>) {
     let trim_offset = run.trims.iter().filter(|trim| trim.at <= t).map(|trim| trim.trim_offset).max().unwrap_or(0);
-    let head = run.bulks.iter().filter(|b| b.formed <= t).map(|b| b.end_offset).max().unwrap_or(0);
+    let head = run.batches.iter().filter(|b| b.formed <= t).map(|b| b.end_offset).max().unwrap_or(0);
     let waiting = run
-        .bulks
+        .batches
         .iter()
         .find(|b| b.formed <= t && b.sent.is_none_or(|sent| sent > t) && b.waited == Some(remote::RingWait::Slot))
         .and_then(|b| Some((b.generation?, b.slot?)));
@@ -876,33 +876,33 @@ mod tests {
     }
 
     #[test]
-    fn the_timeline_reaches_the_last_acknowledgement_past_the_drawn_bulks() {
+    fn the_timeline_reaches_the_last_acknowledgement_past_the_drawn_batches() {
         let mut params = RemoteParams::default();
         params.parse("rwriters", "8").unwrap();
         params.parse("rcount", "400").unwrap();
         let bench = RemoteBench::build(OBJECT_STORE_PART, &params, 1);
         let run = bench.run.as_ref().unwrap();
-        assert!(run.bulks.len() > BULKS_DRAWN_MAX, "{} bulks", run.bulks.len());
-        let last = run.bulks.iter().filter_map(|bulk| bulk.acked).max().unwrap();
+        assert!(run.batches.len() > BATCHES_DRAWN_MAX, "{} batches", run.batches.len());
+        let last = run.batches.iter().filter_map(|batch| batch.acked).max().unwrap();
         let timeline = bench.timeline();
         assert!(timeline.marks.contains(&last) && timeline.end >= last);
         assert_eq!(run.acked_by(timeline.end).count() as u64, run.records_acked);
         let caption = caption_at(run, last);
-        assert_eq!(caption, format!("Bulk {}'s 8 records are acknowledged.", run.bulks.len()));
+        assert_eq!(caption, format!("Batch {}'s 8 records are acknowledged.", run.batches.len()));
     }
 
     #[test]
-    fn the_slow_put_holds_back_the_bulks_behind_it_at_the_playhead() {
+    fn the_slow_put_holds_back_the_batches_behind_it_at_the_playhead() {
         let mut params = RemoteParams::default();
         params.parse("rlat", "25").unwrap();
         params.parse("rslow", "3:200").unwrap();
         let bench = RemoteBench::build(OBJECT_STORE_PART, &params, 1);
         let run = bench.run.as_ref().unwrap();
         let at = Nanos::from_millis(100);
-        let states: Vec<BulkState> = bulks_drawn(run).iter().take(5).map(|b| bulk_state(run, b, at)).collect();
-        assert_eq!(states[0], BulkState::Acked);
-        assert_eq!(states[2], BulkState::InFlight, "the slow third PUT");
-        assert_eq!(states[3], BulkState::StoredWaiting, "stored, held back");
+        let states: Vec<BatchState> = batches_drawn(run).iter().take(5).map(|b| batch_state(run, b, at)).collect();
+        assert_eq!(states[0], BatchState::Acked);
+        assert_eq!(states[2], BatchState::InFlight, "the slow third PUT");
+        assert_eq!(states[3], BatchState::StoredWaiting, "stored, held back");
         assert!(bench.command.contains("--slow-put 3:200"));
         assert!(bench.costs.windows(2).all(|pair| pair[1].puts_per_record < pair[0].puts_per_record));
     }

@@ -3,7 +3,7 @@
 //! same figures as their own runs.
 //!
 //! The file is untrusted input. What `from_trace` would take at its word (a record count
-//! that overflows, a bulk of more records than the file holds, a run so large that reading
+//! that overflows, a batch of more records than the file holds, a run so large that reading
 //! it back would stall the page) is refused first, each with one sentence naming the file
 //! and the event.
 
@@ -16,8 +16,8 @@ use crate::url_state::format_millis;
 
 /// Scenarios of `walab sim remote` traces start with this (`remote-s3`, `remote-postgres`).
 pub const REMOTE_SCENARIO_PREFIX: &str = "remote-";
-/// Records times bulks the page reads back at most: reading a run back visits every
-/// record once per bulk, and this keeps that under a second in the browser.
+/// Records times batches the page reads back at most: reading a run back visits every
+/// record once per batch, and this keeps that under a second in the browser.
 pub const READ_BACK_WORK_MAX: u64 = 50_000_000;
 /// The latest instant a remote trace may name (1,000,000 s): far past any simulated run,
 /// and far enough below `u64::MAX` that no sum of instants overflows.
@@ -51,8 +51,8 @@ pub fn part_of_scenario(scenario: &str) -> u8 {
 pub fn read_remote(file_name: &str, trace: &Trace) -> Result<DroppedRemote, String> {
     check(trace).map_err(|reason| format!("{file_name}: {reason}"))?;
     let run = from_trace(trace).map_err(|error| format!("{file_name}: {error}"))?;
-    if run.bulks.is_empty() {
-        return Err(format!("{file_name}: the trace of walab sim remote forms no bulk, so there is nothing to draw"));
+    if run.batches.is_empty() {
+        return Err(format!("{file_name}: the trace of walab sim remote forms no batch, so there is nothing to draw"));
     }
     Ok(DroppedRemote { file_name: file_name.to_string(), events: trace.events.len(), truncated: trace.truncated, run })
 }
@@ -63,7 +63,7 @@ fn check(trace: &Trace) -> Result<(), String> {
     if let Some(write) = trace.writes.iter().find(|write| write.arrival > TRACE_INSTANT_MAX) {
         return Err(format!("record {} arrives at {} ms, later than the page reads ({} ms)", write.id, format_millis(write.arrival), format_millis(TRACE_INSTANT_MAX)));
     }
-    let mut bulks = 0u64;
+    let mut batches = 0u64;
     for (index, event) in trace.events.iter().enumerate() {
         let number = index + 1;
         if event.at > TRACE_INSTANT_MAX {
@@ -71,15 +71,15 @@ fn check(trace: &Trace) -> Result<(), String> {
         }
         match &event.event {
             Event::BatchFormed { batch, first_write, writes, offset, bytes, .. } => {
-                bulks += 1;
+                batches += 1;
                 if *writes > records {
-                    return Err(format!("event {number}: bulk {batch} holds {writes} records, but the file has only {records}"));
+                    return Err(format!("event {number}: batch {batch} holds {writes} records, but the file has only {records}"));
                 }
                 if first_write.checked_add(*writes).is_none() {
-                    return Err(format!("event {number}: bulk {batch}'s records (from record {first_write}) run past the largest number"));
+                    return Err(format!("event {number}: batch {batch}'s records (from record {first_write}) run past the largest number"));
                 }
                 if offset.checked_add(*bytes).is_none() {
-                    return Err(format!("event {number}: bulk {batch}'s bytes (from offset {offset}) run past the largest offset"));
+                    return Err(format!("event {number}: batch {batch}'s bytes (from offset {offset}) run past the largest offset"));
                 }
             }
             Event::Ack { first_write, writes } if *writes > records || first_write.checked_add(*writes).is_none() => {
@@ -88,9 +88,9 @@ fn check(trace: &Trace) -> Result<(), String> {
             _ => {}
         }
     }
-    if bulks.saturating_mul(records.max(1)) > READ_BACK_WORK_MAX {
+    if batches.saturating_mul(records.max(1)) > READ_BACK_WORK_MAX {
         return Err(format!(
-            "{records} records in {bulks} bulks is more than the page reads back (records times bulks at most {READ_BACK_WORK_MAX}); record a shorter run with --count"
+            "{records} records in {batches} batches is more than the page reads back (records times batches at most {READ_BACK_WORK_MAX}); record a shorter run with --count"
         ));
     }
     Ok(())
@@ -112,21 +112,21 @@ impl DroppedRemote {
             RemoteBackend::S3 => ("S3 (an object store)", "PUT"),
             RemoteBackend::Postgres => ("Postgres", "INSERT"),
         };
-        let never = run.bulks.iter().filter(|bulk| bulk.acked.is_none()).count();
+        let never = run.batches.iter().filter(|batch| batch.acked.is_none()).count();
         let mut text = format!(
-            "{} holds one run of walab sim remote on {store}: {} records in {} bulks, each sent as one {request} ({} {request}s), \
+            "{} holds one run of walab sim remote on {store}: {} records in {} batches, each sent as one {request} ({} {request}s), \
              and {} records acknowledged (their writers told the records are safe) over {:.1} ms.",
             self.file_name,
             run.records.len(),
-            run.bulks.len(),
+            run.batches.len(),
             run.puts,
             run.records_acked,
             run.end.as_millis_f64()
         );
         match never {
             0 => {}
-            1 => text.push_str(" One bulk was never acknowledged."),
-            _ => text.push_str(&format!(" {never} bulks were never acknowledged.")),
+            1 => text.push_str(" One batch was never acknowledged."),
+            _ => text.push_str(&format!(" {never} batches were never acknowledged.")),
         }
         match &run.takeover {
             Some(takeover) => {
@@ -195,11 +195,11 @@ mod tests {
         let run = s3_run(true);
         let dropped = read("run.json", &json(&to_trace(&run, "group"))).unwrap();
         assert_eq!(dropped.part(), OBJECT_STORE_PART);
-        assert_eq!((dropped.run.bulks.len(), dropped.run.puts, dropped.run.records_acked), (run.bulks.len(), run.puts, run.records_acked));
+        assert_eq!((dropped.run.batches.len(), dropped.run.puts, dropped.run.records_acked), (run.batches.len(), run.puts, run.records_acked));
         let (read, original) = (dropped.run.takeover.as_ref().unwrap(), run.takeover.as_ref().unwrap());
         assert_eq!((read.acked_by_old, read.recovered_by_new, read.stragglers_ignored), (original.acked_by_old, original.recovered_by_new, original.stragglers_ignored));
         let summary = dropped.summary();
-        let start = format!("run.json holds one run of walab sim remote on S3 (an object store): {} records in {} bulks", run.records.len(), run.bulks.len());
+        let start = format!("run.json holds one run of walab sim remote on S3 (an object store): {} records in {} batches", run.records.len(), run.batches.len());
         assert!(summary.starts_with(&start), "{summary}");
         assert!(summary.contains("At 60 ms node B takes the node over (epoch 6 after node A's 5)"), "{summary}");
     }
@@ -211,7 +211,7 @@ mod tests {
         let dropped = read("pg.json", &json(&to_trace(&run, "window"))).unwrap();
         assert_eq!(dropped.part(), POSTGRES_PART);
         assert_eq!(dropped.run.records_acked, 50);
-        assert!(dropped.summary().contains("bulks, each sent as one INSERT"), "{}", dropped.summary());
+        assert!(dropped.summary().contains("batches, each sent as one INSERT"), "{}", dropped.summary());
     }
 
     #[test]
@@ -228,14 +228,14 @@ mod tests {
         let good = to_trace(&run, "group");
         let error = |trace: &Trace| parse_dropped("bad.json", &json(trace)).unwrap_err();
 
-        // A sync of a bulk no event formed.
+        // A sync of a batch no event formed.
         let mut orphan = good.clone();
         orphan.events.retain(|event| !matches!(event.event, Event::BatchFormed { batch: 2, .. }));
         let problem = error(&orphan);
         assert_eq!(problem.part, Some(OBJECT_STORE_PART));
-        assert_eq!(problem.message, "bad.json: bulk 2 is used before a batch_formed event made it");
+        assert_eq!(problem.message, "bad.json: batch 2 is used before a batch_formed event made it");
 
-        // A bulk claiming more records than there are, and one whose count overflows.
+        // A batch claiming more records than there are, and one whose count overflows.
         let mut greedy = good.clone();
         for event in &mut greedy.events {
             if let Event::BatchFormed { batch: 1, writes, .. } = &mut event.event {
@@ -243,7 +243,7 @@ mod tests {
             }
         }
         let message = error(&greedy).message;
-        assert!(message.starts_with("bad.json: event ") && message.contains(&format!("bulk 1 holds {} records, but the file has only 200", u64::MAX)), "{message}");
+        assert!(message.starts_with("bad.json: event ") && message.contains(&format!("batch 1 holds {} records, but the file has only 200", u64::MAX)), "{message}");
         let mut overflow = good.clone();
         for event in &mut overflow.events {
             if let Event::Ack { first_write, .. } = &mut event.event {
@@ -258,7 +258,7 @@ mod tests {
         late.events[last].at = Nanos(u64::MAX);
         assert!(error(&late).message.contains("later than the page reads"), "{:?}", error(&late));
 
-        // A remote scenario of no backend, and a Postgres trace that lost its bulks.
+        // A remote scenario of no backend, and a Postgres trace that lost its batches.
         let mut unknown = good.clone();
         unknown.scenario = "remote-gcs".into();
         let problem = error(&unknown);
@@ -269,7 +269,7 @@ mod tests {
         empty.events.retain(|event| matches!(event.event, Event::Arrive { .. }));
         let problem = error(&empty);
         assert_eq!(problem.part, Some(POSTGRES_PART));
-        assert_eq!(problem.message, "bad.json: the trace of walab sim remote forms no bulk, so there is nothing to draw");
+        assert_eq!(problem.message, "bad.json: the trace of walab sim remote forms no batch, so there is nothing to draw");
     }
 
     #[test]
@@ -285,7 +285,7 @@ mod tests {
         let error = parse_dropped("big.json", &json(&trace)).unwrap_err();
         assert_eq!(
             error.message,
-            "big.json: 20000 records in 5000 bulks is more than the page reads back (records times bulks at most 50000000); record a shorter run with --count"
+            "big.json: 20000 records in 5000 batches is more than the page reads back (records times batches at most 50000000); record a shorter run with --count"
         );
     }
 }

@@ -158,20 +158,20 @@ pub fn caption_parts(upload: &UploadRun, t: Nanos) -> Vec<String> {
         parts.push(format!("{} expire: the orphaned objects are garbage, and no reader ever saw them", ids_text(&expired)));
     }
     for delete in upload.deletes.iter().filter(|delete| delete.done == t) {
-        let (first, last) = (delete.bulks[0], delete.bulks[delete.bulks.len() - 1]);
+        let (first, last) = (delete.batches[0], delete.batches[delete.batches.len() - 1]);
         parts.push(if first == last {
-            format!("WAL object of bulk {first} deleted: its records are committed")
+            format!("WAL object of batch {first} deleted: its records are committed")
         } else {
-            format!("WAL objects of bulks {first} to {last} deleted: their records are committed")
+            format!("WAL objects of batches {first} to {last} deleted: their records are committed")
         });
     }
     parts
 }
 
 /// A WAL object at the playhead, for the strip under the upload.
-pub fn wal_object_state(run: &RemoteRun, upload: &UploadRun, bulk: u64, t: Nanos) -> &'static str {
-    let Some(row) = run.bulks.iter().find(|b| b.bulk == bulk) else { return "not-yet" };
-    if upload.deleted_by(t).any(|deleted| deleted == bulk) {
+pub fn wal_object_state(run: &RemoteRun, upload: &UploadRun, batch: u64, t: Nanos) -> &'static str {
+    let Some(row) = run.batches.iter().find(|b| b.batch == batch) else { return "not-yet" };
+    if upload.deleted_by(t).any(|deleted| deleted == batch) {
         "deleted"
     } else if row.stored.is_some_and(|stored| stored <= t) {
         "stored"

@@ -6,7 +6,7 @@ use std::convert::Infallible;
 use std::ops::ControlFlow;
 
 use super::{
-    BulkOutcome, BulkRow, Load, RecordRow, RemoteBackend, RemoteError, RemoteRun, RemoteSetup,
+    BatchOutcome, BatchRow, Load, RecordRow, RemoteBackend, RemoteError, RemoteRun, RemoteSetup,
     TakeoverReport, TrimRow, OWNER_EPOCH, RECORD_KEY_BYTES,
 };
 use crate::codec::stream::encode_frame_records;
@@ -27,7 +27,7 @@ use crate::time::Nanos;
 mod finish;
 mod takeover;
 
-/// Instants one run visits at most: a record's arrival, and per bulk its landing, fence
+/// Instants one run visits at most: a record's arrival, and per batch its landing, fence
 /// read, acknowledgement, trim and window, with room to spare at [`super::RECORDS_MAX`].
 pub const INSTANTS: InstantBound = InstantBound { name: "remote instants", instants_max: 20_000_000 };
 
@@ -52,7 +52,7 @@ enum Appended {
 
 /// A request to the store, in flight.
 struct Request {
-    bulk: usize,
+    batch: usize,
     done_at: Nanos,
     failed: bool,
     /// Postgres: the row commits at `done_at` but the answer is lost; a retry follows.
@@ -87,7 +87,7 @@ struct Driver<'a> {
     /// The fence reads (S3) and node B's requests draw from their own generator, so the
     /// PUTs' and INSERTs' draws stay those of a run without them.
     control_rng: Rng,
-    /// S3: fence reads in flight, `(answered at, bulk index)`.
+    /// S3: fence reads in flight, `(answered at, batch index)`.
     checks: Vec<(Nanos, usize)>,
     claim: Option<Claim>,
     /// S3: what node B's LIST found, kept until its session is recorded.
@@ -97,20 +97,20 @@ struct Driver<'a> {
     /// Ticket t's record is `ticket_record[t - 1]`.
     ticket_record: Vec<u64>,
     record_writer: Vec<u64>,
-    bulks: Vec<BulkRow>,
-    bulk_of_batch: BTreeMap<u64, usize>,
-    bulk_tickets: Vec<(u64, u64)>,
+    batches: Vec<BatchRow>,
+    index_of_batch: BTreeMap<u64, usize>,
+    batch_tickets: Vec<(u64, u64)>,
     /// Postgres: each batch's row body (the INSERT and the retry's comparison need it).
-    bulk_bodies: Vec<Vec<u8>>,
+    batch_bodies: Vec<Vec<u8>>,
     requests: Vec<Request>,
-    /// What the requests that landed at this instant will report, `(bulk index, result)`.
+    /// What the requests that landed at this instant will report, `(batch index, result)`.
     landed: Vec<(usize, Result<(), SyncError>)>,
     pending: VecDeque<usize>,
     next_put: u64,
     puts: u64,
     fence_checks: u64,
     records_acked: u64,
-    next_acked_bulk: usize,
+    next_acked_batch: usize,
     // Who appends.
     arrivals: Vec<Nanos>,
     next_arrival: usize,
@@ -118,13 +118,13 @@ struct Driver<'a> {
     paused: VecDeque<u64>,
     retry_paused: bool,
     value: Vec<u8>,
-    fenced_bulks: Vec<u64>,
+    fenced_batches: Vec<u64>,
     // The object store.
     registration: Registration,
     objects: Vec<(WalObject, usize)>,
     next_offset: u64,
     // Postgres.
-    /// Postgres: the end of the last acknowledged bulk, and the seq of its last record.
+    /// Postgres: the end of the last acknowledged batch, and the seq of its last record.
     acked_end: u64,
     acked_seq: u64,
     rows: Vec<(SlotRow, usize)>,
@@ -174,10 +174,10 @@ impl<'a> Driver<'a> {
             records: Vec::with_capacity(setup.count as usize),
             ticket_record: Vec::with_capacity(setup.count as usize),
             record_writer: Vec::new(),
-            bulks: Vec::new(),
-            bulk_of_batch: BTreeMap::new(),
-            bulk_tickets: Vec::new(),
-            bulk_bodies: Vec::new(),
+            batches: Vec::new(),
+            index_of_batch: BTreeMap::new(),
+            batch_tickets: Vec::new(),
+            batch_bodies: Vec::new(),
             requests: Vec::new(),
             landed: Vec::new(),
             pending: VecDeque::new(),
@@ -185,14 +185,14 @@ impl<'a> Driver<'a> {
             puts: 0,
             fence_checks: 0,
             records_acked: 0,
-            next_acked_bulk: 0,
+            next_acked_batch: 0,
             arrivals,
             next_arrival: 0,
             writers_ready,
             paused: VecDeque::new(),
             retry_paused: false,
             value: vec![0x5a; value_bytes(setup.record_bytes)],
-            fenced_bulks: Vec::new(),
+            fenced_batches: Vec::new(),
             registration,
             objects: Vec::new(),
             next_offset: 0,
@@ -234,7 +234,7 @@ impl<'a> Driver<'a> {
             record,
             arrived: Some(now),
             acked: None,
-            bulk: None,
+            batch: None,
         });
         if let Some(writer) = writer {
             self.record_writer.resize(record as usize, u64::MAX);
@@ -285,15 +285,15 @@ impl<'a> Driver<'a> {
                             self.writers_ready.push(Reverse((now, writer)));
                         }
                     }
-                    while let Some(&(_, end)) = self.bulk_tickets.get(self.next_acked_bulk) {
+                    while let Some(&(_, end)) = self.batch_tickets.get(self.next_acked_batch) {
                         if end > tickets.end().0 {
                             break;
                         }
-                        let bulk = &mut self.bulks[self.next_acked_bulk];
-                        bulk.acked = Some(now);
-                        self.acked_end = bulk.end_offset;
+                        let batch = &mut self.batches[self.next_acked_batch];
+                        batch.acked = Some(now);
+                        self.acked_end = batch.end_offset;
                         self.acked_seq = tickets.end().0 - 1;
-                        self.next_acked_bulk += 1;
+                        self.next_acked_batch += 1;
                     }
                     self.retry_paused = true;
                 }
@@ -307,11 +307,11 @@ impl<'a> Driver<'a> {
     }
 
     fn persist(&mut self, now: Nanos, batch: crate::group_commit::Batch) {
-        let index = self.bulks.len();
+        let index = self.batches.len();
         let first_record = self.ticket_record[batch.tickets.first.0 as usize - 1];
         for ticket in batch.tickets.iter() {
             let record = self.ticket_record[ticket.0 as usize - 1];
-            self.records[record as usize - 1].bulk = Some(batch.id.0);
+            self.records[record as usize - 1].batch = Some(batch.id.0);
         }
         let (first_offset, end_offset, generation) = match self.setup.backend {
             RemoteBackend::S3 => {
@@ -325,48 +325,48 @@ impl<'a> Driver<'a> {
                 (start, start + batch.bytes.len() as u64, Some(batch.segment))
             }
         };
-        self.bulks.push(BulkRow {
+        self.batches.push(BatchRow {
             records: batch.tickets.count,
             first_record,
             first_offset,
             end_offset,
             generation,
             slot: generation.map(|g| self.setup.ring.slot(g)),
-            ..BulkRow::formed(batch.id.0, now)
+            ..BatchRow::formed(batch.id.0, now)
         });
-        self.bulk_of_batch.insert(batch.id.0, index);
-        self.bulk_tickets
+        self.index_of_batch.insert(batch.id.0, index);
+        self.batch_tickets
             .push((batch.tickets.first.0, batch.tickets.end().0));
         match self.setup.backend {
             RemoteBackend::S3 => {
-                self.bulk_bodies.push(Vec::new());
+                self.batch_bodies.push(Vec::new());
                 self.session.recycle_buffer(batch.bytes);
                 self.send(now, index);
             }
             RemoteBackend::Postgres => {
-                self.bulk_bodies.push(ring::encode_row_body(first_offset, OWNER_EPOCH, batch.records()));
+                self.batch_bodies.push(ring::encode_row_body(first_offset, OWNER_EPOCH, batch.records()));
                 self.session.recycle_buffer(batch.bytes);
                 self.pending.push_back(index);
             }
         }
     }
 
-    /// Sends bulk `index`'s PUT or INSERT now.
+    /// Sends batch `index`'s PUT or INSERT now.
     fn send(&mut self, now: Nanos, index: usize) {
         let put = self.next_put;
         self.next_put += 1;
         self.puts += 1;
         let latency = self.latency_of(put);
         let fails = self.setup.fail_put == Some(put);
-        let bulk = &mut self.bulks[index];
-        bulk.sent = Some(now);
-        bulk.request = Some(put);
+        let batch = &mut self.batches[index];
+        batch.sent = Some(now);
+        batch.request = Some(put);
         let (failed, answer_lost) = match self.setup.backend {
             RemoteBackend::S3 => (fails, false),
             RemoteBackend::Postgres => (false, fails),
         };
         self.requests.push(Request {
-            bulk: index,
+            batch: index,
             done_at: now + latency,
             failed,
             answer_lost,
@@ -394,16 +394,16 @@ impl<'a> Driver<'a> {
         let mut still = VecDeque::new();
         // Bounded by the queue: each batch is asked once.
         while let Some(index) = self.pending.pop_front() {
-            let id = BatchId(self.bulks[index].bulk);
+            let id = BatchId(self.batches[index].batch);
             match self.session.ring_admission(id).expect("a batch of the ring") {
                 Admission::Insert => self.send(now, index),
                 Admission::Fail(error) => {
                     self.session.handle_persisted(now, id, Err(error)).expect("the batch is in flight");
                 }
                 Admission::Wait(wait) => {
-                    let bulk = &mut self.bulks[index];
-                    if bulk.waited != Some(RingWait::Slot) {
-                        bulk.waited = Some(wait);
+                    let batch = &mut self.batches[index];
+                    if batch.waited != Some(RingWait::Slot) {
+                        batch.waited = Some(wait);
                     }
                     still.push_back(index);
                 }
@@ -414,41 +414,41 @@ impl<'a> Driver<'a> {
 
     /// A request finishes: what it stored, and the result the machine will hear.
     fn land_request(&mut self, request: Request, now: Nanos) -> Option<(usize, Result<(), SyncError>)> {
-        let index = request.bulk;
-        self.bulks[index].answered = Some(now);
-        let bulk = self.bulks[index].clone();
+        let index = request.batch;
+        self.batches[index].answered = Some(now);
+        let batch = self.batches[index].clone();
         match self.setup.backend {
             RemoteBackend::S3 => {
                 if request.failed {
                     return Some((index, Err(SyncError::Unavailable)));
                 }
                 let object = WalObject {
-                    epoch: bulk.epoch,
-                    start: bulk.first_offset,
-                    end: bulk.end_offset,
+                    epoch: batch.epoch,
+                    start: batch.first_offset,
+                    end: batch.end_offset,
                 };
                 self.objects.push((object, index));
-                self.bulks[index].stored = Some(now);
+                self.batches[index].stored = Some(now);
                 Some((index, Ok(())))
             }
             RemoteBackend::Postgres => {
                 let fenced = self
                     .setup
                     .takeover_at
-                    .is_some_and(|t| bulk.sent.is_some_and(|sent| sent >= t));
+                    .is_some_and(|t| batch.sent.is_some_and(|sent| sent >= t));
                 if fenced {
                     // INSERT ... SELECT ... WHERE epoch = 5 FOR SHARE found no row: nothing written.
-                    self.bulks[index].outcome = Some(BulkOutcome::Fenced);
-                    self.fenced_bulks.push(bulk.bulk);
+                    self.batches[index].outcome = Some(BatchOutcome::Fenced);
+                    self.fenced_batches.push(batch.batch);
                     return Some((index, Err(SyncError::Fenced)));
                 }
-                let body = self.bulk_bodies[index].clone();
+                let body = self.batch_bodies[index].clone();
                 if request.compare {
                     // The retry finds a row at its offset and compares it with the batch.
                     let stored = self
                         .rows
                         .iter()
-                        .find(|(row, _)| row.start_offset == bulk.first_offset);
+                        .find(|(row, _)| row.start_offset == batch.first_offset);
                     let matches = stored.is_some_and(|(row, _)| row.body == body);
                     return Some((
                         index,
@@ -459,23 +459,23 @@ impl<'a> Driver<'a> {
                         },
                     ));
                 }
-                let slot = bulk.slot.expect("a ring batch");
+                let slot = batch.slot.expect("a ring batch");
                 let row = SlotRow {
                     slot,
-                    start_offset: bulk.first_offset,
-                    end_offset: bulk.end_offset,
-                    epoch: bulk.epoch,
+                    start_offset: batch.first_offset,
+                    end_offset: batch.end_offset,
+                    epoch: batch.epoch,
                     body,
                 };
                 self.rows.push((row, index));
-                self.bulks[index].stored = Some(now);
+                self.batches[index].stored = Some(now);
                 if request.answer_lost {
                     // The commit happened, its answer did not arrive: retry against the same table.
-                    self.bulks[index].retried = true;
+                    self.batches[index].retried = true;
                     self.puts += 1;
                     let latency = self.setup.latency.draw(&mut self.latency_rng);
                     self.requests.push(Request {
-                        bulk: index,
+                        batch: index,
                         done_at: now + latency,
                         failed: false,
                         answer_lost: false,
@@ -558,7 +558,7 @@ impl Simulation for Driver<'_> {
                 index += 1;
             }
         }
-        crate::sort::sort_by_key(&mut finished, |request| request.bulk);
+        crate::sort::sort_by_key(&mut finished, |request| request.batch);
         for request in finished {
             if let Some(result) = self.land_request(request, now) {
                 self.landed.push(result);
@@ -574,39 +574,39 @@ impl Simulation for Driver<'_> {
         // after any claim answered at this instant.
         let mut heard = Vec::new();
         let mut landed = std::mem::take(&mut self.landed);
-        for (bulk, result) in landed.drain(..) {
+        for (batch, result) in landed.drain(..) {
             match (self.setup.backend, result) {
                 (RemoteBackend::S3, Ok(())) => {
                     self.fence_checks += 1;
                     let answered = now + self.setup.latency.draw(&mut self.control_rng);
-                    self.checks.push((answered, bulk));
+                    self.checks.push((answered, batch));
                 }
-                (_, result) => heard.push((bulk, result)),
+                (_, result) => heard.push((batch, result)),
             }
         }
         self.landed = landed;
         let mut index = 0;
         while index < self.checks.len() {
             if self.checks[index].0 == now {
-                let (_, bulk) = self.checks.swap_remove(index);
-                self.bulks[bulk].checked = Some(now);
+                let (_, batch) = self.checks.swap_remove(index);
+                self.batches[batch].checked = Some(now);
                 let result = if self.registration.epoch == OWNER_EPOCH {
                     Ok(())
                 } else {
-                    self.fenced_bulks.push(self.bulks[bulk].bulk);
+                    self.fenced_batches.push(self.batches[batch].batch);
                     Err(SyncError::Fenced)
                 };
-                heard.push((bulk, result));
+                heard.push((batch, result));
             } else {
                 index += 1;
             }
         }
-        crate::sort::sort_by_key(&mut heard, |(bulk, _)| *bulk);
-        for (bulk, result) in heard {
-            let id = crate::group_commit::BatchId(self.bulks[bulk].bulk);
+        crate::sort::sort_by_key(&mut heard, |(batch, _)| *batch);
+        for (batch, result) in heard {
+            let id = crate::group_commit::BatchId(self.batches[batch].batch);
             self.session
                 .handle_persisted(now, id, result)
-                .expect("the bulk is in flight");
+                .expect("the batch is in flight");
         }
         // The upload confirms what was acknowledged; released slots are truncated.
         if self.next_trim() == Some(now) {

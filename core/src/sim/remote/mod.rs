@@ -1,17 +1,17 @@
 //! A WAL with no local disk, simulated: the stream store's log in an object store (one
-//! PUT per bulk) or in Postgres (one committed INSERT per batch, in a ring of slot
+//! PUT per batch) or in Postgres (one committed INSERT per batch, in a ring of slot
 //! tables), driven by the same decisions the native backends make.
 //!
 //! # What is real and what is simulated
 //!
 //! Every decision comes from the code the native `walab` runs:
 //!
-//! - which records form a bulk, how many bulks are in flight (`inflight_max`), when a
+//! - which records form a batch, how many batches are in flight (`inflight_max`), when a
 //!   writer is acknowledged (in submission order), which segment a record goes to: a
 //!   [`crate::session::Session`] around the group-commit machine, with the storage's
 //!   preset ([`crate::session::preset`]: the object store's group commit with its
 //!   pipelining threshold and cohort hold, or the Postgres ring's batch interval);
-//! - where a bulk's object goes and which objects recovery keeps after a takeover: the
+//! - where a batch's object goes and which objects recovery keeps after a takeover: the
 //!   keys, the registration and [`crate::remote::layout::plan_chain`];
 //! - which slot table a batch goes to, when it must wait for its slot, what the trim
 //!   releases, what recovery reads back, the timeline verdict: [`crate::ring`].
@@ -28,7 +28,7 @@
 //! - The object store is strongly consistent (S3, R2, GCS and MinIO are): an object is
 //!   listed from the instant its PUT returns.
 //! - Every request takes its own draw of the request latency: a PUT, the fence read
-//!   after it (the native backend's HEAD of the registration; a bulk is reported stored
+//!   after it (the native backend's HEAD of the registration; a batch is reported stored
 //!   only when it answers, and it sees the registration as it is at that answer), and
 //!   node B's takeover on the object store, which is four requests one after another:
 //!   the conditional PUT that claims the registration (epoch + 1), its read-back, the
@@ -78,7 +78,7 @@ use crate::time::Nanos;
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 pub enum RemoteBackend {
-    /// One object per bulk, its key carrying the writer's epoch.
+    /// One object per batch, its key carrying the writer's epoch.
     S3,
     /// One row per batch in the ring of slot tables, fenced per insert.
     Postgres,
@@ -199,7 +199,7 @@ pub struct RemoteSetup {
     pub count: u64,
     /// Seeds the latency draws and Poisson arrivals.
     pub seed: u64,
-    /// Bulks in flight at once (`inflight`).
+    /// Batches in flight at once (`inflight`).
     pub inflight_max: usize,
     /// `None` on S3: group commit, as the native backend runs it. On Postgres the batch
     /// interval (`batch_interval`, 1 ms by default).
@@ -401,7 +401,7 @@ impl core::fmt::Display for RemoteError {
             RemoteError::Inflight { inflight_max } => {
                 write!(
                     f,
-                    "{inflight_max} bulks in flight: give 1 to {}",
+                    "{inflight_max} batches in flight: give 1 to {}",
                     ring::INFLIGHT_MAX_LIMIT
                 )
             }
@@ -424,14 +424,14 @@ impl core::fmt::Display for RemoteError {
 
 impl std::error::Error for RemoteError {}
 
-/// What became of a bulk.
+/// What became of a batch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
-pub enum BulkOutcome {
+pub enum BatchOutcome {
     /// Stored, and its records acknowledged.
     Acked,
-    /// Stored, but its records were never acknowledged (a bulk before it failed, or the
+    /// Stored, but its records were never acknowledged (a batch before it failed, or the
     /// check after it found the node taken over): a straggler.
     StoredNotAcked,
     /// The request failed: nothing stored.
@@ -443,12 +443,13 @@ pub enum BulkOutcome {
 /// Why a Postgres batch waited before its INSERT (the session's ring admission).
 pub use crate::session::ring::RingWait;
 
-/// One bulk: one PUT (or one INSERT, two when retried).
+/// One batch: one PUT (or one INSERT, two when retried).
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub struct BulkRow {
-    /// 1, 2, 3 ... in submission order.
-    pub bulk: u64,
+pub struct BatchRow {
+    /// 1, 2, 3 ... in submission order (read from older JSON as `bulk`).
+    #[cfg_attr(feature = "serde", serde(alias = "bulk"))]
+    pub batch: u64,
     pub epoch: u64,
     pub records: u64,
     /// The first record's number (records are numbered from 1 in append order).
@@ -459,14 +460,14 @@ pub struct BulkRow {
     /// Postgres: the generation and its slot table.
     pub generation: Option<u64>,
     pub slot: Option<u64>,
-    /// The group-commit machine handed the bulk out.
+    /// The group-commit machine handed the batch out.
     pub formed: Nanos,
     /// The request went out (later than `formed` when a Postgres batch waited).
     pub sent: Option<Nanos>,
     /// The object was stored or the row committed.
     pub stored: Option<Nanos>,
     pub acked: Option<Nanos>,
-    pub outcome: Option<BulkOutcome>,
+    pub outcome: Option<BatchOutcome>,
     /// The request's answer came back (stored, failed or fenced).
     pub answered: Option<Nanos>,
     /// The request's number (PUT k, INSERT k).
@@ -474,16 +475,16 @@ pub struct BulkRow {
     pub waited: Option<RingWait>,
     /// Postgres: the first answer was lost and the retry found the row and compared it.
     pub retried: bool,
-    /// S3: the fence read after the PUT answered (the bulk is reported stored from then).
+    /// S3: the fence read after the PUT answered (the batch is reported stored from then).
     pub checked: Option<Nanos>,
 }
 
-impl BulkRow {
-    /// A bulk the machine just handed out at `formed`: nothing sent, stored or answered
+impl BatchRow {
+    /// A batch the machine just handed out at `formed`: nothing sent, stored or answered
     /// yet. Its place in the log and its records are the caller's to fill in.
-    pub fn formed(bulk: u64, formed: Nanos) -> BulkRow {
-        BulkRow {
-            bulk,
+    pub fn formed(batch: u64, formed: Nanos) -> BatchRow {
+        BatchRow {
+            batch,
             epoch: OWNER_EPOCH,
             records: 0,
             first_record: 0,
@@ -512,7 +513,8 @@ pub struct RecordRow {
     pub record: u64,
     pub arrived: Option<Nanos>,
     pub acked: Option<Nanos>,
-    pub bulk: Option<u64>,
+    #[cfg_attr(feature = "serde", serde(alias = "bulk"))]
+    pub batch: Option<u64>,
 }
 
 /// A trim of the Postgres ring.
@@ -547,8 +549,9 @@ pub struct TakeoverReport {
     pub stragglers_ignored: u64,
     /// Where B's own session starts (the end of what it recovered).
     pub new_session_start: u64,
-    /// The bulks of A whose check or insert found the new epoch: A is fenced at the first.
-    pub fenced_bulks: Vec<u64>,
+    /// The batches of A whose check or insert found the new epoch: A is fenced at the first.
+    #[cfg_attr(feature = "serde", serde(alias = "fenced_bulks"))]
+    pub fenced_batches: Vec<u64>,
     /// S3: every object recovery left out, and why.
     pub ignored: Vec<(WalObject, Ignored)>,
     /// Records B recovered, by number (on Postgres with those already uploaded below the
@@ -562,7 +565,8 @@ pub struct TakeoverReport {
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct RemoteRun {
     pub backend: RemoteBackend,
-    pub bulks: Vec<BulkRow>,
+    #[cfg_attr(feature = "serde", serde(alias = "bulks"))]
+    pub batches: Vec<BatchRow>,
     pub records: Vec<RecordRow>,
     /// Requests that wrote to the log: PUTs, or INSERTs with their retries.
     pub puts: u64,
@@ -582,11 +586,11 @@ impl RemoteRun {
         (self.records_acked > 0).then(|| self.puts as f64 / self.records_acked as f64)
     }
 
-    /// The bulks stored at `t`, acknowledged or not.
-    pub fn stored_by(&self, t: Nanos) -> impl Iterator<Item = &BulkRow> {
-        self.bulks
+    /// The batches stored at `t`, acknowledged or not.
+    pub fn stored_by(&self, t: Nanos) -> impl Iterator<Item = &BatchRow> {
+        self.batches
             .iter()
-            .filter(move |bulk| bulk.stored.is_some_and(|stored| stored <= t))
+            .filter(move |batch| batch.stored.is_some_and(|stored| stored <= t))
     }
 
     /// The records acknowledged by `t`.

@@ -99,10 +99,10 @@ pub fn event_loss(
 fn s3_recovered(run: &RemoteRun, at: Nanos) -> Vec<u64> {
     let listed: Vec<WalObject> = run
         .stored_by(at)
-        .map(|bulk| WalObject {
-            epoch: bulk.epoch,
-            start: bulk.first_offset,
-            end: bulk.end_offset,
+        .map(|batch| WalObject {
+            epoch: batch.epoch,
+            start: batch.first_offset,
+            end: batch.end_offset,
         })
         .collect();
     let sessions = [Session {
@@ -115,11 +115,11 @@ fn s3_recovered(run: &RemoteRun, at: Nanos) -> Vec<u64> {
         .chain
         .iter()
         .filter_map(|object| {
-            run.bulks
+            run.batches
                 .iter()
-                .find(|bulk| bulk.first_offset == object.start && bulk.epoch == object.epoch)
+                .find(|batch| batch.first_offset == object.start && batch.epoch == object.epoch)
         })
-        .flat_map(|bulk| bulk.first_record..bulk.first_record + bulk.records)
+        .flat_map(|batch| batch.first_record..batch.first_record + batch.records)
         .collect();
     crate::sort::sort(&mut records);
     records
@@ -137,13 +137,13 @@ fn postgres_kept(run: &RemoteRun, at: Nanos, survives: impl Fn(Nanos) -> bool) -
         .max()
         .unwrap_or(0);
     let mut records = Vec::new();
-    for bulk in &run.bulks {
-        let committed = bulk.stored.filter(|&stored| stored <= at);
-        let uploaded = bulk.end_offset <= trim_offset;
+    for batch in &run.batches {
+        let committed = batch.stored.filter(|&stored| stored <= at);
+        let uploaded = batch.end_offset <= trim_offset;
         if !(uploaded || committed.is_some_and(&survives)) {
             break;
         }
-        records.extend(bulk.first_record..bulk.first_record + bulk.records);
+        records.extend(batch.first_record..batch.first_record + batch.records);
     }
     crate::sort::sort(&mut records);
     records

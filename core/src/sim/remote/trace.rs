@@ -1,11 +1,11 @@
 //! A remote run as the lab's [`Trace`], so `walab sim remote --trace` files play in the
-//! browser like every other run: each bulk is a batch whose "sync" is its PUT or INSERT,
+//! browser like every other run: each batch is a batch whose "sync" is its PUT or INSERT,
 //! from the request going out to the object stored or the row committed; on the object
 //! store the fence read after it is a second sync of the same batch, on the
 //! `registration` file. [`from_trace`] reads such a trace back into a [`RemoteRun`] for
 //! Parts 13 and 14, recomputing what recovery keeps with the core's own planning.
 
-use super::{BulkOutcome, BulkRow, RecordRow, RemoteBackend, RemoteRun, TakeoverReport};
+use super::{BatchOutcome, BatchRow, RecordRow, RemoteBackend, RemoteRun, TakeoverReport};
 use crate::group_commit::{BatchId, SyncError, Ticket, Tickets};
 use crate::remote::layout::{plan_chain, Session, WalObject};
 use crate::ring::RingGeometry;
@@ -16,10 +16,10 @@ use crate::trace::{Event, FileKind, Trace, TraceWrite};
 /// Record n is the session's write n: the remote run starts a fresh session.
 const WRITES_FROM_ONE: WriteNumbering = WriteNumbering::from_one();
 
-/// Fence reads are syncs numbered from here (bulk k's is `FENCE_SYNC_BASE + k`).
+/// Fence reads are syncs numbered from here (batch k's is `FENCE_SYNC_BASE + k`).
 pub const FENCE_SYNC_BASE: u64 = 1 << 40;
 
-/// The run's trace: arrivals, bulks formed, requests out and back, fence reads,
+/// The run's trace: arrivals, batches formed, requests out and back, fence reads,
 /// acknowledgements, and the takeover as a note.
 pub fn to_trace(run: &RemoteRun, policy: &str) -> Trace {
     let mut trace = Trace::new(&format!("remote-{}", run.backend.name()), policy, 0);
@@ -39,38 +39,38 @@ pub fn to_trace(run: &RemoteRun, policy: &str) -> Trace {
         });
         events.push((arrived, 0, WRITES_FROM_ONE.arrive(Ticket(record.record))));
     }
-    for bulk in &run.bulks {
+    for batch in &run.batches {
         events.push((
-            bulk.formed,
+            batch.formed,
             1,
             WRITES_FROM_ONE.formed_from(
-                BatchId(bulk.bulk),
-                bulk.generation.unwrap_or(1),
-                Tickets { first: Ticket(bulk.first_record), count: bulk.records },
-                bulk.first_offset,
-                bulk.end_offset - bulk.first_offset,
+                BatchId(batch.batch),
+                batch.generation.unwrap_or(1),
+                Tickets { first: Ticket(batch.first_record), count: batch.records },
+                batch.first_offset,
+                batch.end_offset - batch.first_offset,
             ),
         ));
-        if let Some(sent) = bulk.sent {
-            events.push((sent, 2, Event::SyncStart { sync: bulk.bulk, file, batch: Some(bulk.bulk), units: Vec::new() }));
+        if let Some(sent) = batch.sent {
+            events.push((sent, 2, Event::SyncStart { sync: batch.batch, file, batch: Some(batch.batch), units: Vec::new() }));
         }
-        let (ended, ok, error) = match (bulk.stored, bulk.outcome) {
+        let (ended, ok, error) = match (batch.stored, batch.outcome) {
             (Some(stored), _) => (Some(stored), true, None),
-            (None, Some(BulkOutcome::Fenced)) => (bulk.answered.or(bulk.sent), false, Some(SyncError::Fenced)),
-            (None, _) => (bulk.answered.or(bulk.sent), false, Some(SyncError::Unavailable)),
+            (None, Some(BatchOutcome::Fenced)) => (batch.answered.or(batch.sent), false, Some(SyncError::Fenced)),
+            (None, _) => (batch.answered.or(batch.sent), false, Some(SyncError::Unavailable)),
         };
         if let Some(ended) = ended {
-            events.push((ended, 3, Event::SyncEnd { sync: bulk.bulk, file, ok, error }));
+            events.push((ended, 3, Event::SyncEnd { sync: batch.batch, file, ok, error }));
         }
-        if let (Some(stored), Some(checked)) = (bulk.stored, bulk.checked) {
-            let sync = FENCE_SYNC_BASE + bulk.bulk;
-            let fenced = run.takeover.as_ref().is_some_and(|takeover| takeover.fenced_bulks.contains(&bulk.bulk));
-            events.push((stored, 3, Event::SyncStart { sync, file: registration, batch: Some(bulk.bulk), units: Vec::new() }));
+        if let (Some(stored), Some(checked)) = (batch.stored, batch.checked) {
+            let sync = FENCE_SYNC_BASE + batch.batch;
+            let fenced = run.takeover.as_ref().is_some_and(|takeover| takeover.fenced_batches.contains(&batch.batch));
+            events.push((stored, 3, Event::SyncStart { sync, file: registration, batch: Some(batch.batch), units: Vec::new() }));
             let error = fenced.then_some(SyncError::Fenced);
             events.push((checked, 3, Event::SyncEnd { sync, file: registration, ok: !fenced, error }));
         }
-        if let Some(acked) = bulk.acked {
-            events.push((acked, 4, WRITES_FROM_ONE.ack(Tickets { first: Ticket(bulk.first_record), count: bulk.records })));
+        if let Some(acked) = batch.acked {
+            events.push((acked, 4, WRITES_FROM_ONE.ack(Tickets { first: Ticket(batch.first_record), count: batch.records })));
         }
     }
     if let Some(takeover) = &run.takeover {
@@ -107,8 +107,8 @@ fn parse_takeover_note(text: &str) -> Option<TakeoverNote> {
 pub enum FromTraceError {
     /// The scenario is not `remote-s3` or `remote-postgres`.
     NotRemote { scenario: String },
-    /// A sync or an acknowledgement names a bulk no `batch_formed` event made.
-    UnknownBulk { bulk: u64 },
+    /// A sync or an acknowledgement names a batch no `batch_formed` event made.
+    UnknownBatch { batch: u64 },
 }
 
 impl core::fmt::Display for FromTraceError {
@@ -117,12 +117,12 @@ impl core::fmt::Display for FromTraceError {
             FromTraceError::NotRemote { scenario } => {
                 write!(f, "scenario '{scenario}' is not a run of walab sim remote (remote-s3 or remote-postgres)")
             }
-            FromTraceError::UnknownBulk { bulk } => write!(f, "bulk {bulk} is used before a batch_formed event made it"),
+            FromTraceError::UnknownBatch { batch } => write!(f, "batch {batch} is used before a batch_formed event made it"),
         }
     }
 }
 
-/// Reads a trace written by [`to_trace`] back into a run: bulks, records, the takeover.
+/// Reads a trace written by [`to_trace`] back into a run: batches, records, the takeover.
 /// What the trace does not carry is left out: the Postgres trims and ring geometry (the
 /// default geometry stands in), retries and ring waits.
 pub fn from_trace(trace: &Trace) -> Result<RemoteRun, FromTraceError> {
@@ -134,45 +134,45 @@ pub fn from_trace(trace: &Trace) -> Result<RemoteRun, FromTraceError> {
     let mut records: Vec<RecordRow> = trace
         .writes
         .iter()
-        .map(|write| RecordRow { record: write.id, arrived: Some(write.arrival), acked: None, bulk: None })
+        .map(|write| RecordRow { record: write.id, arrived: Some(write.arrival), acked: None, batch: None })
         .collect();
     crate::sort::sort_by_key(&mut records, |record| record.record);
-    let mut bulks: Vec<BulkRow> = Vec::new();
+    let mut batches: Vec<BatchRow> = Vec::new();
     let mut note = None;
-    let mut fenced_bulks = Vec::new();
-    let index_of = |bulks: &[BulkRow], bulk: u64| bulks.iter().position(|row| row.bulk == bulk).ok_or(FromTraceError::UnknownBulk { bulk });
+    let mut fenced_batches = Vec::new();
+    let index_of = |batches: &[BatchRow], batch: u64| batches.iter().position(|row| row.batch == batch).ok_or(FromTraceError::UnknownBatch { batch });
     for event in &trace.events {
         let at = event.at;
         match &event.event {
-            Event::BatchFormed { batch, segment, first_write, writes, offset, bytes } => bulks.push(BulkRow {
+            Event::BatchFormed { batch, segment, first_write, writes, offset, bytes } => batches.push(BatchRow {
                 records: *writes,
                 first_record: *first_write,
                 first_offset: *offset,
                 end_offset: offset + bytes,
                 generation: (backend == RemoteBackend::Postgres).then_some(*segment),
-                ..BulkRow::formed(*batch, at)
+                ..BatchRow::formed(*batch, at)
             }),
             Event::SyncStart { sync, .. } if *sync < FENCE_SYNC_BASE => {
-                let index = index_of(&bulks, *sync)?;
-                bulks[index].sent = Some(at);
-                bulks[index].request = Some(index as u64 + 1);
+                let index = index_of(&batches, *sync)?;
+                batches[index].sent = Some(at);
+                batches[index].request = Some(index as u64 + 1);
             }
             Event::SyncEnd { sync, ok, error, .. } => {
                 let fence = *sync >= FENCE_SYNC_BASE;
-                let index = index_of(&bulks, if fence { sync - FENCE_SYNC_BASE } else { *sync })?;
-                let row = &mut bulks[index];
+                let index = index_of(&batches, if fence { sync - FENCE_SYNC_BASE } else { *sync })?;
+                let row = &mut batches[index];
                 if fence {
                     row.checked = Some(at);
                     if *error == Some(SyncError::Fenced) {
-                        fenced_bulks.push(row.bulk);
+                        fenced_batches.push(row.batch);
                     }
                 } else {
                     row.answered = Some(at);
                     if *ok {
                         row.stored = Some(at);
                     } else if *error == Some(SyncError::Fenced) {
-                        row.outcome = Some(BulkOutcome::Fenced);
-                        fenced_bulks.push(row.bulk);
+                        row.outcome = Some(BatchOutcome::Fenced);
+                        fenced_batches.push(row.batch);
                     }
                 }
             }
@@ -180,7 +180,7 @@ pub fn from_trace(trace: &Trace) -> Result<RemoteRun, FromTraceError> {
                 for record in records.iter_mut().filter(|r| (*first_write..first_write + writes).contains(&r.record)) {
                     record.acked = Some(at);
                 }
-                for row in bulks.iter_mut().filter(|row| row.first_record >= *first_write && row.first_record < first_write + writes) {
+                for row in batches.iter_mut().filter(|row| row.first_record >= *first_write && row.first_record < first_write + writes) {
                     row.acked = Some(at);
                 }
             }
@@ -188,26 +188,26 @@ pub fn from_trace(trace: &Trace) -> Result<RemoteRun, FromTraceError> {
             _ => {}
         }
     }
-    for row in &mut bulks {
+    for row in &mut batches {
         for record in records.iter_mut().filter(|r| (row.first_record..row.first_record + row.records).contains(&r.record)) {
-            record.bulk = Some(row.bulk);
+            record.batch = Some(row.batch);
         }
         if row.outcome.is_none() {
             row.outcome = Some(match (row.acked, row.stored) {
-                (Some(_), _) => BulkOutcome::Acked,
-                (None, Some(_)) => BulkOutcome::StoredNotAcked,
-                (None, None) => BulkOutcome::Failed,
+                (Some(_), _) => BatchOutcome::Acked,
+                (None, Some(_)) => BatchOutcome::StoredNotAcked,
+                (None, None) => BatchOutcome::Failed,
             });
         }
     }
     let records_acked = records.iter().filter(|record| record.acked.is_some()).count() as u64;
-    let takeover = note.map(|(claimed_at, parsed)| takeover_report(backend, &bulks, claimed_at, parsed, records_acked, &fenced_bulks));
-    let puts = bulks.iter().filter(|row| row.sent.is_some()).count() as u64;
-    let fence_checks = bulks.iter().filter(|row| row.checked.is_some()).count() as u64;
+    let takeover = note.map(|(claimed_at, parsed)| takeover_report(backend, &batches, claimed_at, parsed, records_acked, &fenced_batches));
+    let puts = batches.iter().filter(|row| row.sent.is_some()).count() as u64;
+    let fence_checks = batches.iter().filter(|row| row.checked.is_some()).count() as u64;
     let end = trace.events.last().map_or(Nanos::ZERO, |event| event.at);
     Ok(RemoteRun {
         backend,
-        bulks,
+        batches,
         records,
         puts,
         fence_checks,
@@ -224,11 +224,11 @@ pub fn from_trace(trace: &Trace) -> Result<RemoteRun, FromTraceError> {
 /// core's own plan.
 fn takeover_report(
     backend: RemoteBackend,
-    bulks: &[BulkRow],
+    batches: &[BatchRow],
     claimed_at: Nanos,
     (new_epoch, old_epoch, start, at, listed_at): TakeoverNote,
     records_acked: u64,
-    fenced_bulks: &[u64],
+    fenced_batches: &[u64],
 ) -> TakeoverReport {
     let mut report = TakeoverReport {
         at,
@@ -240,12 +240,12 @@ fn takeover_report(
         recovered_by_new: 0,
         stragglers_ignored: 0,
         new_session_start: start,
-        fenced_bulks: fenced_bulks.to_vec(),
+        fenced_batches: fenced_batches.to_vec(),
         ignored: Vec::new(),
         recovered_records: Vec::new(),
         already_uploaded: 0,
     };
-    let stored: Vec<&BulkRow> = bulks.iter().filter(|row| row.stored.is_some()).collect();
+    let stored: Vec<&BatchRow> = batches.iter().filter(|row| row.stored.is_some()).collect();
     match backend {
         RemoteBackend::S3 => {
             // What a recovery after the takeover keeps, by the core's own plan.
@@ -267,7 +267,7 @@ fn takeover_report(
         RemoteBackend::Postgres => {
             // The committed rows, in log order up to the first gap.
             let mut end = 0;
-            for row in bulks {
+            for row in batches {
                 if row.stored.is_none() || row.first_offset < end {
                     break;
                 }

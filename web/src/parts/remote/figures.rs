@@ -1,4 +1,4 @@
-//! The drawings of Parts 13 and 14: the bulks in flight as lanes on a time axis, the
+//! The drawings of Parts 13 and 14: the batches in flight as lanes on a time axis, the
 //! Postgres ring's slot tables, and the write path from append to data objects. They
 //! take values computed in `benches::remote` and draw them (see `figures/mod.rs` for the
 //! conventions: `class="figure"`, `data-figure`, an `aria-label`, data per drawn thing).
@@ -10,14 +10,14 @@ use walab_core::sim::remote::{RemoteBackend, RemoteRun};
 use walab_core::time::Nanos;
 use yew::prelude::*;
 
-use crate::benches::remote::{bulk_state, bulks_drawn, counts_at};
+use crate::benches::remote::{batch_state, batches_drawn, counts_at};
 use crate::url_state::format_millis;
 
 #[derive(Properties, PartialEq)]
-pub struct BulkLanesProps {
+pub struct BatchLanesProps {
     pub run: Rc<RemoteRun>,
     pub now: Nanos,
-    /// What a bulk's request is called, when not the backend's PUT or INSERT (a live
+    /// What a batch's request is called, when not the backend's PUT or INSERT (a live
     /// file WAL's fdatasync); such lanes draw no fence read.
     #[prop_or_default]
     pub request: Option<AttrValue>,
@@ -74,15 +74,15 @@ fn legend_rows(entries: &[(f64, &str)], width: f64) -> Vec<(f64, usize)> {
     placed
 }
 
-/// One lane per bulk: formed (thin), in flight (solid), stored but held back (striped),
+/// One lane per batch: formed (thin), in flight (solid), stored but held back (striped),
 /// acknowledged (tick), with a playhead; a takeover draws its instant and the epochs.
 #[component]
-pub fn BulkLanes(props: &BulkLanesProps) -> Html {
+pub fn BatchLanes(props: &BatchLanesProps) -> Html {
     let node = use_node_ref();
     let width = use_layout_width(node.clone());
     let run = &props.run;
-    let bulks = bulks_drawn(run);
-    let end = bulks
+    let batches = batches_drawn(run);
+    let end = batches
         .iter()
         .flat_map(|b| [b.acked, b.stored, b.answered, b.checked, b.sent, Some(b.formed)])
         .flatten()
@@ -106,7 +106,7 @@ pub fn BulkLanes(props: &BulkLanesProps) -> Html {
     let sizes: Vec<(f64, &str)> = legend_entries.iter().map(|(swatch, text, _)| (*swatch, *text)).collect();
     let placed = legend_rows(&sizes, width);
     let legend_rows_count = placed.iter().map(|(_, row)| row + 1).max().unwrap_or(1);
-    let lanes_bottom = top + bulks.len() as f64 * ROW_H;
+    let lanes_bottom = top + batches.len() as f64 * ROW_H;
     let height = lanes_bottom + 10.0 + legend_rows_count as f64 * 18.0;
     let put = match &props.request {
         Some(request) => request.to_string(),
@@ -114,39 +114,39 @@ pub fn BulkLanes(props: &BulkLanesProps) -> Html {
         None => "INSERT".to_string(),
     };
     let now = props.now;
-    let rows = bulks.iter().enumerate().map(|(index, bulk)| {
+    let rows = batches.iter().enumerate().map(|(index, batch)| {
         let y = top + index as f64 * ROW_H;
-        let state = bulk_state(run, bulk, now);
+        let state = batch_state(run, batch, now);
         let clip = |t: Nanos| x(t.min(now));
-        let sent = bulk.sent.unwrap_or(bulk.formed);
-        let answered = bulk.answered.or(bulk.stored);
-        let waiting = (bulk.formed < sent && bulk.formed <= now).then(|| {
-            html! { <rect class="wait" x={format!("{:.1}", x(bulk.formed))} y={format!("{:.1}", y + 8.0)} width={format!("{:.1}", (clip(sent) - x(bulk.formed)).max(0.0))} height="4" /> }
+        let sent = batch.sent.unwrap_or(batch.formed);
+        let answered = batch.answered.or(batch.stored);
+        let waiting = (batch.formed < sent && batch.formed <= now).then(|| {
+            html! { <rect class="wait" x={format!("{:.1}", x(batch.formed))} y={format!("{:.1}", y + 8.0)} width={format!("{:.1}", (clip(sent) - x(batch.formed)).max(0.0))} height="4" /> }
         });
         let flight_end = answered.unwrap_or(end);
-        let flight = (sent <= now && bulk.sent.is_some()).then(|| {
+        let flight = (sent <= now && batch.sent.is_some()).then(|| {
             html! { <rect class="flight" x={format!("{:.1}", x(sent))} y={format!("{:.1}", y + 4.0)} width={format!("{:.1}", (clip(flight_end) - x(sent)).max(1.5))} height="12" rx="2" /> }
         });
         // S3: from the PUT's answer to the fence read's, then held until acknowledged.
-        let check = bulk.stored.filter(|&stored| stored <= now).and_then(|stored| {
-            let checked = bulk.checked?;
+        let check = batch.stored.filter(|&stored| stored <= now).and_then(|stored| {
+            let checked = batch.checked?;
             Some(html! { <rect class="check" x={format!("{:.1}", x(stored))} y={format!("{:.1}", y + 4.0)} width={format!("{:.1}", (clip(checked) - x(stored)).max(0.0))} height="12" /> })
         });
-        let held_from = bulk.checked.or(bulk.stored);
+        let held_from = batch.checked.or(batch.stored);
         let held = held_from.filter(|&from| from <= now).map(|from| {
-            let until = bulk.acked.unwrap_or(end);
+            let until = batch.acked.unwrap_or(end);
             html! { <rect class="held" x={format!("{:.1}", x(from))} y={format!("{:.1}", y + 4.0)} width={format!("{:.1}", (clip(until) - x(from)).max(0.0))} height="12" /> }
         });
-        let ack = bulk.acked.filter(|&acked| acked <= now).map(|acked| {
+        let ack = batch.acked.filter(|&acked| acked <= now).map(|acked| {
             html! { <rect class="ack" x={format!("{:.1}", x(acked) - 1.5)} y={format!("{:.1}", y + 1.0)} width="3" height="18" /> }
         });
-        let label = format!("bulk {}: {} rec", bulk.bulk, bulk.records);
+        let label = format!("batch {}: {} rec", batch.batch, batch.records);
         html! {
-            <g class={classes!("bulk", state.name())} data-bulk={bulk.bulk.to_string()} data-state={state.name()}
-                data-records={bulk.records.to_string()} data-epoch={bulk.epoch.to_string()}
-                data-sent={bulk.sent.map(format_millis)} data-stored={bulk.stored.map(format_millis)}
-                data-acked={bulk.acked.map(format_millis)} data-checked={bulk.checked.map(format_millis)}>
-                <title>{ format!("bulk {}: {}, {put} {}, {}", bulk.bulk, crate::format::count(bulk.records, "record"), bulk.request.unwrap_or(0), state.name()) }</title>
+            <g class={classes!("batch", state.name())} data-batch={batch.batch.to_string()} data-state={state.name()}
+                data-records={batch.records.to_string()} data-epoch={batch.epoch.to_string()}
+                data-sent={batch.sent.map(format_millis)} data-stored={batch.stored.map(format_millis)}
+                data-acked={batch.acked.map(format_millis)} data-checked={batch.checked.map(format_millis)}>
+                <title>{ format!("batch {}: {}, {put} {}, {}", batch.batch, crate::format::count(batch.records, "record"), batch.request.unwrap_or(0), state.name()) }</title>
                 <text class="lane-label" x="4" y={format!("{:.1}", y + 15.0)}>{ label }</text>
                 { waiting.unwrap_or_default() }
                 { flight.unwrap_or_default() }
@@ -172,8 +172,8 @@ pub fn BulkLanes(props: &BulkLanesProps) -> Html {
     let px = x(now);
     let (in_flight, held, acked) = counts_at(run, now);
     let label = format!(
-        "{} bulks drawn; at {} ms {in_flight} in flight, {held} stored but not acknowledged, {acked} records acknowledged",
-        bulks.len(),
+        "{} batches drawn; at {} ms {in_flight} in flight, {held} stored but not acknowledged, {acked} records acknowledged",
+        batches.len(),
         format_millis(now)
     );
     let legend = legend_entries.into_iter().zip(placed).map(|((swatch, text, key), (lx, row))| {
@@ -184,7 +184,7 @@ pub fn BulkLanes(props: &BulkLanesProps) -> Html {
         }
     });
     html! {
-        <div class="figure remote-lanes" data-figure="remote-bulks" aria-label={label.clone()} role="img" ref={node}
+        <div class="figure remote-lanes" data-figure="remote-batches" aria-label={label.clone()} role="img" ref={node}
             data-in-flight={in_flight.to_string()} data-held={held.to_string()} data-acked={acked.to_string()}>
             <svg viewBox={format!("0 0 {width:.0} {height:.0}")} aria-hidden="true">
                 <text class="axis" x={LABEL_W.to_string()} y="14">{ "0 ms" }</text>
@@ -300,9 +300,9 @@ pub const WRITE_PATH: [(&str, &str); 8] = [
     ("append", "A POST reaches the node that owns the stream."),
     ("offsets", "Under the stream's lock the record gets its offsets; the caller waits outside the lock."),
     ("cache + WAL", "The record enters the log cache (for tail reads) and the WAL (for durability)."),
-    ("bulk", "Records that arrive while uploads run gather into the next bulk."),
-    ("one PUT", "Each bulk is one PUT of one object (or one committed INSERT)."),
-    ("ack in order", "A record is acknowledged once its bulk and every bulk before it are stored."),
+    ("batch", "Records that arrive while uploads run gather into the next batch."),
+    ("one PUT", "Each batch is one PUT of one object (or one committed INSERT)."),
+    ("ack in order", "A record is acknowledged once its batch and every batch before it are stored."),
     ("upload", "In the background, sealed cache blocks become stream-set objects, big per-stream runs stream objects; their ids are reserved first, then one atomic commit advances every stream."),
     ("delete", "The WAL objects the commit covers hold nothing unique any more and are deleted."),
 ];

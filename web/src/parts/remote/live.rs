@@ -12,7 +12,7 @@ use gloo_events::EventListener;
 use wasm_bindgen::JsCast;
 use yew::prelude::*;
 
-use super::figures::BulkLanes;
+use super::figures::BatchLanes;
 use crate::benches::dropped::trace_json;
 use crate::benches::live::{persist_name, LiveState};
 use crate::url_state::format_millis;
@@ -183,13 +183,13 @@ fn connect(feed: &Rc<RefCell<Feed>>) -> Option<(web_sys::EventSource, [EventList
 fn live_picture(state: &LiveState) -> Html {
     let persist = persist_name(&state.wal);
     let (run, now) = state.lanes();
-    let lanes = if run.bulks.is_empty() {
+    let lanes = if run.batches.is_empty() {
         html! { <p class="note">{ format!("Waiting for the first append ({} ms on the server's clock).", format_millis(state.now)) }</p> }
     } else {
         html! {
             <>
-            <p class="note">{ format!("The last {} bulks from the first one's forming: a lane is one {persist}, the tick its acknowledgement.", run.bulks.len()) }</p>
-            <BulkLanes run={Rc::new(run)} now={now} request={AttrValue::from(persist)} />
+            <p class="note">{ format!("The last {} batches from the first one's forming: a lane is one {persist}, the tick its acknowledgement.", run.batches.len()) }</p>
+            <BatchLanes run={Rc::new(run)} now={now} request={AttrValue::from(persist)} />
             </>
         }
     };

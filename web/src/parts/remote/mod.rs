@@ -1,7 +1,7 @@
 //! Parts 13 and 14: the stream store's WAL with no local disk, on S3 and in Postgres.
 //!
 //! Both chapters draw one run of the core's remote simulator (`benches::remote`): the
-//! bulks in flight at the playhead, the request bill, the takeover, the Postgres ring,
+//! batches in flight at the playhead, the request bill, the takeover, the Postgres ring,
 //! and what each event or timeline case loses at the playhead. Every control changes a
 //! URL parameter (`r...`), so every view is a link.
 
@@ -15,7 +15,7 @@ use walab_core::sim::remote::{LatencyProfile, Load, RemoteBackend, RemoteRun, St
 use walab_core::time::Nanos;
 use yew::prelude::*;
 
-use self::figures::{BulkLanes, RingFigure, WritePathFigure};
+use self::figures::{BatchLanes, RingFigure, WritePathFigure};
 use self::upload::UploadFigure;
 use super::dropzone::DropZone;
 use super::{ChapterProps, Source};
@@ -61,10 +61,10 @@ fn trace_banner(props: &ChapterProps, trace: Option<&Rc<DroppedRemote>>) -> Html
             html! {
                 <section class="dropped-remote" id={TRACE_BANNER_ID} aria-label="the trace file playing"
                     data-file={trace.file_name.clone()} data-backend={run.backend.name()} data-records={run.records.len().to_string()}
-                    data-bulks={run.bulks.len().to_string()} data-puts={run.puts.to_string()} data-records-acked={run.records_acked.to_string()}
+                    data-batches={run.batches.len().to_string()} data-puts={run.puts.to_string()} data-records-acked={run.records_acked.to_string()}
                     data-takeover={if takeover.is_some() { "yes" } else { "no" }}>
                     <p class="headline"><strong>{ "Playing your trace file. " }</strong>{ trace.summary() }</p>
-                    <p class="note">{ trace.left_out() }{ " The player, the bulks' lanes, the totals, the takeover and what each event loses below all draw the file; \
+                    <p class="note">{ trace.left_out() }{ " The player, the batches' lanes, the totals, the takeover and what each event loses below all draw the file; \
                         the controls that choose the lab's own run come back when you close it." }</p>
                     <p class="trace-actions">
                         <button class="primary to-run" onclick={to_run}>{ "play it ↓" }</button>{ " " }
@@ -229,7 +229,7 @@ fn caption_s3(bench: &RemoteBench, run: &RemoteRun, player: &PlayerState) -> Opt
     Some(AttrValue::from(caption_with_upload(run, upload, mark)))
 }
 
-/// The upload from WAL to data objects, under the same player as the bulks.
+/// The upload from WAL to data objects, under the same player as the batches.
 fn upload_section(props: &ChapterProps, bench: &RemoteBench, run: &Rc<RemoteRun>) -> Html {
     let params = &props.params.remote;
     let control = choice("crash the upload", "upload-crash", vec![opt("", "never"), opt("1", "between block 1's upload and its commit"),
@@ -274,7 +274,7 @@ fn live_section(feed: &self::live::LiveFeed) -> Html {
         <div class="prose">
             <p>{ "Everything above is simulated. walab serve is the real stream store: the same group commit over a real WAL \
                   (a file with fdatasync, an S3 bucket, or Postgres) and the same upload into objects. When this page is served \
-                  by it, this section watches it as it runs: every bulk forming and going durable, every block sealed, uploaded \
+                  by it, this section watches it as it runs: every batch forming and going durable, every block sealed, uploaded \
                   and committed, and the WAL trimmed behind the commits, with one sentence per step." }</p>
         </div>
         { self::live::live_view(feed) }
@@ -282,13 +282,13 @@ fn live_section(feed: &self::live::LiveFeed) -> Html {
     }
 }
 
-/// Says so when the lanes draw only the first bulks of a longer run.
+/// Says so when the lanes draw only the first batches of a longer run.
 fn lanes_note(run: &RemoteRun) -> Html {
-    let drawn = crate::benches::remote::bulks_drawn(run).len();
-    if drawn == run.bulks.len() {
+    let drawn = crate::benches::remote::batches_drawn(run).len();
+    if drawn == run.batches.len() {
         return Html::default();
     }
-    html! { <p class="note lanes-note">{ format!("The lanes draw the first {drawn} of the run's {} bulks; the totals count them all.", run.bulks.len()) }</p> }
+    html! { <p class="note lanes-note">{ format!("The lanes draw the first {drawn} of the run's {} batches; the totals count them all.", run.batches.len()) }</p> }
 }
 
 /// The run's totals, with the numbers as data for the browser test.
@@ -298,9 +298,9 @@ fn totals(run: &RemoteRun, bench: &RemoteBench) -> Html {
     html! {
         <>
         <p class="remote-totals" data-puts={run.puts.to_string()} data-records-acked={run.records_acked.to_string()}
-            data-puts-per-record={per_record.map(|p| format!("{p:.6}"))} data-bulks={run.bulks.len().to_string()}>
-            { format!("The whole run: {} records, {} bulks, {} {request}, {} records acknowledged, {} {request} per record.",
-                run.records.len(), run.bulks.len(), run.puts, run.records_acked, per_record.map_or("-".to_string(), |p| format!("{p:.4}"))) }
+            data-puts-per-record={per_record.map(|p| format!("{p:.6}"))} data-batches={run.batches.len().to_string()}>
+            { format!("The whole run: {} records, {} batches, {} {request}, {} records acknowledged, {} {request} per record.",
+                run.records.len(), run.batches.len(), run.puts, run.records_acked, per_record.map_or("-".to_string(), |p| format!("{p:.4}"))) }
         </p>
         if let Some(trace) = &bench.trace {
             <p class="note trace-source">{ format!("Read from {}; walab sim remote printed the same totals with --json.", trace.file_name) }</p>
@@ -321,7 +321,7 @@ fn takeover_panel(run: &RemoteRun, now: Nanos, from_trace: bool) -> Html {
     if now < takeover.at {
         return html! { <p class="note" data-takeover="pending">{ format!("Node B will claim the node at {} ms; play on.", format_millis(takeover.at)) }</p> };
     }
-    let fenced = takeover.fenced_bulks.first().map_or("none yet".to_string(), |b| format!("bulk {b}"));
+    let fenced = takeover.fenced_batches.first().map_or("none yet".to_string(), |b| format!("batch {b}"));
     html! {
         <div class="takeover-panel" data-takeover="done" data-old-epoch={takeover.old_epoch.to_string()} data-new-epoch={takeover.new_epoch.to_string()}
             data-acked-by-old={takeover.acked_by_old.to_string()} data-recovered-by-new={takeover.recovered_by_new.to_string()}
@@ -420,20 +420,20 @@ pub fn ObjectStoreChapter(props: &ChapterProps) -> Html {
                   or in a Postgres database. Then no disk of the node is in the write path: a node that dies loses nothing it \
                   acknowledged, because every acknowledged record is already in the remote log. The price is a network round \
                   trip per write to that log, tens of milliseconds to S3, so the write path pays it once for many records: the \
-                  records that arrive together travel as one bulk." }</p>
+                  records that arrive together travel as one batch." }</p>
         </div>
         <h3>{ "The write path" }</h3>
         <WritePathFigure />
-        <h3 id={RUN_SECTION_ID}>{ "Bulks in flight, acknowledgements in order" }</h3>
+        <h3 id={RUN_SECTION_ID}>{ "Batches in flight, acknowledgements in order" }</h3>
         <div class="prose">
-            <p>{ "Each bulk is one PUT. Up to \"in flight\" PUTs run at once (4 by default), and a bulk starts beside another \
+            <p>{ "Each batch is one PUT. Up to \"in flight\" PUTs run at once (4 by default), and a batch starts beside another \
                   upload only once it holds 32 records, so a request is worth its price. PUTs may finish in any order, but a \
-                  record is acknowledged only when its bulk and every bulk before it are stored: a reader must never find a \
-                  hole. Slow one PUT down and watch the bulks behind it: stored (striped) but not acknowledged, until it lands." }</p>
+                  record is acknowledged only when its batch and every batch before it are stored: a reader must never find a \
+                  hole. Slow one PUT down and watch the batches behind it: stored (striped) but not acknowledged, until it lands." }</p>
         </div>
         { controls }
         <Player state={props.player.clone()} on_action={on_player} mark_name="event" caption={caption_s3(bench, &run, &props.player)} />
-        <BulkLanes run={run.clone()} now={props.player.now} />
+        <BatchLanes run={run.clone()} now={props.player.now} />
         { lanes_note(&run) }
         { totals(&run, bench) }
         { upload_section(props, bench, &run) }
@@ -444,7 +444,7 @@ pub fn ObjectStoreChapter(props: &ChapterProps) -> Html {
                <Source name="AWS S3 pricing" href={PRICE_PAGE} />
                { format!(", so one PUT per record costs $5 per million appends. Group commit shares a PUT among every record \
                   that arrived while the previous upload was in flight: with closed-loop writers (each appends again once \
-                  acknowledged) the bulk holds about one record per writer. Each row is a run of {COST_RECORDS} records at \
+                  acknowledged) the batch holds about one record per writer. Each row is a run of {COST_RECORDS} records at \
                   {cost_latency}.") }</p>
         </div>
         <table class="remote-costs">
@@ -459,7 +459,7 @@ pub fn ObjectStoreChapter(props: &ChapterProps) -> Html {
                   takes the node over. Every object's key carries the writer's epoch: {prefix}{epoch}/wal/{start}-{end}. When node B takes the node \
                   over it raises the epoch in a registration object (5 becomes 6), reads it back, lists what is there, and records \
                   where its own objects begin: four requests, each as slow as any other. After each upload A reads the \
-                  registration (a HEAD, one more request) before it reports the bulk; the first read that shows epoch 6 fences \
+                  registration (a HEAD, one more request) before it reports the batch; the first read that shows epoch 6 fences \
                   it, and it stops. An upload of A's that is slower than B's claim and LIST lands under epoch 5 at or past B's \
                   start: a straggler, which every recovery ignores. Pick the moment of the takeover above, and slow down a PUT \
                   that is in flight then to make a straggler." }</p>
@@ -589,7 +589,7 @@ pub fn PostgresChapter(props: &ChapterProps) -> Html {
         <div id={RUN_SECTION_ID}>{ controls }</div>
         <Player state={props.player.clone()} on_action={on_player} mark_name="event" caption={caption(&run, &props.player)} />
         { ring }
-        <BulkLanes run={run.clone()} now={props.player.now} />
+        <BatchLanes run={run.clone()} now={props.player.now} />
         { lanes_note(&run) }
         { totals(&run, bench) }
         <h3>{ "The fenced insert" }</h3>

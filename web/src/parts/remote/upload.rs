@@ -86,9 +86,9 @@ pub fn UploadFigure(props: &UploadFigureProps) -> Html {
             </li>
         }
     });
-    let wal = props.run.bulks.iter().take(WAL_OBJECTS_DRAWN_MAX).map(|bulk| {
-        let state = wal_object_state(&props.run, upload, bulk.bulk, now);
-        html! { <li class={classes!("wal-object", state)} data-bulk={bulk.bulk.to_string()} data-state={state} title={format!("bulk {}", bulk.bulk)}>{ bulk.bulk }</li> }
+    let wal = props.run.batches.iter().take(WAL_OBJECTS_DRAWN_MAX).map(|batch| {
+        let state = wal_object_state(&props.run, upload, batch.batch, now);
+        html! { <li class={classes!("wal-object", state)} data-batch={batch.batch.to_string()} data-state={state} title={format!("batch {}", batch.batch)}>{ batch.batch }</li> }
     });
     let deleted = upload.deleted_by(now).count();
     let label = label_at(upload, now);
@@ -117,7 +117,7 @@ pub fn UploadFigure(props: &UploadFigureProps) -> Html {
                 <ul class="upload-blocks">{ for blocks }</ul>
             </div>
             <div class="upload-panel wal">
-                <p class="panel-name">{ format!("the WAL's objects (bulks): {deleted} deleted after their records were committed") }</p>
+                <p class="panel-name">{ format!("the WAL's objects (batches): {deleted} deleted after their records were committed") }</p>
                 <ul class="wal-objects">{ for wal }</ul>
             </div>
         </div>

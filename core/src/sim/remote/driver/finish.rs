@@ -1,4 +1,4 @@
-//! The run as the remote simulator's driver leaves it: every bulk's outcome, every
+//! The run as the remote simulator's driver leaves it: every batch's outcome, every
 //! record's, and the tables a run reports.
 
 use super::*;
@@ -8,24 +8,24 @@ impl Driver<'_> {
         // The inserts a Postgres claim waits for all land, and each of B's requests is an
         // instant of the run, so a takeover that began has finished.
         assert!(self.claim.is_none() && (self.takeover.is_some() || !self.claim_requested), "the takeover finished");
-        let mut bulks = std::mem::take(&mut self.bulks);
-        for bulk in &mut bulks {
-            if bulk.outcome.is_none() {
-                bulk.outcome = Some(if bulk.acked.is_some() {
-                    BulkOutcome::Acked
-                } else if bulk.stored.is_some() {
-                    BulkOutcome::StoredNotAcked
+        let mut batches = std::mem::take(&mut self.batches);
+        for batch in &mut batches {
+            if batch.outcome.is_none() {
+                batch.outcome = Some(if batch.acked.is_some() {
+                    BatchOutcome::Acked
+                } else if batch.stored.is_some() {
+                    BatchOutcome::StoredNotAcked
                 } else {
-                    BulkOutcome::Failed
+                    BatchOutcome::Failed
                 });
             }
         }
-        self.bulks = bulks;
+        self.batches = batches;
         let acked_by_old = self.records_acked;
         let mut takeover = self.takeover.take();
         if let Some(report) = takeover.as_mut() {
             report.acked_by_old = acked_by_old;
-            report.fenced_bulks = std::mem::take(&mut self.fenced_bulks);
+            report.fenced_batches = std::mem::take(&mut self.fenced_batches);
             match self.setup.backend {
                 RemoteBackend::S3 => {
                     // Recovery once every straggler has landed: the whole listing.
@@ -33,7 +33,7 @@ impl Driver<'_> {
                         self.objects.iter().map(|(object, _)| *object).collect();
                     let plan = plan_chain(&listed, &self.registration.sessions);
                     report.recovered_records =
-                        self.records_in(plan.chain.iter().filter_map(|o| self.bulk_of_object(o)));
+                        self.records_in(plan.chain.iter().filter_map(|o| self.batch_of_object(o)));
                     report.stragglers_ignored = plan
                         .ignored
                         .iter()
@@ -52,7 +52,7 @@ impl Driver<'_> {
                     .expect("rows the simulator wrote pass every check");
                     // Records below the trim offset are in data objects already; the rest are replayed.
                     let uploaded = self.records_in(
-                        self.bulks
+                        self.batches
                             .iter()
                             .enumerate()
                             .filter(|(_, b)| b.end_offset <= self.trim_offset())
@@ -72,7 +72,7 @@ impl Driver<'_> {
         }
         RemoteRun {
             backend: self.setup.backend,
-            bulks: self.bulks,
+            batches: self.batches,
             records: self.records,
             puts: self.puts,
             fence_checks: self.fence_checks,

@@ -33,7 +33,7 @@ impl Driver<'_> {
             let holding = self
                 .requests
                 .iter()
-                .any(|r| self.bulks[r.bulk].sent.is_some_and(|sent| sent < at));
+                .any(|r| self.batches[r.batch].sent.is_some_and(|sent| sent < at));
             if !holding {
                 let done_at = now + self.setup.latency.draw(&mut self.control_rng);
                 self.claim = Some(Claim { stage: ClaimStage::EpochBump, done_at });
@@ -94,7 +94,7 @@ impl Driver<'_> {
                 let listed: Vec<WalObject> = self.objects.iter().map(|(object, _)| *object).collect();
                 let plan = plan_chain(&listed, &self.registration.sessions);
                 let start = plan.chain.last().map_or(0, |object| object.end);
-                let recovered = self.records_in(plan.chain.iter().filter_map(|o| self.bulk_of_object(o)));
+                let recovered = self.records_in(plan.chain.iter().filter_map(|o| self.batch_of_object(o)));
                 let lowest = listed.iter().map(|object| object.start).min();
                 self.pending_session = Some((lowest, start, recovered.len() as u64 + 1));
                 if let Some(report) = self.takeover.as_mut() {
@@ -123,25 +123,25 @@ impl Driver<'_> {
             recovered_by_new: 0,
             stragglers_ignored: 0,
             new_session_start: start,
-            fenced_bulks: Vec::new(),
+            fenced_batches: Vec::new(),
             ignored: Vec::new(),
             recovered_records: Vec::new(),
             already_uploaded: 0,
         }
     }
 
-    pub(super) fn bulk_of_object(&self, object: &WalObject) -> Option<usize> {
+    pub(super) fn batch_of_object(&self, object: &WalObject) -> Option<usize> {
         self.objects
             .iter()
             .find(|(o, _)| o == object)
             .map(|(_, index)| *index)
     }
 
-    pub(super) fn records_in(&self, bulks: impl Iterator<Item = usize>) -> Vec<u64> {
-        bulks
+    pub(super) fn records_in(&self, batches: impl Iterator<Item = usize>) -> Vec<u64> {
+        batches
             .flat_map(|index| {
-                let bulk = &self.bulks[index];
-                bulk.first_record..bulk.first_record + bulk.records
+                let batch = &self.batches[index];
+                batch.first_record..batch.first_record + batch.records
             })
             .collect()
     }

@@ -249,8 +249,8 @@ pub struct CommitRow {
 pub struct WalDeleteRow {
     pub sent: Nanos,
     pub done: Nanos,
-    /// The WAL bulks whose objects are deleted.
-    pub bulks: Vec<u64>,
+    /// The WAL batches whose objects are deleted.
+    pub batches: Vec<u64>,
 }
 
 /// The whole upload.
@@ -282,9 +282,9 @@ impl UploadRun {
             .map_or_else(|| vec![0; self.streams as usize], |commit| commit.stream_ends.clone())
     }
 
-    /// The WAL bulks deleted by `t`.
+    /// The WAL batches deleted by `t`.
     pub fn deleted_by(&self, t: Nanos) -> impl Iterator<Item = u64> + '_ {
-        self.deletes.iter().filter(move |delete| delete.done <= t).flat_map(|delete| delete.bulks.iter().copied())
+        self.deletes.iter().filter(move |delete| delete.done <= t).flat_map(|delete| delete.batches.iter().copied())
     }
 }
 

@@ -63,7 +63,7 @@ pub(super) struct UploadTask<'a> {
     pub(super) out: UploadRun,
     /// When the task is next free.
     ready: Nanos,
-    deleted_bulks: usize,
+    deleted_batches: usize,
     sealed: u64,
     /// While idle: when the next block is due.
     due: Option<Nanos>,
@@ -85,7 +85,7 @@ impl<'a> UploadTask<'a> {
             metadata: MetadataLog::new(STREAMS, OWNER_EPOCH),
             out,
             ready: Nanos::ZERO,
-            deleted_bulks: 0,
+            deleted_batches: 0,
             sealed: 0,
             due: None,
             holding: None,
@@ -243,7 +243,7 @@ impl<'a> UploadTask<'a> {
         }
     }
 
-    /// The trim after block `block`'s commit under `ids` at `now`: the WAL bulks the
+    /// The trim after block `block`'s commit under `ids` at `now`: the WAL batches the
     /// consumer gate lets go are deleted (their answer is not waited for).
     fn trim(&mut self, now: Nanos, block: u64, ids: Vec<u64>) {
         for &id in &ids {
@@ -252,18 +252,18 @@ impl<'a> UploadTask<'a> {
         let ends = self.metadata.stream_ends();
         let confirmed = self.cache.confirm_through(&ends);
         self.out.commits.push(CommitRow { at: now, block, ids, stream_ends: ends });
-        let covered: Vec<u64> = self.wal.bulks[self.deleted_bulks..]
+        let covered: Vec<u64> = self.wal.batches[self.deleted_batches..]
             .iter()
-            .take_while(|bulk| {
-                let last = bulk.first_record + bulk.records - 1;
-                bulk.acked.is_some() && Gates::of(Some(last), confirmed, core::iter::empty()).consumer
+            .take_while(|batch| {
+                let last = batch.first_record + batch.records - 1;
+                batch.acked.is_some() && Gates::of(Some(last), confirmed, core::iter::empty()).consumer
             })
-            .map(|bulk| bulk.bulk)
+            .map(|batch| batch.batch)
             .collect();
         if !covered.is_empty() {
-            self.deleted_bulks += covered.len();
+            self.deleted_batches += covered.len();
             let done = now + self.latency.draw(&mut self.rng);
-            self.out.deletes.push(WalDeleteRow { sent: now, done, bulks: covered });
+            self.out.deletes.push(WalDeleteRow { sent: now, done, batches: covered });
         }
     }
 }
