@@ -11,7 +11,8 @@ use yew::prelude::*;
 
 use crate::benches::chain::{needed_before_ok, survives, Failure, Stage};
 
-#[derive(Properties, PartialEq)]
+/// What [`chain_figure`] draws.
+#[derive(PartialEq)]
 pub struct ChainFigureProps {
     pub failure: Failure,
 }
@@ -50,8 +51,7 @@ fn reach(failure: Failure) -> (f64, f64, f64, f64) {
     }
 }
 
-#[component]
-pub fn ChainFigure(props: &ChainFigureProps) -> Html {
+pub fn chain_figure(props: &ChainFigureProps) -> Html {
     let failure = props.failure;
     let needed = needed_before_ok(failure);
     let places = Stage::ALL.iter().map(|stage| {

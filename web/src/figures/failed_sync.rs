@@ -11,7 +11,8 @@ use yew::prelude::*;
 use crate::benches::captions::id_runs;
 use crate::benches::failed_sync_view::{CacheUnit, FlushStage, PathAt};
 
-#[derive(Properties, PartialEq)]
+/// What [`failed_sync_figure`] draws.
+#[derive(PartialEq)]
 pub struct FailedSyncFigureProps {
     pub paths: Rc<Vec<PathAt>>,
 }
@@ -115,8 +116,7 @@ fn panel(path: &PathAt) -> Html {
     }
 }
 
-#[component]
-pub fn FailedSyncFigure(props: &FailedSyncFigureProps) -> Html {
+pub fn failed_sync_figure(props: &FailedSyncFigureProps) -> Html {
     html! {
         <figure class="figure failed-sync-figure" data-figure="failed-sync" aria-label="the failed sync: the page cache against the media, on each path">
             <div class="paths">{ for props.paths.iter().map(panel) }</div>

@@ -11,7 +11,8 @@ use yew::prelude::*;
 use crate::benches::commit::SteadyQueueAt;
 use crate::parts::controls::group_thousands;
 
-#[derive(Properties, PartialEq)]
+/// What [`steady_queue`] draws.
+#[derive(PartialEq)]
 pub struct SteadyQueueProps {
     pub state: SteadyQueueAt,
     /// Bytes per write, to say what the batch weighs.
@@ -50,8 +51,7 @@ fn cells(left: f64, count: u64, class: &'static str, leader: bool) -> Html {
     }
 }
 
-#[component]
-pub fn SteadyQueue(props: &SteadyQueueProps) -> Html {
+pub fn steady_queue(props: &SteadyQueueProps) -> Html {
     let state = &props.state;
     let rows = CELLS.div_ceil(PER_ROW) as f64;
     let height = TOP + rows * CELL + 40.0;

@@ -14,7 +14,8 @@ use yew::prelude::*;
 
 use crate::benches::journey::{CallAt, JourneyStep, UnitPlace, WritePlace};
 
-#[derive(Properties, PartialEq)]
+/// What [`sync_journey`] draws.
+#[derive(PartialEq)]
 pub struct SyncJourneyProps {
     pub step: Rc<JourneyStep>,
     pub unit_bytes: u64,
@@ -70,8 +71,7 @@ fn records_text(records: &[u64]) -> String {
     }
 }
 
-#[component]
-pub fn SyncJourney(props: &SyncJourneyProps) -> Html {
+pub fn sync_journey(props: &SyncJourneyProps) -> Html {
     let step = &props.step;
     let segment = props.segment_bytes.max(1) as f64;
     let bx = |byte: u64| UNITS_LEFT + byte as f64 / segment * UNITS_WIDTH;

@@ -15,7 +15,8 @@ use yew::prelude::*;
 use crate::benches::write_path::{PathStep, Station};
 use crate::parts::controls::group_thousands;
 
-#[derive(Properties, PartialEq)]
+/// What [`write_path`] draws.
+#[derive(PartialEq)]
 pub struct WritePathProps {
     pub steps: Rc<Vec<PathStep>>,
     /// Stations reached (0 before the first).
@@ -35,8 +36,7 @@ fn station_xy(index: usize) -> (f64, f64) {
     (10.0 + column as f64 * (BOX_W + 20.0), 30.0 + row as f64 * (BOX_H + 46.0))
 }
 
-#[component]
-pub fn WritePath(props: &WritePathProps) -> Html {
+pub fn write_path(props: &WritePathProps) -> Html {
     let height = 30.0 + 2.0 * BOX_H + 46.0 + 10.0;
     let current = props.reached.checked_sub(1).and_then(|index| props.steps.get(index));
     let stations = Station::ALL.iter().enumerate().map(|(index, station)| {

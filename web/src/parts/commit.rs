@@ -6,7 +6,7 @@ use walab_core::time::Nanos;
 use wasm_bindgen::JsCast;
 use yew::prelude::*;
 
-use super::controls::{group_thousands, Controls, Shown};
+use super::controls::{controls, group_thousands, Shown};
 use super::dropzone::DropZone;
 use crate::benches::dropped::DroppedTrace;
 use super::{ChapterProps, Source};
@@ -14,7 +14,7 @@ use crate::benches::commit::{steady_caption, CommitBench, SteadyCommit, SweepPoi
 use crate::benches::group_steps::{caption_at, group_at};
 use crate::figures::group_commit::GroupCommitFigure;
 use crate::figures::lanes::{place_labels, LanesGeometry};
-use crate::figures::steady_queue::SteadyQueue;
+use crate::figures::steady_queue::{steady_queue, SteadyQueueProps};
 use crate::benches::trace_view::{Phase, TraceSpans};
 use crate::benches::{Bench, BenchRef};
 use crate::charts::{Bar, BarChart, LineChart, Series};
@@ -23,8 +23,7 @@ use crate::state::LabAction;
 use crate::layout::Scene;
 use crate::url_state::{format_millis, PolicyKind, Scenario};
 
-#[component]
-pub fn GroupCommitChapter(props: &ChapterProps) -> Html {
+pub fn group_commit_chapter(props: &ChapterProps) -> Html {
     if let Bench::Dropped(trace) = &*props.bench.0 {
         return dropped_view(trace, props);
     }
@@ -57,7 +56,7 @@ pub fn GroupCommitChapter(props: &ChapterProps) -> Html {
         <>
         <Scene name="group-commit" title="Writers sharing one sync"
             settings={html! { <>
-                <Controls params={props.params.clone()} shown={shown} field_problem={props.field_problem.clone()} on_action={props.on_action.clone()} />
+                { controls(&props.params, shown, props.field_problem.as_ref(), &props.on_action) }
                 { latency.unwrap_or_default() }
             </> }}
             controls={html! { <Player state={props.player.clone()} on_action={on_player} mark_name="event" caption={caption_for(bench, &props.player)} /> }}
@@ -341,7 +340,7 @@ fn steady_view(bench: &CommitBench, bench_ref: &BenchRef, player: &PlayerState) 
     let drawing = html! {
         <>
         <SteadyCanvas bench={bench_ref.clone()} now={player.now} />
-        <SteadyQueue state={steady.queue_at(player.now)} record_bytes={u64::from(STEADY_RECORD_BYTES)} />
+        { steady_queue(&SteadyQueueProps { state: steady.queue_at(player.now), record_bytes: u64::from(STEADY_RECORD_BYTES) }) }
         <BarChart title="batch sizes in this run" y_label="batches" bars={sizes} />
         </>
     };

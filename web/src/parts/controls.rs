@@ -20,39 +20,28 @@ pub struct Shown {
     pub seed: bool,
 }
 
-#[derive(Properties, PartialEq)]
-pub struct ControlsProps {
-    pub params: LabParams,
-    pub shown: Shown,
-    /// A refused typed value, shown beside its field.
-    #[prop_or_default]
-    pub field_problem: Option<crate::state::FieldProblem>,
-    pub on_action: Callback<LabAction>,
-}
-
 /// Load slider positions: a log scale from 100 to 1,000,000 writes a second.
 pub const LOAD_STEPS: [u64; 13] =
     [100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000, 200_000, 500_000, 1_000_000];
 
-#[component]
-pub fn Controls(props: &ControlsProps) -> Html {
-    let params = &props.params;
-    let shown = props.shown;
-    let on_scenario = props.on_action.reform(|event: Event| {
+/// The controls `shown` asks for, each showing its parameter in `params`; `field_problem`
+/// is a refused typed value, shown beside its field.
+pub fn controls(params: &LabParams, shown: Shown, field_problem: Option<&crate::state::FieldProblem>, on_action: &Callback<LabAction>) -> Html {
+    let on_scenario = on_action.reform(|event: Event| {
         let select: web_sys::HtmlSelectElement = event.target_unchecked_into();
         LabAction::SetScenario(Scenario::from_url_name(&select.value()).unwrap_or(Scenario::Tiny))
     });
-    let on_policy = props.on_action.reform(|event: Event| {
+    let on_policy = on_action.reform(|event: Event| {
         let select: web_sys::HtmlSelectElement = event.target_unchecked_into();
         LabAction::SetPolicy(crate::url_state::page_policy(&select.value()).unwrap_or(PolicyKind::Group))
     });
-    let on_load = props.on_action.reform(|event: InputEvent| {
+    let on_load = on_action.reform(|event: InputEvent| {
         let input: web_sys::HtmlInputElement = event.target_unchecked_into();
         let step = input.value().parse::<usize>().unwrap_or(0).min(LOAD_STEPS.len() - 1);
         LabAction::SetLoad(LOAD_STEPS[step].min(LOAD_PER_SECOND_MAX))
     });
     let on_sync = {
-        let on_action = props.on_action.clone();
+        let on_action = on_action.clone();
         Callback::from(move |event: Event| {
             let select: web_sys::HtmlSelectElement = event.target_unchecked_into();
             if let Some(latency) = Nanos::parse_millis(&select.value()) {
@@ -61,7 +50,7 @@ pub fn Controls(props: &ControlsProps) -> Html {
         })
     };
     let on_window = {
-        let on_action = props.on_action.clone();
+        let on_action = on_action.clone();
         Callback::from(move |event: Event| {
             let select: web_sys::HtmlSelectElement = event.target_unchecked_into();
             if let Some(window) = Nanos::parse_millis(&select.value()) {
@@ -71,7 +60,7 @@ pub fn Controls(props: &ControlsProps) -> Html {
     };
     // The reducer uses the typed seed or says why not; the field shows the seed in use.
     let on_seed = {
-        let on_action = props.on_action.clone();
+        let on_action = on_action.clone();
         let in_use = params.seed.to_string();
         Callback::from(move |event: Event| {
             let input: web_sys::HtmlInputElement = event.target_unchecked_into();
@@ -80,7 +69,7 @@ pub fn Controls(props: &ControlsProps) -> Html {
             on_action.emit(LabAction::TypeSeed(typed));
         })
     };
-    let seed_problem = props.field_problem.as_ref().filter(|problem| problem.field == crate::state::Field::Seed).map(|problem| problem.message.clone());
+    let seed_problem = field_problem.filter(|problem| problem.field == crate::state::Field::Seed).map(|problem| problem.message.clone());
     let load_step = LOAD_STEPS.iter().position(|load| *load >= params.load_per_second).unwrap_or(LOAD_STEPS.len() - 1);
     let policies: Vec<PolicyKind> = if shown.policies_sync_only {
         vec![PolicyKind::Group, PolicyKind::PerWrite, PolicyKind::Window]

@@ -5,10 +5,10 @@ use std::rc::Rc;
 use yew::prelude::*;
 
 use super::power::{answer_revealed, cut_controls, field_message, id_ranges, lanes, power_report, tiny_bench};
-use super::predict::{AnswerPending, Predict};
+use super::predict::{answer_pending, Predict};
 use super::{ChapterProps, Source};
 use crate::benches::failed_sync_view::paths_at;
-use crate::figures::failed_sync::FailedSyncFigure;
+use crate::figures::failed_sync::{failed_sync_figure, FailedSyncFigureProps};
 use crate::layout::Scene;
 use crate::player::Player;
 use crate::state::{Field, LabAction};
@@ -45,8 +45,7 @@ fn failed_sync_text() -> Html {
     }
 }
 
-#[component]
-pub fn FailedSyncBenchChapter(props: &ChapterProps) -> Html {
+pub fn failed_sync_chapter(props: &ChapterProps) -> Html {
     let (revealed, _) = answer_revealed(props);
     let Some(bench) = tiny_bench(props) else { return Html::default() };
     let caption = AttrValue::from(bench.caption_now(props.player.now, revealed));
@@ -64,7 +63,7 @@ pub fn FailedSyncBenchChapter(props: &ChapterProps) -> Html {
         Err(_) => (Vec::new(), Vec::new()),
     };
     let paths = paths_at(bench, &props.params, props.player.now, revealed);
-    let figure = (!paths.is_empty()).then(|| html! { <FailedSyncFigure paths={Rc::new(paths)} /> });
+    let figure = (!paths.is_empty()).then(|| html! { { failed_sync_figure(&FailedSyncFigureProps { paths: Rc::new(paths) }) } });
     let page_cache = bench.through_page_cache.as_ref().filter(|_| revealed).map(|recovered| html! {
         <p class="note page-cache">{ format!("A process that restarts without a reboot and reads the log through the page cache \
             would find {}.", id_ranges(recovered)) }</p>
@@ -101,7 +100,7 @@ pub fn FailedSyncBenchChapter(props: &ChapterProps) -> Html {
     };
     let whole_run = html! {
         if props.params.cut.is_some() && !revealed {
-            <AnswerPending what="The whole run's acknowledgements appear once you predict what recovery finds (below), or ask to see the answer." />
+            { answer_pending("The whole run's acknowledgements appear once you predict what recovery finds (below), or ask to see the answer.") }
         } else if props.params.cut.is_some() {
             // The link's prediction answers the cut's question: no second verdict on it here.
             { whole_run_table }

@@ -5,22 +5,21 @@ use std::rc::Rc;
 use walab_core::time::Nanos;
 use yew::prelude::*;
 
-use super::controls::{group_thousands, Controls, Shown, LOAD_STEPS};
+use super::controls::{controls, group_thousands, Shown, LOAD_STEPS};
 use crate::figures::dial::Dial;
 use super::{ChapterProps, Source};
 use crate::benches::chain::{needed_before_ok, survives, Failure, Stage};
 use crate::benches::commit::keeps_up;
 use crate::benches::write_path::reached;
 use crate::benches::Bench;
-use crate::figures::chain::ChainFigure;
-use crate::figures::write_path::{LogQueue, WritePath};
+use crate::figures::chain::{chain_figure, ChainFigureProps};
+use crate::figures::write_path::{write_path, LogQueue, WritePathProps};
 use crate::layout::Scene;
 use crate::player::{Clock, Player};
 use crate::state::LabAction;
 use crate::url_state::{format_millis, PolicyKind, LOAD_PER_SECOND_MAX};
 
-#[component]
-pub fn StartChapter(props: &ChapterProps) -> Html {
+pub fn start_chapter(props: &ChapterProps) -> Html {
     // The load is dragged on the figure (the dial); L is chosen beside it.
     let shown = Shown { sync: true, ..Shown::default() };
     let params = &props.params;
@@ -74,7 +73,7 @@ pub fn StartChapter(props: &ChapterProps) -> Html {
         { write_path_view(props) }
         <Scene name="arithmetic" title="The arithmetic, run on the simulator"
             controls={html! { <div class="arithmetic-controls">{ load_dial(props) }
-                <Controls params={params.clone()} shown={shown} on_action={props.on_action.clone()} /></div> }}
+                { controls(&params, shown, None, &props.on_action) }</div> }}
             figure={html! {
                 <>
                 if let Bench::Commit(bench) = &*props.bench.0 {
@@ -160,7 +159,7 @@ fn write_path_view(props: &ChapterProps) -> Html {
         <Scene name="write-path" title="One write's path"
             controls={html! { <Player state={props.player.clone()} on_action={props.on_action.reform(LabAction::Player)} mark_name="station"
                 clock={Clock::Steps} caption={Some(AttrValue::from(caption))} /> }}
-            figure={html! { <WritePath steps={Rc::new(bench.write_path.clone())} reached={reached} /> }}>
+            figure={html! { { write_path(&WritePathProps { steps: Rc::new(bench.write_path.clone()), reached }) } }}>
             <div class="prose">
                 <p>{ "A write-ahead log (WAL) is an append-only file in which every change is recorded before it is applied \
                       anywhere else. Follow one write from the client to its OK, a station per step: the log record is \
@@ -230,7 +229,7 @@ pub fn AckChapter(_props: &ChapterProps) -> Html {
                 <p class="verdict-line" aria-live="polite">{ format!("If {}, an OK is safe only once the record has reached {}.", failure.label(), needed.label()) }</p>
             </> }}
             figure={html! { <>
-                <ChainFigure failure={failure} />
+                { chain_figure(&ChainFigureProps { failure }) }
                 <ol class="chain" data-failure={failure.url_name()}>{ for chain }</ol>
             </> }}>
             <div class="prose">

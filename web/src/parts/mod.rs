@@ -1,4 +1,4 @@
-//! The chapters: one component per Part of the teaching page.
+//! The chapters: one function or component per Part of the teaching page.
 //!
 //! Each chapter is short text in walab's own words beside a live bench. Chapters take
 //! the lab's state as props and send [`LabAction`]s up; what they show is computed in
@@ -84,16 +84,17 @@ pub fn Source(props: &SourceProps) -> Html {
 /// The chapter for a Part.
 #[component]
 pub fn Chapter(props: &ChapterProps) -> Html {
+    let part = props.params.part;
     let props = props.clone();
-    match props.params.part {
-        0 => html! { <intro::StartChapter ..props /> },
+    let body = match part {
+        0 => intro::start_chapter(&props),
         1 => html! { <intro::AckChapter ..props /> },
         2 => html! { <sync_calls::SyncChapter ..props /> },
-        3 => html! { <failed_sync::FailedSyncBenchChapter ..props /> },
+        3 => failed_sync::failed_sync_chapter(&props),
         4 => html! { <record::RecordChapter ..props /> },
-        5 => html! { <commit::GroupCommitChapter ..props /> },
-        6 => html! { <modes::ModesChapter ..props /> },
-        7 => html! { <torn::TornChapter ..props /> },
+        5 => commit::group_commit_chapter(&props),
+        6 => modes::modes_chapter(&props),
+        7 => torn::torn_chapter(&props),
         8 => html! { <segments::SegmentsChapter ..props /> },
         9 => html! { <pages::PagesChapter ..props /> },
         10 => html! { <replication::ReplicationChapter ..props /> },
@@ -102,5 +103,8 @@ pub fn Chapter(props: &ChapterProps) -> Html {
         13 => html! { <remote::ObjectStoreChapter ..props /> },
         14 => html! { <remote::PostgresChapter ..props /> },
         part => html! { <p class="error">{ format!("there is no Part {part}") }</p> },
-    }
+    };
+    // Keyed by the Part, so another Part's chapter mounts afresh (its questions, handles and
+    // scenes start over) instead of being reconciled with this one's elements.
+    html! { <><key={part}>{ body }</></> }
 }

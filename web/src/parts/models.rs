@@ -5,7 +5,7 @@ use std::rc::Rc;
 use walab_core::budget::{Budget, Fit};
 use yew::prelude::*;
 
-use super::controls::{Controls, Shown};
+use super::controls::{controls, Shown};
 use super::{ChapterProps, Source};
 use crate::benches::Bench;
 use crate::charts::{Bar, BarChart};
@@ -80,7 +80,7 @@ pub fn BudgetCalculator(props: &ChapterProps) -> Html {
                 writes the whole 4 KiB pages the batch touches. The LSM tree's flushes and compaction add 200 MB/s (an input from the \
                 LSM page). The core's budget model computes the rest from a group-commit run at your load and sync latency. " }
                 <Source name="AWS: EBS I/O characteristics" href="https://docs.aws.amazon.com/ebs/latest/userguide/ebs-io-characteristics.html" /></p></div>
-            <Controls params={props.params.clone()} shown={shown} on_action={props.on_action.clone()} />
+            { controls(&props.params, shown, None, &props.on_action) }
             <div class="charts">
                 <BarChart title="IOPS" y_label="I/Os per second" bars={iops_bars}
                     limit={Some((budget.limits.iops_included as f64, AttrValue::from(format!("{} baseline: {} IOPS", budget.limits.name, group_thousands(budget.limits.iops_included)))))} />

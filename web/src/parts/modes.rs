@@ -5,9 +5,9 @@ use std::rc::Rc;
 use walab_core::tiny_store;
 use yew::prelude::*;
 
-use super::controls::{Controls, Shown};
+use super::controls::{controls, Shown};
 use super::power::{answer_revealed, cut_controls, id_ranges, lanes, power_report, tiny_bench};
-use super::predict::{AnswerPending, Predict};
+use super::predict::{answer_pending, Predict};
 use super::{ChapterProps, Source};
 use crate::figures::modes::{ModeRow, ModesFigure};
 use crate::layout::Scene;
@@ -15,8 +15,7 @@ use crate::player::Player;
 use crate::state::LabAction;
 use crate::url_state::{format_millis, PolicyKind};
 
-#[component]
-pub fn ModesChapter(props: &ChapterProps) -> Html {
+pub fn modes_chapter(props: &ChapterProps) -> Html {
     let (revealed, _) = answer_revealed(props);
     let Some(bench) = tiny_bench(props) else { return Html::default() };
     let caption = AttrValue::from(bench.caption_now(props.player.now, revealed));
@@ -84,7 +83,7 @@ pub fn ModesChapter(props: &ChapterProps) -> Html {
         <Scene name="modes" title={AttrValue::from(format!("One power cut, four modes: at {} ms", format_millis(at)))}
             figure={html! {
                 if props.params.cut.is_some() && !revealed {
-                    <AnswerPending what="The four modes at your cut appear once you predict what recovery finds (below), or ask to see the answer." />
+                    { answer_pending("The four modes at your cut appear once you predict what recovery finds (below), or ask to see the answer.") }
                 } else if props.params.cut.is_some() {
                     // The link's prediction answers the cut's question (the power report's),
                     // so the four modes are shown without a second verdict on the same guess.
@@ -100,7 +99,7 @@ pub fn ModesChapter(props: &ChapterProps) -> Html {
                 Each row is the core's run; for the modes with syncs in flight, the row shows the worst legal outcome of the units in flight." }</p></div>
         </Scene>
         <Scene name="power-cut" title="Your own cut" opens_here={props.params.cut.is_some()}
-            settings={html! { <Controls params={props.params.clone()} shown={shown} on_action={props.on_action.clone()} /> }}
+            settings={html! { { controls(&props.params, shown, None, &props.on_action) } }}
             controls={html! { <Player state={props.player.clone()} on_action={on_player} caption={caption} /> }}
             actions={cut_controls(props)}
             figure={lanes(bench, props, revealed)}

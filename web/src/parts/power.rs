@@ -14,7 +14,7 @@ use crate::benches::tiny::TinyBench;
 use crate::benches::Bench;
 use crate::figures::lanes::FateLanes;
 use crate::state::{Field, FieldProblem, LabAction};
-use crate::url_state::{format_millis, LabParams, UNIT_BYTES_ALLOWED};
+use crate::url_state::{format_millis, UNIT_BYTES_ALLOWED};
 
 pub(super) fn ids(list: &[u64]) -> String {
     list.iter().map(u64::to_string).collect::<Vec<_>>().join(",")
@@ -38,16 +38,6 @@ pub(super) fn id_ranges(list: &[u64]) -> String {
     format!("{} ({})", parts.join(", "), list.len())
 }
 
-#[derive(Properties, PartialEq)]
-struct CutControlsProps {
-    cut: Option<Nanos>,
-    seed: u64,
-    unit_bytes: u32,
-    #[prop_or_default]
-    field_problem: Option<FieldProblem>,
-    on_action: Callback<LabAction>,
-}
-
 /// A refused typed value's message, beside its field.
 pub(super) fn field_message(problem: &Option<FieldProblem>, field: Field) -> Html {
     match problem {
@@ -57,14 +47,14 @@ pub(super) fn field_message(problem: &Option<FieldProblem>, field: Field) -> Htm
 }
 
 /// The power button: at the playhead, at a typed millisecond, or cleared; the seed and
-/// the device's atomic unit decide what the cut tears.
-#[component]
-fn CutControls(props: &CutControlsProps) -> Html {
+/// the device's atomic unit decide what the cut tears: a stage's controls.
+pub(super) fn cut_controls(props: &ChapterProps) -> Html {
+    let (cut, seed, unit_bytes) = (props.params.cut, props.params.seed, props.params.unit_bytes);
     let on_now = props.on_action.reform(|_: MouseEvent| LabAction::CutAtPlayhead);
     let on_clear = props.on_action.reform(|_: MouseEvent| LabAction::SetCut(None));
     // A typed value goes to the reducer, which uses it or says why not; the field shows
     // the value in use until the reducer's answer redraws it.
-    let in_use = props.cut.map(format_millis).unwrap_or_default();
+    let in_use = cut.map(format_millis).unwrap_or_default();
     let on_typed = {
         let on_action = props.on_action.clone();
         Callback::from(move |event: Event| {
@@ -74,7 +64,7 @@ fn CutControls(props: &CutControlsProps) -> Html {
             on_action.emit(LabAction::TypeCut(typed));
         })
     };
-    let seed_in_use = props.seed.to_string();
+    let seed_in_use = seed.to_string();
     let on_seed = {
         let on_action = props.on_action.clone();
         Callback::from(move |event: Event| {
@@ -92,29 +82,20 @@ fn CutControls(props: &CutControlsProps) -> Html {
         <div class="cut-controls">
             <button class="power-button" title="pull the power at the playhead (p)" onclick={on_now}>{ "pull the power (p)" }</button>
             <label>{ "or at " }<input class="cut-ms" type="text" inputmode="decimal" size="6"
-                value={props.cut.map(format_millis).unwrap_or_default()} placeholder="13.5" onchange={on_typed} />{ " ms" }</label>
+                value={cut.map(format_millis).unwrap_or_default()} placeholder="13.5" onchange={on_typed} />{ " ms" }</label>
             { field_message(&props.field_problem, Field::Cut) }
             <label title="chooses which units of the running syncs reached the media">{ "seed " }
-                <input class="seed" type="number" min="0" value={props.seed.to_string()} onchange={on_seed} /></label>
+                <input class="seed" type="number" min="0" value={seed.to_string()} onchange={on_seed} /></label>
             { field_message(&props.field_problem, Field::Seed) }
             <label title="the device's atomic unit: each unit reaches the media whole or not at all">{ "atomic unit " }
                 <select class="unit" onchange={on_unit}>
                     { for UNIT_BYTES_ALLOWED.iter().map(|unit| html! {
-                        <option value={unit.to_string()} selected={*unit == props.unit_bytes}>{ unit_label(*unit) }</option>
+                        <option value={unit.to_string()} selected={*unit == unit_bytes}>{ unit_label(*unit) }</option>
                     }) }
                 </select></label>
-            if props.cut.is_some() { <button class="restore" onclick={on_clear}>{ "restore power (r)" }</button> }
+            if cut.is_some() { <button class="restore" onclick={on_clear}>{ "restore power (r)" }</button> }
         </div>
     }
-}
-
-#[derive(Properties, PartialEq)]
-struct ReportProps {
-    bench: crate::benches::BenchRef,
-    /// The run's answer is shown (the chapter holds this, so its figures show the
-    /// writes' fates at the same moment).
-    params: LabParams,
-    on_action: Callback<LabAction>,
 }
 
 /// "32 bytes (the tiny store)", "512 bytes (a sector)", "4096 bytes (a 4 KiB page)".
@@ -127,9 +108,9 @@ fn unit_label(unit: u32) -> String {
     }
 }
 
-/// What was acknowledged, what survived: first a prediction, then the run's answer.
-#[component]
-fn PowerCutReport(props: &ReportProps) -> Html {
+/// What was acknowledged, what survived: first a prediction, then the run's answer (a
+/// stage's outcome). Keyed by the run, so a new cut, seed, mode or unit asks again.
+pub(super) fn power_report(props: &ChapterProps) -> Html {
     let Bench::Tiny(bench) = &*props.bench.0 else { return Html::default() };
     let Some(cut) = &bench.cut else { return Html::default() };
     let outcome = match cut {
@@ -144,7 +125,7 @@ fn PowerCutReport(props: &ReportProps) -> Html {
     };
     let acknowledged = crash.acknowledged.len();
     html! {
-        <div class="power report" data-cut-ns={outcome.at.0.to_string()}>
+        <div class="power report" key={reveal_key(props)} data-cut-ns={outcome.at.0.to_string()}>
             <p class="headline">{ format!("The power failed at {} ms. {} had been acknowledged.", format_millis(outcome.at), crate::format::count(acknowledged, "write")) }</p>
             <Predict question={format!("how many of the {acknowledged} acknowledged writes will recovery find?")}
                 answer={Some((acknowledged - crash.lost_acknowledged.len()) as u32)} params={props.params.clone()} on_action={props.on_action.clone()}>
@@ -211,14 +192,4 @@ impl TinyBench {
     pub(super) fn cut_at(&self) -> Option<Nanos> {
         self.cut.as_ref().and_then(|cut| cut.as_ref().ok()).map(|outcome| outcome.at)
     }
-}
-
-/// The power button, the cut's field, the seed and the unit: a stage's controls.
-pub(super) fn cut_controls(props: &ChapterProps) -> Html {
-    html! { <CutControls cut={props.params.cut} seed={props.params.seed} unit_bytes={props.params.unit_bytes} field_problem={props.field_problem.clone()} on_action={props.on_action.clone()} /> }
-}
-
-/// The power cut's report (the prediction, then the answer): a stage's outcome.
-pub(super) fn power_report(props: &ChapterProps) -> Html {
-    html! { <PowerCutReport key={reveal_key(props)} bench={props.bench.clone()} params={props.params.clone()} on_action={props.on_action.clone()} /> }
 }

@@ -6,7 +6,7 @@
 //! it with the same guess. A new question (a new cut, another Part) asks again.
 //!
 //! [`Predict`] draws the question, the guess field and the two buttons; once answered it
-//! draws the verdict and its children, the answer. [`AnswerPending`] stands where an
+//! draws the verdict and its children, the answer. [`answer_pending`] stands where an
 //! answer will appear when the question that unlocks it is asked elsewhere on the page.
 
 use yew::prelude::*;
@@ -88,14 +88,8 @@ pub fn Predict(props: &PredictProps) -> Html {
     }
 }
 
-#[derive(Properties, PartialEq)]
-pub struct PendingProps {
-    /// What will appear, and where its question is ("the table of modes", "below").
-    pub what: AttrValue,
-}
-
-/// A placeholder where an answer will appear once its question is answered.
-#[component]
-pub fn AnswerPending(props: &PendingProps) -> Html {
-    html! { <p class="answer-pending" data-answer-hidden="true">{ props.what.clone() }</p> }
+/// A placeholder where an answer will appear once its question is answered: `what`
+/// says what will appear, and where its question is ("the table of modes", "below").
+pub fn answer_pending(what: &'static str) -> Html {
+    html! { <p class="answer-pending" data-answer-hidden="true">{ what }</p> }
 }

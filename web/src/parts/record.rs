@@ -46,21 +46,21 @@ pub fn RecordChapter(props: &ChapterProps) -> Html {
                 Records do not line up with units: record 2 starts inside unit 0 and ends in unit 1." }</p>
                 <p>{ "The table below gives the same bytes in hex, field by field, as the core's codec wrote them." }</p></div>
         </Scene>
-        <WalBytes />
+        { wal_bytes() }
         <Scene name="append" title="The append, in order and out of order" opens_here={props.params.cut.is_some()}
             controls={html! { <>
                 <Player state={props.player.clone()} on_action={on_player} mark_name="step" clock={Clock::Steps}
                     caption={Some(AttrValue::from(append::caption(done_wrong)))} />
-                <PowerButton cut={props.params.cut.is_some()} on_cut={props.on_action.reform(|_| LabAction::CutAtPlayhead)} />
+                { power_button(props.params.cut.is_some(), props.on_action.reform(|_| LabAction::CutAtPlayhead)) }
             </> }}
             figure={html! { <>
                 <div class="append-columns">
-                    <AppendColumn title="right: durable, then OK" order={append::RIGHT_ORDER.to_vec()} done={done_right} />
-                    <AppendColumn title="wrong: OK, then durable" order={append::WRONG_ORDER.to_vec()} done={done_wrong} />
+                    { append_column("right: durable, then OK", &append::RIGHT_ORDER, done_right) }
+                    { append_column("wrong: OK, then durable", &append::WRONG_ORDER, done_wrong) }
                 </div>
-                <PowerReport cut_steps={props.params.cut.map(|cut| append::steps_done(cut, append::WRONG_ORDER.len()))}
-                    on_clear={props.on_action.reform(|_| LabAction::SetCut(None))}
-                    on_restart={props.on_action.reform(|_| LabAction::Player(PlayerAction::ToStart))} />
+                { power_report(props.params.cut.map(|cut| append::steps_done(cut, append::WRONG_ORDER.len())),
+                    props.on_action.reform(|_| LabAction::SetCut(None)),
+                    props.on_action.reform(|_| LabAction::Player(PlayerAction::ToStart))) }
                 <div class="append-bytes">
                     <h4>{ format!("Right order: record {} in wal-1's {units}", append::APPENDED_WRITE) }</h4>
                     <RecordBytes records={records.clone()} segment_bytes={walab_core::sim::tiny::SEGMENT_BYTES} unit_bytes={tiny_store::UNIT_BYTES}
@@ -84,8 +84,7 @@ pub fn RecordChapter(props: &ChapterProps) -> Html {
 }
 
 /// The 114 bytes of wal-1, record by record, each field coloured.
-#[component]
-fn WalBytes() -> Html {
+fn wal_bytes() -> Html {
     let mut offset = 0usize;
     let rows = tiny_store::WRITES[..tiny_store::MEMTABLE_WRITES].iter().map(|write| {
         let record = write.record();
@@ -129,21 +128,14 @@ fn WalBytes() -> Html {
     }
 }
 
-#[derive(Properties, PartialEq)]
-struct AppendColumnProps {
-    title: AttrValue,
-    order: Vec<Step>,
-    done: usize,
-}
-
-#[component]
-fn AppendColumn(props: &AppendColumnProps) -> Html {
-    let steps = props.order.iter().enumerate().map(|(index, step)| {
+/// One order's steps, `done` of them taken, and what that leaves.
+fn append_column(title: &'static str, order: &[Step], done: usize) -> Html {
+    let steps = order.iter().enumerate().map(|(index, step)| {
         // The step the player is at is the last one done: the one the caption names.
-        let class = if index + 1 < props.done { "done" } else if index + 1 == props.done { "current" } else { "todo" };
+        let class = if index + 1 < done { "done" } else if index + 1 == done { "current" } else { "todo" };
         html! { <li class={classes!("step", class)}>{ step.text() }</li> }
     });
-    let outcome = append::outcome(&props.order, props.done);
+    let outcome = append::outcome(order, done);
     let status = match (outcome.acknowledged, outcome.durable) {
         (true, true) => "acknowledged and durable",
         (true, false) => "acknowledged, NOT durable",
@@ -152,41 +144,26 @@ fn AppendColumn(props: &AppendColumnProps) -> Html {
     };
     html! {
         <div class="append-column">
-            <h4>{ props.title.clone() }</h4>
+            <h4>{ title }</h4>
             <ol>{ for steps }</ol>
             <p class={classes!("status", outcome.acknowledged_but_lost().then_some("danger"))}>{ status }</p>
         </div>
     }
 }
 
-#[derive(Properties, PartialEq)]
-struct PowerButtonProps {
-    /// The power is already cut.
-    cut: bool,
-    on_cut: Callback<MouseEvent>,
-}
-
-/// The power button, on the figure's stage with the player.
-#[component]
-fn PowerButton(props: &PowerButtonProps) -> Html {
+/// The power button, on the figure's stage with the player (disabled once the power is cut).
+fn power_button(cut: bool, on_cut: Callback<MouseEvent>) -> Html {
     html! {
         <div class="power">
-            <button class="power-button" disabled={props.cut} onclick={props.on_cut.clone()}
+            <button class="power-button" disabled={cut} onclick={on_cut}
                 title="cut the power after the step the player is at (p)">{ "pull the power now (p)" }</button>
         </div>
     }
 }
 
-#[derive(Properties, PartialEq)]
-struct PowerReportProps {
-    cut_steps: Option<usize>,
-    on_clear: Callback<MouseEvent>,
-    on_restart: Callback<MouseEvent>,
-}
-
-#[component]
-fn PowerReport(props: &PowerReportProps) -> Html {
-    let Some(done) = props.cut_steps else {
+/// What a power cut after `cut_steps` steps left of each order.
+fn power_report(cut_steps: Option<usize>, on_clear: Callback<MouseEvent>, on_restart: Callback<MouseEvent>) -> Html {
+    let Some(done) = cut_steps else {
         return html! { <p class="note power-hint">{ "The power is on. Pull it at any step to see which order keeps its promise." }</p> };
     };
     let right = append::outcome(&append::RIGHT_ORDER, done);
@@ -205,8 +182,8 @@ fn PowerReport(props: &PowerReportProps) -> Html {
             <p class="headline">{ format!("Power failed after {}.", crate::format::count(done, "step")) }</p>
             <p class="right-outcome">{ format!("Right order: {}.", describe(right)) }</p>
             <p class={classes!("wrong-outcome", wrong.acknowledged_but_lost().then_some("danger"))}>{ format!("Wrong order: {}.", describe(wrong)) }</p>
-            <button onclick={props.on_clear.clone()}>{ "restore power" }</button>
-            <button onclick={props.on_restart.clone()}>{ "back to step 0" }</button>
+            <button onclick={on_clear}>{ "restore power" }</button>
+            <button onclick={on_restart}>{ "back to step 0" }</button>
         </div>
     }
 }

@@ -8,7 +8,7 @@ use super::{ChapterProps, Source};
 use crate::benches::chain::{survives, Failure, Stage};
 use crate::benches::journey::{power_loss_after, CallAt, JourneyBench};
 use crate::benches::Bench;
-use crate::figures::sync_journey::SyncJourney;
+use crate::figures::sync_journey::{sync_journey, SyncJourneyProps};
 use crate::layout::Scene;
 use crate::player::{Clock, Player};
 use crate::state::LabAction;
@@ -29,8 +29,8 @@ fn journey(props: &ChapterProps) -> Html {
         <Scene name="journey" title="Trace: the first writes, one event at a time"
             controls={html! { <Player state={props.player.clone()} on_action={on_player} mark_name="event" clock={Clock::Steps}
                 caption={Some(AttrValue::from(step.caption.clone()))} /> }}
-            figure={html! { <SyncJourney step={Rc::new(step.clone())} unit_bytes={bench.unit_bytes} segment_bytes={bench.segment_bytes}
-                records={Rc::new(bench.records.clone())} /> }}>
+            figure={html! { { sync_journey(&SyncJourneyProps { step: Rc::new(step.clone()), unit_bytes: bench.unit_bytes, segment_bytes: bench.segment_bytes,
+                records: Rc::new(bench.records.clone()) }) } }}>
             <div class="prose">
                 <p>{ "When the tiny store opens, it creates wal-1 filled with zeros and syncs it and its directory. Then the \
                       writes arrive." }</p>

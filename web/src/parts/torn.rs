@@ -7,7 +7,7 @@ use std::rc::Rc;
 use yew::prelude::*;
 
 use super::power::{answer_revealed, cut_controls, id_ranges, lanes, power_report, tiny_bench};
-use super::predict::AnswerPending;
+use super::predict::answer_pending;
 use super::ChapterProps;
 use crate::benches::tiny::{describe_check, CutOutcome};
 use crate::benches::torn::log_view;
@@ -17,8 +17,7 @@ use crate::player::{Clock, Player};
 use crate::state::LabAction;
 use crate::url_state::{format_millis, to_query};
 
-#[component]
-pub fn TornChapter(props: &ChapterProps) -> Html {
+pub fn torn_chapter(props: &ChapterProps) -> Html {
     let (revealed, _) = answer_revealed(props);
     let Some(bench) = tiny_bench(props) else { return Html::default() };
     let caption = AttrValue::from(bench.caption_now(props.player.now, revealed));
@@ -45,7 +44,7 @@ pub fn TornChapter(props: &ChapterProps) -> Html {
         let figure = html! {
             <>
             <h4>{ "wal-6 on the media after the cut" }</h4>
-            <UnitsView outcome={UnitsData::from(outcome)} />
+            { units_view(&UnitsData::from(outcome)) }
             <ol class="scan-checks" data-checks-done={checks_done.min(checks.len()).to_string()}>{ for items }</ol>
             </>
         };
@@ -134,7 +133,7 @@ pub fn TornChapter(props: &ChapterProps) -> Html {
                     record's header, length and checksum, and stops at the first one that fails." }</p></div>
             </Scene>
         } else if outcome.is_some() {
-            <AnswerPending what="wal-6 on the media, the recovery scan check by check and every legal outcome of this cut appear once you predict above (or ask to see the answer)." />
+            { answer_pending("wal-6 on the media, the recovery scan check by check and every legal outcome of this cut appear once you predict above (or ask to see the answer).") }
         }
         </>
     }
@@ -159,21 +158,16 @@ impl UnitsData {
     }
 }
 
-#[derive(Properties, PartialEq)]
-struct UnitsProps {
-    outcome: UnitsData,
-}
-
-#[component]
-fn UnitsView(props: &UnitsProps) -> Html {
-    let Some(bytes) = &props.outcome.bytes else {
+/// wal-6's atomic units at the cut: their bytes, and which reached the media during it.
+fn units_view(outcome: &UnitsData) -> Html {
+    let Some(bytes) = &outcome.bytes else {
         return html! { <p class="note">{ "wal-6 did not exist at the cut." }</p> };
     };
-    let unit_bytes = props.outcome.unit_bytes.max(1);
+    let unit_bytes = outcome.unit_bytes.max(1);
     let units = bytes.chunks(unit_bytes).enumerate().map(|(unit, chunk)| {
         let hex: Vec<String> = chunk.iter().map(|byte| format!("{byte:02x}")).collect();
         let zero = chunk.iter().all(|byte| *byte == 0);
-        let landed = props.outcome.kept_units.contains(&(unit as u32));
+        let landed = outcome.kept_units.contains(&(unit as u32));
         html! {
             <tr class={classes!("unit", zero.then_some("zero"), landed.then_some("landed"))} data-unit={unit.to_string()}>
                 <td class="num">{ format!("unit {unit}") }</td>
