@@ -18,7 +18,7 @@
 //! take pointer input without the chapter changing shape: `controls` (the bar across the
 //! stage's top: the player and the step's sentence), `settings` (the run's choices),
 //! `actions` (what the student does to the run: the power button, the cut's field),
-//! `figure` (the drawing itself), `overlay` (drawn over the figure, for handles and hit
+//! `figure` (the drawing itself; `drawn`, a figure function given the measured room), `overlay` (drawn over the figure, for handles and hit
 //! areas; it sits in the same box as the figure, positioned over it), `outcome` (what the
 //! run ended in: the report of a power cut, a verdict). A stage with room puts the figure
 //! on the left and the settings, actions and outcome beside it, so a cut's result is on
@@ -108,6 +108,10 @@ pub struct SceneProps {
     /// The drawing of the step at the playhead.
     #[prop_or_default]
     pub figure: Html,
+    /// A figure laid out for the room the stage measured, drawn first in the figure's slot
+    /// (a figure that is a plain function cannot read the stage's [`FigureRoom`] itself).
+    #[prop_or_default]
+    pub drawn: Option<Callback<FigureRoom, Html>>,
     /// Drawn over the figure, in the same box (handles, hit areas, marks).
     #[prop_or_default]
     pub overlay: Html,
@@ -149,6 +153,7 @@ pub fn Scene(props: &SceneProps) -> Html {
                 if props.actions != Html::default() { <div class="stage-actions">{ props.actions.clone() }</div> }
                 <div class="stage-figure" ref={slot}>
                     <ContextProvider<FigureRoom> context={room}>
+                        { props.drawn.as_ref().map(|draw| draw.emit(room)).unwrap_or_default() }
                         { props.figure.clone() }
                     </ContextProvider<FigureRoom>>
                     if props.overlay != Html::default() { <div class="stage-overlay">{ props.overlay.clone() }</div> }

@@ -19,21 +19,55 @@ pub struct ChainFigureProps {
 
 const WIDTH: f64 = 760.0;
 const HEIGHT: f64 = 276.0;
+/// On a phone the places stack: the machine's layers one under another, the other
+/// machines below it, so the figure fits the phone's width instead of swiping sideways.
+const NARROW_WIDTH: f64 = 360.0;
+const NARROW_HEIGHT: f64 = 506.0;
+/// Below this room (CSS pixels) the stacked layout is drawn.
+const NARROW_BELOW: f64 = 560.0;
 
 /// (x, y, width, height) of a place.
-fn place_box(stage: Stage) -> (f64, f64, f64, f64) {
-    match stage {
-        Stage::AppBuffer => (28.0, 84.0, 132.0, 66.0),
-        Stage::PageCache => (196.0, 84.0, 132.0, 66.0),
-        Stage::DeviceCache => (364.0, 84.0, 150.0, 66.0),
-        Stage::Media => (364.0, 160.0, 150.0, 66.0),
-        Stage::OtherMachines => (586.0, 84.0, 156.0, 66.0),
+fn place_box(stage: Stage, narrow: bool) -> (f64, f64, f64, f64) {
+    match (stage, narrow) {
+        (Stage::AppBuffer, false) => (28.0, 84.0, 132.0, 66.0),
+        (Stage::PageCache, false) => (196.0, 84.0, 132.0, 66.0),
+        (Stage::DeviceCache, false) => (364.0, 84.0, 150.0, 66.0),
+        (Stage::Media, false) => (364.0, 160.0, 150.0, 66.0),
+        (Stage::OtherMachines, false) => (586.0, 84.0, 156.0, 66.0),
+        (Stage::AppBuffer, true) => (110.0, 40.0, 228.0, 66.0),
+        (Stage::PageCache, true) => (110.0, 126.0, 228.0, 66.0),
+        (Stage::DeviceCache, true) => (110.0, 212.0, 228.0, 66.0),
+        (Stage::Media, true) => (110.0, 284.0, 228.0, 66.0),
+        (Stage::OtherMachines, true) => (110.0, 402.0, 228.0, 66.0),
+    }
+}
+
+/// The enclosures: (class, x, y, width, height, label, label's x and y).
+type Enclosure = (&'static str, f64, f64, f64, f64, &'static str, f64, f64);
+
+fn enclosures(narrow: bool) -> [Enclosure; 5] {
+    if narrow {
+        [
+            ("machine", 6.0, 24.0, 348.0, 342.0, "one machine", 10.0, 18.0),
+            ("process", 14.0, 34.0, 332.0, 78.0, "process", 22.0, 56.0),
+            ("kernel", 14.0, 120.0, 332.0, 78.0, "kernel", 22.0, 142.0),
+            ("drive", 14.0, 206.0, 332.0, 152.0, "drive", 22.0, 228.0),
+            ("others", 6.0, 394.0, 348.0, 82.0, "other machines", 10.0, 388.0),
+        ]
+    } else {
+        [
+            ("machine", 10.0, 34.0, 536.0, 212.0, "one machine", 18.0, 28.0),
+            ("process", 20.0, 48.0, 148.0, 188.0, "process", 28.0, 70.0),
+            ("kernel", 188.0, 48.0, 148.0, 188.0, "kernel", 196.0, 70.0),
+            ("drive", 356.0, 48.0, 166.0, 188.0, "drive", 364.0, 64.0),
+            ("others", 576.0, 34.0, 176.0, 212.0, "other machines", 584.0, 28.0),
+        ]
     }
 }
 
 fn short_label(stage: Stage) -> &'static str {
     match stage {
-        Stage::AppBuffer => "process's buffer",
+        Stage::AppBuffer => "buffer",
         Stage::PageCache => "page cache",
         Stage::DeviceCache => "volatile cache",
         Stage::Media => "stable media",
@@ -42,20 +76,27 @@ fn short_label(stage: Stage) -> &'static str {
 }
 
 /// The outline of what a failure takes: (x, y, width, height).
-fn reach(failure: Failure) -> (f64, f64, f64, f64) {
-    match failure {
-        Failure::ProcessCrash => (16.0, 44.0, 156.0, 196.0),
-        Failure::KernelCrash => (12.0, 40.0, 332.0, 204.0),
-        Failure::PowerLoss => (8.0, 40.0, 520.0, 116.0),
-        Failure::MachineLoss => (4.0, 28.0, 548.0, 222.0),
+fn reach(failure: Failure, narrow: bool) -> (f64, f64, f64, f64) {
+    match (failure, narrow) {
+        (Failure::ProcessCrash, false) => (16.0, 44.0, 156.0, 196.0),
+        (Failure::KernelCrash, false) => (12.0, 40.0, 332.0, 204.0),
+        (Failure::PowerLoss, false) => (8.0, 40.0, 520.0, 116.0),
+        (Failure::MachineLoss, false) => (4.0, 28.0, 548.0, 222.0),
+        (Failure::ProcessCrash, true) => (10.0, 30.0, 340.0, 86.0),
+        (Failure::KernelCrash, true) => (10.0, 30.0, 340.0, 172.0),
+        (Failure::PowerLoss, true) => (8.0, 30.0, 344.0, 251.0),
+        (Failure::MachineLoss, true) => (3.0, 20.0, 354.0, 350.0),
     }
 }
 
-pub fn chain_figure(props: &ChainFigureProps) -> Html {
+/// The chain for the chosen failure, laid out for the stage's `room`.
+pub fn chain_figure(props: &ChainFigureProps, room: crate::layout::FigureRoom) -> Html {
     let failure = props.failure;
+    let narrow = room.measured() && room.width < NARROW_BELOW;
+    let (width, height) = if narrow { (NARROW_WIDTH, NARROW_HEIGHT) } else { (WIDTH, HEIGHT) };
     let needed = needed_before_ok(failure);
     let places = Stage::ALL.iter().map(|stage| {
-        let (x, y, w, h) = place_box(*stage);
+        let (x, y, w, h) = place_box(*stage, narrow);
         let alive = survives(*stage, failure);
         let is_needed = *stage == needed;
         html! {
@@ -71,28 +112,25 @@ pub fn chain_figure(props: &ChainFigureProps) -> Html {
             </g>
         }
     });
-    let (rx, ry, rw, rh) = reach(failure);
-    let (nx, ny, nw, _) = place_box(needed);
+    let (rx, ry, rw, rh) = reach(failure, narrow);
+    let (nx, ny, nw, _) = place_box(needed, narrow);
+    // Stacked, the outline's label goes under the whole figure, clear of every place.
+    let reach_label_y = if narrow { height - 10.0 } else { (ry + rh + 18.0).min(height - 6.0) };
+    let boxes = enclosures(narrow).map(|(class, x, y, w, h, label, lx, ly)| html! { <>
+        <rect class={class} x={x.to_string()} y={y.to_string()} width={w.to_string()} height={h.to_string()} rx="8" />
+        <text class="enclosure-label" x={lx.to_string()} y={ly.to_string()}>{ label }</text>
+    </> });
+    // The svg is keyed by its layout: when the stage's measured room switches it, the
+    // figure is drawn afresh instead of sliding every place from the other layout.
     html! {
         <div class="figure chain" data-figure="chain" data-failure={failure.url_name()} data-needed={format!("{needed:?}").to_ascii_lowercase()}
             aria-label={format!("If {}, everything in the red outline is wiped; the record must reach {} before the OK.", failure.label(), needed.label())}>
-            <svg viewBox={format!("0 0 {WIDTH} {HEIGHT}")} role="img" aria-label="the places a record passes through, and what the chosen failure wipes">
-                <g class="enclosures">
-                    <rect class="machine" x="10" y="34" width="536" height="212" rx="10" />
-                    <text class="enclosure-label" x="18" y="28">{ "one machine" }</text>
-                    <rect class="process" x="20" y="48" width="148" height="188" rx="8" />
-                    <text class="enclosure-label" x="28" y="70">{ "process" }</text>
-                    <rect class="kernel" x="188" y="48" width="148" height="188" rx="8" />
-                    <text class="enclosure-label" x="196" y="70">{ "kernel" }</text>
-                    <rect class="drive" x="356" y="48" width="166" height="188" rx="8" />
-                    <text class="enclosure-label" x="364" y="64">{ "drive" }</text>
-                    <rect class="others" x="576" y="34" width="176" height="212" rx="10" />
-                    <text class="enclosure-label" x="584" y="28">{ "other machines" }</text>
-                </g>
+            <svg key={if narrow { "narrow" } else { "wide" }} class={classes!(narrow.then_some("fitted"))} viewBox={format!("0 0 {width} {height}")} role="img" aria-label="the places a record passes through, and what the chosen failure wipes">
+                <g class="enclosures">{ for boxes }</g>
                 <g class="places">{ for places }</g>
                 <rect class="reach" x={rx.to_string()} y={ry.to_string()} width={rw.to_string()} height={rh.to_string()} rx="12"
                     style={format!("x: {rx}px; y: {ry}px; width: {rw}px; height: {rh}px;")} />
-                <text class="reach-label" x={(rx + 6.0).to_string()} y={(ry + rh + 18.0).min(HEIGHT - 6.0).to_string()}>{ format!("wiped if {}", failure.label()) }</text>
+                <text class="reach-label" x={(rx + 6.0).to_string()} y={reach_label_y.to_string()}>{ format!("wiped if {}", failure.label()) }</text>
                 <g class="record" data-state="needed" style={format!("transform: translate({:.1}px, {:.1}px);", nx + nw - 34.0, ny + 6.0)}>
                     <rect width="28" height="20" rx="5" />
                     <text x="14" y="15" text-anchor="middle">{ "rec" }</text>

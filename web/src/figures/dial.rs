@@ -95,17 +95,23 @@ pub fn Dial(props: &DialProps) -> Html {
         let dragging = dragging.clone();
         Callback::from(move |_: PointerEvent| *dragging.borrow_mut() = false)
     };
+    // The stop last asked for: keys pressed faster than the figure redraws (each stop
+    // reruns the simulator) still move one stop each.
+    let asked = use_mut_ref(|| index);
+    *asked.borrow_mut() = index;
     let on_key = {
         let on_change = props.on_change.clone();
         Callback::from(move |event: KeyboardEvent| {
             if event.ctrl_key() || event.meta_key() || event.alt_key() {
                 return;
             }
-            if let Some(stop) = stop_for_key(&event.key(), index, count) {
+            let from = *asked.borrow();
+            if let Some(stop) = stop_for_key(&event.key(), from, count) {
                 // The dial's own keys: the player's listener on the document never sees them.
                 event.prevent_default();
                 event.stop_propagation();
-                if stop != index {
+                if stop != from {
+                    *asked.borrow_mut() = stop;
                     on_change.emit(stop);
                 }
             }

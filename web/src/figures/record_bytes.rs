@@ -1,6 +1,6 @@
 //! Part 4's figure: wal-1's bytes, one cell per byte, with the records' boundaries.
 //!
-//! The segment is drawn in rows of one atomic unit (32 bytes), so a record that
+//! The segment is drawn in rows of one atomic unit (32 bytes; on a phone, two rows of half a unit, a gap between units), so a record that
 //! crosses a unit boundary is seen to cross it. Each byte is coloured by its field
 //! (checksum, length, type, sequence number, op, key, value), a thick bar marks where
 //! each record starts, and a bracket under each row names the record its bytes belong
@@ -38,18 +38,26 @@ pub struct RecordBytesProps {
     pub order: Option<AttrValue>,
 }
 
-const CELL: f64 = 22.0;
-const LEFT: f64 = 56.0;
 const ROW_H: f64 = 52.0;
 const TOP: f64 = 8.0;
+/// Below this room (CSS pixels) a unit is drawn as two rows of half a unit, with a gap
+/// between units, so a phone shows every byte at a readable size without swiping.
+const NARROW_BELOW: f64 = 560.0;
+const UNIT_GAP: f64 = 10.0;
 
 #[component]
 pub fn RecordBytes(props: &RecordBytesProps) -> Html {
-    let per_row = props.unit_bytes.max(1);
+    let room = crate::layout::use_figure_room();
+    let narrow = room.measured() && room.width < NARROW_BELOW && props.unit_bytes >= 2;
+    let unit = props.unit_bytes.max(1);
+    // (bytes per row, rows per unit, a byte's width, the row labels' column)
+    let (per_row, rows_per_unit, cell, left) = if narrow { (unit / 2, 2, 21.0, 30.0) } else { (unit, 1, 22.0, 56.0) };
     let rows = props.segment_bytes.div_ceil(per_row);
-    let width = LEFT + per_row as f64 * CELL + 8.0;
-    let height = TOP + rows as f64 * ROW_H + 8.0;
-    let xy = |byte: usize| (LEFT + (byte % per_row) as f64 * CELL, TOP + (byte / per_row) as f64 * ROW_H);
+    let gap = if narrow { UNIT_GAP } else { 0.0 };
+    let row_y = |row: usize| TOP + row as f64 * ROW_H + (row / rows_per_unit) as f64 * gap;
+    let width = left + per_row as f64 * cell + if narrow { 4.0 } else { 8.0 };
+    let height = row_y(rows.saturating_sub(1)) + ROW_H + 8.0;
+    let xy = |byte: usize| (left + (byte % per_row) as f64 * cell, row_y(byte / per_row));
     // Which record and field each byte belongs to.
     let mut owner: Vec<Option<(u64, Field, u8)>> = vec![None; props.segment_bytes];
     for record in props.records.iter() {
@@ -80,14 +88,14 @@ pub fn RecordBytes(props: &RecordBytesProps) -> Html {
         html! {
             <g class={classes!("byte", class, lit.then_some("lit"), state_class)} data-byte={byte.to_string()} data-write={write}
                 data-state={state.map(BytesAt::name).unwrap_or("zero")}>
-                <rect x={x.to_string()} y={y.to_string()} width={CELL.to_string()} height="24" />
-                <text x={(x + CELL / 2.0).to_string()} y={(y + 16.5).to_string()} text-anchor="middle">{ text }</text>
+                <rect x={x.to_string()} y={y.to_string()} width={cell.to_string()} height="24" />
+                <text x={(x + cell / 2.0).to_string()} y={(y + 16.5).to_string()} text-anchor="middle">{ text }</text>
             </g>
         }
     });
     let row_labels = (0..rows).map(|row| {
-        let y = TOP + row as f64 * ROW_H;
-        html! { <text class="row-label" x={(LEFT - 6.0).to_string()} y={(y + 16.5).to_string()} text-anchor="end">{ row * per_row }</text> }
+        let y = row_y(row);
+        html! { <text class="row-label" x={(left - 6.0).to_string()} y={(y + 16.5).to_string()} text-anchor="end">{ row * per_row }</text> }
     });
     // A bar where each record starts, and a bracket per record per row.
     let boundaries = props.records.iter().map(|record| {
@@ -99,7 +107,7 @@ pub fn RecordBytes(props: &RecordBytesProps) -> Html {
             let row_end = ((start / per_row) + 1) * per_row;
             let stop = end.min(row_end);
             let (bx, by) = xy(start);
-            let span = (stop - start) as f64 * CELL;
+            let span = (stop - start) as f64 * cell;
             let label = if start == record.offset { format!("record {}", record.write) } else { format!("{} cont.", record.write) };
             brackets.push(html! {
                 <g class="bracket">
@@ -130,9 +138,11 @@ pub fn RecordBytes(props: &RecordBytesProps) -> Html {
     let appended = props.appended.and_then(|(write, at)| props.records.iter().find(|record| record.write == write).map(|record| (record, at)));
     let (top, view_height) = match appended.filter(|_| props.crop) {
         Some((record, _)) => {
-            let first = record.offset / per_row;
-            let last = (record.offset + record.bytes.len()).saturating_sub(1) / per_row;
-            (first as f64 * ROW_H, (last - first + 1) as f64 * ROW_H + 2.0 * TOP)
+            // The whole units the record touches.
+            let first = record.offset / unit;
+            let last = (record.offset + record.bytes.len()).saturating_sub(1) / unit;
+            let (first, last) = (first * rows_per_unit, (last + 1) * rows_per_unit - 1);
+            (row_y(first) - TOP, row_y(last) - row_y(first) + ROW_H + 2.0 * TOP)
         }
         None => (0.0, height),
     };
@@ -148,7 +158,8 @@ pub fn RecordBytes(props: &RecordBytesProps) -> Html {
             if let Some((record, at)) = appended {
                 <p class={classes!("bytes-note", (at == BytesAt::Lost).then_some("danger"))}>{ format!("record {}: {}", record.write, at.text(record.bytes.len())) }</p>
             }
-            <svg viewBox={format!("0 {top} {width} {view_height}")} role="img" aria-label={label}>
+            <svg class={classes!(narrow.then_some("fitted"))} style={narrow.then_some("--text: 13px")}
+                viewBox={format!("0 {top} {width} {view_height}")} role="img" aria-label={label}>
                 <g class="row-labels">{ for row_labels }</g>
                 <g class="bytes">{ for cells }</g>
                 <g class="records">{ for boundaries }</g>

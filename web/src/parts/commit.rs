@@ -34,7 +34,8 @@ pub fn group_commit_chapter(props: &ChapterProps) -> Html {
         scenario: true,
         policy: true,
         policies_sync_only: true,
-        load: props.params.scenario != Scenario::Tiny,
+        // The load is dragged on the steady run's figure.
+        load: false,
         sync: props.params.scenario != Scenario::Tiny,
         window: props.params.policy == PolicyKind::Window,
         seed: props.params.scenario == Scenario::Random,
@@ -50,7 +51,7 @@ pub fn group_commit_chapter(props: &ChapterProps) -> Html {
     let (figure, outcome) = if props.params.scenario == Scenario::Tiny {
         tiny_view(bench, &props.player, props.params.cut)
     } else {
-        steady_view(bench, &props.bench, &props.player)
+        steady_view(bench, props)
     };
     html! {
         <>
@@ -323,7 +324,8 @@ pub fn TraceLanes(props: &TraceLanesProps) -> Html {
     }
 }
 
-fn steady_view(bench: &CommitBench, bench_ref: &BenchRef, player: &PlayerState) -> (Html, Html) {
+fn steady_view(bench: &CommitBench, props: &ChapterProps) -> (Html, Html) {
+    let (bench_ref, player) = (&props.bench, &props.player);
     let steady = match &bench.steady {
         Ok(steady) => steady,
         Err(error) => return (html! { <p class="error">{ format!("the simulator refused the run: {error}") }</p> }, Html::default()),
@@ -337,8 +339,11 @@ fn steady_view(bench: &CommitBench, bench_ref: &BenchRef, player: &PlayerState) 
             .map(|(size, count)| Bar { label: size.to_string(), value: count as f64, color: (31, 95, 191) })
             .collect(),
     );
+    // The load is dragged on the figure; the run at the new load is announced.
+    let said = format!("{:.1} writes per sync, mean wait {:.2} ms", summary.batch_mean(), summary.wait_mean().as_millis_f64());
     let drawing = html! {
         <>
+        { super::controls::load_dial(props.params.load_per_second, &props.on_action, &said) }
         <SteadyCanvas bench={bench_ref.clone()} now={player.now} />
         { steady_queue(&SteadyQueueProps { state: steady.queue_at(player.now), record_bytes: u64::from(STEADY_RECORD_BYTES) }) }
         <BarChart title="batch sizes in this run" y_label="batches" bars={sizes} />

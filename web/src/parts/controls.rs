@@ -24,6 +24,20 @@ pub struct Shown {
 pub const LOAD_STEPS: [u64; 13] =
     [100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000, 200_000, 500_000, 1_000_000];
 
+/// The load, dragged along a track in the figure (or stepped with the arrow keys): each
+/// stop runs the simulator again at that load. `said` is what the figure's run says at
+/// the chosen load, announced after "At N writes/s:".
+pub fn load_dial(load: u64, on_action: &Callback<LabAction>, said: &str) -> Html {
+    let index = LOAD_STEPS.iter().position(|step| *step >= load).unwrap_or(LOAD_STEPS.len() - 1);
+    let stops: Vec<AttrValue> = LOAD_STEPS.iter().map(|step| AttrValue::from(format!("{} writes/s", group_thousands(*step)))).collect();
+    let on_change = on_action.reform(|stop: usize| LabAction::SetLoad(LOAD_STEPS[stop.min(LOAD_STEPS.len() - 1)].min(LOAD_PER_SECOND_MAX)));
+    html! {
+        <crate::figures::dial::Dial label="load" stops={stops} index={index} on_change={on_change}
+            announce={AttrValue::from(format!("At {} writes/s: {said}.", group_thousands(load)))}
+            ends={Some((AttrValue::from("drag the load: 100 writes/s"), AttrValue::from("1,000,000")))} />
+    }
+}
+
 /// The controls `shown` asks for, each showing its parameter in `params`; `field_problem`
 /// is a refused typed value, shown beside its field.
 pub fn controls(params: &LabParams, shown: Shown, field_problem: Option<&crate::state::FieldProblem>, on_action: &Callback<LabAction>) -> Html {

@@ -5,8 +5,7 @@ use std::rc::Rc;
 use walab_core::time::Nanos;
 use yew::prelude::*;
 
-use super::controls::{controls, group_thousands, Shown, LOAD_STEPS};
-use crate::figures::dial::Dial;
+use super::controls::{controls, group_thousands, Shown};
 use super::{ChapterProps, Source};
 use crate::benches::chain::{needed_before_ok, survives, Failure, Stage};
 use crate::benches::commit::keeps_up;
@@ -17,7 +16,7 @@ use crate::figures::write_path::{write_path, LogQueue, WritePathProps};
 use crate::layout::Scene;
 use crate::player::{Clock, Player};
 use crate::state::LabAction;
-use crate::url_state::{format_millis, PolicyKind, LOAD_PER_SECOND_MAX};
+use crate::url_state::{format_millis, PolicyKind};
 
 pub fn start_chapter(props: &ChapterProps) -> Html {
     // The load is dragged on the figure (the dial); L is chosen beside it.
@@ -119,14 +118,10 @@ pub fn start_chapter(props: &ChapterProps) -> Html {
     }
 }
 
-/// The load, dragged along a track in the figure (or stepped with the arrow keys): each
-/// stop runs the simulator again at that load.
+/// The load, dragged on the figure: what each mode does at it is announced.
 fn load_dial(props: &ChapterProps) -> Html {
     let params = &props.params;
-    let index = LOAD_STEPS.iter().position(|load| *load >= params.load_per_second).unwrap_or(LOAD_STEPS.len() - 1);
-    let stops: Vec<AttrValue> = LOAD_STEPS.iter().map(|load| AttrValue::from(format!("{} writes/s", group_thousands(*load)))).collect();
-    let on_change = props.on_action.reform(|stop: usize| LabAction::SetLoad(LOAD_STEPS[stop.min(LOAD_STEPS.len() - 1)].min(LOAD_PER_SECOND_MAX)));
-    let announce = match &*props.bench.0 {
+    let said = match &*props.bench.0 {
         Bench::Commit(bench) => bench
             .steady_by_policy
             .iter()
@@ -140,11 +135,7 @@ fn load_dial(props: &ChapterProps) -> Html {
             .join("; "),
         _ => String::new(),
     };
-    html! {
-        <Dial label="load" stops={stops} index={index} on_change={on_change}
-            announce={AttrValue::from(format!("At {} writes/s: {announce}.", group_thousands(params.load_per_second)))}
-            ends={Some((AttrValue::from("drag the load: 100 writes/s"), AttrValue::from("1,000,000")))} />
-    }
+    super::controls::load_dial(params.load_per_second, &props.on_action, &said)
 }
 
 /// Write 1's path, one station per step.
@@ -228,10 +219,8 @@ pub fn AckChapter(_props: &ChapterProps) -> Html {
                 <div class="failure-buttons" role="group" aria-label="the failure">{ for buttons }</div>
                 <p class="verdict-line" aria-live="polite">{ format!("If {}, an OK is safe only once the record has reached {}.", failure.label(), needed.label()) }</p>
             </> }}
-            figure={html! { <>
-                { chain_figure(&ChainFigureProps { failure }) }
-                <ol class="chain" data-failure={failure.url_name()}>{ for chain }</ol>
-            </> }}>
+            drawn={Callback::from(move |room| chain_figure(&ChainFigureProps { failure }, room))}
+            figure={html! { <ol class="chain" data-failure={failure.url_name()}>{ for chain }</ol> }}>
             <div class="prose">
                 <p>{ "Pick a failure and watch what it wipes: each place a record passes through survives some failures \
                       and not others, and the OK may only go out once the record is in a place the failure cannot reach." }</p>

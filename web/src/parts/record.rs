@@ -21,6 +21,8 @@ pub fn RecordChapter(props: &ChapterProps) -> Html {
     let done_wrong = append::steps_done(props.player.now, append::WRONG_ORDER.len());
     let cut_right = props.params.cut.map(|cut| append::steps_done(cut, append::RIGHT_ORDER.len()));
     let cut_wrong = props.params.cut.map(|cut| append::steps_done(cut, append::WRONG_ORDER.len()));
+    // A step in either column pulls the power right after it.
+    let on_step_cut = props.on_action.reform(|steps: usize| LabAction::SetCut(Some(walab_core::time::Nanos(append::STEP.0 * steps as u64))));
     let records = use_memo((), |_| Rc::new(append::wal_1_records()));
     let records: Rc<Vec<_>> = (*records).clone();
     let units = records.iter().find(|record| record.write == append::APPENDED_WRITE).map(|record| {
@@ -42,7 +44,7 @@ pub fn RecordChapter(props: &ChapterProps) -> Html {
         </div>
         <Scene name="record-bytes" title="wal-1 after write 4"
             figure={html! { <RecordBytes records={records.clone()} segment_bytes={walab_core::sim::tiny::SEGMENT_BYTES} unit_bytes={tiny_store::UNIT_BYTES} /> }}>
-            <div class="prose"><p>{ "Each square is one byte of wal-1, in rows of one 32-byte unit; a thick bar marks where a record starts. \
+            <div class="prose"><p>{ "Each square is one byte of wal-1, in rows of one 32-byte unit (two rows a unit on a phone); a thick bar marks where a record starts. \
                 Records do not line up with units: record 2 starts inside unit 0 and ends in unit 1." }</p>
                 <p>{ "The table below gives the same bytes in hex, field by field, as the core's codec wrote them." }</p></div>
         </Scene>
@@ -55,8 +57,8 @@ pub fn RecordChapter(props: &ChapterProps) -> Html {
             </> }}
             figure={html! { <>
                 <div class="append-columns">
-                    { append_column("right: durable, then OK", &append::RIGHT_ORDER, done_right) }
-                    { append_column("wrong: OK, then durable", &append::WRONG_ORDER, done_wrong) }
+                    { append_column("right: durable, then OK", &append::RIGHT_ORDER, done_right, cut_right, &on_step_cut) }
+                    { append_column("wrong: OK, then durable", &append::WRONG_ORDER, done_wrong, cut_wrong, &on_step_cut) }
                 </div>
                 { power_report(props.params.cut.map(|cut| append::steps_done(cut, append::WRONG_ORDER.len())),
                     props.on_action.reform(|_| LabAction::SetCut(None)),
@@ -128,12 +130,22 @@ fn wal_bytes() -> Html {
     }
 }
 
-/// One order's steps, `done` of them taken, and what that leaves.
-fn append_column(title: &'static str, order: &[Step], done: usize) -> Html {
+/// One order's steps, `done` of them taken, and what that leaves; `cut` is the steps
+/// done when the power failed, if it did (the cut line follows that step), and a click
+/// on a step (or Enter on it) asks `on_cut` to pull the power right after it.
+fn append_column(title: &'static str, order: &[Step], done: usize, cut: Option<usize>, on_cut: &Callback<usize>) -> Html {
     let steps = order.iter().enumerate().map(|(index, step)| {
         // The step the player is at is the last one done: the one the caption names.
         let class = if index + 1 < done { "done" } else if index + 1 == done { "current" } else { "todo" };
-        html! { <li class={classes!("step", class)}>{ step.text() }</li> }
+        let cut_after = cut == Some(index + 1);
+        // The step is a button: a click, or Enter on it, pulls the power right after it.
+        let on_click = on_cut.reform(move |_: MouseEvent| index + 1);
+        html! {
+            <li class={classes!("step", class, cut_after.then_some("cut-after"))}>
+                <button class="step-cut" title="pull the power right after this step" onclick={on_click}>{ step.text() }</button>
+                if cut_after { <span class="cut-line">{ "the power fails here" }</span> }
+            </li>
+        }
     });
     let outcome = append::outcome(order, done);
     let status = match (outcome.acknowledged, outcome.durable) {

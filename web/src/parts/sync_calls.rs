@@ -29,8 +29,11 @@ fn journey(props: &ChapterProps) -> Html {
         <Scene name="journey" title="Trace: the first writes, one event at a time"
             controls={html! { <Player state={props.player.clone()} on_action={on_player} mark_name="event" clock={Clock::Steps}
                 caption={Some(AttrValue::from(step.caption.clone()))} /> }}
-            figure={html! { { sync_journey(&SyncJourneyProps { step: Rc::new(step.clone()), unit_bytes: bench.unit_bytes, segment_bytes: bench.segment_bytes,
-                records: Rc::new(bench.records.clone()) }) } }}>
+            drawn={{
+                let journey = SyncJourneyProps { step: Rc::new(step.clone()), unit_bytes: bench.unit_bytes, segment_bytes: bench.segment_bytes,
+                    records: Rc::new(bench.records.clone()) };
+                Callback::from(move |room| sync_journey(&journey, room))
+            }}>
             <div class="prose">
                 <p>{ "When the tiny store opens, it creates wal-1 filled with zeros and syncs it and its directory. Then the \
                       writes arrive." }</p>
