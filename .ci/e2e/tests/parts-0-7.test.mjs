@@ -46,6 +46,22 @@ test("Part 4's cut is drawn in both columns, between the last step done and the 
   await page.close();
 });
 
+test("Part 4's cut line sweeps in when the power is pulled, and appears at once with reduced motion", async () => {
+  const sweeps = async (motion) => {
+    const page = await open('?part=4', 1024);
+    await page.emulateMedia({ reducedMotion: motion });
+    await page.click('.append-column:nth-child(1) li.step:nth-child(3) button');
+    await page.waitForSelector('.cut-line');
+    const names = await page.evaluate(() => document.getAnimations()
+      .filter((animation) => animation.effect?.target?.classList?.contains('cut-line'))
+      .map((animation) => animation.animationName));
+    await page.close();
+    return names;
+  };
+  assert.deepEqual(await sweeps('no-preference'), ['cut-falls', 'cut-falls']);
+  assert.deepEqual(await sweeps('reduce'), []);
+});
+
 test('Part 4: clicking a step, or Enter on it, pulls the power after that step', async () => {
   const page = await open('?part=4', 1024);
   await page.click('.append-column:nth-child(2) li.step:nth-child(6) button');
