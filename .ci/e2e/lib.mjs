@@ -46,8 +46,10 @@ export async function startLab() {
     url,
     context,
     consoleErrors,
-    async newPage(query = '') {
+    /** A page on `query`, at `size` ({ width, height }) when given, once the chapter is drawn. */
+    async newPage(query = '', size = undefined) {
       const page = await context.newPage();
+      if (size) await page.setViewportSize(size);
       await page.goto(url + query);
       await page.waitForSelector('#chapter');
       return page;
@@ -66,6 +68,9 @@ function watchConsole(page, sink) {
   });
   page.on('pageerror', (error) => sink.push(String(error)));
 }
+
+/** The player's time, in nanoseconds, as the page last drew it. */
+export const playerNow = async (page) => Number(await page.getAttribute('.player .now', 'data-now-ns'));
 
 export async function screenshot(page, name) {
   const file = path.join(artifactsDir, `${name}.png`);

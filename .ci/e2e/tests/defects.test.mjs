@@ -2,7 +2,7 @@
 // labels, what a caption says. Each test opens the view the defect was seen in.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startLab, walab } from '../lib.mjs';
+import { startLab, walab, playerNow as now } from '../lib.mjs';
 
 let lab;
 before(async () => {
@@ -11,8 +11,6 @@ before(async () => {
 after(async () => {
   await lab?.close();
 });
-
-const now = async (page) => Number(await page.getAttribute('.player .now', 'data-now-ns'));
 
 test('Part 3, E1 handled the wrong way: n stops at the failed fdatasync at 11.00 ms', async () => {
   const page = await lab.newPage('?part=3&fault=e1&handling=wrong');

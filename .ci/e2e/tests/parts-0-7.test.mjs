@@ -13,13 +13,7 @@ after(async () => {
   await lab?.close();
 });
 
-async function open(query, width, height = 768) {
-  const page = await lab.context.newPage();
-  await page.setViewportSize({ width, height });
-  await page.goto(lab.url + query);
-  await page.waitForSelector('#chapter');
-  return page;
-}
+const open = (query, width, height = 768) => lab.newPage(query, { width, height });
 
 /** For each append column: the 1-based step the cut line follows, and where it is drawn. */
 const cutLines = (page) =>

@@ -3,7 +3,7 @@
 // core's runs), never typed in here.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startLab } from '../lib.mjs';
+import { startLab, playerNow as now } from '../lib.mjs';
 
 let lab;
 before(async () => {
@@ -12,8 +12,6 @@ before(async () => {
 after(async () => {
   await lab?.close();
 });
-
-const now = async (page) => Number(await page.getAttribute('.player .now', 'data-now-ns'));
 
 test('Part 10 opens at the fork onto the replicas, not on a replay of Part 5', async () => {
   const page = await lab.newPage('?part=10');
