@@ -58,6 +58,24 @@ async fn pipelined_appends_each_get_a_place_of_their_own_and_read_back_once_in_o
     assert_eq!((at_tail.status, at_tail.text().as_str(), at_tail.header("stream-up-to-date")), (200, "[]", Some("true")));
 }
 
+/// A client sends its whole body before it reads the answer: a body over the limit is read
+/// to its end and refused with `413`, never cut off with a reset connection, and the
+/// connection's next request is answered.
+#[tokio::test]
+async fn a_body_over_the_limit_is_read_to_its_end_and_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path());
+    let s = Streams::of(&server);
+    assert_eq!(s.create("big", BYTES, b"").await.status, 201);
+    for megabytes in [5, 10, 10, 10, 32] {
+        let answer = s.append("big", BYTES, &vec![7u8; megabytes << 20], None).await;
+        assert_eq!(answer.status, 413, "{megabytes} MiB: {}", answer.text());
+        assert!(answer.error().contains("over this server's limit of 4194304 bytes"), "{}", answer.error());
+    }
+    assert_eq!(s.append("big", BYTES, b"small", None).await.status, 204);
+    assert_eq!(s.bytes("big").await, b"small");
+}
+
 #[tokio::test]
 async fn bad_requests_are_refused_as_the_protocol_says_and_by_name() {
     let dir = tempfile::tempdir().unwrap();

@@ -9,9 +9,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
+use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, Path, RawQuery, State};
+use futures::StreamExt;
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
@@ -24,7 +24,7 @@ use super::append::{AppendRequest, CreateRequest};
 use super::body::read_parts;
 use super::headers::{self as h, Live};
 use super::read::{ReadAnswer, Waited, READ_BYTES_MAX};
-use super::store::{now_unix_ms, Store, StoreError, REQUEST_BODY_BYTES_MAX};
+use super::store::{now_unix_ms, Store, StoreError, REQUEST_BODY_BYTES_MAX, REQUEST_BODY_DRAIN_MAX};
 use super::stream::Stream;
 
 /// How long live reads last.
@@ -66,7 +66,7 @@ pub fn router(store: Arc<Store>, options: HttpOptions) -> Router {
         .route("/v1/stream", any(|| async { error(StatusCode::NOT_FOUND, "a stream is at /v1/stream/NAME".into()) }))
         .route("/v1/stream/", any(|| async { error(StatusCode::NOT_FOUND, "a stream is at /v1/stream/NAME".into()) }))
         .fallback(|| async { error(StatusCode::NOT_FOUND, "no such route; streams are at /v1/stream/NAME".to_string()) })
-        .layer(DefaultBodyLimit::max(REQUEST_BODY_BYTES_MAX))
+        .layer(DefaultBodyLimit::disable())
         .layer(axum::middleware::map_response(protocol_headers))
         .with_state(app)
 }
@@ -140,7 +140,7 @@ async fn stream_request(
     uri: Uri,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    body: Body,
 ) -> Response {
     if method == Method::OPTIONS {
         return preflight(&headers);
@@ -149,12 +149,9 @@ async fn stream_request(
         Ok(name) => name,
         Err(message) => return bad(message),
     };
-    let body = match body {
+    let body = match read_body(body).await {
         Ok(body) => body,
-        Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
-            return error(StatusCode::PAYLOAD_TOO_LARGE, format!("the body is over this server's limit of {REQUEST_BODY_BYTES_MAX} bytes"))
-        }
-        Err(rejection) => return error(rejection.status(), format!("the body: {rejection}")),
+        Err(response) => return response,
     };
     match method {
         Method::PUT => create(&app, &name, &uri, &headers, body).await,
@@ -167,6 +164,29 @@ async fn stream_request(
         Method::GET => read(&app, &name, query.as_deref(), &headers).await,
         _ => error(StatusCode::METHOD_NOT_ALLOWED, format!("{method} is not a stream operation")),
     }
+}
+
+/// A request's body, at most [`REQUEST_BODY_BYTES_MAX`] bytes. A longer one is `413`, but
+/// only after the rest of it has been read and dropped (up to [`REQUEST_BODY_DRAIN_MAX`]):
+/// a client still sending when the answer comes would see its connection reset instead of
+/// the `413`.
+async fn read_body(body: Body) -> Result<Bytes, Response> {
+    let mut frames = body.into_data_stream();
+    let mut kept = bytes::BytesMut::new();
+    let mut seen = 0usize;
+    while let Some(frame) = frames.next().await {
+        let frame = frame.map_err(|failed| error(StatusCode::BAD_REQUEST, format!("the body could not be read: {failed}")))?;
+        seen = seen.saturating_add(frame.len());
+        if seen <= REQUEST_BODY_BYTES_MAX {
+            kept.extend_from_slice(&frame);
+        } else if seen > REQUEST_BODY_DRAIN_MAX {
+            break;
+        }
+    }
+    if seen > REQUEST_BODY_BYTES_MAX {
+        return Err(error(StatusCode::PAYLOAD_TOO_LARGE, format!("the body is over this server's limit of {REQUEST_BODY_BYTES_MAX} bytes")));
+    }
+    Ok(kept.freeze())
 }
 
 fn preflight(headers: &HeaderMap) -> Response {

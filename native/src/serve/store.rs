@@ -38,6 +38,11 @@ pub const INFLIGHT_BYTES_MAX: usize = 64 << 20;
 /// The most bytes in one request's body (a `POST`'s or a `PUT`'s); more is `413`.
 pub const REQUEST_BODY_BYTES_MAX: usize = 4 << 20;
 
+/// How much of a body over [`REQUEST_BODY_BYTES_MAX`] is read and dropped before the `413`
+/// is sent, so that the client has finished sending and reads it; past this the connection
+/// is closed.
+pub const REQUEST_BODY_DRAIN_MAX: usize = 64 << 20;
+
 /// How often the expiry sweep looks for streams whose TTL or expiry time passed.
 pub const EXPIRY_SWEEP_EVERY: Duration = Duration::from_millis(200);
 
