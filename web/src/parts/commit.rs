@@ -9,7 +9,7 @@ use yew::prelude::*;
 use super::controls::{controls, group_thousands, Shown};
 use super::dropzone::DropZone;
 use crate::benches::dropped::DroppedTrace;
-use super::{ChapterProps, Source};
+use super::{ChapterProps, source};
 use crate::benches::commit::{steady_caption, CommitBench, SteadyCommit, SweepPoint, STEADY_RECORD_BYTES};
 use crate::benches::group_steps::{caption_at, group_at};
 use crate::figures::group_commit::GroupCommitFigure;
@@ -72,8 +72,8 @@ pub fn group_commit_chapter(props: &ChapterProps) -> Html {
             <p>{ "Real engines do exactly this: LevelDB's and RocksDB's write leader merges the queued batches into \
                   one log record before one sync, and a PostgreSQL backend waiting for the WAL lock first checks whether \
                   the holder already flushed its record. " }
-               <Source name="LevelDB db_impl.cc BuildBatchGroup" href="https://github.com/google/leveldb/blob/main/db/db_impl.cc" />
-               <Source name="PostgreSQL xlog.c XLogFlush" href="https://github.com/postgres/postgres/blob/master/src/backend/access/transam/xlog.c" /></p>
+               { source("LevelDB db_impl.cc BuildBatchGroup", "https://github.com/google/leveldb/blob/main/db/db_impl.cc") }
+               { source("PostgreSQL xlog.c XLogFlush", "https://github.com/postgres/postgres/blob/master/src/backend/access/transam/xlog.c") }</p>
             <p>{ "The tiny store's tie rule: a write arriving at the very instant a sync completes was not in that sync; \
                   it joins the batch the next leader forms at that same instant. In the lanes, L marks each batch's leader, \
                   a bar runs from a write's arrival to its OK, and its length is the write's wait." }</p>

@@ -6,7 +6,7 @@ use yew::prelude::*;
 
 use super::power::{answer_revealed, cut_controls, field_message, id_ranges, lanes, power_report, tiny_bench};
 use super::predict::{answer_pending, Predict};
-use super::{ChapterProps, Source};
+use super::{ChapterProps, source};
 use crate::benches::failed_sync_view::paths_at;
 use crate::figures::failed_sync::{failed_sync_figure, FailedSyncFigureProps};
 use crate::layout::Scene;
@@ -22,13 +22,13 @@ fn failed_sync_text() -> Html {
                   mark them clean anyway and report the error once, to the next sync that asks. The bytes may never have \
                   reached the disk, yet the kernel no longer holds them as waiting to be written, so a second sync finds \
                   nothing to do and returns success. " }
-               <Source name="fsync(2) ERRORS" href="https://man7.org/linux/man-pages/man2/fsync.2.html" /></p>
+               { source("fsync(2) ERRORS", "https://man7.org/linux/man-pages/man2/fsync.2.html") }</p>
             <p>{ "This bit PostgreSQL in 2018 (\"fsyncgate\"). Its fix was to stop retrying: by default a failed data sync \
                   now raises a PANIC, and the server restarts and recovers from its WAL (data_sync_retry = off). A study \
                   at USENIX ATC 2020 tested five widely used systems (PostgreSQL, LMDB, LevelDB, SQLite, Redis) and found \
                   that none handled a failed fsync safely in every case. " }
-               <Source name="PostgreSQL: data_sync_retry" href="https://www.postgresql.org/docs/current/runtime-config-error-handling.html#GUC-DATA-SYNC-RETRY" />
-               <Source name="Rebello et al., Can Applications Recover from fsync Failures? (ATC '20)" href="https://www.usenix.org/conference/atc20/presentation/rebello" /></p>
+               { source("PostgreSQL: data_sync_retry", "https://www.postgresql.org/docs/current/runtime-config-error-handling.html#GUC-DATA-SYNC-RETRY") }
+               { source("Rebello et al., Can Applications Recover from fsync Failures? (ATC '20)", "https://www.usenix.org/conference/atc20/presentation/rebello") }</p>
             <h3>{ "The rule" }</h3>
             <ol>
                 <li>{ "A failed sync is fatal to the log: never retry it and carry on." }</li>

@@ -6,7 +6,7 @@ use walab_core::time::Nanos;
 use yew::prelude::*;
 
 use super::controls::{controls, group_thousands, Shown};
-use super::{ChapterProps, Source};
+use super::{ChapterProps, source};
 use crate::benches::chain::{needed_before_ok, survives, Failure, Stage};
 use crate::benches::commit::keeps_up;
 use crate::benches::write_path::reached;
@@ -98,7 +98,7 @@ pub fn start_chapter(props: &ChapterProps) -> Html {
         <div class="prose">
             <p>{ "AWS describes gp3's latency only as single-digit milliseconds, so walab assumes 1 ms per sync of \
                   the log and lets you change it. Part 2 shows how to measure the real figure on your own volume. " }
-               <Source name="AWS: EBS General Purpose SSD volumes" href="https://docs.aws.amazon.com/ebs/latest/userguide/general-purpose.html" /></p>
+               { source("AWS: EBS General Purpose SSD volumes", "https://docs.aws.amazon.com/ebs/latest/userguide/general-purpose.html") }</p>
         </div>
         <h3>{ "What you will be able to do" }</h3>
         <ol class="goals">
@@ -227,8 +227,8 @@ pub fn AckChapter(_props: &ChapterProps) -> Html {
                 <p class="note">
                     { "A write() puts data in the page cache and promises nothing about the disk; fsync() returns only when the \
                        data is on the device, cache flush included. " }
-                    <Source name="write(2)" href="https://man7.org/linux/man-pages/man2/write.2.html" />
-                    <Source name="fsync(2)" href="https://man7.org/linux/man-pages/man2/fsync.2.html" />
+                    { source("write(2)", "https://man7.org/linux/man-pages/man2/write.2.html") }
+                    { source("fsync(2)", "https://man7.org/linux/man-pages/man2/fsync.2.html") }
                     { " Other machines are the subject of Part 10." }
                 </p>
             </div>

@@ -70,15 +70,8 @@ pub struct ChapterProps {
 }
 
 /// A cited source, shown beside the fact it supports.
-#[derive(Properties, PartialEq)]
-pub struct SourceProps {
-    pub name: AttrValue,
-    pub href: AttrValue,
-}
-
-#[component]
-pub fn Source(props: &SourceProps) -> Html {
-    html! { <a class="source" href={props.href.clone()} target="_blank" rel="noopener">{ format!("[{}]", props.name) }</a> }
+pub fn source(name: &'static str, href: &'static str) -> Html {
+    html! { <a class="source" {href} target="_blank" rel="noopener">{ format!("[{name}]") }</a> }
 }
 
 /// The chapter for a Part.

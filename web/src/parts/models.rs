@@ -6,7 +6,7 @@ use walab_core::budget::{Budget, Fit};
 use yew::prelude::*;
 
 use super::controls::{controls, Shown};
-use super::{ChapterProps, Source};
+use super::{ChapterProps, source};
 use crate::benches::Bench;
 use crate::charts::{Bar, BarChart};
 use crate::format::group_thousands;
@@ -79,7 +79,7 @@ pub fn BudgetCalculator(props: &ChapterProps) -> Html {
             <div class="prose"><p>{ "Each sync of a group-commit batch is one I/O (EBS counts an SSD I/O of up to 256 KiB as one) and \
                 writes the whole 4 KiB pages the batch touches. The LSM tree's flushes and compaction add 200 MB/s (an input from the \
                 LSM page). The core's budget model computes the rest from a group-commit run at your load and sync latency. " }
-                <Source name="AWS: EBS I/O characteristics" href="https://docs.aws.amazon.com/ebs/latest/userguide/ebs-io-characteristics.html" /></p></div>
+                { source("AWS: EBS I/O characteristics", "https://docs.aws.amazon.com/ebs/latest/userguide/ebs-io-characteristics.html") }</p></div>
             { controls(&props.params, shown, None, &props.on_action) }
             <div class="charts">
                 <BarChart title="IOPS" y_label="I/Os per second" bars={iops_bars}

@@ -8,7 +8,7 @@ use yew::prelude::*;
 use super::controls::{controls, Shown};
 use super::power::{answer_revealed, cut_controls, id_ranges, lanes, power_report, tiny_bench};
 use super::predict::{answer_pending, Predict};
-use super::{ChapterProps, Source};
+use super::{ChapterProps, source};
 use crate::figures::modes::{ModeRow, ModesFigure};
 use crate::layout::Scene;
 use crate::player::Player;
@@ -61,25 +61,25 @@ pub fn modes_chapter(props: &ChapterProps) -> Html {
             <tbody>
                 <tr><td>{ "the record is in the page cache (no sync)" }</td><td>{ "everything the kernel has not yet written back" }</td>
                     <td>{ "RocksDB WriteOptions.sync = false (its default); Redis appendfsync no " }
-                        <Source name="RocksDB options.h" href="https://github.com/facebook/rocksdb/blob/main/include/rocksdb/options.h" />
-                        <Source name="Redis persistence" href="https://redis.io/docs/latest/operate/oss_and_stack/management/persistence/" /></td></tr>
+                        { source("RocksDB options.h", "https://github.com/facebook/rocksdb/blob/main/include/rocksdb/options.h") }
+                        { source("Redis persistence", "https://redis.io/docs/latest/operate/oss_and_stack/management/persistence/") }</td></tr>
                 <tr><td>{ "the record is written; a background sync runs about every second" }</td><td>{ "about the last second" }</td>
                     <td>{ "InnoDB innodb_flush_log_at_trx_commit = 2 (or 0); PostgreSQL synchronous_commit = off (up to three wal_writer_delay); Redis appendfsync everysec; Cassandra commitlog_sync periodic " }
-                        <Source name="MySQL: innodb_flush_log_at_trx_commit" href="https://dev.mysql.com/doc/refman/8.4/en/innodb-parameters.html#sysvar_innodb_flush_log_at_trx_commit" />
-                        <Source name="PostgreSQL: synchronous_commit" href="https://www.postgresql.org/docs/current/runtime-config-wal.html#GUC-SYNCHRONOUS-COMMIT" />
-                        <Source name="Cassandra: commitlog_sync" href="https://cassandra.apache.org/doc/latest/cassandra/managing/configuration/cass_yaml_file.html" /></td></tr>
+                        { source("MySQL: innodb_flush_log_at_trx_commit", "https://dev.mysql.com/doc/refman/8.4/en/innodb-parameters.html#sysvar_innodb_flush_log_at_trx_commit") }
+                        { source("PostgreSQL: synchronous_commit", "https://www.postgresql.org/docs/current/runtime-config-wal.html#GUC-SYNCHRONOUS-COMMIT") }
+                        { source("Cassandra: commitlog_sync", "https://cassandra.apache.org/doc/latest/cassandra/managing/configuration/cass_yaml_file.html") }</td></tr>
                 <tr><td>{ "the record's sync returned (per write or group commit)" }</td><td>{ "no acknowledged write" }</td>
                     <td>{ "InnoDB innodb_flush_log_at_trx_commit = 1 (default); PostgreSQL synchronous_commit = on (default); RocksDB sync = true; SQLite synchronous = FULL (in WAL mode NORMAL can lose the last commits on power loss) " }
-                        <Source name="SQLite: PRAGMA synchronous" href="https://www.sqlite.org/pragma.html#pragma_synchronous" /></td></tr>
+                        { source("SQLite: PRAGMA synchronous", "https://www.sqlite.org/pragma.html#pragma_synchronous") }</td></tr>
                 <tr><td>{ "a quorum of replicas has the record" }</td><td>{ "no acknowledged write even if a machine is lost (Part 10)" }</td>
                     <td>{ "PostgreSQL synchronous_standby_names with synchronous_commit = on or remote_apply; Kafka acks = all with min.insync.replicas " }
-                        <Source name="Kafka: producer acks" href="https://kafka.apache.org/documentation/#producerconfigs_acks" /></td></tr>
+                        { source("Kafka: producer acks", "https://kafka.apache.org/documentation/#producerconfigs_acks") }</td></tr>
             </tbody>
         </table>
         <div class="prose"><p>{ "Losing writes is not the same as corrupting data. PostgreSQL's synchronous_commit = off can lose \
             the last few commits after a crash but always comes back consistent; fsync = off can leave pages and log out of step, \
             and its documentation warns of unrecoverable corruption. " }
-            <Source name="PostgreSQL: fsync" href="https://www.postgresql.org/docs/current/runtime-config-wal.html#GUC-FSYNC" /></p></div>
+            { source("PostgreSQL: fsync", "https://www.postgresql.org/docs/current/runtime-config-wal.html#GUC-FSYNC") }</p></div>
         <Scene name="modes" title={AttrValue::from(format!("One power cut, four modes: at {} ms", format_millis(at)))}
             figure={html! {
                 if props.params.cut.is_some() && !revealed {

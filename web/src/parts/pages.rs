@@ -7,7 +7,7 @@ use walab_core::pages::page::{Page, PageNo, PageReadError};
 use walab_core::pages::sqlite_wal::WalEvent;
 use yew::prelude::*;
 
-use super::{ChapterProps, Source};
+use super::{ChapterProps, source};
 use crate::benches::models::describe_page_event;
 use crate::benches::Bench;
 use crate::benches::pages_view::{pages_at, wal_at};
@@ -94,7 +94,7 @@ pub fn PagesChapter(props: &ChapterProps) -> Html {
                   change them in place. They log first too, and add one rule: a dirty page may be written back only \
                   once the log is durable up to that page's last change. A commit waits for its log record, never for its \
                   pages (no-force), and a page may be written before its transaction commits (steal): ARIES-style \
-                  recovery. " }<Source name="PostgreSQL: WAL introduction" href="https://www.postgresql.org/docs/current/wal-intro.html" /></p>
+                  recovery. " }{ source("PostgreSQL: WAL introduction", "https://www.postgresql.org/docs/current/wal-intro.html") }</p>
             <p>{ "Each page stores the LSN of the last record applied to it, its pageLSN. REDO applies a record only when \
                   the record's LSN is above the page's, so replaying twice changes nothing. A checkpoint writes dirty pages \
                   back and records a redo point, where the next recovery starts." }</p>
@@ -102,8 +102,8 @@ pub fn PagesChapter(props: &ChapterProps) -> Html {
                   cannot repair half a page. PostgreSQL logs a full-page image with the first change to each page after a \
                   checkpoint; InnoDB writes every page first to a doublewrite buffer and syncs it before writing the page \
                   in place. " }
-               <Source name="PostgreSQL: full_page_writes" href="https://www.postgresql.org/docs/current/runtime-config-wal.html#GUC-FULL-PAGE-WRITES" />
-               <Source name="MySQL: doublewrite buffer" href="https://dev.mysql.com/doc/refman/8.4/en/innodb-doublewrite-buffer.html" /></p>
+               { source("PostgreSQL: full_page_writes", "https://www.postgresql.org/docs/current/runtime-config-wal.html#GUC-FULL-PAGE-WRITES") }
+               { source("MySQL: doublewrite buffer", "https://dev.mysql.com/doc/refman/8.4/en/innodb-doublewrite-buffer.html") }</p>
             <p>{ "Below: writes 1 to 8 on two pages (P1 holds the order: keys, P2 the user: keys), a checkpoint after write 4, \
                   P2 written back after write 6, and P1's write-back after write 8 torn by a power cut. Step through the run \
                   and then recovery." }</p>

@@ -6,7 +6,7 @@ use walab_core::codec::tiny::HEADER_BYTES;
 use walab_core::tiny_store;
 use yew::prelude::*;
 
-use super::{ChapterProps, Source};
+use super::{ChapterProps, source};
 use crate::benches::append::{self, Step};
 use crate::figures::record_bytes::RecordBytes;
 use crate::layout::Scene;
@@ -40,7 +40,7 @@ pub fn RecordChapter(props: &ChapterProps) -> Html {
                   The payload is the tiny store's own: the sequence number as eight little-endian bytes, the operation \
                   (PUT = 1, DEL = 0), then the key and the value, each behind a LEB128 length. The checksum is shown \
                   unmasked here; LevelDB and RocksDB store it masked. " }
-               <Source name="LevelDB log_format.md" href="https://github.com/google/leveldb/blob/main/doc/log_format.md" /></p>
+               { source("LevelDB log_format.md", "https://github.com/google/leveldb/blob/main/doc/log_format.md") }</p>
         </div>
         <Scene name="record-bytes" title="wal-1 after write 4"
             figure={html! { <RecordBytes records={records.clone()} segment_bytes={walab_core::sim::tiny::SEGMENT_BYTES} unit_bytes={tiny_store::UNIT_BYTES} /> }}>

@@ -6,7 +6,7 @@ use walab_core::quorum::QuorumMode;
 use walab_core::time::Nanos;
 use yew::prelude::*;
 
-use super::{ChapterProps, Source};
+use super::{ChapterProps, source};
 use crate::benches::captions::id_span;
 use crate::benches::quorum_view::{batch_at, batch_legs, batch_place};
 use crate::benches::Bench;
@@ -84,8 +84,8 @@ pub fn ReplicationChapter(props: &ChapterProps) -> Html {
                   of the local sync and the (W−1)-th fastest follower. Raft-style logs work this way. PostgreSQL's \
                   synchronous replication ships WAL only after flushing it locally, so a synchronous commit costs the local \
                   flush plus the standby's round trip. " }
-               <Source name="Ongaro and Ousterhout, Raft (ATC '14)" href="https://raft.github.io/raft.pdf" />
-               <Source name="PostgreSQL: synchronous replication" href="https://www.postgresql.org/docs/current/warm-standby.html#SYNCHRONOUS-REPLICATION" /></p>
+               { source("Ongaro and Ousterhout, Raft (ATC '14)", "https://raft.github.io/raft.pdf") }
+               { source("PostgreSQL: synchronous replication", "https://www.postgresql.org/docs/current/warm-standby.html#SYNCHRONOUS-REPLICATION") }</p>
             <p>{ format!("Branch R: the tiny store forks after write 20 onto three replicas, A leading in zone a with legs {}. \
                 One batch is in flight at a time.", legs.join(", ")) }</p>
         </div>

@@ -5,7 +5,7 @@ use std::rc::Rc;
 use yew::prelude::*;
 
 use super::power::{answer_revealed, cut_controls, lanes, power_report, tiny_bench};
-use super::{ChapterProps, Source};
+use super::{ChapterProps, source};
 use crate::benches::segments::{kept as kept_files, segment_files};
 use crate::figures::segments::SegmentsFigure;
 use crate::layout::Scene;
@@ -71,12 +71,12 @@ pub fn SegmentsChapter(props: &ChapterProps) -> Html {
                 <p>{ "A log grows forever unless something deletes it, so it is cut into segments, separate files that are \
                       deleted, recycled or archived whole. RocksDB and the tiny store start a segment at each MemTable switch; \
                       PostgreSQL at a fixed size (16 MB by default); Kafka at a size or an age. " }
-                   <Source name="PostgreSQL: WAL configuration" href="https://www.postgresql.org/docs/current/wal-configuration.html" /></p>
+                   { source("PostgreSQL: WAL configuration", "https://www.postgresql.org/docs/current/wal-configuration.html") }</p>
                 <p>{ "A segment may go only when two gates are open: every record in it is durable somewhere else (a flushed \
                       file the durable manifest lists, or pages a checkpoint wrote), and every reader of the log (replicas, \
                       backup shippers, change-data-capture) has confirmed a position past its last record. PostgreSQL's \
                       replication slots keep WAL for their consumer for exactly this reason. " }
-                   <Source name="PostgreSQL: replication slots" href="https://www.postgresql.org/docs/current/warm-standby.html#STREAMING-REPLICATION-SLOTS" /></p>
+                   { source("PostgreSQL: replication slots", "https://www.postgresql.org/docs/current/warm-standby.html#STREAMING-REPLICATION-SLOTS") }</p>
             </div>
         </Scene>
         <Scene name="power-cut" title="Pull the power" opens_here={props.params.cut.is_some()}

@@ -4,7 +4,7 @@ use std::rc::Rc;
 
 use yew::prelude::*;
 
-use super::{ChapterProps, Source};
+use super::{ChapterProps, source};
 use crate::benches::chain::{survives, Failure, Stage};
 use crate::benches::journey::{power_loss_after, CallAt, JourneyBench};
 use crate::benches::Bench;
@@ -183,7 +183,7 @@ fn call_scene(props: &ChapterProps) -> Html {
                     <p><strong><code>{ chosen.call }</code></strong>{ format!(" returns when {}.", chosen.waits_for) }</p>
                     <p class={classes!("power-loss-after", if survives_power_loss { "ok" } else { "danger" })}>
                         { format!("A power loss right after it returns: {}.", power_loss_after(chosen.leaves_bytes_in)) }</p>
-                    <p class="note">{ format!("Metadata: {}. ", chosen.metadata) }<Source name={chosen.source.0} href={chosen.source.1} /></p>
+                    <p class="note">{ format!("Metadata: {}. ", chosen.metadata) }{ source(chosen.source.0, chosen.source.1) }</p>
                 </div>
             }}>
             <div class="prose">
@@ -212,7 +212,7 @@ pub fn SyncChapter(props: &ChapterProps) -> Html {
                 <td>{ call.drive_cache }</td>
                 <td>{ call.metadata }</td>
                 <td class={classes!("power-loss-after", if survives_power_loss { "ok" } else { "danger" })}>{ after }</td>
-                <td><Source name={call.source.0} href={call.source.1} /></td>
+                <td>{ source(call.source.0, call.source.1) }</td>
             </tr>
         }
     });
@@ -237,11 +237,11 @@ pub fn SyncChapter(props: &ChapterProps) -> Html {
                   bytes in its own, and the file's metadata may still be pending. An engine using direct I/O still needs \
                   fdatasync or O_DSYNC. sync_file_range's man page itself warns that it gives no durability: it neither \
                   flushes the drive's cache nor writes the metadata. " }
-               <Source name="open(2)" href={OPEN} /><Source name="sync_file_range(2)" href={SYNC_FILE_RANGE} /></p>
+               { source("open(2)", OPEN) }{ source("sync_file_range(2)", SYNC_FILE_RANGE) }</p>
             <p>{ "What engines use: PostgreSQL's wal_sync_method defaults to fdatasync on Linux; RocksDB issues fdatasync \
                   unless use_fsync is set. " }
-               <Source name="PostgreSQL: wal_sync_method" href="https://www.postgresql.org/docs/current/runtime-config-wal.html#GUC-WAL-SYNC-METHOD" />
-               <Source name="RocksDB options.h: use_fsync" href="https://github.com/facebook/rocksdb/blob/main/include/rocksdb/options.h" /></p>
+               { source("PostgreSQL: wal_sync_method", "https://www.postgresql.org/docs/current/runtime-config-wal.html#GUC-WAL-SYNC-METHOD") }
+               { source("RocksDB options.h: use_fsync", "https://github.com/facebook/rocksdb/blob/main/include/rocksdb/options.h") }</p>
         </div>
         <h3>{ "The drive's own cache" }</h3>
         <div class="prose">
@@ -250,7 +250,7 @@ pub fn SyncChapter(props: &ChapterProps) -> Html {
                   (a cache flush, or writes marked to bypass the cache). Linux shows what it believes about a device in \
                   /sys/block/<dev>/queue/write_cache: \"write back\" means a volatile cache that needs flushing, \"write \
                   through\" means none. " }
-               <Source name="Linux sysfs-block ABI" href="https://www.kernel.org/doc/Documentation/ABI/stable/sysfs-block" /></p>
+               { source("Linux sysfs-block ABI", "https://www.kernel.org/doc/Documentation/ABI/stable/sysfs-block") }</p>
             <p>{ "Every promise above assumes each layer honours the flush: the file system, any hypervisor, any RAID \
                   controller, the drive. A layer that acknowledges a flush without doing it breaks every promise above \
                   it silently, until a power loss. The only test is to pull the power under load on the stack you run \
@@ -259,14 +259,14 @@ pub fn SyncChapter(props: &ChapterProps) -> Html {
         <h3>{ "Creating and growing the log" }</h3>
         <ul class="prose">
             <li>{ "A new segment's name lives in its directory, and fsync of the file does not make the directory entry \
-                   durable: after creating or renaming a segment, sync the directory too. " }<Source name="fsync(2) NOTES" href={FSYNC} /></li>
+                   durable: after creating or renaming a segment, sync the directory too. " }{ source("fsync(2) NOTES", FSYNC) }</li>
             <li>{ "An append that extends a file changes its size, so each such sync also writes metadata. Engines give \
                    the log its space ahead of time: PostgreSQL fills each new 16 MB segment with zeros and recycles old \
                    ones; RocksDB can recycle log files so that fdatasync has no inode update to make. A bare fallocate \
                    is usually not enough, because the reserved extents start out unwritten and the first write into \
                    each one still changes metadata. " }
-                <Source name="PostgreSQL: WAL configuration" href="https://www.postgresql.org/docs/current/wal-configuration.html" />
-                <Source name="RocksDB options.h: recycle_log_file_num" href="https://github.com/facebook/rocksdb/blob/main/include/rocksdb/options.h" /></li>
+                { source("PostgreSQL: WAL configuration", "https://www.postgresql.org/docs/current/wal-configuration.html") }
+                { source("RocksDB options.h: recycle_log_file_num", "https://github.com/facebook/rocksdb/blob/main/include/rocksdb/options.h") }</li>
         </ul>
         <h3>{ "What a sync costs" }</h3>
         <div class="prose">
@@ -274,7 +274,7 @@ pub fn SyncChapter(props: &ChapterProps) -> Html {
                   second: {:.0} at L = {} ms (Part 5 shows how group commit shares each one). On EBS each sync is \
                   also an I/O against the volume's IOPS budget; AWS counts an SSD I/O of up to 256 KiB as one and \
                   merges small sequential I/Os where it can.", ceiling, format_millis(latency)) }
-               <Source name="AWS: EBS I/O characteristics" href="https://docs.aws.amazon.com/ebs/latest/userguide/ebs-io-characteristics.html" /></p>
+               { source("AWS: EBS I/O characteristics", "https://docs.aws.amazon.com/ebs/latest/userguide/ebs-io-characteristics.html") }</p>
         </div>
         <h3>{ "Measure, don't assume" }</h3>
         <div class="prose"><p>{ "Run these on the volume and instance type you will use, and watch the engine's own sync latency in production:" }</p></div>
@@ -285,10 +285,10 @@ walab fsync-test --dir /data      # walab's own: every sync method, percentiles,
         <ul class="prose">
             <li>{ "fio writes 4 KiB blocks and calls fdatasync after each; its report has a \"sync\" latency line (min, max, \
                    average, deviation, in microseconds) and a table of sync latency percentiles. The percentiles from \
-                   the 50th to the 99.9th are your L. " }<Source name="fio documentation: fdatasync" href="https://fio.readthedocs.io/en/latest/fio_doc.html" /></li>
+                   the 50th to the 99.9th are your L. " }{ source("fio documentation: fdatasync", "https://fio.readthedocs.io/en/latest/fio_doc.html") }</li>
             <li>{ "pg_test_fsync times every sync method PostgreSQL can use (open_datasync, fdatasync, fsync, \
                    fsync_writethrough, open_sync) with one and with two 8 kB writes per sync, and prints operations per \
-                   second and microseconds per operation for each. " }<Source name="PostgreSQL: pg_test_fsync" href="https://www.postgresql.org/docs/current/pgtestfsync.html" /></li>
+                   second and microseconds per operation for each. " }{ source("PostgreSQL: pg_test_fsync", "https://www.postgresql.org/docs/current/pgtestfsync.html") }</li>
             <li>{ "The last line prints \"write back\" or \"write through\": whether the kernel believes the device has a \
                    volatile cache to flush." }</li>
         </ul>

@@ -2,7 +2,7 @@
 
 use yew::prelude::*;
 
-use super::{ChapterProps, Source};
+use super::{ChapterProps, source};
 use crate::benches::Bench;
 use crate::state::LabAction;
 
@@ -61,7 +61,7 @@ pub fn AwsChapter(_props: &ChapterProps) -> Html {
                 <td>{ service.name }</td>
                 <td>{ service.log }</td>
                 <td>{ service.ok_means }</td>
-                <td><Source name={service.source.0} href={service.source.1} /></td>
+                <td>{ source(service.source.0, service.source.1) }</td>
             </tr>
         }
     });
@@ -188,7 +188,7 @@ pub fn LearnedChapter(props: &ChapterProps) -> Html {
         <p class="note">{ "Follow-ups worth preparing: what changes if the drive lies about flushes; what if a CDC consumer stops \
             reading for a day; what if the volume's IOPS baseline is the bottleneck rather than its latency." }</p>
         <p class="note">{ "Sources for every fact are given beside it in the Part that teaches it." }
-            <Source name="fsync(2)" href="https://man7.org/linux/man-pages/man2/fsync.2.html" /></p>
+            { source("fsync(2)", "https://man7.org/linux/man-pages/man2/fsync.2.html") }</p>
         </>
     }
 }

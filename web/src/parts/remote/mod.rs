@@ -18,7 +18,7 @@ use yew::prelude::*;
 use self::figures::{BatchLanes, RingFigure, WritePathFigure};
 use self::upload::UploadFigure;
 use super::dropzone::DropZone;
-use super::{ChapterProps, Source};
+use super::{ChapterProps, source};
 use crate::benches::remote::{
     caption_at, caption_with_upload, event_name, loss_at, refusal_name, ring_at, startup_at, startup_rows, timeline_name, warning_name, RemoteBench, RemoteLatency, RemoteParams,
     BACKUP_AT, COST_RECORDS, LAB_SEGMENT_BYTES, STANDBY_LAG,
@@ -441,7 +441,7 @@ pub fn ObjectStoreChapter(props: &ChapterProps) -> Html {
         <h3>{ "What a PUT costs" }</h3>
         <div class="prose">
             <p>{ "S3 bills every request. S3 Standard charges $0.005 per 1,000 PUT requests in us-east-1 " }
-               <Source name="AWS S3 pricing" href={PRICE_PAGE} />
+               { source("AWS S3 pricing", PRICE_PAGE) }
                { format!(", so one PUT per record costs $5 per million appends. Group commit shares a PUT among every record \
                   that arrived while the previous upload was in flight: with closed-loop writers (each appends again once \
                   acknowledged) the batch holds about one record per writer. Each row is a run of {COST_RECORDS} records at \
@@ -452,7 +452,7 @@ pub fn ObjectStoreChapter(props: &ChapterProps) -> Html {
             <tbody>{ for costs }<tr class="per-record"><td>{ "one PUT per record" }</td><td>{ "-" }</td><td>{ "1.0000" }</td><td>{ "$5.000" }</td></tr></tbody>
         </table>
         <p class="note">{ "Latencies: S3 Standard takes tens of milliseconds per request; S3 Express One Zone promises single-digit \
-            milliseconds " }<Source name="AWS S3 Express performance" href={EXPRESS_PAGE} />{ "; a Postgres commit a millisecond or two." }</p>
+            milliseconds " }{ source("AWS S3 Express performance", EXPRESS_PAGE) }{ "; a Postgres commit a millisecond or two." }</p>
         <h3>{ "Fencing: two nodes, one log" }</h3>
         <div class="prose">
             <p>{ "A node's log has one writer at a time, identified by its epoch: a number that grows by one each time a process \
