@@ -17,8 +17,9 @@ pub use crate::format::format_millis;
 /// so `policy=group` on the page is `--policy group` on the command line.
 pub use walab_core::group_commit::PolicyKind;
 
-/// The policies the page offers (the periodic sync is the command line's only).
-pub const PAGE_POLICIES: [PolicyKind; 4] = [PolicyKind::Group, PolicyKind::PerWrite, PolicyKind::Window, PolicyKind::NoSync];
+/// The policies the page offers.
+pub const PAGE_POLICIES: [PolicyKind; 5] =
+    [PolicyKind::Group, PolicyKind::PerWrite, PolicyKind::Window, PolicyKind::NoSync, PolicyKind::Periodic];
 
 /// The page's policy named `name` in a URL.
 pub fn page_policy(name: &str) -> Option<PolicyKind> {
@@ -203,6 +204,9 @@ pub struct LabParams {
     pub predict: Option<u32>,
     /// The student asked to see the answer without predicting.
     pub reveal: bool,
+    /// Part 13: the `walab serve` whose live feed the page watches, an `http://` or
+    /// `https://` address (checked by [`parse_server`]).
+    pub server: Option<String>,
 }
 
 impl LabParams {
@@ -254,6 +258,7 @@ impl Default for LabParams {
             present: false,
             predict: None,
             reveal: false,
+            server: None,
         }
     }
 }
@@ -417,7 +422,8 @@ pub fn parse_query(query: &str) -> (LabParams, Vec<UrlProblem>) {
                 }
                 _ => Err(problem(&format!("not a prediction; give a whole number from 0 to {PREDICT_MAX}"))),
             },
-            _ => Err(problem("unknown parameter; the lab reads part, scenario, sync, load, policy, window, w, unit, seed, cut, fault, handling, call, cdc, protection, log_sync_fails, predict, reveal, present and the r... parameters of Parts 13 and 14")),
+            "server" => parse_server(&value).map(|server| params.server = Some(server)).map_err(|reason| problem(&reason)),
+            _ => Err(problem("unknown parameter; the lab reads part, scenario, sync, load, policy, window, w, unit, seed, cut, fault, handling, call, cdc, protection, log_sync_fails, predict, reveal, present, server and the r... parameters of Parts 13 and 14")),
         };
         if let Err(problem) = outcome {
             problems.push(problem);
@@ -463,6 +469,27 @@ pub fn parse_millis_in(value: &str, min: Nanos, max: Nanos) -> Result<Nanos, Str
         return Err(out_of_range());
     }
     Ok(nanos)
+}
+
+/// The longest `server=` address the page takes.
+pub const SERVER_ADDRESS_MAX: usize = 200;
+
+/// A `server=` value: the address of a `walab serve`, `http://` or `https://` then a host,
+/// an optional port and path, in letters, digits and `.-_~:/` only (no credentials, query
+/// or fragment), without its trailing `/`.
+pub fn parse_server(value: &str) -> Result<String, String> {
+    let rest = value.strip_prefix("http://").or_else(|| value.strip_prefix("https://"));
+    let Some(rest) = rest else { return Err("not a server address; give http://HOST:PORT of a walab serve".into()) };
+    if value.len() > SERVER_ADDRESS_MAX {
+        return Err(format!("longer than {SERVER_ADDRESS_MAX} characters"));
+    }
+    if let Some(bad) = rest.chars().find(|c| !(c.is_ascii_alphanumeric() || ".-_~:/".contains(*c))) {
+        return Err(format!("{bad:?} has no place in a server address; give http://HOST:PORT"));
+    }
+    if rest.split(['/', ':']).next().unwrap_or("").is_empty() {
+        return Err("the address names no host; give http://HOST:PORT".into());
+    }
+    Ok(value.trim_end_matches('/').to_string())
 }
 
 /// Writes the query string for a view: only the parameters that differ from the
@@ -516,6 +543,9 @@ pub fn to_query(params: &LabParams) -> String {
         pairs.push(format!("protection={}", params.protection.name()));
     }
     pairs.extend(params.remote.to_pairs());
+    if let Some(server) = &params.server {
+        pairs.push(format!("server={server}"));
+    }
     if let Some(guess) = params.predict {
         pairs.push(format!("predict={guess}"));
     }
@@ -567,6 +597,27 @@ mod tests {
     }
 
     #[test]
+    fn server_takes_only_an_http_address_and_survives_the_links_the_page_writes() {
+        let (params, problems) = parse_query("part=13&server=http%3A%2F%2F127.0.0.1%3A8080%2F");
+        assert_eq!((params.server.as_deref(), problems), (Some("http://127.0.0.1:8080"), vec![]));
+        assert_eq!(parse_query(&to_query(&params)).0, params);
+        for (value, says) in [
+            ("javascript:alert(1)", "not a server address"),
+            ("http://example.org/?x=1", "'?' has no place"),
+            ("https://user@host", "'@' has no place"),
+            ("http://", "names no host"),
+            ("http://:9", "names no host"),
+            ("ftp://host", "not a server address"),
+        ] {
+            let (params, problems) = parse_query(&format!("part=13&server={value}"));
+            assert_eq!(params.server, None, "{value}");
+            assert!(problems.len() == 1 && problems[0].reason.contains(says), "{value}: {problems:?}");
+        }
+        let long = format!("http://{}", "a".repeat(SERVER_ADDRESS_MAX));
+        assert!(parse_query(&format!("server={long}")).1[0].reason.contains("longer than 200"));
+    }
+
+    #[test]
     fn a_full_link_round_trips() {
         let params = LabParams {
             part: 6,
@@ -589,9 +640,10 @@ mod tests {
             present: true,
             predict: Some(17),
             reveal: true,
+            server: Some("http://127.0.0.1:8080".into()),
         };
         let query = to_query(&params);
-        assert_eq!(query, "?part=6&scenario=random&sync=1.5&load=2000&policy=window&window=0.5&w=3&unit=4096&seed=42&cut=13.5&fault=e1&handling=retry&call=o_direct&cdc=10&log_sync_fails=9&protection=doublewrite&predict=17&reveal=1&present=1");
+        assert_eq!(query, "?part=6&scenario=random&sync=1.5&load=2000&policy=window&window=0.5&w=3&unit=4096&seed=42&cut=13.5&fault=e1&handling=retry&call=o_direct&cdc=10&log_sync_fails=9&protection=doublewrite&server=http://127.0.0.1:8080&predict=17&reveal=1&present=1");
         assert_eq!(parse_query(&query), (params, vec![]));
     }
 

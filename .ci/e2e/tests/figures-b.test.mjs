@@ -63,6 +63,10 @@ test('Part 6, no-sync, cut at 13.5 ms: writes 21 to 24 drawn as lost, 1 to 20 as
     assert.equal(await state(page, `[data-figure="modes"] [data-policy="no-sync"] g.cell[data-write="${id}"]`), expected, `no-sync cell of write ${id}`);
   }
   assert.equal(await page.getAttribute('[data-figure="modes"] [data-policy="group"]', 'data-lost'), '0');
+  // The four modes are the teaching page's: the second fast one syncs in the background
+  // once a second, and at 13.5 ms it too acknowledged all 24 and lost 21-24.
+  const rows = await page.$$eval('table.modes tbody tr', (trs) => trs.map((tr) => [tr.dataset.policy, tr.dataset.acknowledged, tr.dataset.lost]));
+  assert.deepEqual(rows, [['group', '22', '0'], ['per-write', '13', '0'], ['no-sync', '24', '4'], ['periodic', '24', '4']]);
   assert.match(await page.textContent('.player .caption'), /4 are lost \(21-24\)/);
   // Every sync bar's label, where drawn, sits clear of its neighbours on its line.
   const overlaps = await page.$$eval('[data-figure="lanes"] .sync-label', (labels) => {

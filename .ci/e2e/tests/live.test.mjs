@@ -125,3 +125,24 @@ test('Part 13 without a server says how to start one and draws nothing', async (
     await lab.close();
   }
 });
+
+test('Part 13 served elsewhere watches the server its link names, and refuses an address that is not one', async () => {
+  await append(3);
+  const lab = await startLab();
+  try {
+    const page = await lab.newPage(`?part=13&server=${encodeURIComponent(base)}`);
+    await page.waitForSelector('.live-server[data-connection="live"]');
+    assert.match(await page.textContent('.live-status'), new RegExp(`Watching ${base}/trace live`));
+    // The page rewrites its address from what it read: the server stays in the link.
+    assert.match(await page.evaluate(() => location.search), new RegExp(`server=${base.replace(/[/.]/g, '\\$&')}`));
+    const requested = [];
+    const hostile = await lab.newPage('?part=13&server=javascript:alert(1)');
+    hostile.on('request', (request) => requested.push(request.url()));
+    await hostile.waitForSelector('.live-server[data-connection="none"]');
+    assert.match(await hostile.textContent('.url-problems'), /server.*not a server address; give http:\/\/HOST:PORT/s);
+    assert.ok(!requested.some((url) => url.startsWith('javascript:')), requested.join(' '));
+    assert.deepEqual(lab.consoleErrors, []);
+  } finally {
+    await lab.close();
+  }
+});

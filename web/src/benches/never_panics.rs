@@ -22,7 +22,7 @@ fn millis(max_thousandths: u64) -> impl Strategy<Value = String> {
 fn shared_pair() -> impl Strategy<Value = String> {
     prop_oneof![
         prop_oneof![Just("tiny"), Just("steady"), Just("random")].prop_map(|v| format!("scenario={v}")),
-        prop_oneof![Just("group"), Just("per-write"), Just("window"), Just("no-sync")].prop_map(|v| format!("policy={v}")),
+        prop_oneof![Just("group"), Just("per-write"), Just("window"), Just("no-sync"), Just("periodic")].prop_map(|v| format!("policy={v}")),
         (10u64..100_000).prop_map(|micros| format!("sync={}.{:03}", micros / 1000, micros % 1000)),
         (1u64..1_000_001).prop_map(|load| format!("load={load}")),
         millis(100_000).prop_map(|ms| format!("window={ms}")),

@@ -95,7 +95,9 @@ pub fn modes_chapter(props: &ChapterProps) -> Html {
                     </Predict>
                 }
             }}>
-            <div class="prose"><p>{ "The same 24 arrivals under each mode, cut at the same instant. Flushed files are synced in every mode. \
+            <div class="prose"><p>{ "The same 24 arrivals under each mode, cut at the same instant. The two fast modes send OK before any sync: \
+                one never syncs the log, the other syncs it in the background once a second (InnoDB's 2, PostgreSQL's \
+                synchronous_commit = off). Flushed files are synced in every mode. \
                 Each row is the core's run; for the modes with syncs in flight, the row shows the worst legal outcome of the units in flight." }</p></div>
         </Scene>
         <Scene name="power-cut" title="Your own cut" opens_here={props.params.cut.is_some()}

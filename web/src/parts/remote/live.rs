@@ -58,15 +58,13 @@ impl Feed {
     }
 }
 
-/// Where the feed is: `server=URL` in the address, else this page's own server when
-/// `walab serve` served it.
-fn feed_url() -> Option<String> {
-    let window = web_sys::window()?;
-    let search = window.location().search().ok()?;
-    let params = web_sys::UrlSearchParams::new_with_str(&search).ok()?;
-    if let Some(server) = params.get("server").filter(|server| !server.is_empty()) {
-        return Some(format!("{}/trace", server.trim_end_matches('/')));
+/// Where the feed is: the address's `server=` (checked by the URL layer), else this page's
+/// own server when `walab serve` served it.
+fn feed_url(server: Option<&str>) -> Option<String> {
+    if let Some(server) = server {
+        return Some(format!("{server}/trace"));
     }
+    let window = web_sys::window()?;
     let document = window.document()?;
     let origin = window.location().origin().ok()?;
     document.query_selector("meta[name='walab-serve']").ok().flatten().map(|_| format!("{origin}/trace"))
@@ -81,13 +79,13 @@ fn message_data(event: &web_sys::Event) -> Option<String> {
 pub struct LiveFeed(Rc<RefCell<Feed>>);
 
 #[hook]
-pub fn use_live_feed() -> LiveFeed {
+pub fn use_live_feed(server: Option<String>) -> LiveFeed {
     let feed = use_mut_ref(Feed::default);
     let redraw = use_force_update();
     {
         let feed = feed.clone();
-        use_effect_with((), move |_| {
-            let connected = connect(&feed);
+        use_effect_with(server, move |server| {
+            let connected = connect(&feed, server.as_deref());
             let ticker = gloo_timers::callback::Interval::new(REDRAW_MS, move || {
                 let mut feed = feed.borrow_mut();
                 feed.fold();
@@ -130,8 +128,8 @@ pub fn live_view(feed: &LiveFeed) -> Html {
 }
 
 /// Opens the feed, if there is one to open.
-fn connect(feed: &Rc<RefCell<Feed>>) -> Option<(web_sys::EventSource, [EventListener; 3])> {
-    let url = feed_url();
+fn connect(feed: &Rc<RefCell<Feed>>, server: Option<&str>) -> Option<(web_sys::EventSource, [EventListener; 3])> {
+    let url = feed_url(server);
     let source = url.as_ref().and_then(|url| web_sys::EventSource::new(url).ok());
     {
         let mut feed = feed.borrow_mut();

@@ -393,7 +393,7 @@ fn losses(props: &ChapterProps, run: &RemoteRun, backend: RemoteBackend) -> Html
 #[component]
 pub fn ObjectStoreChapter(props: &ChapterProps) -> Html {
     use_scroll_to_new_trace(bench_of(props).and_then(|bench| bench.trace.as_ref()));
-    let live_feed = self::live::use_live_feed();
+    let live_feed = self::live::use_live_feed(props.params.server.clone());
     let Some(bench) = bench_of(props) else { return html! { <p class="error">{ "this Part's bench did not run" }</p> } };
     let run = match &bench.run {
         Ok(run) => Rc::new(run.clone()),
