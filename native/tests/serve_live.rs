@@ -221,6 +221,23 @@ async fn the_page_is_served_at_the_root_beside_the_api() {
     let (status, missing) = text(server.url("/no-such-file.js")).await;
     assert_eq!(status, 404);
     assert!(missing.contains("no such route or page file"), "{missing}");
+    // The page's files go gzipped to a browser that takes gzip; the API's answers do not.
+    let wasm = vec![b'w'; 64 << 10];
+    std::fs::write(page.join("app.wasm"), &wasm).unwrap();
+    let gzipped = |url: String| {
+        let client = client.clone();
+        async move {
+            let response = client.get(url).header("accept-encoding", "gzip").send().await.unwrap();
+            let encoding = response.headers().get("content-encoding").map(|v| v.to_str().unwrap().to_string());
+            (response.status().as_u16(), encoding, response.bytes().await.unwrap().len())
+        }
+    };
+    let (status, encoding, bytes) = gzipped(server.url("/app.wasm")).await;
+    assert_eq!((status, encoding.as_deref()), (200, Some("gzip")));
+    assert!(bytes < wasm.len() / 10, "{bytes} bytes on the wire for {}", wasm.len());
+    assert_eq!(text(server.url("/app.wasm")).await.1.len(), wasm.len());
+    let (status, encoding, _) = gzipped(server.url("/v1/stream/s")).await;
+    assert_eq!((status, encoding), (200, None));
 }
 
 #[test]
