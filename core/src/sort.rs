@@ -9,8 +9,23 @@
 //!
 //! The result is the standard library's stable sort's: items that compare equal keep
 //! their order (the tests compare both on random input, ties included).
+//!
+//! Collecting into a `BTreeMap` hides one more copy: `FromIterator` gathers the pairs in a
+//! vector and sorts it with the standard sort, compiled again for each key and value type.
+//! [`map_from`] builds the map by insertion instead, which needs no sort at all.
 
 use std::cmp::Ordering;
+use std::collections::BTreeMap;
+
+/// The map of `pairs`, a later pair replacing an earlier one with the same key: like
+/// `collect::<BTreeMap<_, _>>()`, without compiling a sort for the pair type.
+pub fn map_from<K: Ord, V>(pairs: impl IntoIterator<Item = (K, V)>) -> BTreeMap<K, V> {
+    let mut map = BTreeMap::new();
+    for (key, value) in pairs {
+        map.insert(key, value);
+    }
+    map
+}
 
 /// Sorts `items` by `compare`, stable: like `slice::sort_by`.
 pub fn sort_by<T>(items: &mut [T], mut compare: impl FnMut(&T, &T) -> Ordering) {
@@ -57,6 +72,13 @@ fn permute<T>(items: &mut [T], mut order: Vec<usize>) {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn map_from_keeps_the_last_value_of_a_key_like_collect() {
+        let pairs = vec![(3, 'a'), (1, 'b'), (3, 'c'), (2, 'd')];
+        let collected: BTreeMap<i32, char> = pairs.iter().copied().collect();
+        assert_eq!(map_from(pairs), collected);
+    }
 
     proptest! {
         #[test]

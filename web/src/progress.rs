@@ -5,8 +5,9 @@
 //! The stored form is one line of text, `v=0,2,3;p=7@13.5,6@12;d=12:0,12:3`, read back
 //! forgivingly: anything unreadable is dropped, so a stale or hand-edited value never
 //! breaks the page.
-
-use std::collections::BTreeSet;
+//!
+//! Each list is a [`SortedSet`], a sorted vector: a few hundred entries at most, and
+//! a `BTreeSet` would compile the whole B-tree once more for each item type.
 
 /// The local-storage key.
 pub const STORAGE_KEY: &str = "walab-progress";
@@ -15,11 +16,53 @@ pub const ENTRIES_MAX: usize = 200;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Progress {
-    pub visited: BTreeSet<u8>,
+    pub visited: SortedSet<u8>,
     /// One entry per question answered: the Part and the moment, "7@13.5".
-    pub predictions: BTreeSet<String>,
+    pub predictions: SortedSet<String>,
     /// One entry per drill opened: "12:3".
-    pub drills: BTreeSet<String>,
+    pub drills: SortedSet<String>,
+}
+
+/// A set kept as a sorted vector without repeats.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SortedSet<T>(Vec<T>);
+
+impl<T> Default for SortedSet<T> {
+    fn default() -> Self {
+        SortedSet(Vec::new())
+    }
+}
+
+impl<T: Ord> SortedSet<T> {
+    /// Adds `item`; returns whether it was new.
+    pub fn insert(&mut self, item: T) -> bool {
+        match self.0.binary_search(&item) {
+            Ok(_) => false,
+            Err(at) => {
+                self.0.insert(at, item);
+                true
+            }
+        }
+    }
+
+    pub fn contains(&self, item: &T) -> bool {
+        self.0.binary_search(item).is_ok()
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// The items in order.
+    pub fn iter(&self) -> std::slice::Iter<'_, T> {
+        self.0.iter()
+    }
+
+    fn extend(&mut self, items: impl IntoIterator<Item = T>) {
+        for item in items {
+            self.insert(item);
+        }
+    }
 }
 
 impl Progress {
@@ -39,7 +82,7 @@ impl Progress {
     }
 
     pub fn encode(&self) -> String {
-        let join = |set: &BTreeSet<String>| set.iter().cloned().collect::<Vec<_>>().join(",");
+        let join = |set: &SortedSet<String>| set.0.join(",");
         let visited: Vec<String> = self.visited.iter().map(u8::to_string).collect();
         format!("v={};p={};d={}", visited.join(","), join(&self.predictions), join(&self.drills))
     }
@@ -77,6 +120,7 @@ mod tests {
         let text = progress.encode();
         assert_eq!(text, "v=3;p=7@13.5;d=12:0");
         assert_eq!(Progress::decode(&text), progress);
-        assert_eq!(Progress::decode("nonsense;v=x,2,300;q=1"), Progress { visited: [2].into(), ..Progress::default() });
+        assert_eq!(Progress::decode("v=5,2,5,3").encode(), "v=2,3,5;p=;d=");
+        assert_eq!(Progress::decode("nonsense;v=x,2,300;q=1"), Progress { visited: SortedSet(vec![2]), ..Progress::default() });
     }
 }

@@ -137,7 +137,7 @@ impl Media {
 
     /// Every page as it reads now.
     pub fn read_all(&self) -> BTreeMap<PageNo, Result<Page, PageReadError>> {
-        self.pages.keys().map(|&page_no| (page_no, self.read_page(page_no))).collect()
+        crate::sort::map_from(self.pages.keys().map(|&page_no| (page_no, self.read_page(page_no))))
     }
 
     /// Writes `bytes` to `place` sector by sector, in order, until the power budget runs
@@ -442,7 +442,7 @@ impl PageEngine {
     /// The pages as the engine sees them in memory: every change logged so far. After a
     /// power cut, recovery must bring the data file back to exactly this.
     pub fn pages_in_memory(&self) -> BTreeMap<PageNo, Page> {
-        self.buffer.iter().map(|(&page_no, frame)| (page_no, frame.page.clone())).collect()
+        crate::sort::map_from(self.buffer.iter().map(|(&page_no, frame)| (page_no, frame.page.clone())))
     }
 
     /// Pages changed since they were last written back.

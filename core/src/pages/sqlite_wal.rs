@@ -161,7 +161,7 @@ impl WalMedia {
     /// database file's page.
     pub fn pages_as_read(&self) -> BTreeMap<PageNo, Result<Page, super::page::PageReadError>> {
         let (frames, committed) = self.scan();
-        let mut pages: BTreeMap<PageNo, Result<Page, _>> = self.db.iter().map(|(&page_no, bytes)| (page_no, Page::decode(bytes))).collect();
+        let mut pages = crate::sort::map_from(self.db.iter().map(|(&page_no, bytes)| (page_no, Page::decode(bytes))));
         for frame in &frames[..committed] {
             pages.insert(frame.page.page_no, Ok(frame.page.clone()));
         }

@@ -460,7 +460,7 @@ impl MetaState {
 
     /// Committed objects with the data bytes of the live runs each holds, by id.
     pub fn object_bytes(&self) -> BTreeMap<u64, u64> {
-        let mut bytes: BTreeMap<u64, u64> = self.objects.keys().map(|&id| (id, 0)).collect();
+        let mut bytes: BTreeMap<u64, u64> = crate::sort::map_from(self.objects.keys().map(|&id| (id, 0)));
         for stream in self.streams.values() {
             for &(start, end, object) in &stream.runs {
                 *bytes.entry(object).or_default() += end.bytes - start.bytes;

@@ -104,10 +104,9 @@ pub struct PagesAt {
 /// Folds the first `done` events; `expected` is the pages as memory held them at the cut.
 pub fn pages_at(events: &[PageEvent], done: usize, expected: &BTreeMap<PageNo, Page>, sectors_per_page: usize) -> PagesAt {
     let mut buffer: BTreeMap<u32, MemPage> = BTreeMap::new();
-    let mut disk: BTreeMap<u32, DiskPage> = expected
-        .keys()
-        .map(|page_no| (page_no.0, DiskPage { page_no: page_no.0, sectors: vec![0; sectors_per_page], damaged: false }))
-        .collect();
+    let mut disk: BTreeMap<u32, DiskPage> = walab_core::sort::map_from(
+        expected.keys().map(|page_no| (page_no.0, DiskPage { page_no: page_no.0, sectors: vec![0; sectors_per_page], damaged: false })),
+    );
     let mut log: Vec<LogEntry> = Vec::new();
     let mut phase = Phase::Running;
     let mut redo_point = 0;
