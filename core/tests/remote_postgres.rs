@@ -311,3 +311,61 @@ fn a_seed_gives_the_same_run_every_time() {
     };
     assert_eq!(run(&setup).unwrap(), run(&setup).unwrap());
 }
+
+/// Part 14's run: 20,000 records/s, 600 of them, 4 inserts in flight, a ring of four
+/// 4 KiB slot tables, the Postgres latency profile, seed 1.
+fn part_14() -> RemoteRun {
+    run(&RemoteSetup {
+        latency: walab_core::sim::remote::LatencyProfile::Postgres.latency(),
+        ring: RingGeometry {
+            segments: 4,
+            segment_bytes: 4096,
+        },
+        inflight_max: 4,
+        seed: 1,
+        ..RemoteSetup::new(
+            RemoteBackend::Postgres,
+            Load::Rate {
+                rate_per_s: 20_000,
+                poisson: false,
+            },
+            600,
+        )
+    })
+    .unwrap()
+}
+
+#[test]
+fn a_restore_counts_the_records_past_the_backup_and_those_already_uploaded() {
+    let run = part_14();
+    let backup_at = ms(20);
+    let end = run.records.iter().filter_map(|r| r.acked).max().unwrap();
+    let (mut some_lost, mut all_uploaded) = (false, false);
+    let mut at = Nanos::ZERO;
+    while at <= end {
+        let restart = restart_after(&run, TimelineCase::Lower { backup_at }, at);
+        // Every acknowledged record committed after the backup point is past the database.
+        let past: Vec<u64> = run
+            .acked_by(at)
+            .filter(|r| {
+                let batch = run.batches.iter().find(|b| Some(b.batch) == r.batch).unwrap();
+                batch.stored.unwrap() > backup_at
+            })
+            .map(|r| r.record)
+            .collect();
+        assert_eq!(restart.past_database, past.len() as u64, "at {at:?}");
+        assert!(restart.past_database_uploaded <= restart.past_database);
+        assert_eq!(
+            restart.lost.len() as u64,
+            restart.past_database - restart.past_database_uploaded + restart.lost_past_gap,
+            "at {at:?}"
+        );
+        some_lost |= !restart.lost.is_empty() && restart.past_database_uploaded < restart.past_database;
+        all_uploaded |= restart.past_database > 0 && restart.lost.is_empty();
+        at = at + Nanos::from_micros(250);
+    }
+    assert!(some_lost, "a restore mid-run loses what the upload had not reached");
+    assert!(all_uploaded, "a restore late in the run loses nothing: the upload has it all");
+    let equal = restart_after(&run, TimelineCase::Equal, end);
+    assert_eq!((equal.past_database, equal.lost.len()), (0, 0));
+}

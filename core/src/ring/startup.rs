@@ -92,12 +92,13 @@ pub enum TimelineVerdict {
     FirstStart { current: u32 },
     /// A normal restart.
     Equal { current: u32 },
-    /// The database was restored from a backup: records after the backup point are gone.
+    /// The database was restored from a backup: its rows committed after the backup point
+    /// are gone (records the upload had already taken to data objects are still there).
     Lower { recorded: u32, current: u32 },
     /// A standby was promoted, and a synchronous standby had every acknowledged commit.
     HigherSynchronous { recorded: u32, current: u32 },
-    /// A standby was promoted without a synchronous standby: records acknowledged after
-    /// its last replayed commit are lost.
+    /// A standby was promoted without a synchronous standby: rows committed after its
+    /// last replayed commit are not on it.
     HigherAsynchronous { recorded: u32, current: u32 },
 }
 
@@ -124,7 +125,7 @@ impl fmt::Display for TimelineVerdict {
             TimelineVerdict::Equal { current } => write!(f, "timeline {current}, as at the last start"),
             TimelineVerdict::Lower { recorded, current } => write!(
                 f,
-                "timeline {current} is below the {recorded} recorded at the last start: the database was restored from a backup, and records after the backup point are gone"
+                "timeline {current} is below the {recorded} recorded at the last start: the database was restored from a backup, and its rows committed after the backup point are gone"
             ),
             TimelineVerdict::HigherSynchronous { recorded, current } => write!(
                 f,
@@ -132,7 +133,7 @@ impl fmt::Display for TimelineVerdict {
             ),
             TimelineVerdict::HigherAsynchronous { recorded, current } => write!(
                 f,
-                "timeline {current} is above the {recorded} recorded at the last start and synchronous_standby_names is empty: a standby was promoted, and records acknowledged after its last replayed commit are lost"
+                "timeline {current} is above the {recorded} recorded at the last start and synchronous_standby_names is empty: a standby was promoted, and rows committed after its last replayed commit are not on it"
             ),
         }
     }

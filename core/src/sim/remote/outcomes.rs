@@ -129,13 +129,7 @@ fn s3_recovered(run: &RemoteRun, at: Nanos) -> Vec<u64> {
 /// uploaded below the trim offset, then the committed rows that `survives` keeps, in log
 /// order up to the first that it does not (the chain stops at the first gap).
 fn postgres_kept(run: &RemoteRun, at: Nanos, survives: impl Fn(Nanos) -> bool) -> Vec<u64> {
-    let trim_offset = run
-        .trims
-        .iter()
-        .filter(|trim| trim.at <= at)
-        .map(|trim| trim.trim_offset)
-        .max()
-        .unwrap_or(0);
+    let trim_offset = trim_offset_at(run, at);
     let mut records = Vec::new();
     for batch in &run.batches {
         let committed = batch.stored.filter(|&stored| stored <= at);
@@ -147,6 +141,16 @@ fn postgres_kept(run: &RemoteRun, at: Nanos, survives: impl Fn(Nanos) -> bool) -
     }
     crate::sort::sort(&mut records);
     records
+}
+
+/// How far the upload had trimmed the ring by `at`: every record below it is in data objects.
+fn trim_offset_at(run: &RemoteRun, at: Nanos) -> u64 {
+    run.trims
+        .iter()
+        .filter(|trim| trim.at <= at)
+        .map(|trim| trim.trim_offset)
+        .max()
+        .unwrap_or(0)
 }
 
 /// The Postgres timeline at a restart, against the one recorded at the last start.
@@ -163,11 +167,21 @@ pub enum TimelineCase {
 }
 
 /// What a restart at `at` finds.
+///
+/// The counts tell one story, true at every instant: of the `acked` records,
+/// `past_database` are not in the restarted database's rows (committed after the backup
+/// point, or after the promoted standby's last replayed commit); `past_database_uploaded`
+/// of those were already in data objects below the trim offset, so recovery reads them from
+/// there; the rest of them are `lost`, together with any record the database still holds
+/// but that sits past the first gap the scan stops at (`lost_past_gap`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RestartOutcome {
     pub verdict: TimelineVerdict,
     pub severity: Severity,
     pub acked: u64,
+    pub past_database: u64,
+    pub past_database_uploaded: u64,
+    pub lost_past_gap: u64,
     pub lost: Vec<u64>,
 }
 
@@ -182,25 +196,45 @@ pub fn restart_after(run: &RemoteRun, case: TimelineCase, at: Nanos) -> RestartO
         TimelineCase::HigherAsynchronous { .. } => (RECORDED + 1, false),
     };
     let verdict = ring::timeline_verdict(Some(RECORDED), current, synchronous);
-    let kept = match case {
-        TimelineCase::Equal | TimelineCase::HigherSynchronous => postgres_kept(run, at, |_| true),
-        TimelineCase::Lower { backup_at } => {
-            postgres_kept(run, at, |committed| committed <= backup_at)
-        }
-        TimelineCase::HigherAsynchronous { lag } => {
-            postgres_kept(run, at, |committed| committed + lag <= at)
-        }
+    let survives = |committed: Nanos| match case {
+        TimelineCase::Equal | TimelineCase::HigherSynchronous => true,
+        TimelineCase::Lower { backup_at } => committed <= backup_at,
+        TimelineCase::HigherAsynchronous { lag } => committed + lag <= at,
     };
-    let acked: Vec<u64> = run.acked_by(at).map(|record| record.record).collect();
-    let lost = acked
-        .iter()
-        .copied()
-        .filter(|record| kept.binary_search(record).is_err())
-        .collect();
+    let kept = postgres_kept(run, at, survives);
+    let trim_offset = trim_offset_at(run, at);
+    let (mut acked, mut past_database, mut past_database_uploaded, mut lost_past_gap) = (0, 0, 0, 0);
+    let mut lost = Vec::new();
+    for record in run.acked_by(at) {
+        acked += 1;
+        let number = record.record;
+        let batch = record
+            .batch
+            .and_then(|n| run.batches.iter().find(|b| b.batch == n));
+        let in_database = batch.is_some_and(|b| b.stored.is_some_and(|s| s <= at && survives(s)));
+        let uploaded = batch.is_some_and(|b| b.end_offset <= trim_offset);
+        let recovered = kept.binary_search(&number).is_ok();
+        if !in_database {
+            past_database += 1;
+            past_database_uploaded += u64::from(uploaded && recovered);
+        } else if !recovered {
+            lost_past_gap += 1;
+        }
+        if !recovered {
+            lost.push(number);
+        }
+    }
+    debug_assert_eq!(
+        lost.len() as u64,
+        past_database - past_database_uploaded + lost_past_gap
+    );
     RestartOutcome {
         severity: verdict.severity(),
         verdict,
-        acked: acked.len() as u64,
+        acked,
+        past_database,
+        past_database_uploaded,
+        lost_past_gap,
         lost,
     }
 }

@@ -7,6 +7,7 @@
 
 mod figures;
 pub mod live;
+mod startup;
 mod upload;
 
 use std::rc::Rc;
@@ -16,6 +17,7 @@ use walab_core::time::Nanos;
 use yew::prelude::*;
 
 use self::figures::{BatchLanes, RingFigure, WritePathFigure};
+use self::startup::startup_panel;
 use self::upload::UploadFigure;
 use super::dropzone::DropZone;
 use super::{ChapterProps, source};
@@ -110,7 +112,7 @@ fn own_run_section(props: &ChapterProps) -> Html {
 }
 
 /// A select that rewrites one remote parameter.
-fn choice(
+pub(super) fn choice(
     label: &'static str,
     class: &'static str,
     options: Vec<(String, String)>,
@@ -133,7 +135,7 @@ fn choice(
     html! { <label class={classes!("remote-control", class)}>{ label }{ " " }<select {onchange}>{ for options }</select></label> }
 }
 
-fn opt(value: &str, text: &str) -> (String, String) {
+pub(super) fn opt(value: &str, text: &str) -> (String, String) {
     (value.to_string(), text.to_string())
 }
 
@@ -475,70 +477,6 @@ pub fn ObjectStoreChapter(props: &ChapterProps) -> Html {
         <h3>{ "What each event loses" }</h3>
         { losses(props, &run, RemoteBackend::S3) }
         { own_run_section(props) }
-        </>
-    }
-}
-
-/// A checkbox that rewrites the remote parameters.
-fn toggle(label: &'static str, class: &'static str, checked: bool, params: &RemoteParams, on_action: &Callback<LabAction>, apply: fn(&mut RemoteParams, bool)) -> Html {
-    let params = params.clone();
-    let onchange = on_action.reform(move |event: Event| {
-        let input: web_sys::HtmlInputElement = event.target_unchecked_into();
-        let mut next = params.clone();
-        apply(&mut next, input.checked());
-        LabAction::SetRemote(next)
-    });
-    html! { <label class={classes!("remote-control", "toggle", class)}><input type="checkbox" {checked} {onchange} />{ " " }{ label }</label> }
-}
-
-/// Part 14's start-up: the server's state as toggles, and what the core's start-up
-/// checks and timeline verdict make of it at a restart at the playhead.
-fn startup_panel(props: &ChapterProps, run: &RemoteRun) -> Html {
-    let params = &props.params.remote;
-    let on = &props.on_action;
-    let timeline = match params.timeline {
-        TimelineCase::Equal => "equal",
-        TimelineCase::Lower { .. } => "lower",
-        TimelineCase::HigherSynchronous | TimelineCase::HigherAsynchronous { .. } => "higher",
-    };
-    let controls = html! {
-        <div class="controls remote-controls startup-controls">
-            { choice("timeline now, against the one recorded at the last start", "timeline", vec![opt("equal", "equal: a normal restart"),
-                opt("lower", "lower: restored from a backup (taken at 20 ms)"), opt("higher", "higher: a standby was promoted")],
-                timeline.to_string(), params, on, |p, v| p.set_timeline(v)) }
-            { toggle("synchronous_standby_names is set (a synchronous standby)", "ssn", params.synchronous_standby_set(), params, on, |p, on| p.set_synchronous_standby(on)) }
-            { toggle("pg_is_in_recovery() is true (the server is a standby)", "recovery", params.server.in_recovery, params, on, |p, on| p.server.in_recovery = on) }
-            { toggle("fsync = off on the server", "fsync", params.server.fsync_off, params, on, |p, on| p.server.fsync_off = on) }
-            { toggle("allow_unsafe=true in the WAL's URL", "unsafe", params.server.allow_unsafe, params, on, |p, on| p.server.allow_unsafe = on) }
-        </div>
-    };
-    let now = props.player.now;
-    let view = startup_at(run, params, now);
-    let warnings: Vec<&str> = view.warnings.iter().map(|w| warning_name(*w)).collect();
-    let warning_items = view.warnings.iter().map(|warning| html! { <li class="warning">{ format!("Warning: {warning}.") }</li> });
-    let verdict = match (&view.refusal, &view.restart) {
-        (Some(refusal), _) => html! {
-            <p class="refusal">{ format!("The WAL refuses to start: {refusal}. Nothing is recovered and nothing is acknowledged until the server is fixed.") }</p>
-        },
-        (None, Some(restart)) => html! {
-            <p class="timeline-verdict" data-case={timeline_name(params.timeline)} data-severity={format!("{:?}", restart.severity).to_ascii_lowercase()}
-                data-lost={restart.lost.len().to_string()}>
-                { format!("It starts. Restart at {} ms: {}. Logged as {}. Of {} acknowledged records, {} are lost.", format_millis(now), restart.verdict,
-                    format!("{:?}", restart.severity).to_ascii_lowercase(), restart.acked, restart.lost.len()) }
-            </p>
-        },
-        (None, None) => Html::default(),
-    };
-    html! {
-        <>
-        { controls }
-        <div class="startup-verdict" data-verdict={if view.refusal.is_some() { "refused" } else { "starts" }}
-            data-refusal={view.refusal.map(refusal_name)} data-warnings={warnings.join(" ")}
-            data-timeline={view.restart.as_ref().map(|_| timeline_name(params.timeline))}
-            data-lost={view.restart.as_ref().map(|r| r.lost.len().to_string())} aria-live="polite">
-            { verdict }
-            <ul class="startup-warnings">{ for warning_items }</ul>
-        </div>
         </>
     }
 }
