@@ -81,6 +81,8 @@ pub fn opening(bench: &Bench, part: u8) -> Option<Nanos> {
             Some(failed.unwrap_or(walab_core::tiny_store::POWER_CUT).min(end))
         }
         (Bench::Quorum(quorum), _) => quorum.fork_at(),
+        // Parts 13 and 14: batches held back behind a slow one, or the ring waiting.
+        (Bench::Remote(remote), _) => remote.opening(),
         (Bench::Commit(commit), 5) => match &commit.tiny {
             Ok(tiny) if commit.scenario == crate::url_state::Scenario::Tiny => {
                 // The first of the largest batches, a moment after its sync started: the

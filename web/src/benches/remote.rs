@@ -527,6 +527,90 @@ impl RemoteBench {
     }
 }
 
+impl RemoteBench {
+    /// Where the chapter opens when the link names no moment (see `moments::opening`): on
+    /// the object store, the first instant a stored batch waits for an earlier one (the
+    /// in-order acknowledgement); in Postgres, the first batch waiting for its slot, else
+    /// the first trim; else the instant with the most batches in flight. Always an
+    /// instant something happens, so the caption has words.
+    pub fn opening(&self) -> Option<Nanos> {
+        let run = self.run.as_ref().ok()?;
+        let marks = self.timeline().marks;
+        let notable = match run.backend {
+            RemoteBackend::S3 => marks.iter().copied().find(|&t| counts_at(run, t).1 > 0),
+            RemoteBackend::Postgres => {
+                marks.iter().copied().find(|&t| ring_at(run, t).2.is_some()).or_else(|| run.trims.first().map(|trim| trim.at))
+            }
+        };
+        notable.or_else(|| {
+            let busiest = marks.iter().map(|&t| counts_at(run, t).0).max()?;
+            marks.iter().copied().find(|&t| counts_at(run, t).0 == busiest)
+        })
+    }
+}
+
+/// The figure's outcome at `t`, one sentence: what is acknowledged, in flight and held
+/// back, and (Postgres) where the head and the trim offset are in the ring.
+pub fn outcome_words(run: &RemoteRun, t: Nanos) -> String {
+    let (in_flight, held, acked) = counts_at(run, t);
+    let put = if run.backend == RemoteBackend::S3 { "PUT" } else { "INSERT" };
+    let mut words = format!(
+        "At {}: {} acknowledged, {} in flight as {}, {} stored but waiting for an earlier one",
+        crate::format::ms(t),
+        count(acked, "record"),
+        count(in_flight, "batch"),
+        crate::format::plural(put),
+        held
+    );
+    if run.backend == RemoteBackend::Postgres {
+        let (trim_offset, head, waiting) = ring_at(run, t);
+        let head_slot = run.ring.slots(trim_offset, head).iter().enumerate().find_map(|(slot, state)| match state {
+            walab_core::ring::SlotState::Head { generation } => Some((slot, *generation)),
+            _ => None,
+        });
+        if let Some((slot, generation)) = head_slot {
+            words.push_str(&format!("; the head writes generation {generation} in slot {slot}"));
+        }
+        words.push_str(&format!("; the upload has trimmed the ring to offset {trim_offset}"));
+        if let Some((generation, slot)) = waiting {
+            words.push_str(&format!(", and generation {generation} waits for slot {slot}"));
+        }
+    }
+    words + "."
+}
+
+/// What slot table `slot` holds at `t`, in words: its generation, its committed rows and
+/// when TRUNCATE empties it (the ring figure's chosen slot).
+pub fn slot_words(run: &RemoteRun, slot: u64, t: Nanos) -> String {
+    use walab_core::ring::SlotState;
+    let (trim_offset, head, _) = ring_at(run, t);
+    let segment = run.ring.segment_bytes;
+    let states = run.ring.slots(trim_offset, head);
+    let generation = match states.get(slot as usize) {
+        None => return format!("There is no slot {slot}: the ring has {}.", count(states.len(), "slot table")),
+        Some(SlotState::Free) => {
+            return format!("Slot {slot} is empty: no generation lives in it now (TRUNCATE emptied it, or the head has not reached it yet).")
+        }
+        Some(SlotState::Kept { generation } | SlotState::Head { generation }) => *generation,
+    };
+    let rows: Vec<&remote::BatchRow> =
+        run.batches.iter().filter(|b| b.generation == Some(generation) && b.stored.is_some_and(|stored| stored <= t)).collect();
+    let records: u64 = rows.iter().map(|b| b.records).sum();
+    let batches = match (rows.first(), rows.last()) {
+        (Some(first), Some(last)) if first.batch != last.batch => format!(" (batches {} to {})", first.batch, last.batch),
+        (Some(first), _) => format!(" (batch {})", first.batch),
+        _ => String::new(),
+    };
+    let (start, end) = (generation * segment, (generation + 1) * segment);
+    let head_words = if head >= start && head < end { "; the head writes here" } else { "" };
+    format!(
+        "Slot {slot} holds generation {generation}, offsets {start} to {end}: {} of {}{batches}{head_words}. \
+         TRUNCATE empties it once the upload's trim offset passes {end}; it is at {trim_offset}.",
+        count(rows.len(), "committed row"),
+        count(records, "record"),
+    )
+}
+
 /// Batches the lanes draw at most.
 pub const BATCHES_DRAWN_MAX: usize = 24;
 

@@ -6,7 +6,6 @@ use walab_core::sim::remote::upload::{AttemptOutcome, ObjectKind, ObjectRow, Upl
 use walab_core::sim::remote::RemoteRun;
 use walab_core::time::Nanos;
 
-use crate::url_state::format_millis;
 
 /// An uploaded object at the playhead.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -186,8 +185,8 @@ pub fn label_at(upload: &UploadRun, t: Nanos) -> String {
     let orphans = upload.objects.iter().filter(|o| object_state(upload, o, t) == ObjectState::Orphan).count();
     let ends = upload.stream_ends_at(t);
     format!(
-        "the upload at {} ms: {committed} objects committed, {orphans} orphaned; committed ends {}",
-        format_millis(t),
+        "the upload at {}: {committed} objects committed, {orphans} orphaned; committed ends {}",
+        crate::format::ms(t),
         ends.iter().enumerate().map(|(s, end)| format!("s{} {end}", s + 1)).collect::<Vec<_>>().join(", ")
     )
 }

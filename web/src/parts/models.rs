@@ -57,7 +57,8 @@ fn verdict(budget: &Budget, load: u64) -> Html {
 #[component]
 pub fn BudgetCalculator(props: &ChapterProps) -> Html {
     let Bench::Budget(bench) = &*props.bench.0 else { return Html::default() };
-    let shown = Shown { load: true, sync: true, ..Shown::default() };
+    // The load is dragged on the figure (its dial); the sync latency is chosen above it.
+    let shown = Shown { sync: true, ..Shown::default() };
     let budget = match &bench.budget {
         Ok(budget) => budget,
         Err(error) => return html! { <p class="error">{ format!("the budget model refused: {error}") }</p> },
@@ -81,7 +82,11 @@ pub fn BudgetCalculator(props: &ChapterProps) -> Html {
                 LSM page). The core's budget model computes the rest from a group-commit run at your load and sync latency. " }
                 { source("AWS: EBS I/O characteristics", "https://docs.aws.amazon.com/ebs/latest/userguide/ebs-io-characteristics.html") }</p></div>
             { controls(&props.params, shown, None, &props.on_action) }
-            <div class="charts">
+            <div class="charts budget-figure" data-figure="budget">
+                { super::controls::load_dial(props.params.load_per_second, &props.on_action, &format!(
+                    "{} log syncs a second, {} IOPS against {}'s {}, {:.0} MiB/s against its {} MiB/s",
+                    group_thousands(budget.syncs_per_s), group_thousands(budget.shared.iops), budget.limits.name,
+                    group_thousands(budget.limits.iops_included), mib(budget.shared.bytes_per_s), budget.limits.mib_per_s_included)) }
                 <BarChart title="IOPS" y_label="I/Os per second" bars={iops_bars}
                     limit={Some((budget.limits.iops_included as f64, AttrValue::from(format!("{} baseline: {} IOPS", budget.limits.name, group_thousands(budget.limits.iops_included)))))} />
                 <BarChart title="throughput" y_label="MiB/s" bars={throughput_bars}

@@ -21,8 +21,30 @@ pub struct BatchLanesProps {
     /// file WAL's fdatasync); such lanes draw no fence read.
     #[prop_or_default]
     pub request: Option<AttrValue>,
+    /// Draw at most this many lanes, the window around the playhead (a projector).
+    #[prop_or_default]
+    pub lanes_max: Option<usize>,
+    /// Clicking the lanes at a millisecond makes node B take over there (Part 13); Enter
+    /// takes over at the playhead, Delete takes no takeover.
+    #[prop_or_default]
+    pub on_take: Option<Callback<Option<Nanos>>>,
+    /// What the figure says after a takeover was chosen in it, from a polite live region.
+    #[prop_or_default]
+    pub announce: AttrValue,
 }
 
+/// The lanes a window of `max` shows at `now`: from two before the first batch not yet
+/// acknowledged, so the batches in flight and those held back are on screen.
+fn lane_window(batches: &[walab_core::sim::remote::BatchRow], now: Nanos, max: Option<usize>) -> std::ops::Range<usize> {
+    let Some(max) = max.filter(|max| *max < batches.len()) else { return 0..batches.len() };
+    let open = batches.iter().position(|b| b.formed <= now && b.acked.is_none_or(|acked| acked > now));
+    let formed = batches.iter().filter(|b| b.formed <= now).count();
+    let first = open.unwrap_or(formed.saturating_sub(max)).saturating_sub(2).min(batches.len() - max);
+    first..first + max
+}
+
+/// The lanes a phone shows: the window around the playhead.
+const PHONE_LANES: usize = 8;
 /// The widest the figures are laid out; a wider column scales them up (a projector).
 const WIDTH: f64 = 760.0;
 /// The narrowest: a phone's column is about 350 px.
@@ -81,16 +103,53 @@ pub fn BatchLanes(props: &BatchLanesProps) -> Html {
     let node = use_node_ref();
     let width = use_layout_width(node.clone());
     let run = &props.run;
-    let batches = batches_drawn(run);
-    let end = batches
-        .iter()
-        .flat_map(|b| [b.acked, b.stored, b.answered, b.checked, b.sent, Some(b.formed)])
-        .flatten()
-        .max()
-        .unwrap_or(Nanos(1))
-        .max(Nanos(1));
+    let all = batches_drawn(run);
+    // A projector's or a phone's window of lanes, its time axis zoomed to their lifetimes.
+    let window = lane_window(all, props.now, props.lanes_max.or((width < 560.0).then_some(PHONE_LANES)));
+    let batches = &all[window.clone()];
+    let zoomed = window.len() < all.len();
+    let lifetime = |b: &walab_core::sim::remote::BatchRow| [b.acked, b.stored, b.answered, b.checked, b.sent, Some(b.formed)];
+    let end = batches.iter().flat_map(lifetime).flatten().max().unwrap_or(Nanos(1)).max(Nanos(1));
+    let start = if zoomed { batches.iter().map(|b| b.formed).min().unwrap_or(Nanos::ZERO).min(end) } else { Nanos::ZERO };
+    // A zoomed axis ends no later than as far past the playhead as it starts before it: a
+    // batch that waits long (for its slot) does not squeeze the others to a corner.
+    let end = if zoomed && props.now > start { end.min(Nanos(props.now.0 + (props.now.0 - start.0))) } else { end };
+    let length = (end.0 - start.0).max(1) as f64;
     let span = width - LABEL_W - 12.0;
-    let x = |t: Nanos| LABEL_W + span * (t.0 as f64 / end.0 as f64).min(1.0);
+    let x = |t: Nanos| LABEL_W + span * (t.0.saturating_sub(start.0) as f64 / length).min(1.0);
+    let (on_click, on_key) = match &props.on_take {
+        Some(on_take) => {
+            let (take, svg) = (on_take.clone(), node.clone());
+            let on_click = Callback::from(move |event: MouseEvent| {
+                let Some(element) = svg.cast::<web_sys::Element>().and_then(|div| div.query_selector("svg").ok().flatten()) else { return };
+                let rect = element.get_bounding_client_rect();
+                if rect.width() <= 0.0 {
+                    return;
+                }
+                let svg_x = (f64::from(event.client_x()) - rect.left()) * width / rect.width();
+                let fraction = ((svg_x - LABEL_W) / span).clamp(0.0, 1.0);
+                // To a tenth of a millisecond, as the link writes it.
+                let tenths = ((start.0 as f64 + fraction * length) / 100_000.0).round() as u64;
+                take.emit(Some(Nanos(tenths * 100_000)));
+            });
+            let (take, now) = (on_take.clone(), props.now);
+            let on_key = Callback::from(move |event: KeyboardEvent| match event.key().as_str() {
+                "Enter" | " " => {
+                    event.prevent_default();
+                    event.stop_propagation();
+                    take.emit(Some(Nanos(now.0 / 100_000 * 100_000)));
+                }
+                "Delete" | "Backspace" => {
+                    event.prevent_default();
+                    event.stop_propagation();
+                    take.emit(None);
+                }
+                _ => {}
+            });
+            (Some(on_click), Some(on_key))
+        }
+        None => (None, None),
+    };
     // Row 1 the axis, row 2 the takeover's label, then the lanes, then the legend.
     let top = if run.takeover.is_some() { 50.0 } else { 30.0 };
     let s3 = run.backend == RemoteBackend::S3 && props.request.is_none();
@@ -171,11 +230,15 @@ pub fn BatchLanes(props: &BatchLanesProps) -> Html {
     });
     let px = x(now);
     let (in_flight, held, acked) = counts_at(run, now);
-    let label = format!(
-        "{} batches drawn; at {} ms {in_flight} in flight, {held} stored but not acknowledged, {acked} records acknowledged",
+    let mut label = format!(
+        "{} batches drawn; at {} {in_flight} in flight, {held} stored but not acknowledged, {acked} records acknowledged",
         batches.len(),
-        format_millis(now)
+        crate::format::ms(now)
     );
+    if props.on_take.is_some() {
+        label.push_str("; click a moment to make node B take the node over then, or press Enter to take it over at the playhead (Delete: no takeover)");
+    }
+    let takes = props.on_take.is_some();
     let legend = legend_entries.into_iter().zip(placed).map(|((swatch, text, key), (lx, row))| {
         html! {
             <g transform={format!("translate({lx:.0} {:.0})", row as f64 * 18.0)}>
@@ -184,16 +247,19 @@ pub fn BatchLanes(props: &BatchLanesProps) -> Html {
         }
     });
     html! {
-        <div class="figure remote-lanes" data-figure="remote-batches" aria-label={label.clone()} role="img" ref={node}
-            data-in-flight={in_flight.to_string()} data-held={held.to_string()} data-acked={acked.to_string()}>
+        <div class={classes!("figure", "remote-lanes", takes.then_some("takes-over"))} data-figure="remote-batches" aria-label={label.clone()}
+            role={if takes { "group" } else { "img" }} tabindex={takes.then_some("0")} ref={node} onclick={on_click} onkeydown={on_key}
+            data-in-flight={in_flight.to_string()} data-held={held.to_string()} data-acked={acked.to_string()}
+            data-lanes={format!("{}-{}", window.start + 1, window.end)}>
             <svg viewBox={format!("0 0 {width:.0} {height:.0}")} aria-hidden="true">
-                <text class="axis" x={LABEL_W.to_string()} y="14">{ "0 ms" }</text>
+                <text class="axis" x={LABEL_W.to_string()} y="14">{ format!("{} ms", if zoomed { format!("{:.1}", start.as_millis_f64()) } else { "0".into() }) }</text>
                 <text class="axis" x={format!("{:.0}", width - 8.0)} y="14" text-anchor="end">{ format!("{:.1} ms", end.as_millis_f64()) }</text>
                 { for rows }
                 { takeover.unwrap_or_default() }
                 <line class="playhead" x1={format!("{px:.1}")} x2={format!("{px:.1}")} y1="18" y2={format!("{lanes_bottom:.1}")} />
                 <g class="legend" transform={format!("translate(4 {:.0})", lanes_bottom + 22.0)}>{ for legend }</g>
             </svg>
+            if takes { <p class="visually-hidden" aria-live="polite">{ props.announce.clone() }</p> }
         </div>
     }
 }
@@ -205,6 +271,22 @@ pub struct RingFigureProps {
     pub head: u64,
     /// A batch waiting for its slot: (generation, slot).
     pub waiting: Option<(u64, u64)>,
+    /// What each slot holds, in words, for the slot the student clicks (or picks with
+    /// the keys); empty: slots are not chosen.
+    #[prop_or_default]
+    pub slot_words: Vec<AttrValue>,
+}
+
+/// The slot a key moves the choice to, from `chosen` among `slots`.
+fn slot_for_key(key: &str, chosen: Option<usize>, slots: usize) -> Option<usize> {
+    let last = slots.checked_sub(1)?;
+    match (key, chosen) {
+        ("ArrowRight" | "ArrowDown", Some(at)) => Some((at + 1).min(last)),
+        ("ArrowLeft" | "ArrowUp", Some(at)) => Some(at.saturating_sub(1)),
+        ("ArrowRight" | "ArrowDown" | "ArrowLeft" | "ArrowUp", None) | ("Home", _) => Some(0),
+        ("End", _) => Some(last),
+        _ => None,
+    }
 }
 
 /// The narrowest a slot box is drawn: "gen 12 ← head" fits.
@@ -230,7 +312,10 @@ fn two_lines(text: &str) -> (String, String) {
 pub fn RingFigure(props: &RingFigureProps) -> Html {
     let node = use_node_ref();
     let width = use_layout_width(node.clone());
+    let chosen = use_state_eq(|| None::<usize>);
     let states = props.geometry.slots(props.trim_offset, props.head);
+    let choosing = !props.slot_words.is_empty();
+    let chosen_slot = (*chosen).filter(|slot| *slot < states.len());
     let count = states.len().max(1);
     // As many slots a row as fit, balanced over the rows (8 slots: 4 and 4, not 5 and 3).
     let fit = (((width - 8.0) / (SLOT_W_MIN + 8.0)).floor() as usize).clamp(1, count);
@@ -252,8 +337,13 @@ pub fn RingFigure(props: &RingFigureProps) -> Html {
             SlotState::Head { generation } => ("head", format!("gen {generation} ← head")),
         };
         let wanted = props.waiting.is_some_and(|(_, waiting_slot)| waiting_slot == slot as u64);
+        let is_chosen = chosen_slot == Some(slot);
+        let onclick = choosing.then(|| {
+            let chosen = chosen.clone();
+            Callback::from(move |_: MouseEvent| chosen.set(Some(slot)))
+        });
         html! {
-            <g class={classes!("slot", name, wanted.then_some("wanted"))} data-slot={slot.to_string()} data-state={name}
+            <g class={classes!("slot", name, wanted.then_some("wanted"), is_chosen.then_some("chosen"))} data-slot={slot.to_string()} data-state={name} {onclick}
                 data-generation={match state { SlotState::Kept { generation } | SlotState::Head { generation } => Some(generation.to_string()), SlotState::Free => None }}>
                 <rect x={format!("{x0:.1}")} y={format!("{y0:.1}")} width={format!("{box_w:.1}")} height="54" rx="6" />
                 <text x={format!("{:.1}", x0 + 8.0)} y={format!("{:.1}", y0 + 20.0)}>{ format!("slot {slot}") }</text>
@@ -282,15 +372,32 @@ pub fn RingFigure(props: &RingFigureProps) -> Html {
         props.head,
         props.waiting.map_or(String::new(), |(g, s)| format!("; generation {g} waits for slot {s}"))
     );
+    let slot_count = states.len();
+    let on_key = choosing.then(|| {
+        let chosen = chosen.clone();
+        Callback::from(move |event: KeyboardEvent| {
+            if let Some(slot) = slot_for_key(&event.key(), *chosen, slot_count) {
+                event.prevent_default();
+                event.stop_propagation();
+                chosen.set(Some(slot));
+            }
+        })
+    });
+    let said = chosen_slot.and_then(|slot| props.slot_words.get(slot).cloned());
+    let label = if choosing { format!("{label}; click a slot, or use the arrow keys, to see what it holds") } else { label };
     html! {
-        <div class="figure remote-ring" data-figure="postgres-ring" aria-label={label} role="img" ref={node}
+        <div class={classes!("figure", "remote-ring", choosing.then_some("chooses"))} data-figure="postgres-ring" aria-label={label}
+            role={if choosing { "group" } else { "img" }} tabindex={choosing.then_some("0")} onkeydown={on_key} ref={node}
             data-trim-offset={props.trim_offset.to_string()} data-head={props.head.to_string()}
-            data-waiting={props.waiting.map(|(g, _)| g.to_string())}>
+            data-waiting={props.waiting.map(|(g, _)| g.to_string())} data-chosen={chosen_slot.map(|slot| slot.to_string())}>
             <svg viewBox={format!("0 0 {width:.0} {height:.0}")} aria-hidden="true">
                 { for heading }
                 { for slots }
                 { for waiting }
             </svg>
+            if choosing {
+                <p class="slot-words" aria-live="polite">{ said.unwrap_or_else(|| AttrValue::from("Click a slot table to see what it holds.")) }</p>
+            }
         </div>
     }
 }

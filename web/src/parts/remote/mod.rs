@@ -12,7 +12,7 @@ mod upload;
 
 use std::rc::Rc;
 
-use walab_core::sim::remote::{LatencyProfile, Load, RemoteBackend, RemoteRun, Standby, TimelineCase, WalEvent};
+use walab_core::sim::remote::{LatencyProfile, Load, RemoteBackend, RemoteRun, Standby, WalEvent};
 use walab_core::time::Nanos;
 use yew::prelude::*;
 
@@ -22,7 +22,7 @@ use self::upload::UploadFigure;
 use super::dropzone::DropZone;
 use super::{ChapterProps, source};
 use crate::benches::remote::{
-    caption_at, caption_with_upload, event_name, loss_at, refusal_name, ring_at, startup_at, startup_rows, timeline_name, warning_name, RemoteBench, RemoteLatency, RemoteParams,
+    caption_at, caption_with_upload, event_name, loss_at, ring_at, slot_words, startup_rows, RemoteBench, RemoteLatency, RemoteParams,
     BACKUP_AT, COST_RECORDS, LAB_SEGMENT_BYTES, STANDBY_LAG,
 };
 use crate::benches::remote_trace::DroppedRemote;
@@ -30,6 +30,9 @@ use crate::benches::Bench;
 use crate::player::{Player, PlayerState};
 use crate::state::LabAction;
 use crate::url_state::format_millis;
+
+/// The lanes a projector shows of Part 14's run: the window around the playhead.
+const PRESENTED_LANES: usize = 7;
 
 const PRICE_PAGE: &str = "https://aws.amazon.com/s3/pricing/";
 const EXPRESS_PAGE: &str = "https://docs.aws.amazon.com/AmazonS3/latest/userguide/s3-express-performance.html";
@@ -211,12 +214,47 @@ fn common_controls(props: &ChapterProps, backend: RemoteBackend) -> Html {
                 params.fail_put.map_or(String::new(), |k| k.to_string()), params, on, |p, v| {
                 if v.is_empty() { p.fail_put = None } else { let _ = p.parse("rfail", v); }
             }) }
-            { choice("takeover by node B", "takeover", vec![opt("", "none"), opt("10", "at 10 ms"), opt("30", "at 30 ms"), opt("60", "at 60 ms"), opt("100", "at 100 ms")],
+            { choice("takeover by node B", "takeover", takeover_options(params),
                 params.takeover_at.map_or(String::new(), format_millis), params, on, |p, v| {
                 if v.is_empty() { p.takeover_at = None } else { let _ = p.parse("rtake", v); }
             }) }
         </div>
     }
+}
+
+/// The takeover's choices, with the instant chosen in the lanes among them.
+fn takeover_options(params: &RemoteParams) -> Vec<(String, String)> {
+    let mut options = vec![opt("", "none"), opt("10", "at 10 ms"), opt("30", "at 30 ms"), opt("60", "at 60 ms"), opt("100", "at 100 ms")];
+    if let Some(at) = params.takeover_at.map(format_millis).filter(|at| !options.iter().any(|(value, _)| value == at)) {
+        options.push((at.clone(), format!("at {at} ms")));
+    }
+    options
+}
+
+/// Part 13's lanes take a takeover where they are clicked: the link's `rtake`.
+fn take_over(props: &ChapterProps) -> Callback<Option<Nanos>> {
+    let (params, on_action) = (props.params.remote.clone(), props.on_action.clone());
+    Callback::from(move |at: Option<Nanos>| {
+        let mut next = params.clone();
+        next.takeover_at = at;
+        on_action.emit(LabAction::SetRemote(next));
+    })
+}
+
+/// What the lanes say once a takeover is chosen in them.
+fn takeover_said(run: &RemoteRun) -> AttrValue {
+    match &run.takeover {
+        Some(takeover) => AttrValue::from(format!(
+            "Node B takes the node over at {} ms: it claims epoch {} (node A wrote under {}); node A is fenced at its next fence read.",
+            format_millis(takeover.at), takeover.new_epoch, takeover.old_epoch
+        )),
+        None => AttrValue::from("No takeover: node A keeps the node."),
+    }
+}
+
+/// The figure's outcome at the playhead, under the lanes (and on the projector).
+fn outcome_line(run: &RemoteRun, now: Nanos) -> Html {
+    html! { <p class="verdict-line remote-outcome" aria-live="polite">{ crate::benches::remote::outcome_words(run, now) }</p> }
 }
 
 fn caption(run: &RemoteRun, player: &PlayerState) -> Option<AttrValue> {
@@ -379,9 +417,9 @@ fn losses(props: &ChapterProps, run: &RemoteRun, backend: RemoteBackend) -> Html
     let verdict = if !loss.applicable {
         "This event does not apply to this backend.".to_string()
     } else if loss.lost.is_empty() {
-        format!("At {} ms, {} records were acknowledged; recovery brings back every one.", format_millis(now), loss.acked)
+        format!("At {}, {} records were acknowledged; recovery brings back every one.", crate::format::ms(now), loss.acked)
     } else {
-        format!("At {} ms, {} records were acknowledged; {} of them are lost (records {}..{}).", format_millis(now), loss.acked, loss.lost.len(),
+        format!("At {}, {} records were acknowledged; {} of them are lost (records {}..{}).", crate::format::ms(now), loss.acked, loss.lost.len(),
             loss.lost.first().copied().unwrap_or(0), loss.lost.last().copied().unwrap_or(0))
     };
     html! {
@@ -435,7 +473,8 @@ pub fn ObjectStoreChapter(props: &ChapterProps) -> Html {
         </div>
         { controls }
         <Player state={props.player.clone()} on_action={on_player} mark_name="event" caption={caption_s3(bench, &run, &props.player)} />
-        <BatchLanes run={run.clone()} now={props.player.now} />
+        <BatchLanes run={run.clone()} now={props.player.now} on_take={bench.trace.is_none().then(|| take_over(props))} announce={takeover_said(&run)} />
+        { outcome_line(&run, props.player.now) }
         { lanes_note(&run) }
         { totals(&run, bench) }
         { upload_section(props, bench, &run) }
@@ -507,7 +546,8 @@ pub fn PostgresChapter(props: &ChapterProps) -> Html {
         Some(trace) => (trace_in_place_of_controls(trace, &props.on_action), html! { <p class="note ring-left-out">{ trace.left_out() }</p> }),
         None => (
             html! { <>{ ring_controls }{ common_controls(props, RemoteBackend::Postgres) }</> },
-            html! { <RingFigure geometry={run.ring} trim_offset={trim_offset} head={head} waiting={waiting} /> },
+            html! { <RingFigure geometry={run.ring} trim_offset={trim_offset} head={head} waiting={waiting}
+                slot_words={(0..run.ring.segments).map(|slot| AttrValue::from(slot_words(&run, slot, props.player.now))).collect::<Vec<_>>()} /> },
         ),
     };
     html! {
@@ -527,7 +567,8 @@ pub fn PostgresChapter(props: &ChapterProps) -> Html {
         <div id={RUN_SECTION_ID}>{ controls }</div>
         <Player state={props.player.clone()} on_action={on_player} mark_name="event" caption={caption(&run, &props.player)} />
         { ring }
-        <BatchLanes run={run.clone()} now={props.player.now} />
+        <BatchLanes run={run.clone()} now={props.player.now} lanes_max={props.params.present.then_some(PRESENTED_LANES)} />
+        { outcome_line(&run, props.player.now) }
         { lanes_note(&run) }
         { totals(&run, bench) }
         <h3>{ "The fenced insert" }</h3>

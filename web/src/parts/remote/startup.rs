@@ -7,10 +7,9 @@ use walab_core::sim::remote::{RemoteRun, RestartOutcome, TimelineCase};
 use yew::prelude::*;
 
 use super::{choice, opt, ChapterProps};
-use crate::benches::remote::{refusal_name, startup_at, timeline_name, warning_name, RemoteParams, BACKUP_AT, STANDBY_LAG};
+use crate::benches::remote::{refusal_name, startup_at, timeline_name, warning_name, RemoteParams, BACKUP_AT};
 use crate::format::{are, count};
 use crate::state::LabAction;
-use crate::url_state::format_millis;
 
 /// What a restart loses, from the core's counts: "Of 80 acknowledged records, 55 were
 /// committed after the backup point (20 ms) and are not in the restored database; none of
@@ -96,7 +95,7 @@ pub(super) fn startup_panel(props: &ChapterProps, run: &RemoteRun) -> Html {
             <p class="timeline-verdict" data-case={timeline_name(params.timeline)} data-severity={format!("{:?}", restart.severity).to_ascii_lowercase()}
                 data-lost={restart.lost.len().to_string()} data-acked={restart.acked.to_string()} data-past={restart.past_database.to_string()}
                 data-uploaded={restart.past_database_uploaded.to_string()}>
-                { format!("It starts. Restart at {} ms: {}. Logged as {}. {}", format_millis(now), restart.verdict,
+                { format!("It starts. Restart at {}: {}. Logged as {}. {}", crate::format::ms(now), restart.verdict,
                     format!("{:?}", restart.severity).to_ascii_lowercase(), restart_words(restart, params.timeline)) }
             </p>
         },

@@ -11,7 +11,6 @@ use walab_core::time::Nanos;
 use yew::prelude::*;
 
 use crate::benches::remote_upload::{caption_parts, kind_text, label_at, marks, object_state, ranges_text, wal_object_state, ObjectState};
-use crate::url_state::format_millis;
 
 /// WAL objects the strip draws at most.
 pub const WAL_OBJECTS_DRAWN_MAX: usize = 80;
@@ -98,9 +97,9 @@ pub fn UploadFigure(props: &UploadFigureProps) -> Html {
     let last_step = match last {
         Some(at) => {
             let text = caption_parts(upload, at).join("; ");
-            format!("t = {} ms. The upload's last step, at {} ms: {text}.", format_millis(now), format_millis(at))
+            format!("t = {}. The upload's last step, at {}: {text}.", crate::format::ms(now), crate::format::ms(at))
         }
-        None => format!("t = {} ms. The upload has not started: no block is sealed yet.", format_millis(now)),
+        None => format!("t = {}. The upload has not started: no block is sealed yet.", crate::format::ms(now)),
     };
     html! {
         <div class="figure remote-upload" data-figure="remote-upload" role="group" aria-label={label}
