@@ -288,5 +288,15 @@ test('Part 2: clicking a call runs it on the record, and the link keeps the call
   await page.waitForSelector('[data-figure="call-path"]');
   assert.equal(await page.getAttribute('[data-figure="call-path"]', 'data-kept'), 'true');
   assert.equal(await page.getAttribute('button.call[data-call="fsync_dir"]', 'aria-pressed'), 'true');
+  // A directory's fsync makes the file's name durable, not the record: the figure and the
+  // outcome say so in whole sentences.
+  assert.match(await page.textContent('[data-figure="call-path"]'), /fsync\(directory fd\) returns: the file's name is in\s*the stable media/);
+  assert.match(await page.textContent('.call-outcome .returns-when'), /^fsync\(directory fd\) returns when the directory's entries \(a new file's name, a rename\) are on the device; the file's data needs its own fsync\.$/);
+  await page.click('button.call[data-call="sync_file_range"]');
+  await page.waitForFunction(() => new URL(location.href).searchParams.get('call') === 'sync_file_range');
+  assert.match(await page.textContent('.call-outcome .returns-when'), /^sync_file_range\(\) returns when write-back of the byte range has started, or finished, as its flags ask/);
+  await page.click('button.call[data-call="o_sync"]');
+  await page.waitForFunction(() => new URL(location.href).searchParams.get('call') === 'o_sync');
+  assert.match(await page.textContent('.call-outcome .returns-when'), /^each write\(\) to a file opened with O_SYNC returns when its bytes and the file's metadata are on the device/);
   await page.close();
 });

@@ -15,6 +15,8 @@ use crate::benches::chain::{survives, Failure, Stage};
 pub struct CallPathProps {
     /// The call, as a program writes it.
     pub call: AttrValue,
+    /// What it makes durable: the record, or the file's name.
+    pub carries: AttrValue,
     pub url_name: AttrValue,
     /// Where it leaves the bytes when it returns.
     pub leaves: Stage,
@@ -37,7 +39,7 @@ fn props_depth(leaves: Stage) -> usize {
 pub fn CallPath(props: &CallPathProps) -> Html {
     let crate::layout::Drawing { width, text, char, fitted } = crate::layout::use_figure_room().drawing(560.0, 15.0, 260.0);
     let row = (text * 2.6).max(38.0);
-    let title = format!("{} returns: the record is in the {}", props.call, PLACES[props_depth(props.leaves)].1);
+    let title = format!("{} returns: {} is in the {}", props.call, props.carries, PLACES[props_depth(props.leaves)].1);
     let lines = crate::layout::wrap_words(&title, ((width - 8.0) / (char * 0.95)).floor().max(12.0) as usize);
     let line_h = text * 1.3;
     let top = line_h * lines.len() as f64 + text * 0.5;
@@ -80,7 +82,7 @@ pub fn CallPath(props: &CallPathProps) -> Html {
                 { for places }
                 <g key={props.url_name.to_string()} class="call-record" style={style}>
                     <rect x={token_x.to_string()} y="0" width={token_w.to_string()} height={(row - 12.0).to_string()} rx="5" />
-                    <text x={(token_x + token_w / 2.0).to_string()} y={((row - 12.0) / 2.0 + text * 0.35).to_string()} text-anchor="middle">{ "record" }</text>
+                    <text x={(token_x + token_w / 2.0).to_string()} y={((row - 12.0) / 2.0 + text * 0.35).to_string()} text-anchor="middle">{ props.carries.strip_prefix("the ").unwrap_or(&props.carries).split(' ').next_back().unwrap_or("record") }</text>
                 </g>
             </svg>
         </div>

@@ -78,6 +78,11 @@ const SYNC_FILE_RANGE: &str = "https://man7.org/linux/man-pages/man2/sync_file_r
 struct Call {
     kind: SyncCall,
     call: &'static str,
+    /// Who returns, in the outcome's sentence ("{returns} returns when {waits_for}.").
+    returns: &'static str,
+    /// What a call makes durable: the record, or (a directory's fsync) the file's name.
+    carries: &'static str,
+    /// A clause: what is true when it returns.
     waits_for: &'static str,
     drive_cache: &'static str,
     metadata: &'static str,
@@ -90,7 +95,9 @@ const CALLS: [Call; 8] = [
     Call {
         kind: SyncCall::Write,
         call: "write()",
-        waits_for: "the bytes are copied into the page cache",
+        returns: "write()",
+        carries: "the record",
+        waits_for: "its bytes are copied into the page cache",
         drive_cache: "no",
         metadata: "no",
         leaves_bytes_in: Stage::PageCache,
@@ -99,6 +106,8 @@ const CALLS: [Call; 8] = [
     Call {
         kind: SyncCall::Fsync,
         call: "fsync(fd)",
+        returns: "fsync(fd)",
+        carries: "the record",
         waits_for: "the file's changed data and metadata are on the device",
         drive_cache: "flushed (written through or flushed if the drive has one)",
         metadata: "all of the file's (size, times), not its directory entry",
@@ -108,7 +117,9 @@ const CALLS: [Call; 8] = [
     Call {
         kind: SyncCall::Fdatasync,
         call: "fdatasync(fd)",
-        waits_for: "the data, plus only the metadata needed to read it back (a new size)",
+        returns: "fdatasync(fd)",
+        carries: "the record",
+        waits_for: "the file's data, and only the metadata needed to read it back (a new size), are on the device",
         drive_cache: "flushed",
         metadata: "only what retrieval needs; times are skipped",
         leaves_bytes_in: Stage::Media,
@@ -117,7 +128,9 @@ const CALLS: [Call; 8] = [
     Call {
         kind: SyncCall::OSync,
         call: "open(..., O_SYNC)",
-        waits_for: "each write() returns as if fsync() had followed it",
+        returns: "each write() to a file opened with O_SYNC",
+        carries: "the record",
+        waits_for: "its bytes and the file's metadata are on the device, as if fsync() had followed it",
         drive_cache: "flushed",
         metadata: "all",
         leaves_bytes_in: Stage::Media,
@@ -126,7 +139,9 @@ const CALLS: [Call; 8] = [
     Call {
         kind: SyncCall::ODsync,
         call: "open(..., O_DSYNC)",
-        waits_for: "each write() returns as if fdatasync() had followed it",
+        returns: "each write() to a file opened with O_DSYNC",
+        carries: "the record",
+        waits_for: "its bytes, and the metadata needed to read them back, are on the device, as if fdatasync() had followed it",
         drive_cache: "flushed",
         metadata: "only what retrieval needs",
         leaves_bytes_in: Stage::Media,
@@ -135,7 +150,9 @@ const CALLS: [Call; 8] = [
     Call {
         kind: SyncCall::ODirect,
         call: "open(..., O_DIRECT)",
-        waits_for: "the transfer from the process's buffer, bypassing the page cache where it can",
+        returns: "each write() to a file opened with O_DIRECT",
+        carries: "the record",
+        waits_for: "its bytes have gone from the process's buffer to the drive, past the page cache where it can (they may still sit in the drive's cache)",
         drive_cache: "no: the bytes may sit in the drive's cache",
         metadata: "no",
         leaves_bytes_in: Stage::DeviceCache,
@@ -144,7 +161,9 @@ const CALLS: [Call; 8] = [
     Call {
         kind: SyncCall::SyncFileRange,
         call: "sync_file_range()",
-        waits_for: "write-back of a byte range to start or finish",
+        returns: "sync_file_range()",
+        carries: "the record",
+        waits_for: "write-back of the byte range has started, or finished, as its flags ask: no metadata, no flush of the drive's cache",
         drive_cache: "no",
         metadata: "no (not even a new size)",
         leaves_bytes_in: Stage::DeviceCache,
@@ -153,7 +172,9 @@ const CALLS: [Call; 8] = [
     Call {
         kind: SyncCall::FsyncDirectory,
         call: "fsync(directory fd)",
-        waits_for: "the directory's entries: a new file's name, a rename",
+        returns: "fsync(directory fd)",
+        carries: "the file's name",
+        waits_for: "the directory's entries (a new file's name, a rename) are on the device; the file's data needs its own fsync",
         drive_cache: "flushed",
         metadata: "the directory's",
         leaves_bytes_in: Stage::Media,
@@ -177,12 +198,16 @@ fn call_scene(props: &ChapterProps) -> Html {
     html! {
         <Scene name="calls" title="Run a call on a record"
             controls={html! { <div class="call-buttons" role="group" aria-label="the call to run">{ for buttons }</div> }}
-            figure={html! { <CallPath call={chosen.call} url_name={chosen.kind.url_name()} leaves={chosen.leaves_bytes_in} /> }}
+            figure={html! { <CallPath call={chosen.call} carries={chosen.carries} url_name={chosen.kind.url_name()} leaves={chosen.leaves_bytes_in} /> }}
             outcome={html! {
                 <div class="call-outcome" aria-live="polite" data-call={chosen.kind.url_name()}>
-                    <p><strong><code>{ chosen.call }</code></strong>{ format!(" returns when {}.", chosen.waits_for) }</p>
+                    <p class="returns-when">{ format!("{} returns when {}.", chosen.returns, chosen.waits_for) }</p>
                     <p class={classes!("power-loss-after", if survives_power_loss { "ok" } else { "danger" })}>
-                        { format!("A power loss right after it returns: {}.", power_loss_after(chosen.leaves_bytes_in)) }</p>
+                        { if chosen.carries == "the record" {
+                            format!("A power loss right after it returns: {}.", power_loss_after(chosen.leaves_bytes_in))
+                        } else {
+                            format!("A power loss right after it returns: {} is kept, on the media; the file's data only if it was synced too.", chosen.carries)
+                        } }</p>
                     <p class="note">{ format!("Metadata: {}. ", chosen.metadata) }{ source(chosen.source.0, chosen.source.1) }</p>
                 </div>
             }}>
@@ -204,7 +229,10 @@ pub fn SyncChapter(props: &ChapterProps) -> Html {
     };
     let rows = CALLS.iter().map(|call| {
         let survives_power_loss = survives(call.leaves_bytes_in, Failure::PowerLoss);
-        let after = format!("{}{}", power_loss_after(call.leaves_bytes_in), journey_evidence(bench, call.call).unwrap_or_default());
+        let after = match call.carries {
+            "the record" => format!("{}{}", power_loss_after(call.leaves_bytes_in), journey_evidence(bench, call.call).unwrap_or_default()),
+            name => format!("kept: {name} is on the media; the data only if synced too"),
+        };
         html! {
             <tr data-survives={survives_power_loss.to_string()}>
                 <td><code>{ call.call }</code></td>
