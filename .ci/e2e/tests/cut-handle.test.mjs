@@ -40,6 +40,8 @@ for (const [part, width] of [[6, 1366], [3, 1024], [7, 390]]) {
     const page = await open(`?part=${part}`, width, width === 390 ? 844 : 768);
     const grip = await page.$('.cut-grip');
     await grip.scrollIntoViewIfNeeded();
+    // Before a cut the knob offers one, as a question; it does not look like a cut.
+    assert.match(await page.textContent('.cut-knob'), /^cut here\? [\d.]+ ms$/);
     const { grip: box } = await axis(page);
     const track = await page.$eval('.cut-track', (element) => {
       const rect = element.getBoundingClientRect();
@@ -58,6 +60,7 @@ for (const [part, width] of [[6, 1366], [3, 1024], [7, 390]]) {
     await page.mouse.up();
     await page.waitForFunction(() => new URL(location.href).searchParams.get('cut') !== null);
     const cut = Number(cutInLink(page));
+    assert.equal(await page.textContent('.cut-knob'), `⚡ power off at ${cutInLink(page)} ms`);
     assert.ok(Math.abs(cut * 1e6 - previewed) <= 150_000, `dropped at ${cut} ms, previewed ${previewed / 1e6} ms`);
     await page.waitForSelector('.power.report .headline');
     assert.match(await page.textContent('.power.report .headline'), new RegExp(`The power failed at ${cut.toString().replace('.', '\\.')} ms`));

@@ -217,6 +217,13 @@ pub fn CutHandle(props: &CutHandleProps) -> Html {
     };
     let on_plug = props.on_action.reform(move |_: MouseEvent| plug_action.clone());
     let state = if pending.is_some() { "moving" } else if props.cut.is_some() { "cut" } else { "armed" };
+    // Until the power is pulled, the knob offers a cut (it is not one): a question, drawn
+    // dashed; once pulled it says the power is off.
+    let knob_text = match state {
+        "armed" => format!("cut here? {} ms", format_millis(shown)),
+        "cut" => format!("⚡ power off at {} ms", format_millis(shown)),
+        _ => format!("⚡ {} ms", format_millis(shown)),
+    };
     html! {
         <div class="cut-track" ref={track} data-state={state} data-at-ns={shown.0.to_string()}
             style={format!("--ruler-fraction: {:.4}", axis.ruler)}>
@@ -229,7 +236,7 @@ pub fn CutHandle(props: &CutHandleProps) -> Html {
                 title="drag to choose when the power fails; ← → an event, Shift 1 ms, Enter cuts"
                 onpointerdown={on_down} onpointermove={on_move} onpointerup={on_up} onpointercancel={on_cancel}
                 onkeydown={on_key} onblur={on_blur}>
-                <span class="cut-knob" aria-hidden="true" style={knob_lean}>{ format!("⚡ {} ms", format_millis(shown)) }</span>
+                <span class="cut-knob" aria-hidden="true" style={knob_lean}>{ knob_text }</span>
             </div>
             <span class="visually-hidden" aria-live="polite">{ pending.map(|_| value_text).unwrap_or_default() }</span>
             <button class="plug" data-state={plug_state} onclick={on_plug} title={plug_label.clone()} aria-label={plug_label}>
