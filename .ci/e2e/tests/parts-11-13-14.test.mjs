@@ -172,3 +172,10 @@ test('on a 390 px phone Parts 11, 13 and 14 fit its width: nothing swipes sidewa
   }
   assert.deepEqual(wide, []);
 });
+
+test("Part 13's totals count one record as one record", async () => {
+  const tab = await lab.newPage('?part=13&rtake=30');
+  assert.equal(await tab.getAttribute('.remote-totals', 'data-records-acked'), '1');
+  assert.match(await tab.textContent('.remote-totals'), /, 1 record acknowledged,/);
+  await tab.close();
+});

@@ -339,8 +339,9 @@ fn totals(run: &RemoteRun, bench: &RemoteBench) -> Html {
         <>
         <p class="remote-totals" data-puts={run.puts.to_string()} data-records-acked={run.records_acked.to_string()}
             data-puts-per-record={per_record.map(|p| format!("{p:.6}"))} data-batches={run.batches.len().to_string()}>
-            { format!("The whole run: {} records, {} batches, {} {request}, {} records acknowledged, {} {request} per record.",
-                run.records.len(), run.batches.len(), run.puts, run.records_acked, per_record.map_or("-".to_string(), |p| format!("{p:.4}"))) }
+            { format!("The whole run: {}, {}, {} {request}, {} acknowledged, {} {request} per record.",
+                crate::format::count(run.records.len(), "record"), crate::format::count(run.batches.len(), "batch"), run.puts,
+                crate::format::count(run.records_acked, "record"), per_record.map_or("-".to_string(), |p| format!("{p:.4}"))) }
         </p>
         if let Some(trace) = &bench.trace {
             <p class="note trace-source">{ format!("Read from {}; walab sim remote printed the same totals with --json.", trace.file_name) }</p>
