@@ -162,14 +162,34 @@ impl SteadyCommit {
     }
 
     /// How many batches carried n writes, for n = 1 ..= the largest batch.
-    pub fn batch_size_counts(&self) -> Vec<(u64, u64)> {
-        let largest = self.batches.iter().map(|batch| batch.writes).max().unwrap_or(0);
-        (1..=largest)
-            .map(|size| (size, self.batches.iter().filter(|batch| batch.writes == size).count() as u64))
-            .filter(|(_, count)| *count > 0)
+    /// How many batches had each size, as at most [`SIZE_BINS_MAX`] bars: one per size when
+    /// there are few sizes, else ranges of a round width ("100-109"), so a run whose every
+    /// batch has a size of its own still shows where its sizes lie.
+    pub fn batch_size_counts(&self) -> Vec<(String, u64)> {
+        let sizes = || self.batches.iter().map(|batch| batch.writes);
+        let (Some(smallest), Some(largest)) = (sizes().min(), sizes().max()) else { return Vec::new() };
+        let width = [1u64, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1_000, 10_000, 100_000, u64::MAX]
+            .into_iter()
+            .find(|width| (largest / width - smallest / width) < SIZE_BINS_MAX)
+            .unwrap_or(u64::MAX);
+        // Every bar from the smallest size's to the largest's, empty ones too, so a gap in
+        // the sizes shows as one.
+        let first = smallest / width;
+        let mut bins: Vec<(u64, u64)> = (first..=largest / width).map(|bin| (bin.saturating_mul(width), 0)).collect();
+        for size in sizes() {
+            bins[(size / width - first) as usize].1 += 1;
+        }
+        bins.into_iter()
+            .map(|(from, count)| match width {
+                1 => (from.to_string(), count),
+                _ => (format!("{from}-{}", from.saturating_add(width - 1).min(largest)), count),
+            })
             .collect()
     }
 }
+
+/// The most bars the batch-size chart draws.
+pub const SIZE_BINS_MAX: u64 = 10;
 
 /// The queue and the running sync at an instant of a steady run, as the queue-and-leader
 /// figure draws them.
@@ -480,6 +500,23 @@ mod tests {
         assert!(half.in_flight > 0);
         assert!(half.acked > 0);
         assert!(!steady.batch_size_counts().is_empty());
+    }
+
+    #[test]
+    fn batch_sizes_are_drawn_as_at_most_ten_bars_that_count_every_batch() {
+        for query in ["part=5&scenario=random&policy=window", "part=5&scenario=random", "part=5&scenario=steady&load=1000"] {
+            let bench = CommitBench::build(&parse_query(query).0, None);
+            let steady = bench.steady.as_ref().unwrap();
+            let bars = steady.batch_size_counts();
+            assert!(!bars.is_empty() && bars.len() as u64 <= SIZE_BINS_MAX, "{query}: {bars:?}");
+            assert_eq!(bars.iter().map(|(_, count)| count).sum::<u64>(), steady.batches.len() as u64, "{query}");
+        }
+        let random = CommitBench::build(&parse_query("part=5&scenario=random&policy=window").0, None);
+        let bars = random.steady.as_ref().unwrap().batch_size_counts();
+        assert!(bars.iter().any(|(_, count)| *count > 1), "random arrivals' sizes fall into shared ranges: {bars:?}");
+        assert!(bars.iter().all(|(label, _)| label.contains('-')), "{bars:?}");
+        let steady = CommitBench::build(&parse_query("part=5&scenario=steady&load=1000").0, None);
+        assert_eq!(steady.steady.as_ref().unwrap().batch_size_counts()[0].0, "1", "one write a batch at 1,000/s");
     }
 
     #[test]

@@ -336,7 +336,7 @@ fn steady_view(bench: &CommitBench, props: &ChapterProps) -> (Html, Html) {
         steady
             .batch_size_counts()
             .into_iter()
-            .map(|(size, count)| Bar { label: size.to_string(), value: count as f64, color: (31, 95, 191) })
+            .map(|(label, count)| Bar { label, value: count as f64, color: (31, 95, 191) })
             .collect(),
     );
     // The load is dragged on the figure; the run at the new load is announced.
@@ -346,7 +346,7 @@ fn steady_view(bench: &CommitBench, props: &ChapterProps) -> (Html, Html) {
         { super::controls::load_dial(props.params.load_per_second, &props.on_action, &said) }
         <SteadyCanvas bench={bench_ref.clone()} now={player.now} />
         { steady_queue(&SteadyQueueProps { state: steady.queue_at(player.now), record_bytes: u64::from(STEADY_RECORD_BYTES) }) }
-        <BarChart title="batch sizes in this run" y_label="batches" bars={sizes} />
+        <BarChart title="batch sizes in this run: writes per batch" y_label="batches" bars={sizes} />
         </>
     };
     let outcome = html! {
