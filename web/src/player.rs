@@ -112,7 +112,9 @@ impl PlayerState {
             }
             PlayerAction::StepForward => {
                 self.playing = false;
-                let next = self.marks.iter().copied().find(|mark| *mark > self.now);
+                // The marks are sorted: a binary search, not a walk (a recorded run has
+                // hundreds of thousands of them).
+                let next = self.marks.get(self.marks.partition_point(|mark| *mark <= self.now)).copied();
                 self.now = next.unwrap_or(self.end);
             }
             PlayerAction::NextNotable => {
@@ -120,12 +122,12 @@ impl PlayerState {
                     return self.apply(PlayerAction::StepForward);
                 }
                 self.playing = false;
-                let next = self.notable.iter().copied().find(|mark| *mark > self.now);
+                let next = self.notable.get(self.notable.partition_point(|mark| *mark <= self.now)).copied();
                 self.now = next.unwrap_or(self.end).min(self.end);
             }
             PlayerAction::StepBack => {
                 self.playing = false;
-                let previous = self.marks.iter().rev().copied().find(|mark| *mark < self.now);
+                let previous = self.marks.partition_point(|mark| *mark < self.now).checked_sub(1).map(|at| self.marks[at]);
                 self.now = previous.unwrap_or(Nanos::ZERO);
             }
             PlayerAction::Seek(at) => self.now = at.min(self.end),

@@ -177,6 +177,14 @@ pub fn trace_captions(trace: &Trace, marks: &[Nanos]) -> Vec<String> {
     captions
 }
 
+/// The caption of one step, the events after `previous` up to and including `mark`,
+/// found by binary search: a recorded run's captions are told one at a time, never all.
+pub fn step_caption(trace: &Trace, previous: Option<Nanos>, mark: Nanos) -> String {
+    let from = previous.map_or(0, |previous| trace.events_through(previous));
+    let to = trace.events_through(mark).max(from);
+    sentence(mark, &describe_events(trace, from, to, &mut BTreeMap::new()))
+}
+
 /// The caption for the playhead: before the first mark, `before`; else the caption of
 /// the last mark passed.
 pub fn caption_at(captions: &[String], marks: &[Nanos], now: Nanos, before: &str) -> String {

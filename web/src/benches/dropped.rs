@@ -6,28 +6,72 @@
 
 use walab_core::trace::{Trace, TRACE_FORMAT_VERSION};
 
+use walab_core::time::Nanos;
+
+use super::trace_summary::RunSummary;
 use super::trace_view::TraceSpans;
 use super::Timeline;
 
 /// The largest trace file the page reads, in bytes.
 pub const TRACE_FILE_BYTES_MAX: usize = 64 << 20;
-/// The most writes the lanes draw one by one.
-pub const LANE_WRITES_MAX: usize = 400;
+/// The most writes the lanes draw one by one: a longer run is drawn as a window of this
+/// many writes around the playhead.
+pub const LANE_WRITES_MAX: usize = 120;
 
 /// A trace read from a file.
-#[derive(Debug, PartialEq)]
+#[derive(Debug)]
 pub struct DroppedTrace {
     pub file_name: String,
     pub scenario: String,
     pub policy: String,
     pub events: usize,
     pub writes: usize,
+    /// The recording stopped at `events_max` events: what came after is not in the file.
+    pub truncated: bool,
+    pub events_max: usize,
+    pub summary: RunSummary,
+    /// Every write's span (the lanes draw a window of them).
     pub spans: TraceSpans,
+    /// The trace itself: each step's caption is told from its events.
+    pub trace: std::rc::Rc<Trace>,
+}
+
+/// Two reads are the same when they hold the same parsed trace: the page compares its
+/// props on every render, and a hundred thousand writes are not compared one by one.
+impl PartialEq for DroppedTrace {
+    fn eq(&self, other: &DroppedTrace) -> bool {
+        std::rc::Rc::ptr_eq(&self.trace, &other.trace) && self.file_name == other.file_name
+    }
 }
 
 impl DroppedTrace {
+    /// The same file read the same way (what the tests compare; `==` is identity).
+    #[cfg(test)]
+    pub fn same_as(&self, other: &DroppedTrace) -> bool {
+        (&self.file_name, self.events, self.writes, self.truncated, &self.summary, &self.spans, &*self.trace)
+            == (&other.file_name, other.events, other.writes, other.truncated, &other.summary, &other.spans, &*other.trace)
+    }
+
     pub fn timeline(&self) -> Timeline {
         Timeline { marks: self.spans.marks(), end: self.spans.end }
+    }
+
+    /// The writes the lanes draw with the playhead at `now`: all of a short run, or the
+    /// window of [`LANE_WRITES_MAX`] writes around the playhead, its axis its own. Most of
+    /// the window has arrived (the lanes show what happened to them), a few are still to
+    /// come.
+    pub fn window_at(&self, now: Nanos) -> TraceSpans {
+        if self.spans.writes.len() <= LANE_WRITES_MAX {
+            return self.spans.clone();
+        }
+        let first = self.spans.arrived_by(now).saturating_sub(LANE_WRITES_MAX * 4 / 5).min(self.spans.writes.len() - LANE_WRITES_MAX);
+        self.spans.window(first, LANE_WRITES_MAX)
+    }
+
+    /// Where the lanes open: in the middle of the run's busiest moment.
+    pub fn opening(&self) -> Option<Nanos> {
+        let busiest = self.summary.busiest.as_ref()?;
+        Some(Nanos(busiest.start.0 + (busiest.end.0 - busiest.start.0) / 2))
     }
 }
 
@@ -36,7 +80,7 @@ impl DroppedTrace {
 #[cfg(test)]
 pub fn parse_trace(file_name: &str, text: &str) -> Result<DroppedTrace, String> {
     let trace = read_trace(file_name, text)?;
-    Ok(commit_trace(file_name, &trace))
+    Ok(commit_trace(file_name, trace))
 }
 
 /// A trace's JSON read back: the one place the page parses a trace (a dropped file, the
@@ -57,6 +101,12 @@ fn read_trace(file_name: &str, text: &str) -> Result<Trace, String> {
     let trace: Trace = trace_json(text).map_err(|error| {
         format!("{file_name}: not a walab trace (line {}, column {}: {})", error.line(), error.column(), strip_position(&error.to_string()))
     })?;
+    checked_trace(file_name, trace)
+}
+
+/// The checks on a trace's content: its format version, events in time order, at least
+/// one event.
+pub fn checked_trace(file_name: &str, trace: Trace) -> Result<Trace, String> {
     if trace.format_version != TRACE_FORMAT_VERSION {
         return Err(format!(
             "{file_name}: trace format {} is not the {} this page reads",
@@ -72,18 +122,20 @@ fn read_trace(file_name: &str, text: &str) -> Result<Trace, String> {
     Ok(trace)
 }
 
-fn commit_trace(file_name: &str, trace: &Trace) -> DroppedTrace {
-    let mut spans = TraceSpans::from_trace(trace);
-    if spans.writes.len() > LANE_WRITES_MAX {
-        spans.writes.truncate(LANE_WRITES_MAX);
-    }
+fn commit_trace(file_name: &str, trace: Trace) -> DroppedTrace {
+    let spans = TraceSpans::from_trace(&trace);
+    let summary = RunSummary::of(&spans);
     DroppedTrace {
         file_name: file_name.to_string(),
         scenario: trace.scenario.clone(),
         policy: trace.policy.clone(),
         events: trace.events.len(),
         writes: trace.writes.len(),
+        truncated: trace.truncated,
+        events_max: trace.events_max,
+        summary,
         spans,
+        trace: std::rc::Rc::new(trace),
     }
 }
 
@@ -185,13 +237,19 @@ pub fn parse_dropped(file_name: &str, text: &str) -> Result<DroppedFile, DropErr
         return parse_latency(file_name, text).map(DroppedFile::Latency).map_err(|message| DropError { message, part: Some(5) });
     }
     let trace = read_trace(file_name, text).map_err(|message| DropError { message, part: None })?;
+    dropped_of_trace(file_name, trace)
+}
+
+/// A checked trace as what it is: a remote run's when its scenario says so, else a
+/// commit trace.
+pub fn dropped_of_trace(file_name: &str, trace: Trace) -> Result<DroppedFile, DropError> {
     if super::remote_trace::is_remote(&trace) {
         let part = super::remote_trace::part_of_scenario(&trace.scenario);
         return super::remote_trace::read_remote(file_name, &trace)
             .map(DroppedFile::Remote)
             .map_err(|message| DropError { message, part: Some(part) });
     }
-    Ok(DroppedFile::Trace(commit_trace(file_name, &trace)))
+    Ok(DroppedFile::Trace(commit_trace(file_name, trace)))
 }
 
 pub fn parse_latency(file_name: &str, text: &str) -> Result<MeasuredLatency, String> {

@@ -17,6 +17,8 @@ pub mod captions;
 pub mod chain;
 pub mod commit;
 pub mod dropped;
+pub mod trace_reader;
+pub mod trace_summary;
 pub mod failed_sync_view;
 pub mod fates;
 pub mod group_steps;

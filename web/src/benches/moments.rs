@@ -83,6 +83,8 @@ pub fn opening(bench: &Bench, part: u8) -> Option<Nanos> {
         (Bench::Quorum(quorum), _) => quorum.fork_at(),
         // Parts 13 and 14: batches held back behind a slow one, or the ring waiting.
         (Bench::Remote(remote), _) => remote.opening(),
+        // A dropped recording opens in its busiest moment, the lanes zoomed there.
+        (Bench::Dropped(trace), 5) => trace.opening(),
         (Bench::Commit(commit), 5) => match &commit.tiny {
             Ok(tiny) if commit.scenario == crate::url_state::Scenario::Tiny => {
                 // The first of the largest batches, a moment after its sync started: the

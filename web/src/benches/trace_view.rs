@@ -2,6 +2,8 @@
 //! each batch's sync. Works for any trace, simulated or recorded by the native binary
 //! and dropped onto the page, because it reads only the trace's events.
 
+use std::collections::BTreeMap;
+
 use walab_core::time::Nanos;
 use walab_core::trace::{Event, Trace};
 
@@ -13,6 +15,9 @@ pub struct WriteSpan {
     pub batch: Option<u64>,
     pub ack: Option<Nanos>,
     pub failed: Option<Nanos>,
+    /// When the batch that carries it started (its sync, or its hand-off to the page
+    /// cache), kept with the write so its phase needs no search.
+    pub batch_start: Option<Nanos>,
 }
 
 /// One batch's sync (or a background sync, `first_write` 0).
@@ -55,8 +60,28 @@ impl Phase {
 pub struct TraceSpans {
     pub writes: Vec<WriteSpan>,
     pub batches: Vec<BatchSpan>,
+    /// Where the time axis starts: 0 for a whole run, the window's start for a window.
+    pub start: Nanos,
     pub end: Nanos,
     pub power_cut: Option<Nanos>,
+}
+
+/// Write id -> index into the writes, sorted by id: every lookup is a binary search.
+struct WriteIndex(Vec<(u64, usize)>);
+
+impl WriteIndex {
+    fn new(writes: &[WriteSpan]) -> WriteIndex {
+        let mut order: Vec<(u64, usize)> = writes.iter().enumerate().map(|(index, write)| (write.id, index)).collect();
+        walab_core::sort::sort(&mut order);
+        WriteIndex(order)
+    }
+
+
+    /// The indices of writes `first ..` (`count` of them) that the trace lists.
+    fn range(&self, first: u64, count: u64) -> impl Iterator<Item = usize> + '_ {
+        let from = self.0.partition_point(|(id, _)| *id < first);
+        self.0[from..].iter().take_while(move |(id, _)| *id < first.saturating_add(count)).map(|(_, index)| *index)
+    }
 }
 
 impl TraceSpans {
@@ -64,22 +89,24 @@ impl TraceSpans {
         let mut writes: Vec<WriteSpan> = trace
             .writes
             .iter()
-            .map(|write| WriteSpan { id: write.id, arrival: write.arrival, batch: None, ack: None, failed: None })
+            .map(|write| WriteSpan { id: write.id, arrival: write.arrival, batch: None, ack: None, failed: None, batch_start: None })
             .collect();
         let mut batches: Vec<BatchSpan> = Vec::new();
         let mut power_cut = None;
         // Sync number -> the span it belongs to (a batch's, or a background sync's own).
-        let mut span_of_sync: std::collections::BTreeMap<u64, usize> = std::collections::BTreeMap::new();
+        let mut span_of_sync: BTreeMap<u64, usize> = BTreeMap::new();
         let mut synced: Vec<bool> = Vec::new();
-        let index_of = |writes: &Vec<WriteSpan>, id: u64| writes.iter().position(|write| write.id == id);
+        // A log batch's number -> its latest span (a sync names the batch it carries).
+        let mut last_log_batch: BTreeMap<u64, usize> = BTreeMap::new();
+        let index = WriteIndex::new(&writes);
         for event in &trace.events {
             match &event.event {
                 Event::BatchFormed { batch, first_write, writes: count, bytes, segment, .. } => {
-                    for id in *first_write..first_write + count {
-                        if let Some(index) = index_of(&writes, id) {
-                            writes[index].batch = Some(*batch);
-                        }
+                    for at in index.range(*first_write, *count) {
+                        writes[at].batch = Some(*batch);
+                        writes[at].batch_start = Some(event.at);
                     }
+                    last_log_batch.insert(*batch, batches.len());
                     batches.push(BatchSpan {
                         id: *batch,
                         file: segment.saturating_sub(1) as u32,
@@ -93,9 +120,9 @@ impl TraceSpans {
                     synced.push(false);
                 }
                 Event::SyncStart { sync, batch: Some(batch), .. } => {
-                    if let Some(index) = batches.iter().rposition(|span| span.id == *batch && span.first_write != 0) {
-                        span_of_sync.insert(*sync, index);
-                        synced[index] = true;
+                    if let Some(at) = last_log_batch.get(batch).copied().filter(|at| batches[*at].first_write != 0) {
+                        span_of_sync.insert(*sync, at);
+                        synced[at] = true;
                     }
                 }
                 Event::SyncStart { sync, file, batch: None, .. } => {
@@ -120,17 +147,13 @@ impl TraceSpans {
                     }
                 }
                 Event::Ack { first_write, writes: count } => {
-                    for id in *first_write..first_write + count {
-                        if let Some(index) = index_of(&writes, id) {
-                            writes[index].ack.get_or_insert(event.at);
-                        }
+                    for at in index.range(*first_write, *count) {
+                        writes[at].ack.get_or_insert(event.at);
                     }
                 }
                 Event::Fail { first_write, writes: count, .. } => {
-                    for id in *first_write..first_write + count {
-                        if let Some(index) = index_of(&writes, id) {
-                            writes[index].failed.get_or_insert(event.at);
-                        }
+                    for at in index.range(*first_write, *count) {
+                        writes[at].failed.get_or_insert(event.at);
                     }
                 }
                 Event::PowerCut => power_cut = Some(event.at),
@@ -145,7 +168,30 @@ impl TraceSpans {
             }
         }
         let end = trace.events.last().map(|event| event.at).unwrap_or(Nanos::ZERO);
-        TraceSpans { writes, batches, end, power_cut }
+        TraceSpans { writes, batches, start: Nanos::ZERO, end, power_cut }
+    }
+
+    /// Writes `first ..` (`count` of them, by index) and the syncs of their time, as spans
+    /// of their own whose axis runs from the first one's arrival to the last thing they
+    /// show: the zoomed window of a long run.
+    pub fn window(&self, first: usize, count: usize) -> TraceSpans {
+        let first = first.min(self.writes.len());
+        let writes: Vec<WriteSpan> = self.writes[first..(first + count).min(self.writes.len())].to_vec();
+        let start = writes.first().map_or(self.start, |write| write.arrival);
+        let last_arrival = writes.last().map_or(start, |write| write.arrival);
+        let ends = writes.iter().filter_map(|write| write.ack.or(write.failed)).max().unwrap_or(last_arrival).max(last_arrival);
+        let end = ends.min(self.end).max(start);
+        // Batches are in the order they started: the ones that overlap [start, end].
+        let from = self.batches.partition_point(|batch| batch.start < start);
+        let mut batches: Vec<BatchSpan> = self.batches[..from].iter().rev().take(64).filter(|batch| batch.end.is_none_or(|e| e >= start)).copied().collect();
+        batches.reverse();
+        batches.extend(self.batches[from..].iter().take_while(|batch| batch.start <= end).copied());
+        TraceSpans { writes, batches, start, end, power_cut: self.power_cut.filter(|cut| *cut >= start && *cut <= end) }
+    }
+
+    /// The index of the first write that arrives after `t` (how many have arrived by `t`).
+    pub fn arrived_by(&self, t: Nanos) -> usize {
+        self.writes.partition_point(|write| write.arrival <= t)
     }
 
     /// What write `index` (into `writes`) is doing at `t`.
@@ -160,10 +206,7 @@ impl TraceSpans {
         if write.failed.is_some_and(|failed| failed <= t) {
             return Phase::Failed;
         }
-        let syncing = write
-            .batch
-            .and_then(|id| self.batches.iter().find(|batch| batch.id == id && batch.first_write != 0))
-            .is_some_and(|batch| batch.start <= t);
+        let syncing = write.batch_start.is_some_and(|start| start <= t);
         if syncing {
             Phase::Syncing
         } else {
@@ -181,5 +224,35 @@ impl TraceSpans {
         }
         marks.extend(self.power_cut);
         marks
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use walab_core::group_commit::{Config, Policy};
+    use walab_core::sim::commit;
+
+    fn tiny() -> TraceSpans {
+        let (setup, arrivals) = commit::tiny_store_setup(Config::file(Policy::Group));
+        TraceSpans::from_trace(&commit::run(&setup, &arrivals).unwrap().trace.unwrap())
+    }
+
+    #[test]
+    fn a_window_has_its_writes_its_syncs_and_its_own_axis() {
+        let spans = tiny();
+        let window = spans.window(5, 10);
+        assert_eq!(window.writes.iter().map(|write| write.id).collect::<Vec<_>>(), (6..16).collect::<Vec<_>>());
+        assert_eq!(window.start, spans.writes[5].arrival);
+        assert!(window.end >= window.writes.iter().filter_map(|write| write.ack).max().unwrap().min(spans.end));
+        // Every batch that carried one of its writes is in it, and each write's phase is
+        // the one it has in the whole run.
+        for (at, write) in window.writes.iter().enumerate() {
+            assert!(window.batches.iter().any(|batch| Some(batch.id) == write.batch && batch.first_write != 0), "write {}", write.id);
+            for t in [window.start, write.arrival, write.ack.unwrap(), window.end] {
+                assert_eq!(window.phase_at(at, t), spans.phase_at(at + 5, t), "write {} at {t:?}", write.id);
+            }
+        }
+        assert_eq!(spans.arrived_by(spans.writes[5].arrival), spans.writes.iter().filter(|write| write.arrival <= spans.writes[5].arrival).count());
     }
 }

@@ -85,6 +85,42 @@ impl LanesGeometry {
     }
 }
 
+/// The ticks of a time axis from `start` to `end`: instants at a round step (10 µs to
+/// 10 s) far enough apart that their labels keep a character's gap, each with its label
+/// in milliseconds (the last carries the unit). A window of a long run starts far from
+/// 0, so its ticks read "812.4", not "0".
+pub fn axis_ticks(geometry: &LanesGeometry, start: Nanos, end: Nanos) -> Vec<(Nanos, String)> {
+    let span = end.0.saturating_sub(start.0).max(1);
+    let per_ns = (geometry.width - geometry.left - geometry.right) / span as f64;
+    let end_ms = end.0 as f64 / 1e6;
+    let digits = (end_ms.max(1.0).log10().floor() + 1.0) as usize;
+    const STEPS_NS: [u64; 19] = [
+        10_000, 20_000, 50_000, 100_000, 200_000, 500_000, 1_000_000, 2_000_000, 5_000_000, 10_000_000, 20_000_000, 50_000_000,
+        100_000_000, 200_000_000, 500_000_000, 1_000_000_000, 2_000_000_000, 5_000_000_000, 10_000_000_000,
+    ];
+    let decimals = |step: u64| if step >= 1_000_000 { 0 } else if step >= 100_000 { 1 } else { 2 };
+    let step = STEPS_NS
+        .into_iter()
+        .find(|step| {
+            let places = decimals(*step);
+            let label = digits as f64 + places as f64 + if places > 0 { 1.0 } else { 0.0 } + 2.5;
+            *step as f64 * per_ns >= label * geometry.char
+        })
+        .unwrap_or(10_000_000_000);
+    let places = decimals(step);
+    let first = start.0.div_ceil(step) * step;
+    let ticks: Vec<Nanos> = (first..=end.0).step_by(step as usize).map(Nanos).take(200).collect();
+    let last = ticks.len().saturating_sub(1);
+    ticks
+        .into_iter()
+        .enumerate()
+        .map(|(at, t)| {
+            let ms = format!("{:.places$}", t.0 as f64 / 1e6);
+            (t, if at == last { format!("{ms} ms") } else { ms })
+        })
+        .collect()
+}
+
 /// What a sync bar is called: `B4` for a batch; a file's name otherwise.
 fn sync_label(batch: &BatchSpan, files: &[String]) -> (String, String) {
     let file = files.get(batch.file as usize).cloned().unwrap_or_else(|| format!("file {}", batch.file));
@@ -127,7 +163,8 @@ pub fn FateLanes(props: &FateLanesProps) -> Html {
     let height = top + lane * spans.writes.len() as f64 + text + 12.0;
     let at_cut = props.cut.is_some_and(|cut| now >= cut);
     let fates = props.fates.as_ref().filter(|_| at_cut);
-    let fate_of = |id: u64| fates.and_then(|fates| fates.iter().find(|(each, _)| *each == id).map(|(_, fate)| *fate));
+    // Id -> fate by binary search (the fates are in id order).
+    let fate_of = |id: u64| fates.and_then(|fates| fates.binary_search_by_key(&id, |(each, _)| *each).ok().map(|at| fates[at].1));
     let started: Vec<&BatchSpan> = spans.batches.iter().filter(|batch| batch.start <= now).collect();
     let rows: Vec<Html> = [true, false]
         .iter()
@@ -243,6 +280,18 @@ pub fn FateLanes(props: &FateLanesProps) -> Html {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ticks_of_a_window_far_from_zero_read_its_own_instants() {
+        let geometry = LanesGeometry::new(880.0, 15.0);
+        let ticks = axis_ticks(&geometry, Nanos(812_430_000), Nanos(814_100_000));
+        assert!(ticks.len() >= 3, "{ticks:?}");
+        assert!(ticks.iter().all(|(t, _)| t.0 >= 812_430_000 && t.0 <= 814_100_000));
+        assert!(ticks[0].1.starts_with("812."), "{ticks:?}");
+        assert!(ticks.last().unwrap().1.ends_with(" ms"));
+        let whole = axis_ticks(&geometry, Nanos::ZERO, Nanos::from_millis(16));
+        assert_eq!(whole[0].1, "0");
+    }
 
     #[test]
     fn labels_never_overlap() {

@@ -8,7 +8,6 @@ use yew::prelude::*;
 
 use super::controls::{controls, group_thousands, Shown};
 use super::dropzone::DropZone;
-use crate::benches::dropped::DroppedTrace;
 use super::{ChapterProps, source};
 use crate::benches::commit::{steady_caption, CommitBench, SteadyCommit, SweepPoint, STEADY_RECORD_BYTES};
 use crate::benches::group_steps::{caption_at, group_at};
@@ -25,7 +24,7 @@ use crate::url_state::{format_millis, PolicyKind, Scenario};
 
 pub fn group_commit_chapter(props: &ChapterProps) -> Html {
     if let Bench::Dropped(trace) = &*props.bench.0 {
-        return dropped_view(trace, props);
+        return super::dropped_view::dropped_view(trace, props);
     }
     let Bench::Commit(bench) = &*props.bench.0 else {
         return html! { <p class="error">{ "this Part's bench did not run" }</p> };
@@ -105,26 +104,6 @@ fn caption_for(bench: &CommitBench, player: &PlayerState) -> Option<AttrValue> {
     match bench.scenario {
         Scenario::Tiny => bench.tiny.as_ref().ok().map(|tiny| AttrValue::from(caption_at(&tiny.trace, mark))),
         _ => bench.steady.as_ref().ok().map(|steady| AttrValue::from(steady_caption(steady, mark))),
-    }
-}
-
-/// A dropped trace file, drawn in the same lanes as the simulator's runs.
-fn dropped_view(trace: &Rc<DroppedTrace>, props: &ChapterProps) -> Html {
-    let on_player = props.on_action.reform(LabAction::Player);
-    let on_close = props.on_action.reform(|_: MouseEvent| LabAction::CloseTrace);
-    let acked = trace.spans.writes.iter().filter(|write| write.ack.is_some_and(|ack| ack <= props.player.now)).count();
-    html! {
-        <div class="dropped" data-file={trace.file_name.clone()} data-writes={trace.writes.to_string()}>
-            <p class="headline">{ format!("{}: scenario {}, policy {}, {} writes, {} events", trace.file_name, trace.scenario, trace.policy, trace.writes, trace.events) }
-                { " " }<button class="close-trace" onclick={on_close}>{ "close the file" }</button></p>
-            if trace.spans.writes.len() < trace.writes {
-                <p class="note">{ format!("The lanes show the first {} writes.", trace.spans.writes.len()) }</p>
-            }
-            <Player state={props.player.clone()} on_action={on_player} />
-            <TraceLanes spans={Rc::new(trace.spans.clone())} now={props.player.now} />
-            <p class="acked-line" data-acked={acked.to_string()}>{ format!("{} acknowledged at the playhead.", crate::format::count(acked, "write")) }</p>
-            <DropZone dropped={props.dropped.clone()} on_action={props.on_action.clone()} />
-        </div>
     }
 }
 
@@ -248,8 +227,9 @@ pub fn TraceLanes(props: &TraceLanesProps) -> Html {
     let room = crate::layout::use_figure_room();
     let geometry = LanesGeometry::for_room(room);
     let LanesGeometry { width, text, left, right, lane, char, .. } = geometry;
-    let end_ns = spans.end.0.max(1) as f64;
-    let x = |t: Nanos| left + (t.0 as f64 / end_ns) * (width - left - right);
+    // The axis runs from the spans' start (a window of a long run starts far from 0).
+    let (start_ns, end_ns) = (spans.start.0 as f64, (spans.end.0.max(spans.start.0 + 1)) as f64);
+    let x = |t: Nanos| left + ((t.0 as f64 - start_ns) / (end_ns - start_ns)).clamp(-0.01, 1.01) * (width - left - right);
     // One row of sync bars under two lines of labels.
     let bar_y = 2.0 * (text + 4.0) + 2.0;
     let top = bar_y + 18.0;
@@ -273,12 +253,14 @@ pub fn TraceLanes(props: &TraceLanesProps) -> Html {
             </g>
         }
     });
+    // The first write of a batch that has started is the one that led it.
+    let mut leaders: Vec<u64> = started.iter().map(|batch| batch.first_write).collect();
+    walab_core::sort::sort(&mut leaders);
     let writes = spans.writes.iter().enumerate().map(|(index, write)| {
         let y = top + lane * index as f64 + lane / 2.0;
         let baseline = y + text * 0.35;
         let phase = spans.phase_at(index, now);
-        // The first write of a batch that has started is the one that led it.
-        let leader = spans.batches.iter().any(|batch| batch.first_write == write.id && batch.start <= now) && phase != Phase::NotYet;
+        let leader = leaders.binary_search(&write.id).is_ok() && phase != Phase::NotYet;
         let line_end = match phase {
             Phase::Acked => write.ack.unwrap_or(now),
             Phase::Failed => write.failed.unwrap_or(now),
@@ -298,12 +280,10 @@ pub fn TraceLanes(props: &TraceLanesProps) -> Html {
             </g>
         }
     });
-    let step = geometry.tick_step_ms(spans.end);
-    let last_ms = spans.end.0 / 1_000_000 / step * step;
-    let ticks = (0..=last_ms).step_by(step.max(1) as usize).map(|ms| {
-        let tx = x(Nanos::from_millis(ms));
+    let ticks = crate::figures::lanes::axis_ticks(&geometry, spans.start, spans.end).into_iter().map(|(t, label)| {
+        let tx = x(t);
         html! { <g class="tick"><line x1={tx.to_string()} x2={tx.to_string()} y1={top.to_string()} y2={(height - text - 6.0).to_string()} />
-            <text x={tx.to_string()} y={(height - 4.0).to_string()} text-anchor="middle">{ if ms == last_ms { format!("{ms} ms") } else { ms.to_string() } }</text></g> }
+            <text x={tx.to_string()} y={(height - 4.0).to_string()} text-anchor="middle">{ label }</text></g> }
     });
     // Outside a stage the box lets the lanes scroll sideways on a phone, at a size their
     // text can be read; in a stage they fit the width they are given.

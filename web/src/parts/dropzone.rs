@@ -9,18 +9,70 @@ use wasm_bindgen_futures::{spawn_local, JsFuture};
 use yew::prelude::*;
 
 use crate::benches::dropped::{parse_dropped, DropError, Dropped, DroppedFile};
+use crate::benches::trace_reader::{ReadProgress, TraceReader};
+use crate::format::group_thousands;
 use crate::state::LabAction;
 
-fn read_file(file: web_sys::File, on_action: Callback<LabAction>) {
+/// Gives the browser a turn (to paint the progress line, to answer a click) before the
+/// next piece of a long read.
+async fn browser_turn() {
+    let promise = js_sys::Promise::new(&mut |resolve, _| {
+        if let Some(window) = web_sys::window() {
+            let _ = window.set_timeout_with_callback(&resolve);
+        }
+    });
+    let _ = JsFuture::from(promise).await;
+}
+
+fn now_ms() -> f64 {
+    web_sys::window().and_then(|window| window.performance()).map_or(0.0, |performance| performance.now())
+}
+
+/// How long one piece of a read may hold the browser, in milliseconds.
+const TURN_MS: f64 = 40.0;
+
+/// Reads a trace's text in pieces (see [`crate::benches::trace_reader`]), telling
+/// `progress` how far it got after each; a text the reader cannot cut is parsed whole.
+async fn parse_in_turns(name: &str, text: &str, progress: &UseStateHandle<Option<String>>) -> Result<DroppedFile, DropError> {
+    if text.contains("\"walab-latency/") {
+        return parse_dropped(name, text);
+    }
+    let Some(mut reader) = TraceReader::new(text) else { return parse_dropped(name, text) };
+    loop {
+        let started = now_ms();
+        let finished = loop {
+            match reader.step(2_000) {
+                Some(false) if now_ms() - started < TURN_MS => {}
+                Some(done) => break done,
+                None => return parse_dropped(name, text),
+            }
+        };
+        let ReadProgress { done, total } = reader.progress();
+        progress.set(Some(if finished {
+            format!("Read {name}: {} writes and events; drawing the run…", group_thousands(total as u64))
+        } else {
+            format!("Reading {name}: {} of {} writes and events ({}%)…", group_thousands(done as u64), group_thousands(total as u64), done * 100 / total.max(1))
+        }));
+        browser_turn().await;
+        if finished {
+            return reader.finish(name);
+        }
+    }
+}
+
+fn read_file(file: web_sys::File, on_action: Callback<LabAction>, progress: UseStateHandle<Option<String>>) {
     spawn_local(async move {
         let name = file.name();
+        progress.set(Some(format!("Opening {name} ({})…", crate::format::count(file.size() as u64, "byte"))));
+        browser_turn().await;
         let result = match JsFuture::from(file.text()).await {
             Ok(text) => match text.as_string() {
-                Some(text) => parse_dropped(&name, &text),
+                Some(text) => parse_in_turns(&name, &text, &progress).await,
                 None => Err(DropError { message: format!("{name}: the file is not text"), part: None }),
             },
             Err(_) => Err(DropError { message: format!("{name}: the browser could not read the file"), part: None }),
         };
+        progress.set(None);
         on_action.emit(match result {
             Ok(DroppedFile::Trace(trace)) => LabAction::LoadTrace(Ok(Dropped::Commit(Rc::new(trace)))),
             Ok(DroppedFile::Remote(remote)) => LabAction::LoadTrace(Ok(Dropped::Remote(Rc::new(remote)))),
@@ -42,6 +94,8 @@ pub struct DropZoneProps {
 #[component]
 pub fn DropZone(props: &DropZoneProps) -> Html {
     let hovering = use_state(|| false);
+    // How far the read of a dropped file has come (a long recording takes seconds).
+    let progress = use_state(|| None::<String>);
     let on_drag_over = {
         let hovering = hovering.clone();
         Callback::from(move |event: DragEvent| {
@@ -54,22 +108,22 @@ pub fn DropZone(props: &DropZoneProps) -> Html {
         Callback::from(move |_: DragEvent| hovering.set(false))
     };
     let on_drop = {
-        let hovering = hovering.clone();
+        let (hovering, progress) = (hovering.clone(), progress.clone());
         let on_action = props.on_action.clone();
         Callback::from(move |event: DragEvent| {
             event.prevent_default();
             hovering.set(false);
             if let Some(file) = event.data_transfer().and_then(|transfer| transfer.files()).and_then(|files| files.get(0)) {
-                read_file(file, on_action.clone());
+                read_file(file, on_action.clone(), progress.clone());
             }
         })
     };
     let on_choose = {
-        let on_action = props.on_action.clone();
+        let (on_action, progress) = (props.on_action.clone(), progress.clone());
         Callback::from(move |event: Event| {
             let input: web_sys::HtmlInputElement = event.target_unchecked_into();
             if let Some(file) = input.files().and_then(|files| files.get(0)) {
-                read_file(file, on_action.clone());
+                read_file(file, on_action.clone(), progress.clone());
             }
             input.set_value("");
         })
@@ -92,6 +146,9 @@ pub fn DropZone(props: &DropZoneProps) -> Html {
                    { ". It plays in Part 5's lanes; a trace of " }<code>{ "walab sim remote" }</code>{ " plays in Part 13 (S3) or 14 (Postgres)." }</p>
             }
             { error }
+            if let Some(line) = &*progress {
+                <p class="trace-progress" role="status" aria-live="polite" aria-busy="true">{ line.clone() }</p>
+            }
         </div>
     }
 }

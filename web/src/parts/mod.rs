@@ -14,6 +14,7 @@ use crate::url_state::LabParams;
 pub mod commit;
 pub mod controls;
 pub mod cut_handle;
+pub mod dropped_view;
 pub mod dropzone;
 pub mod failed_sync;
 pub mod intro;
