@@ -65,7 +65,7 @@ fn failed_syncs(trace: &Trace) -> Vec<Nanos> {
 /// Where a Part's figure opens when its link names no moment: a moment with something to
 /// look at, not an empty run at t = 0. Parts 0 and 2 open on write 1 in the page cache,
 /// Part 3 on its failed sync, Parts 6 and 7 just before the power cut their lessons are
-/// about (B14's sync running), Part 5 as its largest batch forms, Part 10 as the log
+/// about (B14's sync running), Part 5 as its largest batch forms, Part 8 as its last write is told OK, Part 10 as the log
 /// forks onto the replicas. `None`: the start.
 pub fn opening(bench: &Bench, part: u8) -> Option<Nanos> {
     match (bench, part) {
@@ -80,6 +80,9 @@ pub fn opening(bench: &Bench, part: u8) -> Option<Nanos> {
             let end = tiny.full.as_ref().ok().map(|(_, spans)| spans.end)?;
             Some(failed.unwrap_or(walab_core::tiny_store::POWER_CUT).min(end))
         }
+        // Part 8: as the last write is told OK, when every segment has been created and the
+        // first ones have passed their gates.
+        (Bench::Tiny(tiny), 8) => tiny.full.as_ref().ok().and_then(|(_, spans)| spans.writes.iter().filter_map(|write| write.ack).max()),
         (Bench::Quorum(quorum), _) => quorum.fork_at(),
         // Parts 13 and 14: batches held back behind a slow one, or the ring waiting.
         (Bench::Remote(remote), _) => remote.opening(),

@@ -22,12 +22,19 @@ pub fn SegmentsChapter(props: &ChapterProps) -> Html {
     let rows = gates.iter().map(|gate| {
         let deletable = gate.flushed && gate.readers_done;
         let status = if !gate.exists && deletable { "deleted" } else if !gate.exists { "not created yet" } else if deletable { "may be deleted" } else { "kept" };
+        // A segment not created yet has no gates to pass.
+        let unborn = status == "not created yet";
+        let gate_cell = |open: bool, closed: &'static str| match (unborn, open) {
+            (true, _) => html! { <td class="none">{ "—" }</td> },
+            (false, true) => html! { <td class="ok">{ "passed" }</td> },
+            (false, false) => html! { <td class="danger">{ closed }</td> },
+        };
         html! {
             <tr class={classes!("segment", status.replace(' ', "-"))} data-segment={gate.segment.to_string()} data-status={status}>
                 <td>{ format!("wal-{}", gate.segment) }</td>
                 <td>{ format!("{}-{}", gate.segment * 4 - 3, gate.segment * 4) }</td>
-                <td class={classes!(if gate.flushed { "ok" } else { "danger" })}>{ if gate.flushed { "passed" } else { "not yet" } }</td>
-                <td class={classes!(if gate.readers_done { "ok" } else { "danger" })}>{ if gate.readers_done { "passed" } else { "pinned by the reader" } }</td>
+                { gate_cell(gate.flushed, "not yet") }
+                { gate_cell(gate.readers_done, "pinned by the reader") }
                 <td>{ status }</td>
             </tr>
         }
@@ -36,13 +43,20 @@ pub fn SegmentsChapter(props: &ChapterProps) -> Html {
     let figure = bench.full.as_ref().ok().map(|(run, _)| {
         let files = segment_files(run, props.player.now);
         let kept = kept_files(&files);
-        html! { <SegmentsFigure files={Rc::new(files)} reader={props.params.cdc_confirmed_seq} {kept} /> }
+        let on_reader = props.on_action.reform(|seq: u64| LabAction::SetCdc(Some(seq)));
+        html! { <SegmentsFigure files={Rc::new(files)} reader={props.params.cdc_confirmed_seq} {kept} {on_reader} /> }
     });
     let on_reader = props.on_action.reform(|event: Event| {
         let select: web_sys::HtmlSelectElement = event.target_unchecked_into();
         LabAction::SetCdc(select.value().parse::<u64>().ok())
     });
     let reader = props.params.cdc_confirmed_seq;
+    // The seqs offered, and the one the reader was dragged to.
+    let mut choices = vec![4u64, 10, 16, 20];
+    if let Some(seq) = reader.filter(|seq| !choices.contains(seq)) {
+        choices.push(seq);
+        walab_core::sort::sort(&mut choices);
+    }
     let player = |caption: Option<AttrValue>| html! { <Player state={props.player.clone()} on_action={on_player.clone()} caption={caption} /> };
     html! {
         <>
@@ -52,7 +66,7 @@ pub fn SegmentsChapter(props: &ChapterProps) -> Html {
                     <label>{ "change-data-capture reader " }
                         <select class="cdc" onchange={on_reader}>
                             <option value="none" selected={reader.is_none()}>{ "none" }</option>
-                            { for [4u64, 10, 16, 20].iter().map(|seq| html! { <option value={seq.to_string()} selected={reader == Some(*seq)}>{ format!("stuck at seq {seq}") }</option> }) }
+                            { for choices.iter().map(|seq| html! { <option value={seq.to_string()} selected={reader == Some(*seq)}>{ format!("stuck at seq {seq}") }</option> }) }
                         </select>
                     </label>
                 </div>
@@ -66,7 +80,7 @@ pub fn SegmentsChapter(props: &ChapterProps) -> Html {
                 </table>
                 </>
             }}
-            outcome={html! { <p class="verdict-line">{ format!("{kept} segment(s) must be kept at this instant.") }</p> }}>
+            outcome={html! { <p class="verdict-line">{ format!("{} kept at this instant.", crate::format::count(kept, "segment")) }</p> }}>
             <div class="prose">
                 <p>{ "A log grows forever unless something deletes it, so it is cut into segments, separate files that are \
                       deleted, recycled or archived whole. RocksDB and the tiny store start a segment at each MemTable switch; \

@@ -1,0 +1,129 @@
+// Parts 8, 9 and 10 acted on and read: the moment each opens on, the words of its figure,
+// the reader dragged along Part 8's segments, a replica lost in Part 10's figure.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startLab, playerNow, screenshot } from '../lib.mjs';
+
+let lab;
+before(async () => {
+  lab = await startLab();
+});
+after(async () => {
+  await lab?.close();
+});
+
+const cdc = (page) => new URL(page.url()).searchParams.get('cdc');
+const readerSeq = (page) => page.getAttribute('[data-figure="segments"] g.reader', 'data-reader-seq');
+
+test('Part 8 opens as the last write is told OK, with every segment created, not on an empty figure at 0 ms', async () => {
+  const page = await lab.newPage('?part=8');
+  assert.ok((await playerNow(page)) > 0, 'the playhead is past 0 ms');
+  const states = await page.$$eval('[data-figure="segments"] g.segment-file', (files) => files.map((file) => file.dataset.state));
+  assert.equal(states.length, 6);
+  assert.ok(!states.includes('not-created'), `every segment exists or was deleted: ${states}`);
+  assert.match(await page.textContent('.player .caption'), /24/, 'the caption is about write 24');
+  await page.close();
+});
+
+test('Part 8: a segment not created yet shows no gate, and counts are plural-correct', async () => {
+  const page = await lab.newPage('?part=8');
+  await page.keyboard.press('Home');
+  await page.waitForSelector('table.gates tr[data-segment="6"][data-status="not created yet"]');
+  const cells = await page.$$eval('table.gates tr[data-segment="6"] td', (tds) => tds.map((td) => td.textContent));
+  assert.deepEqual(cells.slice(2, 4), ['—', '—'], 'no gate for wal-6 before it exists');
+  const gates = await page.$$eval('[data-figure="segments"] g.segment-file[data-file="wal-6"] g.gate', (all) => all.map((gate) => [gate.dataset.open, gate.textContent]));
+  assert.deepEqual(gates, [['none', '—'], ['none', '—']]);
+  // Every step of the run: one segment, or some segments, never "segment(s)".
+  const outcomes = new Set();
+  for (let step = 0; step < 40; step++) {
+    outcomes.add(await page.textContent('.scene[data-scene="segments"] .stage-outcome'));
+    await page.keyboard.press('ArrowRight');
+  }
+  for (const outcome of outcomes) assert.match(outcome, /^(1 segment|[02-9] segments) kept at this instant\.$/, outcome);
+  assert.ok([...outcomes].some((outcome) => outcome.startsWith('1 segment ')), [...outcomes].join(' | '));
+  const text = await page.textContent('#chapter');
+  assert.doesNotMatch(text, /\(s\)|\b1 (records|segments|writes)\b/);
+  await page.close();
+});
+
+for (const width of [1366, 1024, 390]) test(`Part 8 at ${width}: every file's words stay inside its box`, async () => {
+  const page = await lab.newPage('?part=8&cdc=10', { width, height: 768 });
+  const outside = [];
+  for (const key of [null, 'Home', 'End']) {
+    if (key) await page.keyboard.press(key);
+    await page.evaluate(() => document.getAnimations().forEach((animation) => animation.finish()));
+    const found = await page.$$eval('[data-figure="segments"] g.segment-file', (files) => files.flatMap((file) => {
+      const box = file.querySelector('rect.file-box').getBoundingClientRect();
+      return [...file.querySelectorAll('text')].map((text) => [text.textContent, text.getBoundingClientRect()])
+        .filter(([, r]) => r.left < box.left - 0.5 || r.right > box.right + 0.5 || r.top < box.top - 0.5 || r.bottom > box.bottom + 0.5)
+        .map(([words, r]) => `${file.dataset.file} "${words}" ${r.left.toFixed(0)}-${r.right.toFixed(0)} outside ${box.left.toFixed(0)}-${box.right.toFixed(0)}`);
+    }));
+    outside.push(...found.map((each) => `${key ?? 'opening'}: ${each}`));
+  }
+  const wide = await page.evaluate(() => document.documentElement.scrollWidth - innerWidth);
+  assert.ok(wide <= 0, `no sideways scroll (${wide} px too wide)`);
+  await screenshot(page, `part8-${width}`);
+  assert.deepEqual(outside, []);
+  await page.close();
+});
+
+test('Part 8: the reader is dragged along the files; the kept files follow while it moves', async () => {
+  const page = await lab.newPage('?part=8&cdc=10');
+  assert.equal(await readerSeq(page), '10');
+  const keptAt10 = await page.getAttribute('[data-figure="segments"]', 'data-kept');
+  const grip = await page.$('.reader-grip');
+  const from = await grip.boundingBox();
+  const target = await (await page.$('[data-figure="segments"] g.segment-file[data-file="wal-5"] rect.file-box')).boundingBox();
+  await page.mouse.move(from.x + from.width / 2, from.y + from.height / 2);
+  await page.mouse.down();
+  await page.mouse.move(target.x + target.width * 0.5, target.y + target.height / 2, { steps: 8 });
+  await page.mouse.move(target.x + target.width * 0.5 + 1, target.y + target.height / 2);
+  // Still pressed: the figure has already moved with the pointer.
+  await page.waitForFunction(() => Number(document.querySelector('[data-figure="segments"] g.reader')?.dataset.readerSeq) >= 17);
+  const during = Number(await readerSeq(page));
+  assert.ok(during >= 17 && during <= 20, `the reader is in wal-5 while dragged: ${during}`);
+  await page.mouse.up();
+  assert.equal(cdc(page), String(during), 'the link names the reader');
+  const kept = await page.getAttribute('[data-figure="segments"]', 'data-kept');
+  assert.ok(Number(kept) < Number(keptAt10), `fewer files kept with the reader further on: ${kept} < ${keptAt10}`);
+  assert.equal(await page.getAttribute('table.gates', 'data-kept'), kept, 'the table agrees');
+  await screenshot(page, 'part8-dragged');
+  await page.close();
+});
+
+test('Part 8: a click on a file puts the reader there; with no reader, a click adds one', async () => {
+  const page = await lab.newPage('?part=8');
+  assert.equal(await page.$('[data-figure="segments"] g.reader'), null, 'no reader drawn');
+  const box = await (await page.$('[data-figure="segments"] g.segment-file[data-file="wal-2"] rect.file-box')).boundingBox();
+  await page.mouse.click(box.x + box.width * 0.5, box.y + box.height / 2);
+  await page.waitForSelector('[data-figure="segments"] g.reader');
+  const seq = Number(await readerSeq(page));
+  assert.ok(seq >= 5 && seq <= 8, `the reader stands in wal-2: ${seq}`);
+  assert.equal(cdc(page), String(seq));
+  assert.equal(await page.getAttribute('[data-figure="segments"] g.segment-file[data-file="wal-3"]', 'data-pinned'), 'true');
+  await page.close();
+});
+
+test('Part 8: the reader\'s handle takes the arrows and says what it pins', async () => {
+  const page = await lab.newPage('?part=8&cdc=10');
+  const now = await playerNow(page);
+  await page.focus('.reader-grip');
+  assert.match(await page.textContent('.reader-said'), /^reader at seq 10 pins segments? [\d-]+; 4 segments kept$/);
+  await page.keyboard.press('ArrowRight');
+  await page.waitForFunction(() => new URL(location.href).searchParams.get('cdc') === '11');
+  assert.equal(await playerNow(page), now, 'the arrows moved the reader, not the player');
+  assert.equal(await page.getAttribute('.reader-grip', 'aria-valuenow'), '11');
+  await page.keyboard.press('Shift+ArrowRight');
+  await page.waitForFunction(() => new URL(location.href).searchParams.get('cdc') === '15');
+  await page.keyboard.press('End');
+  await page.waitForFunction(() => new URL(location.href).searchParams.get('cdc') === '24');
+  assert.match(await page.textContent('.reader-said'), /^reader at seq 24 pins no segment; 1 segment kept$/);
+  await page.keyboard.press('Home');
+  await page.waitForFunction(() => new URL(location.href).searchParams.get('cdc') === '0');
+  assert.match(await page.textContent('.reader-said'), /^reader at seq 0 pins segments 1-\d; \d segments kept$/);
+  await page.close();
+});
+
+test('the browser console stays free of errors', () => {
+  assert.deepEqual(lab.consoleErrors, []);
+});
