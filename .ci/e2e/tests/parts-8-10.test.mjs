@@ -124,6 +124,50 @@ test('Part 8: the reader\'s handle takes the arrows and says what it pins', asyn
   await page.close();
 });
 
+test('Part 9: the log\'s chips are not clipped, the resets are words, an emptied -wal file says why', async () => {
+  for (const width of [1366, 1024, 390]) {
+    const page = await lab.newPage('?part=9', { width, height: 768 });
+    await page.keyboard.press('End');
+    await page.evaluate(() => document.getAnimations().forEach((animation) => animation.finish()));
+    const clipped = await page.$$eval('[data-figure="pages"] g.log-record', (records) => records.flatMap((record) => {
+      const box = record.querySelector('rect').getBoundingClientRect();
+      return [...record.querySelectorAll('text')].filter((text) => text.getBoundingClientRect().right > box.right + 0.5)
+        .map((text) => `${record.dataset.lsn} "${text.textContent}"`);
+    }));
+    assert.deepEqual(clipped, [], `${width}: chips' words inside their chips`);
+    const words = await page.$$eval('[data-figure="pages"] g.log-record text.small', (texts) => texts.map((text) => text.textContent));
+    assert.ok(words.includes('change') && words.includes('+image'), words.join(' '));
+    const wide = await page.evaluate(() => document.documentElement.scrollWidth - innerWidth);
+    assert.ok(wide <= 0, `${width}: no sideways scroll (${wide} px too wide)`);
+    const text = await page.textContent('#chapter');
+    assert.doesNotMatch(text, /\(s\)/);
+    // SQLite's last step: the checkpoint reset the -wal file, and the figure says so.
+    const frames = await page.$$('[data-figure="sqlite-wal"] g.frame');
+    assert.equal(frames.length, 0, 'the -wal file is empty at the last step');
+    assert.equal(await page.getAttribute('[data-figure="sqlite-wal"] text.wal-empty', 'data-empty'), 'reset');
+    assert.match(await page.textContent('[data-figure="sqlite-wal"] text.wal-empty'), /checkpoint .*reset/);
+    await screenshot(page, `part9-${width}`);
+    await page.close();
+  }
+});
+
+for (const width of [390, 1024, 1366]) test(`Part 10 at ${width}: the replicas' figure is laid out for the width, its words inside it`, async () => {
+  const page = await lab.newPage('?part=10', { width, height: 844 });
+  await page.evaluate(() => document.getAnimations().forEach((animation) => animation.finish()));
+  const wide = await page.evaluate(() => document.documentElement.scrollWidth - innerWidth);
+  assert.ok(wide <= 0, `no sideways scroll (${wide} px too wide)`);
+  assert.ok(await page.$('[data-figure="quorum"] svg.fitted'), 'the figure is drawn for the room it has');
+  const outside = await page.$eval('[data-figure="quorum"] svg', (svg) => {
+    const frame = svg.getBoundingClientRect();
+    return [...svg.querySelectorAll('text')].map((text) => [text.textContent, text.getBoundingClientRect()])
+      .filter(([, r]) => r.width > 0 && (r.left < frame.left - 1 || r.right > frame.right + 1))
+      .map(([words, r]) => `"${words}" ${r.left.toFixed(0)}-${r.right.toFixed(0)} of ${frame.left.toFixed(0)}-${frame.right.toFixed(0)}`);
+  });
+  assert.deepEqual(outside, []);
+  await screenshot(page, `part10-${width}`);
+  await page.close();
+});
+
 test('the browser console stays free of errors', () => {
   assert.deepEqual(lab.consoleErrors, []);
 });

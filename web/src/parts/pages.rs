@@ -12,6 +12,7 @@ use crate::benches::models::describe_page_event;
 use crate::benches::Bench;
 use crate::benches::pages_view::{pages_at, wal_at};
 use crate::figures::pages::{PagesFigure, WalModeFigure};
+use crate::layout::Scene;
 use crate::player::{Clock, Player};
 use crate::state::LabAction;
 use crate::url_state::PageProtection;
@@ -77,37 +78,19 @@ pub fn PagesChapter(props: &ChapterProps) -> Html {
             let all = branch.recovered_everything();
             html! {
                 <>
-                { pages_table(&branch.pages_at_cut, &branch.pages_after, &branch.crash.expected) }
                 <p class={classes!("verdict-line", if all { "ok" } else { "danger" })} data-recovered-everything={all.to_string()}>
                     { if all { "Recovery rebuilt both pages exactly as they were before the power cut." }
                       else { "Recovery could not rebuild the torn page: the log since the redo point does not hold all of it." } }
                 </p>
+                <details class="pages-detail"><summary>{ "each page, at the cut and after recovery" }</summary>
+                    { pages_table(&branch.pages_at_cut, &branch.pages_after, &branch.crash.expected) }
+                </details>
                 </>
             }
         }
         Err(error) => html! { <p class="error">{ format!("the page engine refused the run: {error}") }</p> },
     };
-    html! {
-        <>
-        <div class="prose">
-            <p>{ "PostgreSQL, InnoDB and SQLite keep data in fixed-size pages (8 KB in PostgreSQL, 16 KB in InnoDB) and \
-                  change them in place. They log first too, and add one rule: a dirty page may be written back only \
-                  once the log is durable up to that page's last change. A commit waits for its log record, never for its \
-                  pages (no-force), and a page may be written before its transaction commits (steal): ARIES-style \
-                  recovery. " }{ source("PostgreSQL: WAL introduction", "https://www.postgresql.org/docs/current/wal-intro.html") }</p>
-            <p>{ "Each page stores the LSN of the last record applied to it, its pageLSN. REDO applies a record only when \
-                  the record's LSN is above the page's, so replaying twice changes nothing. A checkpoint writes dirty pages \
-                  back and records a redo point, where the next recovery starts." }</p>
-            <p>{ "A page spans many sectors, so a power cut during its write-back can tear it, and a small log record \
-                  cannot repair half a page. PostgreSQL logs a full-page image with the first change to each page after a \
-                  checkpoint; InnoDB writes every page first to a doublewrite buffer and syncs it before writing the page \
-                  in place. " }
-               { source("PostgreSQL: full_page_writes", "https://www.postgresql.org/docs/current/runtime-config-wal.html#GUC-FULL-PAGE-WRITES") }
-               { source("MySQL: doublewrite buffer", "https://dev.mysql.com/doc/refman/8.4/en/innodb-doublewrite-buffer.html") }</p>
-            <p>{ "Below: writes 1 to 8 on two pages (P1 holds the order: keys, P2 the user: keys), a checkpoint after write 4, \
-                  P2 written back after write 6, and P1's write-back after write 8 torn by a power cut. Step through the run \
-                  and then recovery." }</p>
-        </div>
+    let settings = html! {
         <div class="controls">
             <label>{ "torn-page protection " }<select class="protection" onchange={on_protection}>
                 { for PageProtection::ALL.iter().map(|protection| html! {
@@ -115,21 +98,42 @@ pub fn PagesChapter(props: &ChapterProps) -> Html {
                 }) }
             </select></label>
         </div>
-        <Player state={props.player.clone()} on_action={on_player} mark_name="step" caption={caption} clock={Clock::Steps} />
-        { figure.unwrap_or_default() }
-        <ol class="page-events" data-done={done.to_string()}>{ for events }</ol>
-        { result }
-        <h3>{ "SQLite's WAL mode: whole pages in the log" }</h3>
-        <div class="prose"><p>{ "SQLite in WAL mode logs no changes: each commit appends a frame holding the whole new page to \
-            the -wal file and syncs it. The database file is written only by a checkpoint, which copies each page's newest \
-            frame back; until it finishes, the -wal file still holds every page whole, so a torn copy is repaired by \
-            checkpointing again. The same eight writes, a checkpoint after write 4 and one after write 8 that the power cuts \
-            halfway through P1's copy:" }</p></div>
-        { sqlite }
+    };
+    html! {
+        <>
+        <Scene name="pages" controls={html! { <Player state={props.player.clone()} on_action={on_player} mark_name="step" caption={caption} clock={Clock::Steps} /> }}
+            {settings} figure={figure.unwrap_or_default()} outcome={result}>
+            <div class="prose">
+                <p>{ "PostgreSQL, InnoDB and SQLite keep data in fixed-size pages (8 KB in PostgreSQL, 16 KB in InnoDB) and \
+                      change them in place. They log first too, and add one rule: a dirty page may be written back only \
+                      once the log is durable up to that page's last change. A commit waits for its log record, never for its \
+                      pages (no-force), and a page may be written before its transaction commits (steal): ARIES-style \
+                      recovery. " }{ source("PostgreSQL: WAL introduction", "https://www.postgresql.org/docs/current/wal-intro.html") }</p>
+                <p>{ "Each page stores the LSN of the last record applied to it, its pageLSN. REDO applies a record only when \
+                      the record's LSN is above the page's, so replaying twice changes nothing. A checkpoint writes dirty pages \
+                      back and records a redo point, where the next recovery starts." }</p>
+                <p>{ "A page spans many sectors, so a power cut during its write-back can tear it, and a small log record \
+                      cannot repair half a page. PostgreSQL logs a full-page image with the first change to each page after a \
+                      checkpoint; InnoDB writes every page first to a doublewrite buffer and syncs it before writing the page \
+                      in place. " }
+                   { source("PostgreSQL: full_page_writes", "https://www.postgresql.org/docs/current/runtime-config-wal.html#GUC-FULL-PAGE-WRITES") }
+                   { source("MySQL: doublewrite buffer", "https://dev.mysql.com/doc/refman/8.4/en/innodb-doublewrite-buffer.html") }</p>
+                <p>{ "Beside this: writes 1 to 8 on two pages (P1 holds the order: keys, P2 the user: keys), a checkpoint after write 4, \
+                      P2 written back after write 6, and P1's write-back after write 8 torn by a power cut. Step through the run \
+                      and then recovery." }</p>
+                <ol class="page-events" data-done={done.to_string()}>{ for events }</ol>
+            </div>
+        </Scene>
+        <Scene name="sqlite-wal" title="SQLite's WAL mode: whole pages in the log" figure={sqlite}>
+            <div class="prose"><p>{ "SQLite in WAL mode logs no changes: each commit appends a frame holding the whole new page to \
+                the -wal file and syncs it. The database file is written only by a checkpoint, which copies each page's newest \
+                frame back; until it finishes, the -wal file still holds every page whole, so a torn copy is repaired by \
+                checkpointing again. The same eight writes, a checkpoint after write 4 and one after write 8 that the power cuts \
+                halfway through P1's copy." }</p></div>
+        </Scene>
         </>
     }
 }
-
 
 /// Sectors in one of branch B's pages (64-byte pages of 32-byte sectors).
 const SECTORS_PER_PAGE: usize = crate::benches::models::PAGE_BYTES / crate::benches::models::SECTOR_BYTES;

@@ -12,6 +12,7 @@ use crate::benches::quorum_view::{batch_at, batch_legs, batch_place};
 use crate::benches::Bench;
 use crate::figures::lanes::FateLanes;
 use crate::figures::quorum::QuorumFigure;
+use crate::layout::Scene;
 use crate::player::Player;
 use crate::state::LabAction;
 use crate::url_state::format_millis;
@@ -73,31 +74,33 @@ pub fn ReplicationChapter(props: &ChapterProps) -> Html {
         </tr>
     });
     let failure_heads = walab_core::quorum::Failure::ALL.iter().map(|failure| html! { <th>{ failure.label() }</th> });
-    html! {
-        <>
-        <div class="prose">
-            <p>{ "Everything so far survives a power loss on one machine. A dead volume, a lost instance or a zone outage \
-                  still takes the only copy; the next rung is copies on other machines. The leader appends the record to its \
-                  own log and sends it to the followers at the same time; it commits once W of the N replicas, itself \
-                  included, have it." }</p>
-            <p>{ "Because the legs run in parallel, a commit costs the slowest leg it must wait for, not the sum: the larger \
-                  of the local sync and the (W−1)-th fastest follower. Raft-style logs work this way. PostgreSQL's \
-                  synchronous replication ships WAL only after flushing it locally, so a synchronous commit costs the local \
-                  flush plus the standby's round trip. " }
-               { source("Ongaro and Ousterhout, Raft (ATC '14)", "https://raft.github.io/raft.pdf") }
-               { source("PostgreSQL: synchronous replication", "https://www.postgresql.org/docs/current/warm-standby.html#SYNCHRONOUS-REPLICATION") }</p>
-            <p>{ format!("Branch R: the tiny store forks after write 20 onto three replicas, A leading in zone a with legs {}. \
-                One batch is in flight at a time.", legs.join(", ")) }</p>
-        </div>
+    let settings = html! {
         <div class="controls">
             <label>{ "commit at W = " }<select class="quorum-w" onchange={on_w}>
                 { for (1..=3u8).map(|w| html! { <option value={w.to_string()} selected={w == props.params.quorum_w}>{ format!("{w} of 3") }</option> }) }
             </select></label>
         </div>
-        <Player state={props.player.clone()} on_action={on_player} caption={caption} />
-        { figure.unwrap_or_default() }
+    };
+    html! {
+        <>
+        <Scene name="replicas" controls={html! { <Player state={props.player.clone()} on_action={on_player} caption={caption} /> }}
+            {settings} figure={figure.unwrap_or_default()} outcome={budget.unwrap_or_default()}>
+            <div class="prose">
+                <p>{ "Everything so far survives a power loss on one machine. A dead volume, a lost instance or a zone outage \
+                      still takes the only copy; the next rung is copies on other machines. The leader appends the record to its \
+                      own log and sends it to the followers at the same time; it commits once W of the N replicas, itself \
+                      included, have it." }</p>
+                <p>{ "Because the legs run in parallel, a commit costs the slowest leg it must wait for, not the sum: the larger \
+                      of the local sync and the (W−1)-th fastest follower. Raft-style logs work this way. PostgreSQL's \
+                      synchronous replication ships WAL only after flushing it locally, so a synchronous commit costs the local \
+                      flush plus the standby's round trip. " }
+                   { source("Ongaro and Ousterhout, Raft (ATC '14)", "https://raft.github.io/raft.pdf") }
+                   { source("PostgreSQL: synchronous replication", "https://www.postgresql.org/docs/current/warm-standby.html#SYNCHRONOUS-REPLICATION") }</p>
+                <p>{ format!("Branch R: the tiny store forks after write 20 onto three replicas, A leading in zone a with legs {}. \
+                    One batch is in flight at a time.", legs.join(", ")) }</p>
+            </div>
+        </Scene>
         { lanes }
-        { budget.unwrap_or_default() }
         <h3>{ "What an acknowledged write survives" }</h3>
         <table class="survival">
             <thead><tr><th>{ "policy" }</th><th>{ "commit latency" }</th>{ for failure_heads }</tr></thead>
@@ -108,4 +111,3 @@ pub fn ReplicationChapter(props: &ChapterProps) -> Html {
         </>
     }
 }
-
