@@ -40,21 +40,26 @@ const BOTTOM: f64 = HEIGHT - 40.0;
 const REFERENCE_COLOR: (u8, u8, u8) = (150, 60, 40);
 const LIMIT_COLOR: (u8, u8, u8) = (179, 38, 30);
 
-#[derive(Properties, PartialEq)]
+/// What a line chart draws; `..LineChartProps::default()` fills what a caller leaves out.
 pub struct LineChartProps {
     pub title: AttrValue,
     pub x_label: AttrValue,
     pub y_label: AttrValue,
     pub series: Rc<Vec<Series>>,
-    #[prop_or(true)]
     pub log_x: bool,
     /// A horizontal reference line, labelled (for example gp3's baseline).
-    #[prop_or_default]
     pub reference: Option<(f64, AttrValue)>,
 }
 
-#[component]
-pub fn LineChart(props: &LineChartProps) -> Html {
+impl Default for LineChartProps {
+    fn default() -> Self {
+        let none = AttrValue::Static("");
+        LineChartProps { title: none.clone(), x_label: none.clone(), y_label: none, series: Rc::default(), log_x: true, reference: None }
+    }
+}
+
+/// A line chart: a function, not a component, as it keeps no state.
+pub fn line_chart(props: &LineChartProps) -> Html {
     let label = crate::labels::line_chart_label(&props.title, &props.x_label, &props.y_label, &props.series);
     let reference = props.reference.as_ref().map(|(y, name)| (*y, name.as_str()));
     let svg = line_svg(&props.title, &props.x_label, &props.y_label, &props.series, props.log_x, reference, &label);
@@ -70,17 +75,17 @@ pub fn LineChart(props: &LineChartProps) -> Html {
     }
 }
 
-#[derive(Properties, PartialEq)]
+/// What a bar chart draws; `..BarChartProps::default()` fills what a caller leaves out.
+#[derive(Default)]
 pub struct BarChartProps {
     pub title: AttrValue,
     pub y_label: AttrValue,
     pub bars: Rc<Vec<Bar>>,
-    #[prop_or_default]
     pub limit: Option<(f64, AttrValue)>,
 }
 
-#[component]
-pub fn BarChart(props: &BarChartProps) -> Html {
+/// A bar chart: a function, not a component, as it keeps no state.
+pub fn bar_chart(props: &BarChartProps) -> Html {
     let limit = props.limit.as_ref().map(|(value, name)| (*value, name.as_str()));
     let label = crate::labels::bar_chart_label(&props.title, &props.y_label, &props.bars, limit);
     let svg = bar_svg(&props.title, &props.y_label, &props.bars, limit, &label);

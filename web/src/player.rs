@@ -8,8 +8,8 @@
 //! player serves the group-commit timeline, the recovery scan and a trace file dropped
 //! onto the page alike.
 //!
-//! [`PlayerState`] is plain data with a pure `apply`, tested natively; [`Player`] is the
-//! component that draws the controls and sends [`PlayerAction`]s back up.
+//! [`PlayerState`] is plain data with a pure `apply`, tested natively; [`player`] draws
+//! the controls and sends [`PlayerAction`]s back up.
 
 use std::rc::Rc;
 
@@ -174,21 +174,30 @@ pub fn action_for_key(key: &str) -> Option<PlayerAction> {
     })
 }
 
-#[derive(Properties, PartialEq)]
+/// What the player draws; `..PlayerProps::default()` fills what a Part leaves out.
 pub struct PlayerProps {
     pub state: PlayerState,
     pub on_action: Callback<PlayerAction>,
     /// What the marks are called in the step buttons' titles ("event", "batch", "check").
-    #[prop_or(AttrValue::Static("event"))]
     pub mark_name: AttrValue,
     /// What the step at the playhead did, in words: shown under the controls in an
     /// `aria-live` region, so a screen reader says it as the student steps.
-    #[prop_or_default]
     pub caption: Option<AttrValue>,
     /// How the playhead is labelled: a simulated time, or (for runs whose marks are steps
     /// of an algorithm rather than instants) the step number alone.
-    #[prop_or_default]
     pub clock: Clock,
+}
+
+impl Default for PlayerProps {
+    fn default() -> Self {
+        PlayerProps {
+            state: PlayerState::default(),
+            on_action: Callback::noop(),
+            mark_name: AttrValue::Static("event"),
+            caption: None,
+            clock: Clock::default(),
+        }
+    }
 }
 
 /// The label of the playhead.
@@ -201,9 +210,9 @@ pub enum Clock {
     Steps,
 }
 
-/// The player's controls: buttons, a scrubber over the run, the speed and the time.
-#[component]
-pub fn Player(props: &PlayerProps) -> Html {
+/// The player's controls: buttons, a scrubber over the run, the speed and the time. A
+/// function, not a component: it keeps no state of its own.
+pub fn player(props: &PlayerProps) -> Html {
     let state = &props.state;
     let send = |action: PlayerAction| {
         let on_action = props.on_action.clone();

@@ -16,8 +16,8 @@ use crate::figures::lanes::{place_labels, LanesGeometry};
 use crate::figures::steady_queue::{steady_queue, SteadyQueueProps};
 use crate::benches::trace_view::{Phase, TraceSpans};
 use crate::benches::{Bench, BenchRef};
-use crate::charts::{Bar, BarChart, LineChart, Series};
-use crate::player::{format_fixed_millis, Player, PlayerState};
+use crate::charts::{bar_chart, line_chart, Bar, BarChartProps, LineChartProps, Series};
+use crate::player::{format_fixed_millis, player, PlayerProps, PlayerState};
 use crate::state::LabAction;
 use crate::layout::Scene;
 use crate::url_state::{format_millis, PolicyKind, Scenario};
@@ -59,7 +59,7 @@ pub fn group_commit_chapter(props: &ChapterProps) -> Html {
                 { controls(&props.params, shown, props.field_problem.as_ref(), &props.on_action) }
                 { latency.unwrap_or_default() }
             </> }}
-            controls={html! { <Player state={props.player.clone()} on_action={on_player} mark_name="event" caption={caption_for(bench, &props.player)} /> }}
+            controls={html! { { player(&PlayerProps { state: props.player.clone(), on_action: on_player, mark_name: "event".into(), caption: caption_for(bench, &props.player), ..PlayerProps::default() }) } }}
             figure={figure}
             outcome={outcome}>
             <div class="prose">
@@ -159,8 +159,8 @@ fn SweepCharts(props: &SweepChartsProps) -> Html {
     }
     html! {
         <div class="charts">
-            <LineChart title="mean wait against load" x_label="writes per second" y_label="mean wait (ms)" series={(*waits).clone()} />
-            <LineChart title="syncs per second against load" x_label="writes per second" y_label="syncs per second" series={(*syncs).clone()} />
+            { line_chart(&LineChartProps { title: "mean wait against load".into(), x_label: "writes per second".into(), y_label: "mean wait (ms)".into(), series: (*waits).clone(), ..LineChartProps::default() }) }
+            { line_chart(&LineChartProps { title: "syncs per second against load".into(), x_label: "writes per second".into(), y_label: "syncs per second".into(), series: (*syncs).clone(), ..LineChartProps::default() }) }
         </div>
     }
 }
@@ -326,7 +326,7 @@ fn steady_view(bench: &CommitBench, props: &ChapterProps) -> (Html, Html) {
         { super::controls::load_dial(props.params.load_per_second, &props.on_action, &said) }
         <SteadyCanvas bench={bench_ref.clone()} now={player.now} />
         { steady_queue(&SteadyQueueProps { state: steady.queue_at(player.now), record_bytes: u64::from(STEADY_RECORD_BYTES) }) }
-        <BarChart title="batch sizes in this run: writes per batch" y_label="batches" bars={sizes} />
+        { bar_chart(&BarChartProps { title: "batch sizes in this run: writes per batch".into(), y_label: "batches".into(), bars: sizes, ..BarChartProps::default() }) }
         </>
     };
     let outcome = html! {

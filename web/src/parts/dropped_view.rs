@@ -19,10 +19,10 @@ use super::dropzone::DropZone;
 use super::ChapterProps;
 use crate::benches::captions::{id_runs, step_caption};
 use crate::benches::dropped::{DroppedTrace, LANE_WRITES_MAX};
-use crate::charts::{Bar, BarChart};
+use crate::charts::{bar_chart, Bar, BarChartProps};
 use crate::format::{count, group_thousands};
 use crate::layout::Scene;
-use crate::player::{format_fixed_millis, Player, PlayerAction, PlayerState};
+use crate::player::{format_fixed_millis, player, PlayerAction, PlayerProps, PlayerState};
 use crate::state::LabAction;
 
 /// The caption of the step at the playhead, from the trace's events since the step
@@ -83,8 +83,8 @@ fn summary(trace: &DroppedTrace) -> Html {
                 { for rows.into_iter().map(|(name, value)| html! { <tr><th>{ name }</th><td class="num">{ value }</td></tr> }) }
             </table>
             <div class="charts">
-                <BarChart title="syncs by writes carried" y_label="syncs" bars={bars(&summary.batch_sizes)} />
-                <BarChart title="writes by wait (ms)" y_label="writes" bars={bars(&summary.waits)} />
+                { bar_chart(&BarChartProps { title: "syncs by writes carried".into(), y_label: "syncs".into(), bars: bars(&summary.batch_sizes), ..BarChartProps::default() }) }
+                { bar_chart(&BarChartProps { title: "writes by wait (ms)".into(), y_label: "writes".into(), bars: bars(&summary.waits), ..BarChartProps::default() }) }
             </div>
         </div>
     }
@@ -246,7 +246,7 @@ pub fn dropped_view(trace: &Rc<DroppedTrace>, props: &ChapterProps) -> Html {
             if long { { summary(trace) } }
             { strip.unwrap_or_default() }
             <Scene name="dropped-trace" title="Your run, step by step"
-                controls={html! { <Player state={props.player.clone()} on_action={on_player} caption={caption(trace, &props.player)} /> }}
+                controls={player(&PlayerProps { state: props.player.clone(), on_action: on_player, caption: Some(caption(trace, &props.player)), ..PlayerProps::default() })}
                 figure={html! { <TraceLanes spans={window} now={now} cut={trace.spans.power_cut} /> }}
                 outcome={html! { <>
                     { recovery(trace, now) }

@@ -10,7 +10,7 @@ use super::{ChapterProps, source};
 use crate::benches::failed_sync_view::paths_at;
 use crate::figures::failed_sync::{failed_sync_figure, FailedSyncFigureProps};
 use crate::layout::Scene;
-use crate::player::Player;
+use crate::player::{player, PlayerProps};
 use crate::state::{Field, LabAction};
 use crate::url_state::{Fault, Handling};
 
@@ -111,7 +111,7 @@ pub fn failed_sync_chapter(props: &ChapterProps) -> Html {
             </Predict>
         }
     };
-    let player = |caption: Option<AttrValue>| html! { <Player state={props.player.clone()} on_action={on_player.clone()} caption={caption} /> };
+    let player = |caption: Option<AttrValue>| player(&PlayerProps { state: props.player.clone(), on_action: on_player.clone(), caption, ..PlayerProps::default() });
     html! {
         <>
         <Scene name="failed-sync" title="The branches, on the simulated device"

@@ -14,7 +14,7 @@ use crate::benches::Bench;
 use crate::figures::chain::{chain_figure, ChainFigureProps};
 use crate::figures::write_path::{write_path, LogQueue, WritePathProps};
 use crate::layout::Scene;
-use crate::player::{Clock, Player};
+use crate::player::{Clock, player, PlayerProps};
 use crate::state::LabAction;
 use crate::url_state::{format_millis, PolicyKind};
 
@@ -148,8 +148,7 @@ fn write_path_view(props: &ChapterProps) -> Html {
     };
     html! {
         <Scene name="write-path" title="One write's path"
-            controls={html! { <Player state={props.player.clone()} on_action={props.on_action.reform(LabAction::Player)} mark_name="station"
-                clock={Clock::Steps} caption={Some(AttrValue::from(caption))} /> }}
+            controls={player(&PlayerProps { state: props.player.clone(), on_action: props.on_action.reform(LabAction::Player), mark_name: "station".into(), clock: Clock::Steps, caption: Some(AttrValue::from(caption)), ..PlayerProps::default() })}
             figure={html! { { write_path(&WritePathProps { steps: Rc::new(bench.write_path.clone()), reached }) } }}>
             <div class="prose">
                 <p>{ "A write-ahead log (WAL) is an append-only file in which every change is recorded before it is applied \

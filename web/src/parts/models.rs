@@ -8,7 +8,7 @@ use yew::prelude::*;
 use super::controls::{controls, Shown};
 use super::{ChapterProps, source};
 use crate::benches::Bench;
-use crate::charts::{Bar, BarChart};
+use crate::charts::{bar_chart, Bar, BarChartProps};
 use crate::format::group_thousands;
 
 fn fit_text(fit: Fit, unit: &str) -> String {
@@ -87,10 +87,8 @@ pub fn BudgetCalculator(props: &ChapterProps) -> Html {
                     "{} log syncs a second, {} IOPS against {}'s {}, {:.0} MiB/s against its {} MiB/s",
                     group_thousands(budget.syncs_per_s), group_thousands(budget.shared.iops), budget.limits.name,
                     group_thousands(budget.limits.iops_included), mib(budget.shared.bytes_per_s), budget.limits.mib_per_s_included)) }
-                <BarChart title="IOPS" y_label="I/Os per second" bars={iops_bars}
-                    limit={Some((budget.limits.iops_included as f64, AttrValue::from(format!("{} baseline: {} IOPS", budget.limits.name, group_thousands(budget.limits.iops_included)))))} />
-                <BarChart title="throughput" y_label="MiB/s" bars={throughput_bars}
-                    limit={Some((budget.limits.mib_per_s_included as f64, AttrValue::from(format!("{} baseline: {} MiB/s", budget.limits.name, budget.limits.mib_per_s_included))))} />
+                { bar_chart(&BarChartProps { title: "IOPS".into(), y_label: "I/Os per second".into(), bars: iops_bars, limit: Some((budget.limits.iops_included as f64, AttrValue::from(format!("{} baseline: {} IOPS", budget.limits.name, group_thousands(budget.limits.iops_included))))), ..BarChartProps::default() }) }
+                { bar_chart(&BarChartProps { title: "throughput".into(), y_label: "MiB/s".into(), bars: throughput_bars, limit: Some((budget.limits.mib_per_s_included as f64, AttrValue::from(format!("{} baseline: {} MiB/s", budget.limits.name, budget.limits.mib_per_s_included)))), ..BarChartProps::default() }) }
             </div>
             { verdict(budget, props.params.load_per_second) }
             <table class="summary">

@@ -11,7 +11,7 @@ use super::predict::{answer_pending, Predict};
 use super::{ChapterProps, source};
 use crate::figures::modes::{ModeRow, ModesFigure};
 use crate::layout::Scene;
-use crate::player::Player;
+use crate::player::{player, PlayerProps};
 use crate::state::LabAction;
 use crate::url_state::{format_millis, PolicyKind};
 
@@ -102,7 +102,7 @@ pub fn modes_chapter(props: &ChapterProps) -> Html {
         </Scene>
         <Scene name="power-cut" title="Your own cut" opens_here={props.params.cut.is_some()}
             settings={html! { { controls(&props.params, shown, None, &props.on_action) } }}
-            controls={html! { <Player state={props.player.clone()} on_action={on_player} caption={caption} /> }}
+            controls={player(&PlayerProps { state: props.player.clone(), on_action: on_player, caption: Some(caption), ..PlayerProps::default() })}
             actions={cut_controls(props)}
             figure={lanes(bench, props, revealed)}
             outcome={power_report(props)}>

@@ -13,7 +13,7 @@ use crate::benches::Bench;
 use crate::benches::pages_view::{pages_at, wal_at};
 use crate::figures::pages::{PagesFigure, WalModeFigure};
 use crate::layout::Scene;
-use crate::player::{Clock, Player};
+use crate::player::{player, Clock, PlayerProps};
 use crate::state::LabAction;
 use crate::url_state::PageProtection;
 
@@ -101,7 +101,7 @@ pub fn PagesChapter(props: &ChapterProps) -> Html {
     };
     html! {
         <>
-        <Scene name="pages" controls={html! { <Player state={props.player.clone()} on_action={on_player} mark_name="step" caption={caption} clock={Clock::Steps} /> }}
+        <Scene name="pages" controls={player(&PlayerProps { state: props.player.clone(), on_action: on_player, mark_name: "step".into(), caption: Some(caption), clock: Clock::Steps, ..PlayerProps::default() })}
             {settings} figure={figure.unwrap_or_default()} outcome={result}>
             <div class="prose">
                 <p>{ "PostgreSQL, InnoDB and SQLite keep data in fixed-size pages (8 KB in PostgreSQL, 16 KB in InnoDB) and \

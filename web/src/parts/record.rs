@@ -10,7 +10,7 @@ use super::{ChapterProps, source};
 use crate::benches::append::{self, Step};
 use crate::figures::record_bytes::RecordBytes;
 use crate::layout::Scene;
-use crate::player::{Clock, Player, PlayerAction};
+use crate::player::{Clock, player, PlayerProps, PlayerAction};
 use crate::record_layout::{tiny_record_fields, Field};
 use crate::state::LabAction;
 
@@ -51,8 +51,7 @@ pub fn RecordChapter(props: &ChapterProps) -> Html {
         { wal_bytes() }
         <Scene name="append" title="The append, in order and out of order" opens_here={props.params.cut.is_some()}
             controls={html! { <>
-                <Player state={props.player.clone()} on_action={on_player} mark_name="step" clock={Clock::Steps}
-                    caption={Some(AttrValue::from(append::caption(done_wrong)))} />
+                { player(&PlayerProps { state: props.player.clone(), on_action: on_player, mark_name: "step".into(), clock: Clock::Steps, caption: Some(AttrValue::from(append::caption(done_wrong))), ..PlayerProps::default() }) }
                 { power_button(props.params.cut.is_some(), props.on_action.reform(|_| LabAction::CutAtPlayhead)) }
             </> }}
             figure={html! { <>

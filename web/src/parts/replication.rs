@@ -13,7 +13,7 @@ use crate::benches::Bench;
 use crate::figures::lanes::FateLanes;
 use crate::figures::quorum::QuorumFigure;
 use crate::layout::Scene;
-use crate::player::Player;
+use crate::player::{player, PlayerProps};
 use crate::state::LabAction;
 use crate::url_state::format_millis;
 
@@ -83,7 +83,7 @@ pub fn ReplicationChapter(props: &ChapterProps) -> Html {
     };
     html! {
         <>
-        <Scene name="replicas" controls={html! { <Player state={props.player.clone()} on_action={on_player} caption={caption} /> }}
+        <Scene name="replicas" controls={player(&PlayerProps { state: props.player.clone(), on_action: on_player, caption: Some(caption), ..PlayerProps::default() })}
             {settings} figure={figure.unwrap_or_default()} outcome={budget.unwrap_or_default()}>
             <div class="prose">
                 <p>{ "Everything so far survives a power loss on one machine. A dead volume, a lost instance or a zone outage \

@@ -9,7 +9,7 @@ use super::{ChapterProps, source};
 use crate::benches::segments::{kept as kept_files, segment_files};
 use crate::figures::segments::SegmentsFigure;
 use crate::layout::Scene;
-use crate::player::{format_fixed_millis, Player};
+use crate::player::{format_fixed_millis, player, PlayerProps};
 use crate::state::LabAction;
 
 #[component]
@@ -57,7 +57,7 @@ pub fn SegmentsChapter(props: &ChapterProps) -> Html {
         choices.push(seq);
         walab_core::sort::sort(&mut choices);
     }
-    let player = |caption: Option<AttrValue>| html! { <Player state={props.player.clone()} on_action={on_player.clone()} caption={caption} /> };
+    let player = |caption: Option<AttrValue>| player(&PlayerProps { state: props.player.clone(), on_action: on_player.clone(), caption, ..PlayerProps::default() });
     html! {
         <>
         <Scene name="segments" controls={player(Some(caption))}

@@ -10,7 +10,7 @@ use crate::benches::journey::{power_loss_after, CallAt, JourneyBench};
 use crate::benches::Bench;
 use crate::figures::sync_journey::{sync_journey, SyncJourneyProps};
 use crate::layout::Scene;
-use crate::player::{Clock, Player};
+use crate::player::{Clock, player, PlayerProps};
 use crate::state::LabAction;
 use crate::url_state::{format_millis, SyncCall};
 use crate::figures::call_path::CallPath;
@@ -27,8 +27,7 @@ fn journey(props: &ChapterProps) -> Html {
     let on_player = props.on_action.reform(LabAction::Player);
     html! {
         <Scene name="journey" title="Trace: the first writes, one event at a time"
-            controls={html! { <Player state={props.player.clone()} on_action={on_player} mark_name="event" clock={Clock::Steps}
-                caption={Some(AttrValue::from(step.caption.clone()))} /> }}
+            controls={player(&PlayerProps { state: props.player.clone(), on_action: on_player, mark_name: "event".into(), clock: Clock::Steps, caption: Some(AttrValue::from(step.caption.clone())), ..PlayerProps::default() })}
             drawn={{
                 let journey = SyncJourneyProps { step: Rc::new(step.clone()), unit_bytes: bench.unit_bytes, segment_bytes: bench.segment_bytes,
                     records: Rc::new(bench.records.clone()) };

@@ -13,7 +13,7 @@ use crate::benches::tiny::{describe_check, CutOutcome};
 use crate::benches::torn::log_view;
 use crate::figures::log_media::LogMedia;
 use crate::layout::Scene;
-use crate::player::{Clock, Player};
+use crate::player::{Clock, player, PlayerProps};
 use crate::state::LabAction;
 use crate::url_state::{format_millis, to_query};
 
@@ -109,7 +109,7 @@ pub fn torn_chapter(props: &ChapterProps) -> Html {
         html! { <p class="named-cuts">{ "Start from one of the two outcomes this Part is about: " }{ for buttons }</p> }
     });
     let player = |caption: Option<AttrValue>| html! {
-        <Player state={props.player.clone()} on_action={on_player.clone()} caption={caption} mark_name="event or check" clock={clock} />
+        { player(&PlayerProps { state: props.player.clone(), on_action: on_player.clone(), caption, mark_name: "event or check".into(), clock, ..PlayerProps::default() }) }
     };
     html! {
         <>

@@ -27,7 +27,7 @@ use crate::benches::remote::{
 };
 use crate::benches::remote_trace::DroppedRemote;
 use crate::benches::Bench;
-use crate::player::{Player, PlayerState};
+use crate::player::{player, PlayerProps, PlayerState};
 use crate::state::LabAction;
 use crate::url_state::format_millis;
 
@@ -473,7 +473,7 @@ pub fn ObjectStoreChapter(props: &ChapterProps) -> Html {
                   hole. Slow one PUT down and watch the batches behind it: stored (striped) but not acknowledged, until it lands." }</p>
         </div>
         { controls }
-        <Player state={props.player.clone()} on_action={on_player} mark_name="event" caption={caption_s3(bench, &run, &props.player)} />
+        { player(&PlayerProps { state: props.player.clone(), on_action: on_player, mark_name: "event".into(), caption: caption_s3(bench, &run, &props.player), ..PlayerProps::default() }) }
         <BatchLanes run={run.clone()} now={props.player.now} on_take={bench.trace.is_none().then(|| take_over(props))} announce={takeover_said(&run)} />
         { outcome_line(&run, props.player.now) }
         { lanes_note(&run) }
@@ -566,7 +566,7 @@ pub fn PostgresChapter(props: &ChapterProps) -> Html {
                   generation) so that you can watch it fill: stall the upload.") }</p>
         </div>
         <div id={RUN_SECTION_ID}>{ controls }</div>
-        <Player state={props.player.clone()} on_action={on_player} mark_name="event" caption={caption(&run, &props.player)} />
+        { player(&PlayerProps { state: props.player.clone(), on_action: on_player, mark_name: "event".into(), caption: caption(&run, &props.player), ..PlayerProps::default() }) }
         { ring }
         <BatchLanes run={run.clone()} now={props.player.now} lanes_max={props.params.present.then_some(PRESENTED_LANES)} />
         { outcome_line(&run, props.player.now) }
