@@ -119,3 +119,24 @@ test('on a phone the figures of Parts 1, 2 and 4 fit its width: nothing in a sta
   assert.deepEqual(wide, []);
   await page.close();
 });
+
+test("on a phone Part 5's steady-load figure stacks its three places and draws the canvas at its shown size", async () => {
+  const page = await open('?part=5&scenario=steady&load=5000', 390, 844);
+  await page.waitForSelector('[data-figure="steady-queue"] .place.acked');
+  // Every place (queue, sync, acknowledged) lies inside the screen, none cut off to its right.
+  const places = await page.$$eval('[data-figure="steady-queue"] .place', (all) => all.map((place) => {
+    const box = place.getBoundingClientRect();
+    return { name: place.getAttribute('class'), left: box.left, right: box.right, width: box.width };
+  }));
+  assert.equal(places.length, 3);
+  for (const place of places) {
+    assert.ok(place.left >= 0 && place.right <= 390, `${place.name}: ${place.left}..${place.right} on a 390 px screen`);
+    assert.ok(place.width >= 300, `${place.name} is drawn ${place.width} px wide, too small to read`);
+  }
+  assert.equal(await page.$eval('[data-figure="steady-queue"]', (f) => f.scrollWidth <= f.clientWidth), true, 'the figure swipes sideways');
+  // The canvas is drawn at its shown width, so its 14 px labels are 14 px on the screen.
+  const canvas = await page.$eval('canvas.steady-canvas', (c) => ({ drawn: c.width / devicePixelRatio, shown: c.clientWidth }));
+  assert.ok(Math.abs(canvas.drawn - canvas.shown) <= 2, `canvas drawn ${canvas.drawn} px wide, shown ${canvas.shown} px`);
+  await screenshot(page, 'part5-steady-phone');
+  await page.close();
+});

@@ -55,8 +55,11 @@ pub fn steady_queue(props: &SteadyQueueProps) -> Html {
     let state = &props.state;
     let rows = CELLS.div_ceil(PER_ROW) as f64;
     let height = TOP + rows * CELL + 40.0;
-    let left = |region: usize| 8.0 + region as f64 * (REGION_W + 14.0);
-    let width = left(3);
+    // Each place is its own card (its own drawing), so the cards wrap: side by side on a
+    // wide screen, one under another on a phone, each drawn large enough to read.
+    let left = |_region: usize| 8.0;
+    let width = REGION_W + 16.0;
+    let card = |body: Html| html! { <svg viewBox={format!("0 0 {width} {height}")} role="img">{ body }</svg> };
     let more = |count: u64| if count > CELLS { format!(" (first {CELLS} drawn)") } else { String::new() };
     let sync_text = match &state.syncing {
         Some(batch) => format!(
@@ -93,14 +96,14 @@ pub fn steady_queue(props: &SteadyQueueProps) -> Html {
             data-bytes={state.syncing.map(|batch| batch.bytes.to_string())}
             aria-label={note.clone()}>
             <p class="queue-note">{ note }</p>
-            <svg viewBox={format!("0 0 {width} {height}")} role="img" aria-label="the queue, the running sync and the acknowledged writes">
-                <g class="place queue" data-count={state.queued.to_string()}>
+            <div class="places" role="group" aria-label="the queue, the running sync and the acknowledged writes">
+                { card(html! { <g class="place queue" data-count={state.queued.to_string()}>
                     <rect class="region" x={left(0).to_string()} y="6" width={REGION_W.to_string()} height={(height - 12.0).to_string()} rx="6" />
                     <text x={(left(0) + 8.0).to_string()} y="26">{ "queue" }</text>
                     <text class="count" x={(left(0) + 8.0).to_string()} y="44">{ format!("{} waiting{}", group_thousands(state.queued), more(state.queued)) }</text>
                     { cells(left(0), state.queued, "queued", false) }
-                </g>
-                <g class="place sync" data-count={batch_writes.to_string()}>
+                </g> }) }
+                { card(html! { <g class="place sync" data-count={batch_writes.to_string()}>
                     <rect class="region" x={left(1).to_string()} y="6" width={REGION_W.to_string()} height={(height - 12.0).to_string()} rx="6" />
                     <text x={(left(1) + 8.0).to_string()} y="26">{ state.syncing.map(|batch| format!("sync of B{}", batch.id)).unwrap_or_else(|| "no sync running".into()) }</text>
                     <text class="count" x={(left(1) + 8.0).to_string()} y="44">{ format!("{}, one fdatasync{}", crate::format::count(batch_writes, "write"), more(batch_writes)) }</text>
@@ -109,14 +112,14 @@ pub fn steady_queue(props: &SteadyQueueProps) -> Html {
                         <rect class="progress-track" x={(left(1) + 8.0).to_string()} y={(height - 26.0).to_string()} width={(REGION_W - 16.0).to_string()} height="8" />
                         <rect class="progress" x={(left(1) + 8.0).to_string()} y={(height - 26.0).to_string()} width={((REGION_W - 16.0) * progress).to_string()} height="8" />
                     }
-                </g>
-                <g class="place acked" data-count={state.acked.to_string()}>
+                </g> }) }
+                { card(html! { <g class="place acked" data-count={state.acked.to_string()}>
                     <rect class="region" x={left(2).to_string()} y="6" width={REGION_W.to_string()} height={(height - 12.0).to_string()} rx="6" />
                     <text x={(left(2) + 8.0).to_string()} y="26">{ "acknowledged (OK sent)" }</text>
                     <text class="count" x={(left(2) + 8.0).to_string()} y="44">{ format!("{} so far{}", group_thousands(state.acked as u64), if state.acked as u64 > CELLS { format!(" (last {CELLS} drawn)") } else { String::new() }) }</text>
                     { cells(left(2), acked_drawn, "done", false) }
-                </g>
-            </svg>
+                </g> }) }
+            </div>
             <p class="legend">
                 <span class="key queued">{ "queued: arrived while a sync ran" }</span>
                 <span class="key leader">{ "the leader: takes the whole queue" }</span>

@@ -398,7 +398,17 @@ fn draw_steady(canvas: &web_sys::HtmlCanvasElement, steady: &SteadyCommit, now: 
     else {
         return;
     };
-    let (width, height) = (canvas.width() as f64, canvas.height() as f64);
+    // Drawn at the size it is shown (in CSS pixels, times the screen's pixel ratio), so
+    // its labels are 14 px on a phone as on a projector rather than a wide drawing shrunk.
+    let shown = f64::from(canvas.client_width());
+    let (width, height) = if shown > 0.0 { (shown.min(880.0), 260.0) } else { (880.0, 260.0) };
+    let ratio = web_sys::window().map_or(1.0, |window| window.device_pixel_ratio()).clamp(1.0, 3.0);
+    let (pixels_w, pixels_h) = ((width * ratio).round() as u32, (height * ratio).round() as u32);
+    if canvas.width() != pixels_w || canvas.height() != pixels_h {
+        canvas.set_width(pixels_w);
+        canvas.set_height(pixels_h);
+    }
+    let _ = context.set_transform(ratio, 0.0, 0.0, ratio, 0.0, 0.0);
     let (left, top, bottom) = (50.0, 30.0, 22.0);
     context.set_fill_style_str("#ffffff");
     context.fill_rect(0.0, 0.0, width, height);
@@ -410,10 +420,10 @@ fn draw_steady(canvas: &web_sys::HtmlCanvasElement, steady: &SteadyCommit, now: 
     context.set_stroke_style_str("#c8ced6");
     context.stroke_rect(left, top, width - left - 8.0, height - top - bottom);
     context.set_fill_style_str("#5b6673");
-    context.set_font("11px sans-serif");
+    context.set_font("14px sans-serif");
     let _ = context.fill_text(&format!("{:.1} ms", steady.summary.wait_max.as_millis_f64()), 4.0, y(steady.summary.wait_max.0) + 4.0);
     let _ = context.fill_text("0", 36.0, height - bottom + 4.0);
-    let _ = context.fill_text(&format!("{:.1} ms", steady.end.as_millis_f64()), width - 50.0, height - 6.0);
+    let _ = context.fill_text(&format!("{:.1} ms", steady.end.as_millis_f64()), width - 64.0, height - 4.0);
     let _ = context.fill_text("wait", 4.0, top + 10.0);
     // Syncs along the top.
     let started = steady.batches.partition_point(|batch| batch.start <= now);
