@@ -4,7 +4,7 @@
 //! ("3.00 ms: B3 takes writes 4-5 ..."). Pure functions over a [`Trace`], so every
 //! caption is checked natively.
 
-use std::collections::BTreeMap;
+use crate::sorted_map::SortedMap;
 
 use walab_core::time::Nanos;
 use walab_core::trace::{Event, FileKind, Trace};
@@ -47,13 +47,13 @@ pub fn id_runs(ids: &[u64]) -> String {
 }
 
 /// The sentences for the events `events[from..to]` of a trace.
-fn describe_events(trace: &Trace, from: usize, to: usize, sync_batch: &mut BTreeMap<u64, Option<u64>>) -> Vec<String> {
+fn describe_events(trace: &Trace, from: usize, to: usize, sync_batch: &mut SortedMap<u64, Option<u64>>) -> Vec<String> {
     let name = |file: u32| trace.files.get(file as usize).map(|file| file.name.clone()).unwrap_or_else(|| format!("file {file}"));
     let kind = |file: u32| trace.files.get(file as usize).map(|file| file.kind);
     let mut sentences: Vec<String> = Vec::new();
     let mut arrivals: Vec<u64> = Vec::new();
     let mut applied: Vec<u64> = Vec::new();
-    let mut persisted: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    let mut persisted: SortedMap<u32, Vec<u32>> = SortedMap::default();
     let mut deleted: Vec<String> = Vec::new();
     let flush_arrivals = |arrivals: &mut Vec<u64>, sentences: &mut Vec<String>| {
         if !arrivals.is_empty() {
@@ -74,7 +74,7 @@ fn describe_events(trace: &Trace, from: usize, to: usize, sync_batch: &mut BTree
                 id_span(*first_write, *writes)
             )),
             Event::SyncStart { sync, file, batch, units } => {
-                sync_batch.insert(*sync, *batch);
+                sync_batch.put(*sync, *batch);
                 let what = match batch {
                     Some(batch) => format!("B{batch}'s fdatasync of {} starts", name(*file)),
                     None => match kind(*file) {
@@ -89,7 +89,7 @@ fn describe_events(trace: &Trace, from: usize, to: usize, sync_batch: &mut BTree
                     sentences.push(format!("{what}: unit{} {} must reach the media", if units.len() == 1 { "" } else { "s" }, unit_list(units)));
                 }
             }
-            Event::UnitPersisted { file, unit } => persisted.entry(*file).or_default().push(*unit),
+            Event::UnitPersisted { file, unit } => persisted.entry_or_default(*file).push(*unit),
             Event::UnitsDropped { file, units } => sentences.push(format!(
                 "the write-back of {} fails; the kernel marks unit{} {} clean although {} never reached the media",
                 name(*file),
@@ -98,10 +98,10 @@ fn describe_events(trace: &Trace, from: usize, to: usize, sync_batch: &mut BTree
                 if units.len() == 1 { "it" } else { "they" }
             )),
             Event::SyncEnd { sync, file, ok, .. } => {
-                if let Some(units) = persisted.remove(file) {
+                if let Some(units) = persisted.remove(*file) {
                     sentences.push(format!("{}'s unit{} {} reach{} the media", name(*file), if units.len() == 1 { "" } else { "s" }, unit_list(&units), if units.len() == 1 { "es" } else { "" }));
                 }
-                let who = match sync_batch.get(sync).copied().flatten() {
+                let who = match sync_batch.get(*sync).copied().flatten() {
                     Some(batch) => format!("B{batch}'s sync"),
                     None => format!("the sync of {}", name(*file)),
                 };
@@ -142,7 +142,7 @@ fn describe_events(trace: &Trace, from: usize, to: usize, sync_batch: &mut BTree
         }
     }
     flush_arrivals(&mut arrivals, &mut sentences);
-    for (file, units) in persisted {
+    for (file, units) in persisted.into_pairs() {
         sentences.push(format!("{}'s unit{} {} reach the media", name(file), if units.len() == 1 { "" } else { "s" }, unit_list(&units)));
     }
     if !applied.is_empty() {
@@ -166,7 +166,7 @@ fn sentence(at: Nanos, parts: &[String]) -> String {
 /// previous mark up to and including this one. Marks past the trace's end get none.
 pub fn trace_captions(trace: &Trace, marks: &[Nanos]) -> Vec<String> {
     let mut captions = Vec::with_capacity(marks.len());
-    let mut sync_batch = BTreeMap::new();
+    let mut sync_batch = SortedMap::default();
     let mut from = 0;
     for mark in marks {
         let to = trace.events_through(*mark);
@@ -182,7 +182,7 @@ pub fn trace_captions(trace: &Trace, marks: &[Nanos]) -> Vec<String> {
 pub fn step_caption(trace: &Trace, previous: Option<Nanos>, mark: Nanos) -> String {
     let from = previous.map_or(0, |previous| trace.events_through(previous));
     let to = trace.events_through(mark).max(from);
-    sentence(mark, &describe_events(trace, from, to, &mut BTreeMap::new()))
+    sentence(mark, &describe_events(trace, from, to, &mut SortedMap::default()))
 }
 
 /// The caption for the playhead: before the first mark, `before`; else the caption of

@@ -2,8 +2,8 @@
 //! each batch's sync. Works for any trace, simulated or recorded by the native binary
 //! and dropped onto the page, because it reads only the trace's events.
 
-use std::collections::BTreeMap;
 
+use crate::sorted_map::SortedMap;
 use walab_core::time::Nanos;
 use walab_core::trace::{Event, Trace};
 
@@ -94,10 +94,10 @@ impl TraceSpans {
         let mut batches: Vec<BatchSpan> = Vec::new();
         let mut power_cut = None;
         // Sync number -> the span it belongs to (a batch's, or a background sync's own).
-        let mut span_of_sync: BTreeMap<u64, usize> = BTreeMap::new();
+        let mut span_of_sync: SortedMap<u64, usize> = SortedMap::default();
         let mut synced: Vec<bool> = Vec::new();
         // A log batch's number -> its latest span (a sync names the batch it carries).
-        let mut last_log_batch: BTreeMap<u64, usize> = BTreeMap::new();
+        let mut last_log_batch: SortedMap<u64, usize> = SortedMap::default();
         let index = WriteIndex::new(&writes);
         for event in &trace.events {
             match &event.event {
@@ -106,7 +106,7 @@ impl TraceSpans {
                         writes[at].batch = Some(*batch);
                         writes[at].batch_start = Some(event.at);
                     }
-                    last_log_batch.insert(*batch, batches.len());
+                    last_log_batch.put(*batch, batches.len());
                     batches.push(BatchSpan {
                         id: *batch,
                         file: segment.saturating_sub(1) as u32,
@@ -120,13 +120,13 @@ impl TraceSpans {
                     synced.push(false);
                 }
                 Event::SyncStart { sync, batch: Some(batch), .. } => {
-                    if let Some(at) = last_log_batch.get(batch).copied().filter(|at| batches[*at].first_write != 0) {
-                        span_of_sync.insert(*sync, at);
+                    if let Some(at) = last_log_batch.get(*batch).copied().filter(|at| batches[*at].first_write != 0) {
+                        span_of_sync.put(*sync, at);
                         synced[at] = true;
                     }
                 }
                 Event::SyncStart { sync, file, batch: None, .. } => {
-                    span_of_sync.insert(*sync, batches.len());
+                    span_of_sync.put(*sync, batches.len());
                     synced.push(true);
                     batches.push(BatchSpan {
                     id: *sync,
@@ -141,7 +141,7 @@ impl TraceSpans {
                 }
                 Event::SyncEnd { sync, ok, .. } => {
                     // A retried sync extends its batch's bar; a failure stays marked.
-                    if let Some(batch) = span_of_sync.get(sync).and_then(|index| batches.get_mut(*index)) {
+                    if let Some(batch) = span_of_sync.get(*sync).and_then(|index| batches.get_mut(*index)) {
                         batch.end = Some(event.at);
                         batch.ok &= *ok;
                     }
@@ -256,3 +256,4 @@ mod tests {
         assert_eq!(spans.arrived_by(spans.writes[5].arrival), spans.writes.iter().filter(|write| write.arrival <= spans.writes[5].arrival).count());
     }
 }
+
