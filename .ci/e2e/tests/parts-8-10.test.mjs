@@ -72,6 +72,8 @@ test('Part 8: the reader is dragged along the files; the kept files follow while
   assert.equal(await readerSeq(page), '10');
   const keptAt10 = await page.getAttribute('[data-figure="segments"]', 'data-kept');
   const grip = await page.$('.reader-grip');
+  // The pointer acts only on what is on screen.
+  await page.$eval('[data-figure="segments"]', (figure) => figure.scrollIntoView({ block: 'center' }));
   const from = await grip.boundingBox();
   const target = await (await page.$('[data-figure="segments"] g.segment-file[data-file="wal-5"] rect.file-box')).boundingBox();
   await page.mouse.move(from.x + from.width / 2, from.y + from.height / 2);
