@@ -1,9 +1,10 @@
 //! The file WAL's recovery decisions over its segment files, given what the scan found.
 //!
-//! The native file backend reads every segment from the device and runs the recovery
-//! scan for its format ([`crate::scan::scan_tiny`] or
-//! [`crate::codec::leveldb::scan_log`]); [`plan_recovery`] then decides, from the files'
-//! sizes, where their last non-zero byte is and the records accepted, what the log is
+//! The native file backend reads the segments from the device one at a time and feeds
+//! each to the recovery scan for its format ([`crate::scan::TinyScanner`] or
+//! [`crate::codec::leveldb::LogScanner`]); [`plan_recovery`] then decides, from the files'
+//! sizes, where their last non-zero byte is and a summary of the records accepted in
+//! each ([`SegmentFound`]: first and last seq, where the last one ends), what the log is
 //! and what opening it must repair:
 //!
 //! - A scan that stopped on damage (a torn or corrupt record) in the last segment with
@@ -44,6 +45,42 @@ pub struct FoundRecord {
     pub offset: u64,
     pub len: u64,
     pub seq: u64,
+}
+
+/// What the scan accepted in one segment file, summarized as the plan needs it: a
+/// recovery adds each record as the scan hands it over and keeps none of them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SegmentFound {
+    pub first_seq: Option<u64>,
+    pub last_seq: Option<u64>,
+    /// Offset just past its last accepted record (0 with none).
+    pub end: u64,
+    /// Record bytes (a LevelDB group counted once).
+    pub bytes: u64,
+    /// The last record's offset: the writes of one group share it.
+    last_offset: Option<u64>,
+}
+
+impl SegmentFound {
+    /// Adds a record the scan accepted in this segment (in log order).
+    pub fn add(&mut self, offset: u64, len: u64, seq: u64) {
+        if self.last_offset != Some(offset) {
+            self.bytes += len;
+        }
+        self.last_offset = Some(offset);
+        self.first_seq.get_or_insert(seq);
+        self.last_seq = Some(seq);
+        self.end = self.end.max(offset + len);
+    }
+
+    /// The summaries of `files` segment files holding `found` (in log order).
+    pub fn summarize(files: usize, found: &[FoundRecord]) -> Vec<SegmentFound> {
+        let mut summaries = vec![SegmentFound::default(); files];
+        for record in found {
+            summaries[record.segment].add(record.offset, record.len, record.seq);
+        }
+        summaries
+    }
 }
 
 /// How the backend lays segments out.
@@ -99,14 +136,16 @@ pub struct RecoveryPlan {
 }
 
 /// Decides what the log is and what opening it repairs (see the module docs).
-/// `found` is in log order; `stop` is where the scan over `files` ended.
+/// `found` holds one summary per file; `stop` is where the scan over `files` ended.
 pub fn plan_recovery(
     files: &[SegmentFile],
-    found: &[FoundRecord],
+    found: &[SegmentFound],
     stop: ScanStop,
     layout: SegmentLayout,
 ) -> Result<RecoveryPlan, Corruption> {
-    let (last_seq, lsn) = segment_contents(files.len(), found);
+    assert_eq!(files.len(), found.len(), "one summary per segment file");
+    let last_seq: Vec<Option<u64>> = found.iter().map(|segment| segment.last_seq).collect();
+    let lsn = found.iter().map(|segment| segment.bytes).sum();
     let damaged = !stop.reason.is_clean() && !files.is_empty();
     if damaged && files[stop.segment + 1..].iter().any(|file| file.dirty_end > 0) {
         return Err(Corruption { segment: files[stop.segment].number, offset: stop.offset, reason: stop.reason });
@@ -118,12 +157,7 @@ pub fn plan_recovery(
         None => (files.last().map_or(1, |last| last.number + 1), 0),
         Some(index) => {
             let file = files[index];
-            let resume_offset = found
-                .iter()
-                .filter(|record| record.segment == index)
-                .map(|record| record.offset + record.len)
-                .max()
-                .unwrap_or(0);
+            let resume_offset = found[index].end;
             if file.dirty_end > resume_offset {
                 torn_tail =
                     Some(TornTail { segment: file.number, from: resume_offset, to: file.dirty_end, reason: stop.reason });
@@ -159,23 +193,8 @@ pub fn plan_recovery(
     if segments.last().is_none_or(|(number, _)| *number != segment) {
         segments.push((segment, None));
     }
-    let next_seq = found.last().map_or(1, |record| record.seq + 1);
+    let next_seq = last_seq.iter().rev().find_map(|&last| last).map_or(1, |seq| seq + 1);
     Ok(RecoveryPlan { lsn, next_seq, segment, segment_bytes, torn_tail, remove, spare, segments })
-}
-
-/// Each file's last seq, and the record bytes found (a shared group counted once).
-fn segment_contents(files: usize, found: &[FoundRecord]) -> (Vec<Option<u64>>, u64) {
-    let mut last_seq = vec![None; files];
-    let mut lsn = 0u64;
-    let mut previous = None;
-    for record in found {
-        last_seq[record.segment] = Some(record.seq);
-        if previous != Some((record.segment, record.offset)) {
-            lsn += record.len;
-        }
-        previous = Some((record.segment, record.offset));
-    }
-    (last_seq, lsn)
 }
 
 /// The scan's stop reason in words.

@@ -54,9 +54,16 @@
 //! written*, a zero-filled hole in the middle of a segment also ends that segment: the
 //! scan never peeks past zeros to see whether something follows.
 //!
-//! Every check is also recorded as data ([`ScanCheck`]), in the order it was made, so that
-//! the browser can replay the scan one step at a time and show the stored and computed
-//! checksums side by side.
+//! Every check can also be recorded as data ([`ScanCheck`]), in the order it was made, so
+//! that the browser can replay the scan one step at a time and show the stored and
+//! computed checksums side by side; recovery drops them ([`CheckLog`]).
+//!
+//! ## Streaming
+//!
+//! [`TinyScanner`] is the scan: fed one segment at a time, it hands each accepted record
+//! to a visitor and keeps nothing but where it is, so a recovery of a log of any size
+//! holds one segment. [`scan_tiny`] is that scanner with its records and checks collected
+//! into a [`TinyScan`], for logs small enough to draw.
 
 use crate::checksum::crc32c;
 use crate::codec::tiny::{self, TinyRecord, HEADER_BYTES, TYPE_FULL};
@@ -204,28 +211,125 @@ impl TinyScan {
     }
 }
 
-/// RECOVER_SCAN's rule between segments, the same for every format: read each segment
-/// with `scan_segment`, oldest first; a clean end ([`StopReason::is_clean`]: the data ran
-/// out, or zeros) leads into the next segment, and any other stop ends the whole replay.
-/// Records the segment start and end checks and the final stop, and returns that stop.
-pub(crate) fn scan_segments<S>(
+/// Where a scan's checks go. The page's recovery figures and `walab inspect` draw every
+/// check, so they keep them ([`CheckLog::keeping`]); recovery needs only the records and
+/// the stop, and a log of millions of records would hold several checks per record, so
+/// it drops them ([`CheckLog::dropping`]). The scan makes the same checks either way.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CheckLog {
+    kept: Option<Vec<ScanCheck>>,
+}
+
+impl CheckLog {
+    /// Every check kept, in order.
+    pub fn keeping() -> CheckLog {
+        CheckLog { kept: Some(Vec::new()) }
+    }
+
+    /// Checks made and dropped.
+    pub fn dropping() -> CheckLog {
+        CheckLog { kept: None }
+    }
+
+    /// The checks kept (none when dropping).
+    pub fn into_vec(self) -> Vec<ScanCheck> {
+        self.kept.unwrap_or_default()
+    }
+}
+
+/// Something a scan records its checks in: a [`CheckLog`], or a plain list.
+pub trait CheckSink {
+    fn push(&mut self, check: ScanCheck);
+}
+
+impl CheckSink for CheckLog {
+    #[inline]
+    fn push(&mut self, check: ScanCheck) {
+        if let Some(kept) = &mut self.kept {
+            kept.push(check);
+        }
+    }
+}
+
+impl CheckSink for Vec<ScanCheck> {
+    #[inline]
+    fn push(&mut self, check: ScanCheck) {
+        Vec::push(self, check);
+    }
+}
+
+/// RECOVER_SCAN's rule between segments, the same for every format, fed one segment at a
+/// time, oldest first: a clean end ([`StopReason::is_clean`]: the data ran out, or zeros)
+/// leads into the next segment, and any other stop ends the whole replay. A caller
+/// [`begin`](SegmentWalk::begin)s each segment, reads it, and [`end`](SegmentWalk::end)s
+/// it with where its reading stopped; [`finish`](SegmentWalk::finish) gives the final stop.
+/// The segment start and end checks and the final stop are recorded here: a clean end's
+/// [`ScanCheck::SegmentEnd`] once the next segment begins, so that the last segment's
+/// clean end is only the final stop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SegmentWalk {
+    /// Segments begun so far: the index the next one gets.
+    begun: usize,
+    /// Where the last segment's reading stopped.
+    stop: ScanStop,
+}
+
+impl Default for SegmentWalk {
+    fn default() -> SegmentWalk {
+        SegmentWalk { begun: 0, stop: ScanStop { reason: StopReason::End, segment: 0, offset: 0 } }
+    }
+}
+
+impl SegmentWalk {
+    /// Begins the next segment, of `bytes` bytes: its index, or `None` once a damaged
+    /// record has ended the replay (later segments are not read).
+    pub fn begin(&mut self, checks: &mut impl CheckSink, bytes: u64) -> Option<usize> {
+        if self.ended() {
+            return None;
+        }
+        let segment = self.begun;
+        if segment > 0 {
+            checks.push(ScanCheck::SegmentEnd { segment: segment - 1, offset: self.stop.offset, reason: self.stop.reason });
+        }
+        checks.push(ScanCheck::SegmentStart { segment, bytes });
+        self.begun += 1;
+        Some(segment)
+    }
+
+    /// Where the segment begun last stopped; returns whether the next one is read.
+    pub fn end(&mut self, stop: ScanStop) -> bool {
+        self.stop = stop;
+        !self.ended()
+    }
+
+    /// A damaged record ended the replay.
+    pub fn ended(&self) -> bool {
+        self.begun > 0 && !self.stop.reason.is_clean()
+    }
+
+    /// The final stop (recorded as [`ScanCheck::Stop`]): the first damaged record, or
+    /// else the clean end of the last segment.
+    pub fn finish(&self, checks: &mut impl CheckSink) -> ScanStop {
+        checks.push(ScanCheck::Stop { stop: self.stop });
+        self.stop
+    }
+}
+
+/// [`SegmentWalk`] over segments all at hand: reads each with `scan_segment`, oldest
+/// first, and returns the final stop.
+pub(crate) fn scan_segments<S, C: CheckSink>(
     scan: &mut S,
-    checks: fn(&mut S) -> &mut Vec<ScanCheck>,
+    checks: fn(&mut S) -> &mut C,
     segment_lens: &[u64],
     mut scan_segment: impl FnMut(&mut S, usize) -> ScanStop,
 ) -> ScanStop {
-    let mut stop = ScanStop { reason: StopReason::End, segment: 0, offset: 0 };
-    for (segment, &bytes) in segment_lens.iter().enumerate() {
-        checks(scan).push(ScanCheck::SegmentStart { segment, bytes });
-        stop = scan_segment(scan, segment);
-        if stop.reason.is_clean() && segment + 1 < segment_lens.len() {
-            checks(scan).push(ScanCheck::SegmentEnd { segment, offset: stop.offset, reason: stop.reason });
-            continue;
-        }
-        break;
+    let mut walk = SegmentWalk::default();
+    for &bytes in segment_lens {
+        let Some(segment) = walk.begin(checks(scan), bytes) else { break };
+        let stop = scan_segment(scan, segment);
+        walk.end(stop);
     }
-    checks(scan).push(ScanCheck::Stop { stop });
-    stop
+    walk.finish(checks(scan))
 }
 
 /// The first check every record format makes at `at`: is a whole header there, and is
@@ -235,7 +339,7 @@ pub(crate) fn scan_segments<S>(
 /// part), [`StopReason::Short`] for a few bytes that are not all zero (a torn header).
 /// The check it made is pushed onto `checks`.
 pub(crate) fn read_header<'a>(
-    checks: &mut Vec<ScanCheck>,
+    checks: &mut impl CheckSink,
     segment: usize,
     rest: &'a [u8],
     at: u64,
@@ -260,24 +364,79 @@ pub(crate) fn read_header<'a>(
 /// The smallest payload the tiny encoder writes: seq (8), op (1), two one-byte lengths.
 pub const TINY_PAYLOAD_BYTES_MIN: u64 = 11;
 
-/// RECOVER_SCAN over the tiny store's segments, oldest first. See the module docs for
-/// every check and for how a clean end of one segment leads into the next.
-pub fn scan_tiny(segments: &[&[u8]], flushed_through_seq: u64) -> TinyScan {
-    let mut scan = TinyScan {
-        records: Vec::new(),
-        stop: ScanStop { reason: StopReason::End, segment: 0, offset: 0 },
-        next_seq: flushed_through_seq.saturating_add(1),
-        checks: Vec::new(),
-    };
-    let lens: Vec<u64> = segments.iter().map(|bytes| bytes.len() as u64).collect();
-    scan.stop = scan_segments(&mut scan, |scan| &mut scan.checks, &lens, |scan, segment| {
-        scan_tiny_segment(segment, segments[segment], flushed_through_seq, scan)
-    });
-    scan
+/// What a scan found besides its records: the final stop, the next seq, and the checks
+/// kept (none if they were dropped).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScanEnd {
+    pub stop: ScanStop,
+    /// The last accepted seq + 1, and never less than `flushed_through_seq + 1`.
+    pub next_seq: u64,
+    pub checks: Vec<ScanCheck>,
 }
 
-/// Scans one segment, appending to `scan`; returns where this segment's reading ended.
-fn scan_tiny_segment(segment: usize, bytes: &[u8], flushed_through_seq: u64, scan: &mut TinyScan) -> ScanStop {
+/// RECOVER_SCAN over the tiny store's segments, fed one segment at a time, oldest first,
+/// each accepted record handed to a visitor as it is found: the scan holds no record and
+/// no segment but the one it reads. [`scan_tiny`] is this scan with its records collected.
+#[derive(Clone, Debug)]
+pub struct TinyScanner {
+    walk: SegmentWalk,
+    checks: CheckLog,
+    flushed_through_seq: u64,
+    next_seq: u64,
+}
+
+impl TinyScanner {
+    pub fn new(flushed_through_seq: u64, checks: CheckLog) -> TinyScanner {
+        TinyScanner {
+            walk: SegmentWalk::default(),
+            checks,
+            flushed_through_seq,
+            next_seq: flushed_through_seq.saturating_add(1),
+        }
+    }
+
+    /// Scans the next segment, handing `visit` each record it accepts, in log order.
+    /// Returns whether later segments are still read (false once a damaged record ended
+    /// the replay; a segment fed after that is not read).
+    pub fn segment(&mut self, bytes: &[u8], mut visit: impl FnMut(AcceptedTiny)) -> bool {
+        let Some(segment) = self.walk.begin(&mut self.checks, bytes.len() as u64) else { return false };
+        let stop = scan_tiny_segment(segment, bytes, self.flushed_through_seq, &mut self.checks, &mut self.next_seq, &mut visit);
+        self.walk.end(stop)
+    }
+
+    /// The final stop, the next seq and the checks kept.
+    pub fn finish(mut self) -> ScanEnd {
+        let stop = self.walk.finish(&mut self.checks);
+        ScanEnd { stop, next_seq: self.next_seq, checks: self.checks.into_vec() }
+    }
+}
+
+/// RECOVER_SCAN over the tiny store's segments, oldest first, every record and every
+/// check collected (the page's figures): [`TinyScanner`] with a list as its visitor. See
+/// the module docs for every check and for how a clean end of one segment leads into the
+/// next.
+pub fn scan_tiny(segments: &[&[u8]], flushed_through_seq: u64) -> TinyScan {
+    let mut scanner = TinyScanner::new(flushed_through_seq, CheckLog::keeping());
+    let mut records = Vec::new();
+    for bytes in segments {
+        if !scanner.segment(bytes, |accepted| records.push(accepted)) {
+            break;
+        }
+    }
+    let ScanEnd { stop, next_seq, checks } = scanner.finish();
+    TinyScan { records, stop, next_seq, checks }
+}
+
+/// Scans one segment, handing each accepted record to `visit`; returns where this
+/// segment's reading ended.
+fn scan_tiny_segment(
+    segment: usize,
+    bytes: &[u8],
+    flushed_through_seq: u64,
+    checks: &mut CheckLog,
+    next_seq: &mut u64,
+    visit: &mut impl FnMut(AcceptedTiny),
+) -> ScanStop {
     let mut offset: usize = 0;
     // Bounded by the segment: every accepted record moves `offset` forward by at least
     // HEADER_BYTES + TINY_PAYLOAD_BYTES_MIN bytes.
@@ -285,14 +444,14 @@ fn scan_tiny_segment(segment: usize, bytes: &[u8], flushed_through_seq: u64, sca
         let at = offset as u64;
         let stop = |reason| ScanStop { reason, segment, offset: at };
         let rest = &bytes[offset..];
-        let header = match read_header(&mut scan.checks, segment, rest, at, HEADER_BYTES) {
+        let header = match read_header(checks, segment, rest, at, HEADER_BYTES) {
             Ok(header) => header,
             Err(reason) => return stop(reason),
         };
         let stored_checksum = u32::from_le_bytes([header[0], header[1], header[2], header[3]]);
         let length = u16::from_le_bytes([header[4], header[5]]) as usize;
         let record_type = header[6];
-        scan.checks.push(ScanCheck::Header {
+        checks.push(ScanCheck::Header {
             segment,
             offset: at,
             header_bytes: HEADER_BYTES as u64,
@@ -303,7 +462,7 @@ fn scan_tiny_segment(segment: usize, bytes: &[u8], flushed_through_seq: u64, sca
             frame_offset: None,
         });
         let length_ok = length as u64 >= TINY_PAYLOAD_BYTES_MIN;
-        scan.checks.push(ScanCheck::LengthBound {
+        checks.push(ScanCheck::LengthBound {
             segment,
             offset: at,
             length: length as u64,
@@ -316,7 +475,7 @@ fn scan_tiny_segment(segment: usize, bytes: &[u8], flushed_through_seq: u64, sca
         }
         let available = rest.len() - HEADER_BYTES;
         let present = available >= length;
-        scan.checks.push(ScanCheck::PayloadPresent {
+        checks.push(ScanCheck::PayloadPresent {
             segment,
             offset: at,
             length: length as u64,
@@ -329,22 +488,22 @@ fn scan_tiny_segment(segment: usize, bytes: &[u8], flushed_through_seq: u64, sca
         let payload = &rest[HEADER_BYTES..HEADER_BYTES + length];
         let computed = crc32c(&[&[record_type], payload]);
         let checksum_ok = computed == stored_checksum;
-        scan.checks.push(ScanCheck::Checksum { segment, offset: at, stored: stored_checksum, computed, ok: checksum_ok });
+        checks.push(ScanCheck::Checksum { segment, offset: at, stored: stored_checksum, computed, ok: checksum_ok });
         if !checksum_ok {
             return stop(StopReason::Checksum);
         }
         let type_ok = record_type == TYPE_FULL;
-        scan.checks.push(ScanCheck::Fragment { segment, offset: at, record_type, in_fragmented_record: false, ok: type_ok });
+        checks.push(ScanCheck::Fragment { segment, offset: at, record_type, in_fragmented_record: false, ok: type_ok });
         if !type_ok {
             return stop(StopReason::BadFragment);
         }
         let record = match tiny::decode_payload(payload) {
             Ok(record) => {
-                scan.checks.push(ScanCheck::Payload { segment, offset: at, ok: true, problem: None });
+                checks.push(ScanCheck::Payload { segment, offset: at, ok: true, problem: None });
                 record
             }
             Err(problem) => {
-                scan.checks.push(ScanCheck::Payload {
+                checks.push(ScanCheck::Payload {
                     segment,
                     offset: at,
                     ok: false,
@@ -356,182 +515,14 @@ fn scan_tiny_segment(segment: usize, bytes: &[u8], flushed_through_seq: u64, sca
         let len = (HEADER_BYTES + length) as u64;
         let already_flushed = record.seq <= flushed_through_seq;
         if already_flushed {
-            scan.checks.push(ScanCheck::AlreadyFlushed { segment, offset: at, seq: record.seq, flushed_through_seq });
+            checks.push(ScanCheck::AlreadyFlushed { segment, offset: at, seq: record.seq, flushed_through_seq });
         }
-        scan.checks.push(ScanCheck::Accept { segment, offset: at, len, seq: Some(record.seq) });
-        scan.next_seq = scan.next_seq.max(record.seq.saturating_add(1));
-        scan.records.push(AcceptedTiny { segment, offset: at, len, record, already_flushed });
+        checks.push(ScanCheck::Accept { segment, offset: at, len, seq: Some(record.seq) });
+        *next_seq = (*next_seq).max(record.seq.saturating_add(1));
+        visit(AcceptedTiny { segment, offset: at, len, record, already_flushed });
         offset += HEADER_BYTES + length;
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::tiny_store::WRITES;
-
-    /// A zero-filled segment holding these writes' records, `segment_bytes` long.
-    fn segment(ids: std::ops::RangeInclusive<u64>, segment_bytes: usize) -> Vec<u8> {
-        let mut bytes = Vec::new();
-        for id in ids {
-            bytes.extend(crate::tiny_store::write_by_id(id).unwrap().record());
-        }
-        assert!(bytes.len() <= segment_bytes);
-        bytes.resize(segment_bytes, 0);
-        bytes
-    }
-
-    fn seqs(scan: &TinyScan) -> Vec<u64> {
-        scan.records.iter().map(|accepted| accepted.record.seq).collect()
-    }
-
-    #[test]
-    fn wal1_scans_to_its_zero_tail() {
-        let wal1 = segment(1..=4, 256);
-        let scan = scan_tiny(&[&wal1], 0);
-        assert_eq!(seqs(&scan), [1, 2, 3, 4]);
-        let offsets: Vec<u64> = scan.records.iter().map(|accepted| accepted.offset).collect();
-        assert_eq!(offsets, [0, 29, 56, 85]);
-        assert_eq!(scan.stop, ScanStop { reason: StopReason::Zero, segment: 0, offset: 114 });
-        assert_eq!(scan.next_seq, 5);
-        assert_eq!(scan.records[0].record.key, WRITES[0].key.as_bytes());
-    }
-
-    #[test]
-    fn exact_end_is_end() {
-        let wal1 = segment(1..=4, 114);
-        let scan = scan_tiny(&[&wal1], 0);
-        assert_eq!(scan.stop, ScanStop { reason: StopReason::End, segment: 0, offset: 114 });
-    }
-
-    #[test]
-    fn clean_ends_lead_into_the_next_segment() {
-        let wal5 = segment(17..=20, 256);
-        let wal6 = segment(21..=24, 256);
-        let scan = scan_tiny(&[&wal5, &wal6], 18);
-        assert_eq!(seqs(&scan), [17, 18, 19, 20, 21, 22, 23, 24]);
-        assert!(scan.records[1].already_flushed);
-        assert!(!scan.records[2].already_flushed);
-        assert_eq!(scan.applied().count(), 6);
-        assert_eq!(scan.stop, ScanStop { reason: StopReason::Zero, segment: 1, offset: 109 });
-        assert_eq!(scan.next_seq, 25);
-        let wal5_end = wal5.iter().rposition(|&b| b != 0).unwrap() as u64 + 1;
-        assert!(scan.checks.contains(&ScanCheck::SegmentEnd { segment: 0, offset: wal5_end, reason: StopReason::Zero }));
-    }
-
-    #[test]
-    fn part7_case1_stops_at_record_24_with_a_checksum_mismatch() {
-        // Units 1 and 2 (bytes 32..96) reached the media, unit 3 (96..128) did not: record
-        // 24 (82..109) keeps its header and its first 7 payload bytes, then zeros.
-        let written = segment(21..=24, 128);
-        let mut on_media = written.clone();
-        on_media[96..128].fill(0);
-        let scan = scan_tiny(&[&on_media], 20);
-        assert_eq!(seqs(&scan), [21, 22, 23]);
-        assert_eq!(scan.stop, ScanStop { reason: StopReason::Checksum, segment: 0, offset: 82 });
-        assert_eq!(scan.next_seq, 24);
-        let mismatch = scan.checks.iter().find(|check| matches!(check, ScanCheck::Checksum { ok: false, .. }));
-        assert!(mismatch.is_some());
-    }
-
-    #[test]
-    fn a_torn_segment_ends_the_whole_replay() {
-        let mut wal5 = segment(17..=20, 256);
-        wal5[40] ^= 1;
-        let wal6 = segment(21..=24, 256);
-        let scan = scan_tiny(&[&wal5, &wal6], 0);
-        assert_eq!(seqs(&scan), [17]);
-        assert_eq!(scan.stop.segment, 0);
-        assert_eq!(scan.stop.reason, StopReason::Checksum);
-        assert!(!scan.checks.iter().any(|check| matches!(check, ScanCheck::SegmentStart { segment: 1, .. })));
-    }
-
-    #[test]
-    fn already_flushed_records_are_reported_and_skipped() {
-        let wal1 = segment(1..=4, 114);
-        let scan = scan_tiny(&[&wal1], 4);
-        assert_eq!(scan.records.len(), 4);
-        assert!(scan.records.iter().all(|accepted| accepted.already_flushed));
-        assert_eq!(scan.applied().count(), 0);
-        assert_eq!(scan.next_seq, 5);
-        let skips = scan.checks.iter().filter(|check| matches!(check, ScanCheck::AlreadyFlushed { .. })).count();
-        assert_eq!(skips, 4);
-    }
-
-    #[test]
-    fn short_header_and_payload() {
-        let wal1 = segment(1..=2, 56);
-        let scan = scan_tiny(&[&wal1[..33]], 0);
-        assert_eq!(scan.stop, ScanStop { reason: StopReason::Short, segment: 0, offset: 29 });
-        let scan = scan_tiny(&[&wal1[..40]], 0);
-        assert_eq!(scan.stop, ScanStop { reason: StopReason::Short, segment: 0, offset: 29 });
-        let mut zero_tail = wal1[..29].to_vec();
-        zero_tail.extend([0; 5]);
-        assert_eq!(scan_tiny(&[&zero_tail], 0).stop.reason, StopReason::Zero);
-    }
-
-    #[test]
-    fn bad_length_and_bad_fragment() {
-        let mut record = WRITES[0].record();
-        record[4] = 3;
-        record[5] = 0;
-        assert_eq!(scan_tiny(&[&record], 0).stop.reason, StopReason::BadLength);
-        // A FIRST-type record with a valid checksum: the tiny store never writes one.
-        let mut record = WRITES[0].record();
-        record[6] = 2;
-        let crc = crc32c(&[&record[6..]]);
-        record[..4].copy_from_slice(&crc.to_le_bytes());
-        assert_eq!(scan_tiny(&[&record], 0).stop.reason, StopReason::BadFragment);
-    }
-
-    #[test]
-    fn checks_are_in_order_for_one_record() {
-        let record = WRITES[0].record();
-        let scan = scan_tiny(&[&record], 0);
-        let kinds: Vec<&str> = scan
-            .checks
-            .iter()
-            .map(|check| match check {
-                ScanCheck::SegmentStart { .. } => "segment_start",
-                ScanCheck::Header { .. } => "header",
-                ScanCheck::LengthBound { .. } => "length_bound",
-                ScanCheck::PayloadPresent { .. } => "payload_present",
-                ScanCheck::Checksum { .. } => "checksum",
-                ScanCheck::Fragment { .. } => "fragment",
-                ScanCheck::Payload { .. } => "payload",
-                ScanCheck::Accept { .. } => "accept",
-                ScanCheck::Stop { .. } => "stop",
-                _ => "other",
-            })
-            .collect();
-        assert_eq!(
-            kinds,
-            ["segment_start", "header", "length_bound", "payload_present", "checksum", "fragment", "payload", "accept", "stop"]
-        );
-    }
-
-    #[cfg(feature = "serde")]
-    #[test]
-    fn checks_serialize_for_the_browser() {
-        let mut record = WRITES[0].record();
-        record[20] ^= 1;
-        let scan = scan_tiny(&[&record], 0);
-        let lines: Vec<String> = scan.checks.iter().map(|check| serde_json::to_string(check).unwrap()).collect();
-        expect_test::expect![[r#"
-            {"check":"segment_start","segment":0,"bytes":29}
-            {"check":"header","segment":0,"offset":0,"header_bytes":7,"stored_checksum":291183855,"length":22,"record_type":1,"log_number":null,"frame_offset":null}
-            {"check":"length_bound","segment":0,"offset":0,"length":22,"min":11,"max":65535,"ok":true}
-            {"check":"payload_present","segment":0,"offset":0,"length":22,"available":22,"ok":true}
-            {"check":"checksum","segment":0,"offset":0,"stored":291183855,"computed":3848653479,"ok":false}
-            {"check":"stop","stop":{"reason":"checksum","segment":0,"offset":0}}"#]]
-        .assert_eq(&lines.join("\n"));
-    }
-
-    #[test]
-    fn no_segments_is_an_empty_end() {
-        let scan = scan_tiny(&[], 7);
-        assert_eq!(scan.stop, ScanStop { reason: StopReason::End, segment: 0, offset: 0 });
-        assert_eq!(scan.next_seq, 8);
-        assert!(scan.records.is_empty());
-    }
-}
+mod tests;

@@ -71,7 +71,7 @@
 
 use super::write_batch::{decode_batch, encode_batch, WriteBatch};
 use crate::checksum::{crc32c, mask_crc32c, unmask_crc32c};
-use crate::scan::{ScanCheck, ScanStop, StopReason};
+use crate::scan::{CheckLog, CheckSink, ScanCheck, ScanEnd, ScanStop, SegmentWalk, StopReason};
 
 /// Bytes in a block.
 pub const BLOCK_BYTES: usize = 32 * 1024;
@@ -304,7 +304,7 @@ pub struct LogScan {
 /// the stop. The scan without the batch decoding, for callers with their own payloads.
 pub fn read_records(format: LogFormat, segment: LogSegment<'_>) -> (Vec<(u64, Vec<u8>)>, ScanStop) {
     let mut out = Vec::new();
-    let mut checks = Vec::new();
+    let mut checks = CheckLog::dropping();
     let stop = scan_segment(format, 0, segment, &mut checks, &mut |offset, _len, _fragments, _recyclable, payload, _checks| {
         out.push((offset, payload));
         Ok(())
@@ -312,24 +312,39 @@ pub fn read_records(format: LogFormat, segment: LogSegment<'_>) -> (Vec<(u64, Ve
     (out, stop)
 }
 
-/// RECOVER_SCAN over LevelDB or RocksDB log files, oldest first. See the module docs.
-pub fn scan_log(format: LogFormat, segments: &[LogSegment<'_>], flushed_through_seq: u64) -> LogScan {
-    let mut scan = LogScan {
-        records: Vec::new(),
-        stop: ScanStop { reason: StopReason::End, segment: 0, offset: 0 },
-        next_seq: flushed_through_seq.saturating_add(1),
-        checks: Vec::new(),
-    };
-    let lens: Vec<u64> = segments.iter().map(|segment| segment.bytes.len() as u64).collect();
-    scan.stop = crate::scan::scan_segments(&mut scan, |scan| &mut scan.checks, &lens, |scan, index| {
-        let segment = segments[index];
-        let mut records = Vec::new();
-        let mut next_seq = scan.next_seq;
-        let stop = scan_segment(
+/// RECOVER_SCAN over LevelDB or RocksDB log files, fed one file at a time, oldest first,
+/// each accepted batch handed to a visitor as it is found. [`scan_log`] is this scan with
+/// its batches collected.
+#[derive(Clone, Debug)]
+pub struct LogScanner {
+    format: LogFormat,
+    walk: SegmentWalk,
+    checks: CheckLog,
+    flushed_through_seq: u64,
+    next_seq: u64,
+}
+
+impl LogScanner {
+    pub fn new(format: LogFormat, flushed_through_seq: u64, checks: CheckLog) -> LogScanner {
+        LogScanner {
             format,
+            walk: SegmentWalk::default(),
+            checks,
+            flushed_through_seq,
+            next_seq: flushed_through_seq.saturating_add(1),
+        }
+    }
+
+    /// Scans the next file, handing `visit` each batch it accepts, in log order. Returns
+    /// whether later files are still read (false once a damaged record ended the replay).
+    pub fn segment(&mut self, segment: LogSegment<'_>, mut visit: impl FnMut(AcceptedBatch)) -> bool {
+        let Some(index) = self.walk.begin(&mut self.checks, segment.bytes.len() as u64) else { return false };
+        let (flushed_through_seq, next_seq) = (self.flushed_through_seq, &mut self.next_seq);
+        let stop = scan_segment(
+            self.format,
             index,
             segment,
-            &mut scan.checks,
+            &mut self.checks,
             &mut |offset, len, fragments, recyclable, payload, checks| {
                 let batch = match decode_batch(&payload) {
                     Ok(batch) => batch,
@@ -354,24 +369,33 @@ pub fn scan_log(format: LogFormat, segments: &[LogSegment<'_>], flushed_through_
                     });
                 }
                 checks.push(ScanCheck::Accept { segment: index, offset, len, seq: Some(batch.seq) });
-                next_seq = next_seq.max(batch.next_seq());
-                records.push(AcceptedBatch {
-                    segment: index,
-                    offset,
-                    len,
-                    fragments,
-                    recyclable,
-                    batch,
-                    already_flushed,
-                });
+                *next_seq = (*next_seq).max(batch.next_seq());
+                visit(AcceptedBatch { segment: index, offset, len, fragments, recyclable, batch, already_flushed });
                 Ok(())
             },
         );
-        scan.records.extend(records);
-        scan.next_seq = next_seq;
-        stop
-    });
-    scan
+        self.walk.end(stop)
+    }
+
+    /// The final stop, the next seq and the checks kept.
+    pub fn finish(mut self) -> ScanEnd {
+        let stop = self.walk.finish(&mut self.checks);
+        ScanEnd { stop, next_seq: self.next_seq, checks: self.checks.into_vec() }
+    }
+}
+
+/// RECOVER_SCAN over LevelDB or RocksDB log files, oldest first, every batch and every
+/// check collected: [`LogScanner`] with a list as its visitor. See the module docs.
+pub fn scan_log(format: LogFormat, segments: &[LogSegment<'_>], flushed_through_seq: u64) -> LogScan {
+    let mut scanner = LogScanner::new(format, flushed_through_seq, CheckLog::keeping());
+    let mut records = Vec::new();
+    for &segment in segments {
+        if !scanner.segment(segment, |accepted| records.push(accepted)) {
+            break;
+        }
+    }
+    let ScanEnd { stop, next_seq, checks } = scanner.finish();
+    LogScan { records, stop, next_seq, checks }
 }
 
 /// A logical record being assembled from fragments.
@@ -381,7 +405,7 @@ struct Partial {
     payload: Vec<u8>,
 }
 
-type OnRecord<'c> = dyn FnMut(u64, u64, u32, bool, Vec<u8>, &mut Vec<ScanCheck>) -> Result<(), StopReason> + 'c;
+type OnRecord<'c> = dyn FnMut(u64, u64, u32, bool, Vec<u8>, &mut CheckLog) -> Result<(), StopReason> + 'c;
 
 /// One physical record whose header, length and checksum checked out.
 #[derive(Clone, Copy)]
@@ -402,7 +426,7 @@ struct SegmentScan<'a, 'c> {
     /// Set by the first record: is this file written with recyclable headers?
     file_recyclable: Option<bool>,
     partial: Option<Partial>,
-    checks: &'c mut Vec<ScanCheck>,
+    checks: &'c mut CheckLog,
 }
 
 /// Scans one file; calls `on_record(offset, len, fragments, recyclable, payload, checks)`
@@ -411,7 +435,7 @@ fn scan_segment(
     format: LogFormat,
     segment: usize,
     input: LogSegment<'_>,
-    checks: &mut Vec<ScanCheck>,
+    checks: &mut CheckLog,
     on_record: &mut OnRecord<'_>,
 ) -> ScanStop {
     let mut scan = SegmentScan {

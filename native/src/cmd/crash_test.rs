@@ -62,6 +62,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::Serialize;
+use walab_core::codec::tiny::TinyRecord;
 use walab_core::group_commit::Policy;
 use walab_core::rng::Rng;
 
@@ -206,7 +207,12 @@ pub fn power_loss(params: PowerLossParams) -> Result<CrashReport, String> {
         let backend =
             Box::new(FileBackend::with_format(Arc::new(fs.clone()), dir.clone(), params.segment_bytes, true, params.format));
         // Recovery and the check always use the real WAL's settings.
-        let (wal, recovered) = match Wal::open(backend, WalOptions::default()) {
+        let (mut keys, mut recovered_count) = (HashSet::new(), 0u64);
+        let mut keep = |record: TinyRecord| {
+            keys.insert(record.key);
+            recovered_count += 1;
+        };
+        let (wal, _) = match Wal::open_streaming(backend, WalOptions::default(), None, &mut keep) {
             Ok(opened) => opened,
             Err(WalError::Corrupt(message)) => {
                 // Damage before the end of the log: nothing acknowledged can be vouched for.
@@ -217,9 +223,8 @@ pub fn power_loss(params: PowerLossParams) -> Result<CrashReport, String> {
             }
             Err(error) => return Err(format!("round {round}: recovery failed: {error}")),
         };
-        let keys: HashSet<Vec<u8>> = recovered.records.iter().map(|r| r.key.clone()).collect();
         check(&acked_all, &keys, &mut report);
-        report.records_recovered = recovered.records.len() as u64;
+        report.records_recovered = recovered_count;
         drop(wal);
         if round == params.cuts {
             break;
@@ -339,11 +344,15 @@ fn kill_test(args: &Args, wal_args: &WalArgs) -> Result<CrashReport, CliError> {
         // A kill can land before the child created anything at all: then there is
         // nothing to recover and nothing was promised, so recovery may create the log.
         let backend = wal_args.backend(true).map_err(CliError::usage)?;
-        let (wal, recovered) = Wal::open(backend, WalOptions::default())
+        let (mut recovered_keys, mut recovered_count) = (HashSet::new(), 0u64);
+        let mut keep = |record: TinyRecord| {
+            recovered_keys.insert(record.key);
+            recovered_count += 1;
+        };
+        let (wal, _) = Wal::open_streaming(backend, WalOptions::default(), None, &mut keep)
             .map_err(|e| CliError::failed(format!("after kill {}: recovery failed: {e}", round + 1)))?;
         drop(wal);
-        let recovered_keys: HashSet<Vec<u8>> = recovered.records.iter().map(|r| r.key.clone()).collect();
-        report.records_recovered = recovered.records.len() as u64;
+        report.records_recovered = recovered_count;
         check(&acked_all, &recovered_keys, &mut report);
         if args.kills >= 10 && std::io::IsTerminal::is_terminal(&std::io::stderr()) {
             eprint!("\rkill {}/{}: {} acks so far, {} lost", round + 1, args.kills, acked_all.len(), report.lost);

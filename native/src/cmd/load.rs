@@ -68,7 +68,8 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     }
     let Some(wal) = args.wal else { return Err(CliError::usage("--wal URL or --http URL: say where to append")) };
     let backend = wal.backend(true).map_err(CliError::usage)?;
-    let (wal, _recovered) = Wal::open(backend, WalOptions::default()).map_err(open_failure)?;
+    // The records found are not needed: recovery hands them over one by one and they go.
+    let (wal, _recovered) = Wal::open_streaming(backend, WalOptions::default(), None, &mut |_| {}).map_err(open_failure)?;
     let stdout = Arc::new(Mutex::new(std::io::stdout()));
     let stop = Arc::new(AtomicBool::new(false));
     let first_error: Arc<Mutex<Option<WalError>>> = Arc::new(Mutex::new(None));

@@ -46,6 +46,18 @@ pub trait Backend: Send + 'static {
     /// Reads what the storage durably holds, repairs a torn tail, and gets ready to
     /// append. Called once, before anything else.
     fn recover(&mut self) -> Result<Recovered, WalError>;
+    /// [`Backend::recover`], every recovered record handed to `visit` in seq order as
+    /// recovery finds it instead of kept in [`Recovered::records`] (left empty). A record
+    /// handed over before recovery fails (a corrupt log) was read intact, but the log is
+    /// refused. The default recovers and then hands the records over; the file backend
+    /// streams them from its scan, so that recovering holds one segment, not the log.
+    fn recover_streaming(&mut self, visit: &mut dyn FnMut(TinyRecord)) -> Result<Recovered, WalError> {
+        let mut recovered = self.recover()?;
+        for record in std::mem::take(&mut recovered.records) {
+            visit(record);
+        }
+        Ok(recovered)
+    }
     /// The most bytes a segment holds: the session starts segment `n + 1` before a
     /// record would pass it. Backends without segments return `u64::MAX`.
     fn segment_bytes_max(&self) -> u64;

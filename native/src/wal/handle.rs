@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
+use walab_core::codec::tiny::TinyRecord;
 use walab_core::group_commit::{Config, Policy};
 use walab_core::session::retention::{NextSeq, ReaderId};
 use walab_core::session::rollover::SegmentRule;
@@ -61,10 +62,26 @@ impl Wal {
     }
 
     /// [`Wal::open`], with the driver's events also sent to a live feed.
-    pub fn open_live(mut backend: Box<dyn Backend>, options: WalOptions, live: Option<Arc<LiveTrace>>) -> Result<(Wal, Recovered), WalError> {
+    pub fn open_live(backend: Box<dyn Backend>, options: WalOptions, live: Option<Arc<LiveTrace>>) -> Result<(Wal, Recovered), WalError> {
+        let mut records = Vec::new();
+        let (wal, mut recovered) = Wal::open_streaming(backend, options, live, &mut |record| records.push(record))?;
+        recovered.records = records;
+        Ok((wal, recovered))
+    }
+
+    /// [`Wal::open_live`], every recovered record handed to `visit` in seq order as
+    /// recovery finds it, instead of kept in [`Recovered::records`] (left empty): a log of
+    /// any size is recovered holding one segment ([`Backend::recover_streaming`]). A
+    /// record may reach `visit` before opening fails on a corrupt log.
+    pub fn open_streaming(
+        mut backend: Box<dyn Backend>,
+        options: WalOptions,
+        live: Option<Arc<LiveTrace>>,
+        visit: &mut dyn FnMut(TinyRecord),
+    ) -> Result<(Wal, Recovered), WalError> {
         let name = backend.describe();
         let sync_cpus = backend.sync_cpus();
-        let recovered = backend.recover()?;
+        let recovered = backend.recover_streaming(visit)?;
         let preset = backend.machine_config();
         let machine_config = Config { policy: options.policy.unwrap_or(preset.policy), ..preset };
         if let Some(live) = &live {

@@ -185,7 +185,7 @@ struct BenchRun {
 fn open_run(args: &Args) -> Result<(BenchRun, Option<RawTurns>), CliError> {
     let backend = args.wal().backend(true).map_err(CliError::usage)?;
     let options = WalOptions { trace_events_max: args.trace.is_some().then_some(TRACE_EVENTS_MAX), ..WalOptions::default() };
-    let (wal, _) = Wal::open(backend, options).map_err(crate::cmd::common::open_failure)?;
+    let (wal, _) = Wal::open_streaming(backend, options, None, &mut |_| {}).map_err(crate::cmd::common::open_failure)?;
     let sync_cpus = wal.sync_cpus().map(crate::wal::file::affinity::format_cpu_list);
     let before = wal.stats();
     let started = Instant::now();

@@ -54,8 +54,10 @@
 //! # Recovery
 //!
 //! Opening reads every segment *from the device* ([`fs::WalFs::read_from_device`],
-//! which drops cached pages first) and runs the core's recovery scan
-//! ([`walab_core::scan::scan_tiny`]) over them, oldest first:
+//! which drops cached pages first), one at a time, and feeds each to the core's recovery
+//! scan ([`walab_core::scan::TinyScanner`]), oldest first, so that only one segment is in
+//! memory; the records it accepts are handed on as it finds them
+//! ([`Backend::recover_streaming`]) and only a summary per segment is kept for the plan:
 //!
 //! - a clean end (zeros) of the last segment with records: nothing to repair;
 //! - a damaged record (torn or checksum) in the last segment with records: that is a
@@ -79,7 +81,6 @@ mod format;
 pub mod fs;
 pub mod leveldb_segment;
 mod recovery;
-use self::recovery::last_nonzero_end;
 pub mod sync_pool;
 #[cfg(test)]
 mod tests;
@@ -91,11 +92,11 @@ use std::thread::JoinHandle;
 
 use walab_core::group_commit::{self, Batch, SyncError};
 use walab_core::session::preset::{Storage, Tuning, LOCAL_FILE_INFLIGHT};
-use walab_core::codec::leveldb::{scan_log, LogFormat, LogSegment};
+use walab_core::codec::leveldb::{LogFormat, LogScanner, LogSegment};
 use walab_core::codec::tiny::TinyRecord;
 use walab_core::codec::tiny_group;
-use walab_core::file_log::{plan_recovery, FoundRecord, RecoveryPlan, SegmentFile, SegmentLayout, TornTail};
-use walab_core::scan::{scan_tiny, ScanStop};
+use walab_core::file_log::{plan_recovery, RecoveryPlan, SegmentFile, SegmentFound, SegmentLayout, TornTail};
+use walab_core::scan::{CheckLog, ScanStop, TinyScanner};
 
 pub use self::format::FORMAT_FILE_NAME;
 use self::fs::{create_zero_filled, create_zero_filled_paced, WalFile, WalFs};
@@ -361,19 +362,16 @@ impl Backend for FileBackend {
     }
 
     fn recover(&mut self) -> Result<Recovered, WalError> {
+        let mut records = Vec::new();
+        let mut recovered = self.recover_streaming(&mut |record| records.push(record))?;
+        recovered.records = records;
+        Ok(recovered)
+    }
+
+    fn recover_streaming(&mut self, visit: &mut dyn FnMut(TinyRecord)) -> Result<Recovered, WalError> {
         let names = self.open_dir()?;
-        let (numbers, images) = self.read_segments(&names)?;
-        let (found, records, stop) = self.scan(&images);
+        let (files, found, stop) = self.scan_segments(&names, visit)?;
         // Step 3: the core decides what the log is and what to repair.
-        let files: Vec<SegmentFile> = numbers
-            .iter()
-            .zip(&images)
-            .map(|(&number, image)| SegmentFile {
-                number,
-                bytes: image.len() as u64,
-                dirty_end: last_nonzero_end(image) as u64,
-            })
-            .collect();
         let layout = SegmentLayout {
             file_bytes: self.file_bytes(),
             fresh_segment_on_open: self.format == SegmentFormat::Leveldb,
@@ -390,7 +388,7 @@ impl Backend for FileBackend {
         }
         // Reading only: what a writer would remove, create or prepare stays as it is.
         Ok(Recovered {
-            records,
+            records: Vec::new(),
             next_seq: plan.next_seq,
             lsn: plan.lsn,
             segment: plan.segment,

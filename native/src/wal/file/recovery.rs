@@ -1,40 +1,50 @@
-//! The file WAL's recovery steps: read every segment past the page cache, run the
-//! core's scan for the log's format over them, carry out the core's plan (the torn tail
+//! The file WAL's recovery steps: read the segments past the page cache one at a time,
+//! feed each to the core's scan for the log's format, carry out the core's plan (the torn tail
 //! cut, the segment to append to, the spare kept; [`walab_core::file_log`] decides).
 
 use super::*;
 
-impl FileBackend {
-    /// Runs the core's recovery scan for the log's format over the segment images: where
-    /// each accepted record lies, the records, and where the scan stopped.
-    pub(super) fn scan(&self, images: &[Vec<u8>]) -> (Vec<FoundRecord>, Vec<TinyRecord>, ScanStop) {
-        let (mut found, mut records) = (Vec::new(), Vec::new());
-        let stop = match self.format {
-            SegmentFormat::Tiny => {
-                let slices: Vec<&[u8]> = images.iter().map(|image| image.as_slice()).collect();
-                let scan = scan_tiny(&slices, 0);
-                for a in scan.records {
-                    found.push(FoundRecord { segment: a.segment, offset: a.offset, len: a.len, seq: a.record.seq });
-                    records.push(a.record);
-                }
-                scan.stop
-            }
-            SegmentFormat::Leveldb => {
-                let segments: Vec<LogSegment<'_>> =
-                    images.iter().map(|image| LogSegment { bytes: image, log_number: None }).collect();
-                let scan = scan_log(LogFormat::LevelDb, &segments, 0);
-                for a in scan.records {
-                    for record in tiny_group::group_records(&a.batch) {
-                        found.push(FoundRecord { segment: a.segment, offset: a.offset, len: a.len, seq: record.seq });
-                        records.push(record);
-                    }
-                }
-                scan.stop
-            }
-        };
-        (found, records, stop)
+/// The core's recovery scan for the log's format, fed one segment image at a time.
+pub(super) enum Scanner {
+    Tiny(TinyScanner),
+    Leveldb(LogScanner),
+}
+
+impl Scanner {
+    pub(super) fn new(format: SegmentFormat) -> Scanner {
+        match format {
+            SegmentFormat::Tiny => Scanner::Tiny(TinyScanner::new(0, CheckLog::dropping())),
+            SegmentFormat::Leveldb => Scanner::Leveldb(LogScanner::new(LogFormat::LevelDb, 0, CheckLog::dropping())),
+        }
     }
 
+    /// Scans the next segment's image: each accepted record is added to `found` (where it
+    /// lies) and handed to `visit`. Returns whether later segments are still scanned.
+    pub(super) fn segment(&mut self, image: &[u8], found: &mut SegmentFound, visit: &mut dyn FnMut(TinyRecord)) -> bool {
+        match self {
+            Scanner::Tiny(scanner) => scanner.segment(image, |accepted| {
+                found.add(accepted.offset, accepted.len, accepted.record.seq);
+                visit(accepted.record);
+            }),
+            Scanner::Leveldb(scanner) => scanner.segment(LogSegment { bytes: image, log_number: None }, |accepted| {
+                for record in tiny_group::group_records(&accepted.batch) {
+                    found.add(accepted.offset, accepted.len, record.seq);
+                    visit(record);
+                }
+            }),
+        }
+    }
+
+    /// Where the scan stopped.
+    pub(super) fn finish(self) -> ScanStop {
+        match self {
+            Scanner::Tiny(scanner) => scanner.finish().stop,
+            Scanner::Leveldb(scanner) => scanner.finish().stop,
+        }
+    }
+}
+
+impl FileBackend {
     /// Step 1 of opening: the directory (made if need be), its lock, its FORMAT; the
     /// names in it.
     pub(super) fn open_dir(&mut self) -> Result<Vec<String>, WalError> {
@@ -54,19 +64,34 @@ impl FileBackend {
         Ok(names)
     }
 
-    /// Step 2: every segment's bytes as the device holds them, oldest first.
-    pub(super) fn read_segments(&self, names: &[String]) -> Result<(Vec<u64>, Vec<Vec<u8>>), WalError> {
+    /// Step 2: the segments, oldest first, each read whole as the device holds it (one
+    /// at a time: only one image is in memory) and fed to the scan, which hands `visit`
+    /// every record it accepts; every segment's size and last non-zero byte (read on
+    /// after the scan stopped, for the plan's corruption check), what the scan found in
+    /// each, and where it stopped.
+    pub(super) fn scan_segments(
+        &self,
+        names: &[String],
+        visit: &mut dyn FnMut(TinyRecord),
+    ) -> Result<(Vec<SegmentFile>, Vec<SegmentFound>, ScanStop), WalError> {
         let mut numbers: Vec<u64> = names.iter().filter_map(|name| parse_segment_file_name(name)).collect();
         numbers.sort_unstable();
-        let mut images = Vec::with_capacity(numbers.len());
-        for &segment in &numbers {
-            let bytes = self
+        let (mut files, mut found) = (Vec::with_capacity(numbers.len()), Vec::with_capacity(numbers.len()));
+        let mut scanner = Scanner::new(self.format);
+        let mut scanning = true;
+        for &number in &numbers {
+            let image = self
                 .fs
-                .read_from_device(&self.path(segment))
-                .map_err(|e| self.open_error(&format!("cannot read {}", segment_file_name(segment)), e))?;
-            images.push(bytes);
+                .read_from_device(&self.path(number))
+                .map_err(|e| self.open_error(&format!("cannot read {}", segment_file_name(number)), e))?;
+            let mut summary = SegmentFound::default();
+            if scanning {
+                scanning = scanner.segment(&image, &mut summary, visit);
+            }
+            files.push(SegmentFile { number, bytes: image.len() as u64, dirty_end: last_nonzero_end(&image) as u64 });
+            found.push(summary);
         }
-        Ok((numbers, images))
+        Ok((files, found, scanner.finish()))
     }
 
     /// Step 4: cuts the torn tail the plan found (reading only: reports it), in words.
@@ -132,5 +157,12 @@ impl FileBackend {
 
 /// Offset just past the last non-zero byte.
 pub(super) fn last_nonzero_end(bytes: &[u8]) -> usize {
-    bytes.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1)
+    // Eight bytes at a time over the zero tail, then the last word's bytes.
+    let words = bytes.len() / 8;
+    let tail_end = bytes[words * 8..].iter().rposition(|&b| b != 0).map(|i| words * 8 + i + 1);
+    if let Some(end) = tail_end {
+        return end;
+    }
+    let word = bytes[..words * 8].chunks_exact(8).rposition(|word| u64::from_ne_bytes(word.try_into().expect("8 bytes")) != 0);
+    word.map_or(0, |w| w * 8 + bytes[w * 8..w * 8 + 8].iter().rposition(|&b| b != 0).expect("a non-zero byte") + 1)
 }
