@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tokio::sync::Semaphore;
+use walab_core::codec::tiny::TinyRecord;
 use walab_core::rng::Rng;
 use walab_core::stream_store::cycle::confirm_through;
 use walab_core::stream_store::expiry::Expiry;
@@ -163,68 +164,19 @@ impl Store {
     /// found: every record above its stream's committed end goes back to its log cache,
     /// durable, and into its producers' table.
     pub fn recover(wal: Wal, recovered: Recovered, meta: Arc<MetaLog>, objects: Arc<Objects>) -> Result<(Store, Found), String> {
-        let (by_id, closed_in_meta, mut next_stream_id) = streams_of(&meta)?;
-        let mut found = Found { streams: by_id.len(), ..Found::default() };
-        let mut assembler = Assembler::default();
-        let mut first_seqs: HashMap<StreamId, u64> = HashMap::new();
-        let mut pending_bytes = 0;
+        let mut replay = Replay::new(&meta, wal.name().to_string())?;
         for record in &recovered.records {
-            let at = |error: &dyn std::fmt::Display| format!("{}: WAL record {}: {error}", wal.name(), record.seq);
-            let fragment = Fragment::decode(&record.key, &record.value).map_err(|error| at(&error))?;
-            next_stream_id = next_stream_id.max(fragment.stream.0 + 1);
-            let Some(stream) = by_id.get(&fragment.stream) else {
-                found.skipped += 1;
-                continue;
-            };
-            // Committed already: below the committed end, or anything of a stream the
-            // metadata says is closed (nothing follows a close).
-            if closed_in_meta.contains(&fragment.stream) || fragment.index < stream.lock().log.start().index {
-                continue;
-            }
-            if fragment.head.is_some() {
-                first_seqs.insert(fragment.stream, record.seq);
-            }
-            let Some(append) = assembler.push(fragment).map_err(|error| at(&error))? else { continue };
-            let wal_seq = first_seqs.get(&append.stream).copied().unwrap_or(record.seq);
-            let mut state = stream.lock();
-            let end = state.log.end();
-            if append.index != end.index || state.closed {
-                return Err(at(&format!(
-                    "stream {} record {} does not follow its stream's records (expected record {}{})",
-                    append.stream,
-                    append.index,
-                    end.index,
-                    if state.closed { ", and the stream is closed" } else { "" }
-                )));
-            }
-            if let Some(producer) = &append.producer {
-                state.producers.record(&producer.id, producer.epoch, producer.seq);
-            }
-            if append.stream_seq.is_some() {
-                state.stream_seq = append.stream_seq.clone();
-            }
-            pending_bytes += pending_bytes_of(append.body.len()) as i64;
-            if append.body.is_empty() {
-                state.log.push_close(CachedClose { producer: append.producer.clone(), wal_seq, durable: true });
-            } else {
-                state.log.push(CachedRecord {
-                    start: end,
-                    body: append.body.into(),
-                    producer: append.producer.clone(),
-                    stream_seq: append.stream_seq,
-                    closes: append.closes,
-                    wal_seq,
-                });
-                let through = state.log.end();
-                state.log.mark_durable(through);
-            }
-            if append.closes {
-                state.closed = true;
-                state.closed_by = append.producer;
-            }
-            state.submitted += 1;
-            state.durable += 1;
-            found.replayed += 1;
+            replay.record(record);
+        }
+        Store::replayed(wal, recovered.next_seq, replay, meta, objects)
+    }
+
+    /// [`Store::recover`] from a [`Replay`] the WAL's records were handed to as its
+    /// recovery found them ([`Wal::open_streaming`]); `next_seq` is the WAL's.
+    pub fn replayed(wal: Wal, next_seq: u64, replay: Replay, meta: Arc<MetaLog>, objects: Arc<Objects>) -> Result<(Store, Found), String> {
+        let Replay { by_id, next_stream_id, mut found, assembler, pending_bytes, error, .. } = replay;
+        if let Some(error) = error {
+            return Err(error);
         }
         found.dropped = assembler.finish();
         let mut streams = Streams::default();
@@ -239,7 +191,7 @@ impl Store {
             streams: Mutex::new(streams),
             meta,
             writer: wal.async_writer(),
-            next_wal_seq: Mutex::new(recovered.next_seq),
+            next_wal_seq: Mutex::new(next_seq),
             next_stream_id: AtomicU64::new(next_stream_id),
             objects,
             pending_bytes: AtomicI64::new(pending_bytes),
@@ -562,6 +514,111 @@ impl Store {
             meta_objects: self.meta.with_state(|state| state.objects().count()),
             meta_runs: self.meta.with_state(|state| state.streams().map(|(_, stream)| stream.runs.len()).sum()),
         }
+    }
+}
+
+/// The WAL's records replayed into the streams one at a time, as recovery hands them
+/// over: the streams from the metadata log, then each record above its stream's
+/// committed end into its log cache. The first bad record's error is kept and ends the
+/// replay ([`Store::replayed`] returns it).
+pub struct Replay {
+    wal_name: String,
+    by_id: BTreeMap<StreamId, Arc<Stream>>,
+    closed_in_meta: HashSet<StreamId>,
+    next_stream_id: u64,
+    found: Found,
+    assembler: Assembler,
+    first_seqs: HashMap<StreamId, u64>,
+    pending_bytes: i64,
+    error: Option<String>,
+}
+
+impl Replay {
+    /// The streams the metadata log holds, ready for the WAL's records (`wal_name` in
+    /// messages).
+    pub fn new(meta: &MetaLog, wal_name: String) -> Result<Replay, String> {
+        let (by_id, closed_in_meta, next_stream_id) = streams_of(meta)?;
+        let found = Found { streams: by_id.len(), ..Found::default() };
+        Ok(Replay {
+            wal_name,
+            by_id,
+            closed_in_meta,
+            next_stream_id,
+            found,
+            assembler: Assembler::default(),
+            first_seqs: HashMap::new(),
+            pending_bytes: 0,
+            error: None,
+        })
+    }
+
+    /// Replays the WAL's next record (in seq order).
+    pub fn record(&mut self, record: &TinyRecord) {
+        if self.error.is_none() {
+            if let Err(error) = self.replay(record) {
+                self.error = Some(error);
+            }
+        }
+    }
+
+    fn replay(&mut self, record: &TinyRecord) -> Result<(), String> {
+        let at = |error: &dyn std::fmt::Display| format!("{}: WAL record {}: {error}", self.wal_name, record.seq);
+        let fragment = Fragment::decode(&record.key, &record.value).map_err(|error| at(&error))?;
+        self.next_stream_id = self.next_stream_id.max(fragment.stream.0 + 1);
+        let Some(stream) = self.by_id.get(&fragment.stream) else {
+            self.found.skipped += 1;
+            return Ok(());
+        };
+        // Committed already: below the committed end, or anything of a stream the
+        // metadata says is closed (nothing follows a close).
+        if self.closed_in_meta.contains(&fragment.stream) || fragment.index < stream.lock().log.start().index {
+            return Ok(());
+        }
+        if fragment.head.is_some() {
+            self.first_seqs.insert(fragment.stream, record.seq);
+        }
+        let Some(append) = self.assembler.push(fragment).map_err(|error| at(&error))? else { return Ok(()) };
+        let wal_seq = self.first_seqs.get(&append.stream).copied().unwrap_or(record.seq);
+        let mut state = stream.lock();
+        let end = state.log.end();
+        if append.index != end.index || state.closed {
+            return Err(at(&format!(
+                "stream {} record {} does not follow its stream's records (expected record {}{})",
+                append.stream,
+                append.index,
+                end.index,
+                if state.closed { ", and the stream is closed" } else { "" }
+            )));
+        }
+        if let Some(producer) = &append.producer {
+            state.producers.record(&producer.id, producer.epoch, producer.seq);
+        }
+        if append.stream_seq.is_some() {
+            state.stream_seq = append.stream_seq.clone();
+        }
+        self.pending_bytes += pending_bytes_of(append.body.len()) as i64;
+        if append.body.is_empty() {
+            state.log.push_close(CachedClose { producer: append.producer.clone(), wal_seq, durable: true });
+        } else {
+            state.log.push(CachedRecord {
+                start: end,
+                body: append.body.into(),
+                producer: append.producer.clone(),
+                stream_seq: append.stream_seq,
+                closes: append.closes,
+                wal_seq,
+            });
+            let through = state.log.end();
+            state.log.mark_durable(through);
+        }
+        if append.closes {
+            state.closed = true;
+            state.closed_by = append.producer;
+        }
+        state.submitted += 1;
+        state.durable += 1;
+        self.found.replayed += 1;
+        Ok(())
     }
 }
 
