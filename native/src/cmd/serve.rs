@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use walab_core::codec::tiny::TinyRecord;
 use walab_core::session::preset::OBJECT_STORE_BEHIND_HTTP_PIPELINE_RUNNING_PERCENT;
 use walab_core::stream_store::meta::MetaCommand;
 use walab_core::stream_store::upload::SealPolicy;
@@ -15,7 +16,7 @@ use crate::serve::meta_log::{self, MetaLog};
 use crate::serve::objects::Objects;
 use crate::serve::uploader::{CrashPoint, Uploader};
 use crate::serve::store::EXPIRY_SWEEP_EVERY;
-use crate::serve::store::Found;
+use crate::serve::store::{Found, Replay};
 use crate::serve::{http, Store};
 use crate::wal::file::node_dir;
 use crate::wal::url::{parse_wal_url, WalArgs, WalUrl};
@@ -221,17 +222,28 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     // runtime of its own must not be opened from inside another.
     let page = crate::serve::live::page_dir(args.page.as_deref()).map_err(CliError::usage)?;
     let live = LiveTrace::new("walab-serve");
-    let (wal, mut recovered) = Wal::open_live(backend, WalOptions::default(), Some(live)).map_err(open_failure)?;
+    // The WAL's records are replayed into the streams as its recovery finds them: the
+    // WAL is never held whole.
+    let mut replay = Replay::new(&meta, backend.describe()).map_err(CliError::failed)?;
+    let skip_replay = args.fault == Some(Fault::SkipWalReplay);
+    let mut wal_records = 0;
+    let mut replay_one = |record: TinyRecord| {
+        wal_records += 1;
+        if !skip_replay {
+            replay.record(&record);
+        }
+    };
+    let (wal, recovered) = Wal::open_streaming(backend, WalOptions::default(), Some(live), &mut replay_one).map_err(open_failure)?;
+    if skip_replay {
+        wal_records = 0;
+    }
     for note in [meta.repaired.as_deref(), recovered.repaired.as_deref()].into_iter().flatten() {
         eprintln!("walab serve: {note}");
     }
-    if args.fault == Some(Fault::SkipWalReplay) {
-        recovered.records.clear();
-    }
     let bind = binding(&meta, &wal)?;
     let objects_committed = meta.with_state(|state| state.objects().count());
-    let wal_records = recovered.records.len();
-    let (store, found) = Store::recover(wal, recovered, Arc::clone(&meta), Arc::clone(&objects)).map_err(CliError::failed)?;
+    let (store, found) =
+        Store::replayed(wal, recovered.next_seq, replay, Arc::clone(&meta), Arc::clone(&objects)).map_err(CliError::failed)?;
     let store = Arc::new(store);
     eprintln!("walab serve: {}", found_at_start(meta.name(), bind.is_some(), objects_committed, store.wal_name(), wal_records, &found));
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
