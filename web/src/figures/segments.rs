@@ -309,6 +309,8 @@ fn reader_handle(props: &SegmentsFigureProps, layout: &Rc<FilesLayout>, area: No
         })
     };
     let style = format!("left: {:.3}%; top: {:.3}%", at.0 * 100.0, at.1 * 100.0);
+    // The label leans inward as the grip nears either edge, so it never leaves the figure.
+    let knob_lean = format!("transform: translateX({:.1}%)", -100.0 * at.0.clamp(0.0, 1.0));
     let value = if props.reader.is_some() { sentence.clone() } else { format!("{sentence}; move it to add a reader") };
     html! {
         <div class="reader-area" ref={area} title="press or drag on the files to move the reader" onpointerdown={on_down} onpointermove={on_move} onpointerup={on_up}>
@@ -316,7 +318,7 @@ fn reader_handle(props: &SegmentsFigureProps, layout: &Rc<FilesLayout>, area: No
                 aria-label="the change-data-capture reader's confirmed seq: drag, or use the arrows"
                 aria-valuemin="0" aria-valuemax={last.to_string()} aria-valuenow={seq.to_string()} aria-valuetext={value}
                 onkeydown={on_key}>
-                <span class="reader-knob" aria-hidden="true">{ if props.reader.is_some() { "" } else { "drag to add a reader" } }</span>
+                <span class="reader-knob" aria-hidden="true" style={knob_lean}>{ if props.reader.is_some() { "" } else { "drag to add a reader" } }</span>
             </div>
             <span class="visually-hidden reader-said" aria-live="polite">{ sentence }</span>
         </div>
