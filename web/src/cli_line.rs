@@ -2,13 +2,13 @@
 //!
 //! Every parameter the page's run of the tiny store takes has a flag in
 //! `walab sim power-cut`, except the log's sync latency (the CLI runs the tiny store's
-//! 1 ms). The command is built from the same parameters the bench ran with, flag for
+//! 1 ms). The command is built from the same parameters the model ran with, flag for
 //! flag, so a student can paste it and get the page's numbers; a view the command line
 //! cannot reproduce says so instead of naming a command that gives another answer.
 
 use walab_core::time::Nanos;
 
-use crate::benches::commit::core_policy;
+use crate::model::commit::core_policy;
 use crate::url_state::{format_millis, Fault, Handling, LabParams};
 use walab_core::group_commit::Policy as CorePolicy;
 

@@ -5,7 +5,7 @@
 
 use walab_core::time::Nanos;
 
-use crate::benches::trace_view::{Phase, TraceSpans};
+use crate::model::trace_view::{Phase, TraceSpans};
 use crate::charts::{Bar, Series};
 use crate::player::format_fixed_millis;
 use crate::url_state::format_millis;
@@ -89,13 +89,13 @@ pub fn bar_chart_label(title: &str, y_label: &str, bars: &[Bar], limit: Option<(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::benches::tiny::TinyBench;
+    use crate::model::tiny::TinyModel;
     use crate::url_state::parse_query;
 
     #[test]
     fn the_lanes_say_what_they_show_at_the_playhead() {
-        let bench = TinyBench::build(&parse_query("part=6").0);
-        let spans = bench.spans().unwrap();
+        let model = TinyModel::build(&parse_query("part=6").0);
+        let spans = model.spans().unwrap();
         let start = lanes_label(spans, Nanos::ZERO, None);
         assert!(start.contains("0 of 24 writes acknowledged"), "{start}");
         let end = lanes_label(spans, spans.end, Some(Nanos(13_500_000)));

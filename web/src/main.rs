@@ -3,13 +3,12 @@
 //! A Yew single-page app in the reducer style: [`state::LabState`] holds the view (its
 //! parameters are the URL), [`state::LabAction`] is everything that can change it, and
 //! the components under [`parts`] take props and draw. The simulations are the core's
-//! (`walab-core`, compiled to WebAssembly with this crate); [`benches`] turns their runs
-//! into values to draw. This file is the edge with the browser: it reads and writes the
+//! (`walab-core`, compiled to WebAssembly with this crate); [`model`] turns their runs
+//! into values a figure draws. This file is the edge with the browser: it reads and writes the
 //! URL and the history (one entry per Part, Back returns to the Part before), listens to
 //! the keyboard, runs the animation clock, and keeps the student's progress in local
 //! storage.
 
-mod benches;
 mod charts;
 mod cli_line;
 mod figures;
@@ -17,6 +16,7 @@ mod format;
 mod keys;
 mod labels;
 mod layout;
+mod model;
 mod panic_report;
 mod parts;
 mod player;
@@ -338,7 +338,7 @@ fn App() -> Html {
                 { problems.unwrap_or_default() }
                 <h2>{ format!("Part {part}. {}", PART_TITLES[part as usize]) }</h2>
                 <p class="lab-status" role="status" aria-live="polite">{ lab.status.clone().unwrap_or_default() }</p>
-                <Chapter params={lab.params.clone()} player={lab.player.clone()} bench={lab.bench.clone()} dropped={lab.dropped.clone()}
+                <Chapter params={lab.params.clone()} player={lab.player.clone()} model={lab.model.clone()} dropped={lab.dropped.clone()}
                     field_problem={lab.field_problem.clone()} on_action={dispatch.clone()} />
                 { pager }
             </main>

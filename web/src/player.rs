@@ -1,7 +1,7 @@
 //! The timeline player: play, pause, step, step back, scrub and speed over any list of
 //! timed events.
 //!
-//! Every bench in the lab is "draw the run at time t". The player owns only t: where the
+//! Every model in the lab is "draw the run at time t". The player owns only t: where the
 //! playhead is, whether it moves, and how fast. It knows the instants at which something
 //! happens (the marks) so that stepping jumps from one event to the next, and it knows
 //! where the run ends. It knows nothing about what the events mean, which is why one
@@ -21,7 +21,7 @@ use yew::prelude::*;
 /// Playback speeds, in simulated milliseconds per real second. The tiny store's whole
 /// run is 14 ms, so at 1 ms/s it plays in 14 seconds.
 pub const SPEEDS_MS_PER_SECOND: [f64; 7] = [0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0];
-/// The speed a bench starts at (1 ms per second).
+/// The speed a model starts at (1 ms per second).
 pub const SPEED_DEFAULT_INDEX: usize = 3;
 /// A real-time gap longer than this between two frames (a background tab) is not
 /// played through in one jump.

@@ -11,8 +11,8 @@ use std::rc::Rc;
 use walab_core::time::Nanos;
 use yew::prelude::*;
 
-use crate::benches::dropped::{DropError, Dropped, MeasuredLatency};
-use crate::benches::{self, BenchRef};
+use crate::model::dropped::{DropError, Dropped, MeasuredLatency};
+use crate::model::{self, ModelRef};
 use crate::player::{PlayerAction, PlayerState};
 use crate::url_state::{
     format_millis, parse_millis_in, parse_query, power_parts_text, Fault, Handling, LabParams, PageProtection, PolicyKind, Scenario, UrlProblem,
@@ -26,7 +26,7 @@ pub struct LabState {
     pub url_problems: Vec<UrlProblem>,
     pub player: PlayerState,
     /// The core's runs for the current Part and parameters.
-    pub bench: BenchRef,
+    pub model: ModelRef,
     /// A trace file dropped onto the page, or why it could not be read.
     pub dropped: Option<Result<Dropped, String>>,
     /// A measured sync-latency distribution the simulator uses instead of a fixed L.
@@ -63,7 +63,7 @@ impl LabState {
             player: PlayerState::default(),
             params,
             url_problems,
-            bench: BenchRef::default(),
+            model: ModelRef::default(),
             dropped: None,
             latency: None,
             status: None,
@@ -96,7 +96,7 @@ impl LabState {
 
     /// Where the figure opens when nothing names a moment (see `moments::opening`).
     fn opening(&self) -> Nanos {
-        benches::moments::opening(&self.bench.0, self.params.part).unwrap_or(Nanos::ZERO)
+        model::moments::opening(&self.model.0, self.params.part).unwrap_or(Nanos::ZERO)
     }
 
     /// Whether the power can be cut at `at` in this view: the Part has a power button
@@ -105,9 +105,9 @@ impl LabState {
         if !self.params.has_power() {
             return Err(format!("Part {} has no power button; {} have one", self.params.part, power_parts_text()));
         }
-        match benches::moments::run_end(&self.bench.0) {
+        match model::moments::run_end(&self.model.0) {
             // Part 4's run is counted in steps, one a (display) millisecond.
-            Some(end) if at > end && matches!(&*self.bench.0, benches::Bench::Append) => {
+            Some(end) if at > end && matches!(&*self.model.0, model::Model::Append) => {
                 Err(format!("past the end of the append; give 0 to {}", crate::format::count(end.0 / 1_000_000, "step")))
             }
             Some(end) if at > end => Err(format!("past the end of the run; give 0 to {} ms", format_millis(end))),
@@ -117,7 +117,7 @@ impl LabState {
 
     /// What the view's answer is, in one sentence, for the status line.
     fn result_sentence(&self) -> Option<String> {
-        let benches::Bench::Tiny(tiny) = &*self.bench.0 else { return None };
+        let model::Model::Tiny(tiny) = &*self.model.0 else { return None };
         let Some(Ok(outcome)) = &tiny.cut else { return None };
         let crash = &outcome.crash;
         Some(format!(
@@ -131,8 +131,8 @@ impl LabState {
     /// The status line after a cut.
     fn cut_sentence(&self) -> String {
         let at = self.params.cut.map(format_millis).unwrap_or_default();
-        let acknowledged = match &*self.bench.0 {
-            benches::Bench::Tiny(tiny) => match &tiny.cut {
+        let acknowledged = match &*self.model.0 {
+            model::Model::Tiny(tiny) => match &tiny.cut {
                 Some(Ok(outcome)) => format!(" {} had been acknowledged.", crate::format::count(outcome.crash.acknowledged.len(), "write")),
                 _ => String::new(),
             },
@@ -141,15 +141,15 @@ impl LabState {
         format!("The power failed at {at} ms.{acknowledged}")
     }
 
-    /// Runs the current Part's bench and loads its timeline into the player, keeping
+    /// Runs the current Part's model and loads its timeline into the player, keeping
     /// the speed.
     fn reload_timeline(&mut self) {
         let speed_index = self.player.speed_index;
         let dropped = self.dropped.as_ref().and_then(|dropped| dropped.as_ref().ok());
-        self.bench = benches::build(&self.params, dropped, self.latency.as_ref());
-        let timeline = self.bench.0.timeline();
+        self.model = model::build(&self.params, dropped, self.latency.as_ref());
+        let timeline = self.model.0.timeline();
         self.player = PlayerState::for_run(timeline.marks, timeline.end);
-        self.player.notable = Rc::new(benches::moments::notable_marks(&self.bench.0));
+        self.player.notable = Rc::new(model::moments::notable_marks(&self.model.0));
         self.player.speed_index = speed_index;
     }
 }
@@ -202,7 +202,7 @@ pub enum LabAction {
     ClearLatency,
     DismissUrlProblems,
     /// Parts 13 and 14: new parameters for the remote WAL's run.
-    SetRemote(crate::benches::remote::RemoteParams),
+    SetRemote(crate::model::remote::RemoteParams),
 }
 
 impl LabState {
@@ -497,8 +497,8 @@ mod tests {
         assert_eq!(state.params.cut, Some(Nanos(13_500_000)), "the cut is kept");
         let query = crate::url_state::to_query(&state.params);
         assert_eq!(query, "?part=7&unit=512&cut=13.5");
-        let crate::benches::Bench::Tiny(bench) = &*state.bench.0 else { panic!("Part 7 runs the tiny store") };
-        assert_eq!(bench.cut.as_ref().unwrap().as_ref().unwrap().run.device.unit_bytes(), 512);
+        let crate::model::Model::Tiny(model) = &*state.model.0 else { panic!("Part 7 runs the tiny store") };
+        assert_eq!(model.cut.as_ref().unwrap().as_ref().unwrap().run.device.unit_bytes(), 512);
         // The shared link opens the same view.
         let opened = LabState::from_query(&query);
         assert_eq!(opened.params, state.params);
@@ -591,8 +591,8 @@ mod tests {
         use walab_core::sim::remote::{self, to_trace, Load, RemoteSetup};
         let run = remote::run(&RemoteSetup::new(backend, Load::Writers { writers: 8 }, 40)).unwrap();
         let text = serde_json::to_string(&to_trace(&run, "group")).unwrap();
-        match crate::benches::dropped::parse_dropped("run.json", &text).unwrap() {
-            crate::benches::dropped::DroppedFile::Remote(remote) => Dropped::Remote(Rc::new(remote)),
+        match crate::model::dropped::parse_dropped("run.json", &text).unwrap() {
+            crate::model::dropped::DroppedFile::Remote(remote) => Dropped::Remote(Rc::new(remote)),
             other => panic!("read as {other:?}"),
         }
     }
@@ -602,19 +602,19 @@ mod tests {
         use walab_core::sim::remote::RemoteBackend;
         let state = reduce(LabState::from_query("?part=2"), LabAction::LoadTrace(Ok(remote_trace(RemoteBackend::S3))));
         assert_eq!(state.params.part, 13);
-        let crate::benches::Bench::Remote(bench) = &*state.bench.0 else { panic!("Part 13 runs the remote bench") };
-        assert_eq!(bench.trace.as_ref().unwrap().file_name, "run.json");
-        assert_eq!(bench.run.as_ref().unwrap().records_acked, 40);
+        let crate::model::Model::Remote(model) = &*state.model.0 else { panic!("Part 13 runs the remote model") };
+        assert_eq!(model.trace.as_ref().unwrap().file_name, "run.json");
+        assert_eq!(model.run.as_ref().unwrap().records_acked, 40);
         // Part 14 keeps its own run while an S3 trace is loaded, and Part 13 plays it again.
         let state = reduce(state, LabAction::GoToPart(14));
-        let crate::benches::Bench::Remote(bench) = &*state.bench.0 else { panic!("Part 14 runs the remote bench") };
-        assert!(bench.trace.is_none());
+        let crate::model::Model::Remote(model) = &*state.model.0 else { panic!("Part 14 runs the remote model") };
+        assert!(model.trace.is_none());
         let state = reduce(state, LabAction::GoToPart(13));
-        let crate::benches::Bench::Remote(bench) = &*state.bench.0 else { panic!("Part 13 runs the remote bench") };
-        assert!(bench.trace.is_some());
+        let crate::model::Model::Remote(model) = &*state.model.0 else { panic!("Part 13 runs the remote model") };
+        assert!(model.trace.is_some());
         let state = reduce(state, LabAction::CloseTrace);
-        let crate::benches::Bench::Remote(bench) = &*state.bench.0 else { panic!("Part 13 runs the remote bench") };
-        assert!(bench.trace.is_none(), "closed: the lab's own run again");
+        let crate::model::Model::Remote(model) = &*state.model.0 else { panic!("Part 13 runs the remote model") };
+        assert!(model.trace.is_none(), "closed: the lab's own run again");
         let state = reduce(LabState::from_query("?part=5"), LabAction::LoadTrace(Ok(remote_trace(RemoteBackend::Postgres))));
         assert_eq!(state.params.part, 14);
     }
@@ -627,8 +627,8 @@ mod tests {
         let state = reduce(LabState::from_query("?part=2"), error(Some(14)));
         assert_eq!(state.params.part, 14);
         assert_eq!(state.dropped, Some(Err("x.json: the file is empty".to_string())));
-        let crate::benches::Bench::Remote(bench) = &*state.bench.0 else { panic!("Part 14 runs the remote bench") };
-        assert!(bench.trace.is_none() && bench.run.is_ok(), "the lab's own run stays");
+        let crate::model::Model::Remote(model) = &*state.model.0 else { panic!("Part 14 runs the remote model") };
+        assert!(model.trace.is_none() && model.run.is_ok(), "the lab's own run stays");
     }
 
     #[test]

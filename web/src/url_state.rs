@@ -26,7 +26,7 @@ pub fn page_policy(name: &str) -> Option<PolicyKind> {
     PolicyKind::from_name(name).filter(|kind| PAGE_POLICIES.contains(kind))
 }
 
-/// Which arrivals a bench runs.
+/// Which arrivals a model runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scenario {
     /// The tiny store's 24 writes.
@@ -195,7 +195,7 @@ pub struct LabParams {
     /// Branch E1: the log batch whose sync returns EIO (B11 on the page).
     pub eio_batch: u64,
     /// Parts 13 and 14 (the `r...` parameters).
-    pub remote: crate::benches::remote::RemoteParams,
+    pub remote: crate::model::remote::RemoteParams,
     /// Part 2: the call its figure runs on a record.
     pub call: SyncCall,
     /// Presenter mode: large type, the figure and its controls, no prose.
@@ -410,7 +410,7 @@ pub fn parse_query(query: &str) -> (LabParams, Vec<UrlProblem>) {
             "cut" => parse_millis_in(&value, Nanos::ZERO, CUT_MAX)
                 .map(|nanos| params.cut = Some(nanos))
                 .map_err(|reason| problem(&reason)),
-            remote if crate::benches::remote::RemoteParams::takes(remote) => {
+            remote if crate::model::remote::RemoteParams::takes(remote) => {
                 params.remote.parse(remote, &value).map_err(|reason| problem(&reason))
             }
             "present" => parse_flag(&value).map(|on| params.present = on).map_err(|reason| problem(&reason)),

@@ -9,7 +9,7 @@
 
 use yew::prelude::*;
 
-use crate::benches::chain::{survives, Failure, Stage};
+use crate::model::chain::{survives, Failure, Stage};
 
 #[derive(Properties, PartialEq)]
 pub struct CallPathProps {

@@ -9,7 +9,7 @@
 
 use yew::prelude::*;
 
-use crate::benches::chain::{needed_before_ok, survives, Failure, Stage};
+use crate::model::chain::{needed_before_ok, survives, Failure, Stage};
 
 /// What [`chain_figure`] draws.
 #[derive(PartialEq)]

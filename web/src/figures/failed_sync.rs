@@ -8,8 +8,8 @@ use std::rc::Rc;
 
 use yew::prelude::*;
 
-use crate::benches::captions::id_runs;
-use crate::benches::failed_sync_view::{CacheUnit, FlushStage, PathAt};
+use crate::model::captions::id_runs;
+use crate::model::failed_sync_view::{CacheUnit, FlushStage, PathAt};
 
 /// What [`failed_sync_figure`] draws.
 #[derive(PartialEq)]

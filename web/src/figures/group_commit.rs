@@ -9,7 +9,7 @@ use std::rc::Rc;
 
 use yew::prelude::*;
 
-use crate::benches::group_steps::{GroupAt, Slot};
+use crate::model::group_steps::{GroupAt, Slot};
 
 #[derive(Properties, PartialEq)]
 pub struct GroupCommitFigureProps {

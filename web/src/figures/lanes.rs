@@ -12,8 +12,8 @@ use std::rc::Rc;
 use walab_core::time::Nanos;
 use yew::prelude::*;
 
-use crate::benches::fates::Fate;
-use crate::benches::trace_view::{BatchSpan, Phase, TraceSpans};
+use crate::model::fates::Fate;
+use crate::model::trace_view::{BatchSpan, Phase, TraceSpans};
 use crate::parts::cut_handle::TimeAxis;
 
 #[derive(Properties, PartialEq)]

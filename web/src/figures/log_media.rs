@@ -6,7 +6,7 @@ use std::rc::Rc;
 
 use yew::prelude::*;
 
-use crate::benches::torn::{LogView, RecordMark, UnitPlace};
+use crate::model::torn::{LogView, RecordMark, UnitPlace};
 
 #[derive(Properties, PartialEq)]
 pub struct LogMediaProps {

@@ -2,7 +2,7 @@
 //!
 //! A lesson about the page cache draws the page cache; a lesson about group commit draws
 //! the queue and its leader. Each figure here is a component that takes one step's state
-//! (values computed in [`crate::benches`] from the core's runs at the player's instant)
+//! (values computed in [`crate::model`] from the core's runs at the player's instant)
 //! and draws it as SVG or HTML. Figures compute no outcome themselves.
 //!
 //! Conventions every figure follows, so the browser tests can read a figure back from

@@ -4,7 +4,7 @@ use std::rc::Rc;
 
 use yew::prelude::*;
 
-use crate::benches::fates::Fate;
+use crate::model::fates::Fate;
 
 /// One mode's row: its name and each arrived write's fate (in the worst legal outcome).
 #[derive(Clone, Debug, PartialEq)]

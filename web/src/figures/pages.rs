@@ -5,7 +5,7 @@ use std::rc::Rc;
 
 use yew::prelude::*;
 
-use crate::benches::pages_view::{PagesAt, Phase, WalAt};
+use crate::model::pages_view::{PagesAt, Phase, WalAt};
 
 #[derive(Properties, PartialEq)]
 pub struct PagesFigureProps {

@@ -7,7 +7,7 @@ use walab_core::quorum::{BatchTiming, WriteBudget};
 use walab_core::time::Nanos;
 use yew::prelude::*;
 
-use crate::benches::quorum_view::{mode_name, BatchLegs};
+use crate::model::quorum_view::{mode_name, BatchLegs};
 
 #[derive(Properties, PartialEq)]
 pub struct QuorumFigureProps {

@@ -16,7 +16,7 @@ use std::rc::Rc;
 
 use yew::prelude::*;
 
-use crate::benches::append::{BytesAt, RecordLayout};
+use crate::model::append::{BytesAt, RecordLayout};
 use crate::record_layout::Field;
 
 #[derive(Properties, PartialEq)]

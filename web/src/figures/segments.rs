@@ -12,7 +12,7 @@ use std::rc::Rc;
 
 use yew::prelude::*;
 
-use crate::benches::segments::{FileStatus, SegmentFile};
+use crate::model::segments::{FileStatus, SegmentFile};
 use crate::format::count;
 
 #[derive(Properties, PartialEq)]

@@ -8,7 +8,7 @@
 
 use yew::prelude::*;
 
-use crate::benches::commit::SteadyQueueAt;
+use crate::model::commit::SteadyQueueAt;
 use crate::parts::controls::group_thousands;
 
 /// What [`steady_queue`] draws.

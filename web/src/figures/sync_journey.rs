@@ -12,7 +12,7 @@ use std::rc::Rc;
 
 use yew::prelude::*;
 
-use crate::benches::journey::{CallAt, JourneyStep, UnitPlace, WritePlace};
+use crate::model::journey::{CallAt, JourneyStep, UnitPlace, WritePlace};
 
 /// What [`sync_journey`] draws.
 #[derive(PartialEq)]

@@ -12,7 +12,7 @@ use std::rc::Rc;
 use walab_core::time::Nanos;
 use yew::prelude::*;
 
-use crate::benches::write_path::{PathStep, Station};
+use crate::model::write_path::{PathStep, Station};
 use crate::parts::controls::group_thousands;
 
 /// What [`write_path`] draws.

@@ -9,13 +9,13 @@ use yew::prelude::*;
 use super::controls::{controls, group_thousands, Shown};
 use super::dropzone::DropZone;
 use super::{ChapterProps, source};
-use crate::benches::commit::{steady_caption, CommitBench, SteadyCommit, SweepPoint, STEADY_RECORD_BYTES};
-use crate::benches::group_steps::{caption_at, group_at};
+use crate::model::commit::{steady_caption, CommitModel, SteadyCommit, SweepPoint, STEADY_RECORD_BYTES};
+use crate::model::group_steps::{caption_at, group_at};
 use crate::figures::group_commit::GroupCommitFigure;
 use crate::figures::lanes::{place_labels, LanesGeometry};
 use crate::figures::steady_queue::{steady_queue, SteadyQueueProps};
-use crate::benches::trace_view::{Phase, TraceSpans};
-use crate::benches::{Bench, BenchRef};
+use crate::model::trace_view::{Phase, TraceSpans};
+use crate::model::{Model, ModelRef};
 use crate::charts::{bar_chart, line_chart, Bar, BarChartProps, LineChartProps, Series};
 use crate::player::{format_fixed_millis, player, PlayerProps, PlayerState};
 use crate::state::LabAction;
@@ -23,11 +23,11 @@ use crate::layout::Scene;
 use crate::url_state::{format_millis, PolicyKind, Scenario};
 
 pub fn group_commit_chapter(props: &ChapterProps) -> Html {
-    if let Bench::Dropped(trace) = &*props.bench.0 {
+    if let Model::Dropped(trace) = &*props.model.0 {
         return super::dropped_view::dropped_view(trace, props);
     }
-    let Bench::Commit(bench) = &*props.bench.0 else {
-        return html! { <p class="error">{ "this Part's bench did not run" }</p> };
+    let Model::Commit(model) = &*props.model.0 else {
+        return html! { <p class="error">{ "this Part's model did not run" }</p> };
     };
     let shown = Shown {
         scenario: true,
@@ -40,7 +40,7 @@ pub fn group_commit_chapter(props: &ChapterProps) -> Html {
         seed: props.params.scenario == Scenario::Random,
     };
     let on_player = props.on_action.reform(LabAction::Player);
-    let latency = bench.latency.as_ref().map(|latency| html! {
+    let latency = model.latency.as_ref().map(|latency| html! {
         <p class="measured-latency" data-file={latency.file_name.clone()}>
             { format!("Steady runs draw each sync from {} ({}): median {} ms, p99 {} ms, measured by walab fsync-test. ",
                 latency.file_name, latency.method, format_millis(latency.median), format_millis(latency.p99)) }
@@ -48,9 +48,9 @@ pub fn group_commit_chapter(props: &ChapterProps) -> Html {
         </p>
     });
     let (figure, outcome) = if props.params.scenario == Scenario::Tiny {
-        tiny_view(bench, &props.player, props.params.cut)
+        tiny_view(model, &props.player, props.params.cut)
     } else {
-        steady_view(bench, props)
+        steady_view(model, props)
     };
     html! {
         <>
@@ -59,7 +59,7 @@ pub fn group_commit_chapter(props: &ChapterProps) -> Html {
                 { controls(&props.params, shown, props.field_problem.as_ref(), &props.on_action) }
                 { latency.unwrap_or_default() }
             </> }}
-            controls={html! { { player(&PlayerProps { state: props.player.clone(), on_action: on_player, mark_name: "event".into(), caption: caption_for(bench, &props.player), ..PlayerProps::default() }) } }}
+            controls={html! { { player(&PlayerProps { state: props.player.clone(), on_action: on_player, mark_name: "event".into(), caption: caption_for(model, &props.player), ..PlayerProps::default() }) } }}
             figure={figure}
             outcome={outcome}>
             <div class="prose">
@@ -79,8 +79,8 @@ pub fn group_commit_chapter(props: &ChapterProps) -> Html {
             </div>
         </Scene>
         if props.params.scenario == Scenario::Tiny {
-            if let Some(trace) = &bench.tie_example {
-                { tie_view(trace, bench.sync_latency) }
+            if let Some(trace) = &model.tie_example {
+                { tie_view(trace, model.sync_latency) }
             }
         }
         <h3>{ "Against load" }</h3>
@@ -88,8 +88,8 @@ pub fn group_commit_chapter(props: &ChapterProps) -> Html {
             Group commit keeps syncs near 1 ÷ L a second while its batches grow; its wait stays between L and 2L. \
             The window variant halves the syncs at high load but adds up to W to every write, even when the disk is idle. \
             Sync per write is drawn only below its ceiling of 1 ÷ L: above it the queue grows without end.",
-            format_millis(bench.sync_latency)) }</p></div>
-        <SweepCharts bench={props.bench.clone()} />
+            format_millis(model.sync_latency)) }</p></div>
+        <SweepCharts model={props.model.clone()} />
         <h3>{ "Your own run" }</h3>
         <DropZone dropped={props.dropped.clone()} on_action={props.on_action.clone()} />
         </>
@@ -97,13 +97,13 @@ pub fn group_commit_chapter(props: &ChapterProps) -> Html {
 }
 
 /// The caption of the step at the playhead, from the run's events at that instant.
-fn caption_for(bench: &CommitBench, player: &PlayerState) -> Option<AttrValue> {
+fn caption_for(model: &CommitModel, player: &PlayerState) -> Option<AttrValue> {
     let Some(mark) = player.current_mark().and_then(|index| player.marks.get(index).copied()) else {
         return Some(AttrValue::from("Before the first event: no write has arrived yet. Step forward to watch the queue form."));
     };
-    match bench.scenario {
-        Scenario::Tiny => bench.tiny.as_ref().ok().map(|tiny| AttrValue::from(caption_at(&tiny.trace, mark))),
-        _ => bench.steady.as_ref().ok().map(|steady| AttrValue::from(steady_caption(steady, mark))),
+    match model.scenario {
+        Scenario::Tiny => model.tiny.as_ref().ok().map(|tiny| AttrValue::from(caption_at(&tiny.trace, mark))),
+        _ => model.steady.as_ref().ok().map(|steady| AttrValue::from(steady_caption(steady, mark))),
     }
 }
 
@@ -118,7 +118,7 @@ fn policy_color(policy: PolicyKind) -> (u8, u8, u8) {
 
 #[derive(Properties, PartialEq)]
 struct SweepChartsProps {
-    bench: BenchRef,
+    model: ModelRef,
 }
 
 /// The charts against load, drawn once the page has painted: their thirty runs are not
@@ -133,8 +133,8 @@ fn SweepCharts(props: &SweepChartsProps) -> Html {
             move || drop(timeout)
         });
     }
-    let sweep: &[SweepPoint] = match &*props.bench.0 {
-        Bench::Commit(bench) if *ready => bench.sweep(),
+    let sweep: &[SweepPoint] = match &*props.model.0 {
+        Model::Commit(model) if *ready => model.sweep(),
         _ => &[],
     };
     let series_of = |value: fn(&SweepPoint) -> f64| -> Rc<Vec<Series>> {
@@ -152,8 +152,8 @@ fn SweepCharts(props: &SweepChartsProps) -> Html {
         }
         Rc::new(series)
     };
-    let waits = use_memo((props.bench.clone(), *ready), |_| series_of(|point| point.wait_mean_ms));
-    let syncs = use_memo((props.bench.clone(), *ready), |_| series_of(|point| point.syncs_per_s));
+    let waits = use_memo((props.model.clone(), *ready), |_| series_of(|point| point.wait_mean_ms));
+    let syncs = use_memo((props.model.clone(), *ready), |_| series_of(|point| point.syncs_per_s));
     if !*ready {
         return html! { <p class="note sweep-pending" aria-busy="true">{ "Running the load sweep…" }</p> };
     }
@@ -167,8 +167,8 @@ fn SweepCharts(props: &SweepChartsProps) -> Html {
 
 /// The tiny store's 24 writes: the queue and its leader, the lanes (arrival to
 /// acknowledgement, batches on top); and the run's summary, the stage's outcome.
-fn tiny_view(bench: &CommitBench, player: &PlayerState, cut: Option<Nanos>) -> (Html, Html) {
-    let tiny = match &bench.tiny {
+fn tiny_view(model: &CommitModel, player: &PlayerState, cut: Option<Nanos>) -> (Html, Html) {
+    let tiny = match &model.tiny {
         Ok(tiny) => tiny,
         Err(error) => return (html! { <p class="error">{ format!("the simulator refused the run: {error}") }</p> }, Html::default()),
     };
@@ -178,14 +178,14 @@ fn tiny_view(bench: &CommitBench, player: &PlayerState, cut: Option<Nanos>) -> (
     let figure = group_at(&tiny.trace, now);
     let drawing = html! {
         <>
-        <GroupCommitFigure state={Rc::new(figure)} sync_latency_ns={bench.sync_latency.0}
+        <GroupCommitFigure state={Rc::new(figure)} sync_latency_ns={model.sync_latency.0}
             most={tiny.spans.batches.iter().map(|batch| batch.writes as usize).max().unwrap_or(1)} />
         <TraceLanes spans={Rc::new(tiny.spans.clone())} now={now} cut={cut} />
         </>
     };
     let outcome = html! {
         <table class="summary" data-syncs={summary.syncs.to_string()}>
-            <tr><th>{ "policy" }</th><td>{ bench.policy.label() }</td></tr>
+            <tr><th>{ "policy" }</th><td>{ model.policy.label() }</td></tr>
             <tr><th>{ "syncs for 24 writes" }</th><td class="num syncs">{ summary.syncs }</td></tr>
             <tr><th>{ "mean wait" }</th><td class="num">{ format!("{} ÷ {} = {:.2} ms", format_millis(summary.wait_total), summary.acked, summary.wait_total.as_millis_f64() / summary.acked.max(1) as f64) }</td></tr>
             <tr><th>{ "best / worst wait" }</th><td class="num">{ format!("{} ms / {} ms", format_millis(summary.wait_min), format_millis(summary.wait_max)) }</td></tr>
@@ -304,9 +304,9 @@ pub fn TraceLanes(props: &TraceLanesProps) -> Html {
     }
 }
 
-fn steady_view(bench: &CommitBench, props: &ChapterProps) -> (Html, Html) {
-    let (bench_ref, player) = (&props.bench, &props.player);
-    let steady = match &bench.steady {
+fn steady_view(model: &CommitModel, props: &ChapterProps) -> (Html, Html) {
+    let (model_ref, player) = (&props.model, &props.player);
+    let steady = match &model.steady {
         Ok(steady) => steady,
         Err(error) => return (html! { <p class="error">{ format!("the simulator refused the run: {error}") }</p> }, Html::default()),
     };
@@ -324,7 +324,7 @@ fn steady_view(bench: &CommitBench, props: &ChapterProps) -> (Html, Html) {
     let drawing = html! {
         <>
         { super::controls::load_dial(props.params.load_per_second, &props.on_action, &said) }
-        <SteadyCanvas bench={bench_ref.clone()} now={player.now} />
+        <SteadyCanvas model={model_ref.clone()} now={player.now} />
         { steady_queue(&SteadyQueueProps { state: steady.queue_at(player.now), record_bytes: u64::from(STEADY_RECORD_BYTES) }) }
         { bar_chart(&BarChartProps { title: "batch sizes in this run: writes per batch".into(), y_label: "batches".into(), bars: sizes, ..BarChartProps::default() }) }
         </>
@@ -366,7 +366,7 @@ fn steady_view(bench: &CommitBench, props: &ChapterProps) -> (Html, Html) {
 
 #[derive(Properties, PartialEq)]
 struct SteadyCanvasProps {
-    bench: BenchRef,
+    model: ModelRef,
     now: Nanos,
 }
 
@@ -378,9 +378,9 @@ fn SteadyCanvas(props: &SteadyCanvasProps) -> Html {
     let canvas = use_node_ref();
     {
         let canvas = canvas.clone();
-        use_effect_with((props.bench.clone(), props.now), move |(bench, now)| {
-            if let (Some(element), Bench::Commit(bench)) = (canvas.cast::<web_sys::HtmlCanvasElement>(), &*bench.0) {
-                if let Ok(steady) = &bench.steady {
+        use_effect_with((props.model.clone(), props.now), move |(model, now)| {
+            if let (Some(element), Model::Commit(model)) = (canvas.cast::<web_sys::HtmlCanvasElement>(), &*model.0) {
+                if let Ok(steady) = &model.steady {
                     draw_steady(&element, steady, *now);
                 }
             }

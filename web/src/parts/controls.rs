@@ -1,4 +1,4 @@
-//! The parameter controls shared by the benches. Each control shows a parameter from
+//! The parameter controls shared by the Parts. Each control shows a parameter from
 //! the URL state and sends a [`LabAction`] when changed; none of them computes anything.
 
 use walab_core::time::Nanos;
@@ -8,7 +8,7 @@ pub use crate::format::group_thousands;
 use crate::state::LabAction;
 use crate::url_state::{format_millis, LabParams, PolicyKind, Scenario, LOAD_PER_SECOND_MAX};
 
-/// Which controls a bench shows.
+/// Which controls a model shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct Shown {
     pub scenario: bool,

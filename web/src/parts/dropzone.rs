@@ -1,15 +1,15 @@
 //! The trace-file drop zone: drop (or choose) a trace written by `walab`, and Part 5's
 //! lanes animate it, or Part 13's or 14's figures when it is a `walab sim remote` run.
 //! Reading the file is the browser's job; parsing and checking it is
-//! [`crate::benches::dropped::parse_dropped`].
+//! [`crate::model::dropped::parse_dropped`].
 
 use std::rc::Rc;
 
 use wasm_bindgen_futures::{spawn_local, JsFuture};
 use yew::prelude::*;
 
-use crate::benches::dropped::{parse_dropped, DropError, Dropped, DroppedFile};
-use crate::benches::trace_reader::{ReadProgress, TraceReader};
+use crate::model::dropped::{parse_dropped, DropError, Dropped, DroppedFile};
+use crate::model::trace_reader::{ReadProgress, TraceReader};
 use crate::format::group_thousands;
 use crate::state::LabAction;
 
@@ -31,7 +31,7 @@ fn now_ms() -> f64 {
 /// How long one piece of a read may hold the browser, in milliseconds.
 const TURN_MS: f64 = 40.0;
 
-/// Reads a trace's text in pieces (see [`crate::benches::trace_reader`]), telling
+/// Reads a trace's text in pieces (see [`crate::model::trace_reader`]), telling
 /// `progress` how far it got after each; a text the reader cannot cut is parsed whole.
 async fn parse_in_turns(name: &str, text: &str, progress: &UseStateHandle<Option<String>>) -> Result<DroppedFile, DropError> {
     if text.contains("\"walab-latency/") {

@@ -4,10 +4,10 @@ use std::rc::Rc;
 
 use yew::prelude::*;
 
-use super::power::{answer_revealed, cut_controls, field_message, id_ranges, lanes, power_report, tiny_bench};
+use super::power::{answer_revealed, cut_controls, field_message, id_ranges, lanes, power_report, tiny_model};
 use super::predict::{answer_pending, Predict};
 use super::{ChapterProps, source};
-use crate::benches::failed_sync_view::paths_at;
+use crate::model::failed_sync_view::paths_at;
 use crate::figures::failed_sync::{failed_sync_figure, FailedSyncFigureProps};
 use crate::layout::Scene;
 use crate::player::{player, PlayerProps};
@@ -47,8 +47,8 @@ fn failed_sync_text() -> Html {
 
 pub fn failed_sync_chapter(props: &ChapterProps) -> Html {
     let (revealed, _) = answer_revealed(props);
-    let Some(bench) = tiny_bench(props) else { return Html::default() };
-    let caption = AttrValue::from(bench.caption_now(props.player.now, revealed));
+    let Some(model) = tiny_model(props) else { return Html::default() };
+    let caption = AttrValue::from(model.caption_now(props.player.now, revealed));
     let on_player = props.on_action.reform(LabAction::Player);
     let on_fault = props.on_action.reform(|event: Event| {
         let select: web_sys::HtmlSelectElement = event.target_unchecked_into();
@@ -58,13 +58,13 @@ pub fn failed_sync_chapter(props: &ChapterProps) -> Html {
         let select: web_sys::HtmlSelectElement = event.target_unchecked_into();
         LabAction::SetHandling(if select.value() == "wrong" { Handling::Wrong } else { Handling::Right })
     });
-    let (acked, failed) = match &bench.full {
+    let (acked, failed) = match &model.full {
         Ok((run, _)) => (run.acknowledged(), run.failed()),
         Err(_) => (Vec::new(), Vec::new()),
     };
-    let paths = paths_at(bench, &props.params, props.player.now, revealed);
+    let paths = paths_at(model, &props.params, props.player.now, revealed);
     let figure = (!paths.is_empty()).then(|| html! { { failed_sync_figure(&FailedSyncFigureProps { paths: Rc::new(paths) }) } });
-    let page_cache = bench.through_page_cache.as_ref().filter(|_| revealed).map(|recovered| html! {
+    let page_cache = model.through_page_cache.as_ref().filter(|_| revealed).map(|recovered| html! {
         <p class="note page-cache">{ format!("A process that restarts without a reboot and reads the log through the page cache \
             would find {}.", id_ranges(recovered)) }</p>
     });
@@ -124,7 +124,7 @@ pub fn failed_sync_chapter(props: &ChapterProps) -> Html {
         <Scene name="power-cut" title="Pull the power" opens_here={props.params.cut.is_some()}
             controls={player(None)}
             actions={cut_controls(props)}
-            figure={lanes(bench, props, revealed)}
+            figure={lanes(model, props, revealed)}
             outcome={html! { <>{ power_report(props) }{ page_cache.unwrap_or_default() }</> }}>
             <div class="prose"><p>{ "Then pull the power, before or after F11's flush completes, and compare the paths: on the wrong \
                 path the retried sync 'succeeded' without writing, so whether B11's acknowledged writes survive depends on timing." }</p></div>

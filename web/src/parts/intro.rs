@@ -7,10 +7,10 @@ use yew::prelude::*;
 
 use super::controls::{controls, group_thousands, Shown};
 use super::{ChapterProps, source};
-use crate::benches::chain::{needed_before_ok, survives, Failure, Stage};
-use crate::benches::commit::keeps_up;
-use crate::benches::write_path::reached;
-use crate::benches::Bench;
+use crate::model::chain::{needed_before_ok, survives, Failure, Stage};
+use crate::model::commit::keeps_up;
+use crate::model::write_path::reached;
+use crate::model::Model;
 use crate::figures::chain::{chain_figure, ChainFigureProps};
 use crate::figures::write_path::{write_path, LogQueue, WritePathProps};
 use crate::layout::Scene;
@@ -23,8 +23,8 @@ pub fn start_chapter(props: &ChapterProps) -> Html {
     let shown = Shown { sync: true, ..Shown::default() };
     let params = &props.params;
     let ceiling = 1e9 / params.sync_latency.0.max(1) as f64;
-    let rows = match &*props.bench.0 {
-        Bench::Commit(bench) => bench
+    let rows = match &*props.model.0 {
+        Model::Commit(model) => model
             .steady_by_policy
             .iter()
             .map(|(policy, run)| match run {
@@ -75,8 +75,8 @@ pub fn start_chapter(props: &ChapterProps) -> Html {
                 { controls(&params, shown, None, &props.on_action) }</div> }}
             figure={html! {
                 <>
-                if let Bench::Commit(bench) = &*props.bench.0 {
-                    <LogQueue queue={Rc::new(bench.per_write_queue.clone())} load_per_second={params.load_per_second} ceiling_per_second={ceiling as u64} />
+                if let Model::Commit(model) = &*props.model.0 {
+                    <LogQueue queue={Rc::new(model.per_write_queue.clone())} load_per_second={params.load_per_second} ceiling_per_second={ceiling as u64} />
                 }
                 <table class="problem">
                     <caption>{ steady_note }</caption>
@@ -121,8 +121,8 @@ pub fn start_chapter(props: &ChapterProps) -> Html {
 /// The load, dragged on the figure: what each mode does at it is announced.
 fn load_dial(props: &ChapterProps) -> Html {
     let params = &props.params;
-    let said = match &*props.bench.0 {
-        Bench::Commit(bench) => bench
+    let said = match &*props.model.0 {
+        Model::Commit(model) => model
             .steady_by_policy
             .iter()
             .filter_map(|(policy, run)| {
@@ -140,16 +140,16 @@ fn load_dial(props: &ChapterProps) -> Html {
 
 /// Write 1's path, one station per step.
 fn write_path_view(props: &ChapterProps) -> Html {
-    let Bench::Commit(bench) = &*props.bench.0 else { return Html::default() };
+    let Model::Commit(model) = &*props.model.0 else { return Html::default() };
     let reached = reached(props.player.now);
-    let caption = match reached.checked_sub(1).and_then(|index| bench.write_path.get(index)) {
+    let caption = match reached.checked_sub(1).and_then(|index| model.write_path.get(index)) {
         Some(step) => step.caption.clone(),
         None => "Before the first step: write 1 is still in the client. Step forward to follow it.".to_string(),
     };
     html! {
         <Scene name="write-path" title="One write's path"
             controls={player(&PlayerProps { state: props.player.clone(), on_action: props.on_action.reform(LabAction::Player), mark_name: "station".into(), clock: Clock::Steps, caption: Some(AttrValue::from(caption)), ..PlayerProps::default() })}
-            figure={html! { { write_path(&WritePathProps { steps: Rc::new(bench.write_path.clone()), reached }) } }}>
+            figure={html! { { write_path(&WritePathProps { steps: Rc::new(model.write_path.clone()), reached }) } }}>
             <div class="prose">
                 <p>{ "A write-ahead log (WAL) is an append-only file in which every change is recorded before it is applied \
                       anywhere else. Follow one write from the client to its OK, a station per step: the log record is \

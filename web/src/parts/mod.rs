@@ -1,12 +1,12 @@
 //! The chapters: one function or component per Part of the teaching page.
 //!
-//! Each chapter is short text in walab's own words beside a live bench. Chapters take
+//! Each chapter is short text in walab's own words beside a live model. Chapters take
 //! the lab's state as props and send [`LabAction`]s up; what they show is computed in
-//! [`crate::benches`] from the core's runs.
+//! [`crate::model`] from the core's runs.
 
 use yew::prelude::*;
 
-use crate::benches::BenchRef;
+use crate::model::ModelRef;
 use crate::player::PlayerState;
 use crate::state::LabAction;
 use crate::url_state::LabParams;
@@ -60,10 +60,10 @@ pub const NAV_ORDER: [u8; 15] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 1
 pub struct ChapterProps {
     pub params: LabParams,
     pub player: PlayerState,
-    pub bench: BenchRef,
+    pub model: ModelRef,
     /// A dropped trace file, or why it could not be read.
     #[prop_or_default]
-    pub dropped: Option<Result<crate::benches::dropped::Dropped, String>>,
+    pub dropped: Option<Result<crate::model::dropped::Dropped, String>>,
     /// A value typed into a field that the lab refused, for the field to show.
     #[prop_or_default]
     pub field_problem: Option<crate::state::FieldProblem>,

@@ -1,4 +1,4 @@
-//! Part 11's bench: the AWS budget calculator (Parts 9 and 10 are `pages` and `replication`).
+//! Part 11's model: the AWS budget calculator (Parts 9 and 10 are `pages` and `replication`).
 
 use std::rc::Rc;
 
@@ -7,7 +7,7 @@ use yew::prelude::*;
 
 use super::controls::{controls, Shown};
 use super::{ChapterProps, source};
-use crate::benches::Bench;
+use crate::model::Model;
 use crate::charts::{bar_chart, Bar, BarChartProps};
 use crate::format::group_thousands;
 
@@ -56,10 +56,10 @@ fn verdict(budget: &Budget, load: u64) -> Html {
 /// Part 11's budget calculator: the log's and the LSM tree's I/O against gp3's limits.
 #[component]
 pub fn BudgetCalculator(props: &ChapterProps) -> Html {
-    let Bench::Budget(bench) = &*props.bench.0 else { return Html::default() };
+    let Model::Budget(model) = &*props.model.0 else { return Html::default() };
     // The load is dragged on the figure (its dial); the sync latency is chosen above it.
     let shown = Shown { sync: true, ..Shown::default() };
-    let budget = match &bench.budget {
+    let budget = match &model.budget {
         Ok(budget) => budget,
         Err(error) => return html! { <p class="error">{ format!("the budget model refused: {error}") }</p> },
     };

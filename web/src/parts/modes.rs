@@ -6,7 +6,7 @@ use walab_core::tiny_store;
 use yew::prelude::*;
 
 use super::controls::{controls, Shown};
-use super::power::{answer_revealed, cut_controls, id_ranges, lanes, power_report, tiny_bench};
+use super::power::{answer_revealed, cut_controls, id_ranges, lanes, power_report, tiny_model};
 use super::predict::{answer_pending, Predict};
 use super::{ChapterProps, source};
 use crate::figures::modes::{ModeRow, ModesFigure};
@@ -17,11 +17,11 @@ use crate::url_state::{format_millis, PolicyKind};
 
 pub fn modes_chapter(props: &ChapterProps) -> Html {
     let (revealed, _) = answer_revealed(props);
-    let Some(bench) = tiny_bench(props) else { return Html::default() };
-    let caption = AttrValue::from(bench.caption_now(props.player.now, revealed));
+    let Some(model) = tiny_model(props) else { return Html::default() };
+    let caption = AttrValue::from(model.caption_now(props.player.now, revealed));
     let on_player = props.on_action.reform(LabAction::Player);
     let shown = Shown { policy: true, sync: true, ..Shown::default() };
-    let modes = bench.modes.iter().map(|(policy, mode)| match mode {
+    let modes = model.modes.iter().map(|(policy, mode)| match mode {
         Ok(mode) => html! {
             <tr data-policy={policy.name()} data-acknowledged={mode.acknowledged.len().to_string()} data-lost={mode.lost_acknowledged.len().to_string()}>
                 <td>{ policy.label() }</td>
@@ -33,9 +33,9 @@ pub fn modes_chapter(props: &ChapterProps) -> Html {
         Err(error) => html! { <tr><td>{ policy.label() }</td><td colspan="3" class="error">{ error.clone() }</td></tr> },
     });
     let at = props.params.cut.unwrap_or(tiny_store::POWER_CUT);
-    let no_sync_lost = bench.modes.iter().find(|(policy, _)| *policy == PolicyKind::NoSync)
+    let no_sync_lost = model.modes.iter().find(|(policy, _)| *policy == PolicyKind::NoSync)
         .and_then(|(_, mode)| mode.as_ref().ok()).map(|mode| mode.lost_acknowledged.len() as u32);
-    let rows: Vec<ModeRow> = bench
+    let rows: Vec<ModeRow> = model
         .modes
         .iter()
         .filter_map(|(policy, mode)| mode.as_ref().ok().map(|mode| ModeRow { name: policy.label().to_string(), url_name: policy.name().to_string(), fates: mode.fates.clone() }))
@@ -104,7 +104,7 @@ pub fn modes_chapter(props: &ChapterProps) -> Html {
             settings={html! { { controls(&props.params, shown, None, &props.on_action) } }}
             controls={player(&PlayerProps { state: props.player.clone(), on_action: on_player, caption: Some(caption), ..PlayerProps::default() })}
             actions={cut_controls(props)}
-            figure={lanes(bench, props, revealed)}
+            figure={lanes(model, props, revealed)}
             outcome={power_report(props)}>
             <div class="prose"><p>{ "Choose a mode, play the run and pull the power at any moment (the button, the p key, or a \
                 millisecond typed in). Before the answer shows, predict how many of the acknowledged writes recovery finds." }</p></div>

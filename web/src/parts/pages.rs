@@ -8,9 +8,9 @@ use walab_core::pages::sqlite_wal::WalEvent;
 use yew::prelude::*;
 
 use super::{ChapterProps, source};
-use crate::benches::models::describe_page_event;
-use crate::benches::Bench;
-use crate::benches::pages_view::{pages_at, wal_at};
+use crate::model::redo_quorum_budget::describe_page_event;
+use crate::model::Model;
+use crate::model::pages_view::{pages_at, wal_at};
 use crate::figures::pages::{PagesFigure, WalModeFigure};
 use crate::layout::Scene;
 use crate::player::{player, Clock, PlayerProps};
@@ -50,29 +50,29 @@ fn pages_table(at_cut: &BTreeMap<PageNo, Result<Page, PageReadError>>, after: &B
 
 #[component]
 pub fn PagesChapter(props: &ChapterProps) -> Html {
-    let Bench::Redo(bench) = &*props.bench.0 else { return Html::default() };
+    let Model::Redo(model) = &*props.model.0 else { return Html::default() };
     let on_player = props.on_action.reform(LabAction::Player);
     let on_protection = props.on_action.reform(|event: Event| {
         let select: web_sys::HtmlSelectElement = event.target_unchecked_into();
         LabAction::SetProtection(PageProtection::from_name(&select.value()).unwrap_or(PageProtection::FullPageImages))
     });
-    let done = bench.events_done(props.player.now);
+    let done = model.events_done(props.player.now);
     // Only the steps already taken are listed: the later ones would show the final pages.
-    let events = bench.events.iter().enumerate().take(done).map(|(index, event)| {
-        let class = classes!("page-event", if index < done { "done" } else { "todo" }, (index == bench.recovery_from).then_some("recovery-start"));
+    let events = model.events.iter().enumerate().take(done).map(|(index, event)| {
+        let class = classes!("page-event", if index < done { "done" } else { "todo" }, (index == model.recovery_from).then_some("recovery-start"));
         html! { <li {class}>{ describe_page_event(event) }</li> }
     });
-    let caption = AttrValue::from(bench.caption_now(props.player.now));
-    let figure = bench.branch.as_ref().ok().map(|branch| {
-        let at = pages_at(&bench.events, done, &branch.crash.expected, SECTORS_PER_PAGE);
+    let caption = AttrValue::from(model.caption_now(props.player.now));
+    let figure = model.branch.as_ref().ok().map(|branch| {
+        let at = pages_at(&model.events, done, &branch.crash.expected, SECTORS_PER_PAGE);
         html! { <PagesFigure at={Rc::new(at)} /> }
     });
-    let sqlite = match &bench.sqlite {
+    let sqlite = match &model.sqlite {
         Ok(events) => html! { <SqliteStepper events={Rc::new(events.clone())} /> },
         Err(error) => html! { <p class="error">{ format!("the WAL-mode model refused the run: {error}") }</p> },
     };
-    let finished = done >= bench.events.len();
-    let result = match &bench.branch {
+    let finished = done >= model.events.len();
+    let result = match &model.branch {
         Ok(_) if !finished => html! { <p class="note">{ "Step on through recovery: the pages it rebuilds appear in the buffer pool as REDO reaches them." }</p> },
         Ok(branch) => {
             let all = branch.recovered_everything();
@@ -136,7 +136,7 @@ pub fn PagesChapter(props: &ChapterProps) -> Html {
 }
 
 /// Sectors in one of branch B's pages (64-byte pages of 32-byte sectors).
-const SECTORS_PER_PAGE: usize = crate::benches::models::PAGE_BYTES / crate::benches::models::SECTOR_BYTES;
+const SECTORS_PER_PAGE: usize = crate::model::redo_quorum_budget::PAGE_BYTES / crate::model::redo_quorum_budget::SECTOR_BYTES;
 
 #[derive(Properties, PartialEq)]
 struct SqliteStepperProps {

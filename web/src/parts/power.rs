@@ -10,8 +10,8 @@ use yew::prelude::*;
 use super::cut_handle::{CutHandle, TimeAxis};
 use super::predict::Predict;
 use super::ChapterProps;
-use crate::benches::tiny::TinyBench;
-use crate::benches::Bench;
+use crate::model::tiny::TinyModel;
+use crate::model::Model;
 use crate::figures::lanes::FateLanes;
 use crate::state::{Field, FieldProblem, LabAction};
 use crate::url_state::{format_millis, UNIT_BYTES_ALLOWED};
@@ -111,8 +111,8 @@ fn unit_label(unit: u32) -> String {
 /// What was acknowledged, what survived: first a prediction, then the run's answer (a
 /// stage's outcome). Keyed by the run, so a new cut, seed, mode or unit asks again.
 pub(super) fn power_report(props: &ChapterProps) -> Html {
-    let Bench::Tiny(bench) = &*props.bench.0 else { return Html::default() };
-    let Some(cut) = &bench.cut else { return Html::default() };
+    let Model::Tiny(model) = &*props.model.0 else { return Html::default() };
+    let Some(cut) = &model.cut else { return Html::default() };
     let outcome = match cut {
         Ok(outcome) => outcome,
         Err(error) => return html! { <p class="error">{ format!("the simulator refused the run: {error}") }</p> },
@@ -150,29 +150,29 @@ pub(super) fn power_report(props: &ChapterProps) -> Html {
     }
 }
 
-pub(super) fn tiny_bench(props: &ChapterProps) -> Option<&TinyBench> {
-    match &*props.bench.0 {
-        Bench::Tiny(bench) => Some(bench),
+pub(super) fn tiny_model(props: &ChapterProps) -> Option<&TinyModel> {
+    match &*props.model.0 {
+        Model::Tiny(model) => Some(model),
         _ => None,
     }
 }
 
 /// The writes and syncs as lanes; after a revealed cut, each write's fate.
-pub(super) fn lanes(bench: &TinyBench, props: &ChapterProps, revealed: bool) -> Html {
-    let (Some(spans), Some(trace)) = (bench.spans(), bench.trace()) else {
+pub(super) fn lanes(model: &TinyModel, props: &ChapterProps, revealed: bool) -> Html {
+    let (Some(spans), Some(trace)) = (model.spans(), model.trace()) else {
         return html! { <p class="error">{ "the simulator refused the run" }</p> };
     };
-    let outcome = bench.cut.as_ref().and_then(|cut| cut.as_ref().ok());
+    let outcome = model.cut.as_ref().and_then(|cut| cut.as_ref().ok());
     let fates = outcome.filter(|_| revealed).map(|outcome| Rc::new(outcome.fates.clone()));
     let files = Rc::new(trace.files.iter().map(|file| file.name.clone()).collect::<Vec<_>>());
-    let now = props.player.now.min(bench.cut_at().unwrap_or(Nanos::MAX));
-    let cut = bench.cut_at();
+    let now = props.player.now.min(model.cut_at().unwrap_or(Nanos::MAX));
+    let cut = model.cut_at();
     // The cut is acted on in the lanes: its line's grip and the plug.
     let overlay = {
         let (marks, on_action) = (props.player.marks.clone(), props.on_action.clone());
         Callback::from(move |axis: TimeAxis| html! { <CutHandle {axis} {now} {cut} marks={marks.clone()} on_action={on_action.clone()} /> })
     };
-    let axis_end = bench.full.as_ref().ok().map(|(_, spans)| spans.end);
+    let axis_end = model.full.as_ref().ok().map(|(_, spans)| spans.end);
     html! { <FateLanes spans={Rc::new(spans.clone())} {files} {now} {cut} {fates} {overlay} {axis_end} /> }
 }
 
@@ -188,7 +188,7 @@ fn reveal_key(props: &ChapterProps) -> String {
     format!("{}-{:?}-{}-{:?}-{}-{:?}-{:?}-{}", params.part, params.cut, params.seed, params.policy, params.unit_bytes, params.fault, params.handling, params.eio_batch)
 }
 
-impl TinyBench {
+impl TinyModel {
     pub(super) fn cut_at(&self) -> Option<Nanos> {
         self.cut.as_ref().and_then(|cut| cut.as_ref().ok()).map(|outcome| outcome.at)
     }

@@ -7,7 +7,7 @@ use walab_core::tiny_store;
 use yew::prelude::*;
 
 use super::{ChapterProps, source};
-use crate::benches::append::{self, Step};
+use crate::model::append::{self, Step};
 use crate::figures::record_bytes::RecordBytes;
 use crate::layout::Scene;
 use crate::player::{Clock, player, PlayerProps, PlayerAction};

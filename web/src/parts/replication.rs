@@ -7,9 +7,9 @@ use walab_core::time::Nanos;
 use yew::prelude::*;
 
 use super::{ChapterProps, source};
-use crate::benches::captions::id_span;
-use crate::benches::quorum_view::{batch_at, batch_legs, batch_place};
-use crate::benches::Bench;
+use crate::model::captions::id_span;
+use crate::model::quorum_view::{batch_at, batch_legs, batch_place};
+use crate::model::Model;
 use crate::figures::lanes::FateLanes;
 use crate::figures::quorum::QuorumFigure;
 use crate::layout::Scene;
@@ -19,22 +19,22 @@ use crate::url_state::format_millis;
 
 #[component]
 pub fn ReplicationChapter(props: &ChapterProps) -> Html {
-    let Bench::Quorum(bench) = &*props.bench.0 else { return Html::default() };
+    let Model::Quorum(model) = &*props.model.0 else { return Html::default() };
     let on_player = props.on_action.reform(LabAction::Player);
     let on_w = props.on_action.reform(|event: Event| {
         let select: web_sys::HtmlSelectElement = event.target_unchecked_into();
         LabAction::SetQuorum(select.value().parse::<u8>().unwrap_or(2))
     });
-    let legs: Vec<String> = bench.setup.legs.iter().map(|leg| format!("{} ms", format_millis(*leg))).collect();
-    let lanes = match &bench.spans {
-        Some(spans) => html! { <FateLanes spans={Rc::new(spans.clone())} files={Rc::new(bench.files.clone())} now={props.player.now} /> },
-        None => match &bench.branch {
+    let legs: Vec<String> = model.setup.legs.iter().map(|leg| format!("{} ms", format_millis(*leg))).collect();
+    let lanes = match &model.spans {
+        Some(spans) => html! { <FateLanes spans={Rc::new(spans.clone())} files={Rc::new(model.files.clone())} now={props.player.now} /> },
+        None => match &model.branch {
             Err(error) => html! { <p class="error">{ format!("the quorum model refused the run: {error}") }</p> },
             Ok(_) => Html::default(),
         },
     };
-    let caption = AttrValue::from(bench.caption_now(props.player.now));
-    let figure = bench.branch.as_ref().ok().map(|branch| {
+    let caption = AttrValue::from(model.caption_now(props.player.now));
+    let figure = model.branch.as_ref().ok().map(|branch| {
         let now = props.player.now;
         let batch = batch_at(branch, now);
         let elapsed = batch.filter(|batch| batch.start <= now).map(|batch| Nanos(now.0 - batch.start.0));
@@ -45,13 +45,13 @@ pub fn ReplicationChapter(props: &ChapterProps) -> Html {
             (Some(batch), Some(place)) => format!("B{} ({}), {}, once the log forks after write 20", batch.batch, id_span(batch.first_write, batch.writes), of(place)),
             _ => "one batch".to_string(),
         };
-        let modes = Rc::new(vec![batch_legs(&bench.setup, QuorumMode::Raft), batch_legs(&bench.setup, QuorumMode::Postgres)]);
+        let modes = Rc::new(vec![batch_legs(&model.setup, QuorumMode::Raft), batch_legs(&model.setup, QuorumMode::Postgres)]);
         let batches = Rc::new(branch.branch.batches.clone());
         let current = batch.filter(|batch| batch.start <= now).map(|batch| batch.batch);
-        let write_23 = bench.write_23.clone();
-        html! { <QuorumFigure {modes} w={bench.setup.w} batch_label={label} {elapsed} {batches} {current} {write_23} {now} /> }
+        let write_23 = model.write_23.clone();
+        html! { <QuorumFigure {modes} w={model.setup.w} batch_label={label} {elapsed} {batches} {current} {write_23} {now} /> }
     });
-    let budget = bench.write_23.as_ref().map(|budget| {
+    let budget = model.write_23.as_ref().map(|budget| {
         let ms = |t: Nanos| format!("{} ms", format_millis(t));
         let rows = [
             ("write 23 arrives", ms(budget.arrival)),
@@ -66,7 +66,7 @@ pub fn ReplicationChapter(props: &ChapterProps) -> Html {
             </table>
         }
     });
-    let survival = bench.survival.iter().map(|row| html! {
+    let survival = model.survival.iter().map(|row| html! {
         <tr>
             <td>{ row.policy }</td>
             <td class="num">{ format!("{} ms", format_millis(row.commit_latency)) }</td>

@@ -4,9 +4,9 @@ use std::rc::Rc;
 
 use yew::prelude::*;
 
-use super::power::{answer_revealed, cut_controls, lanes, power_report, tiny_bench};
+use super::power::{answer_revealed, cut_controls, lanes, power_report, tiny_model};
 use super::{ChapterProps, source};
-use crate::benches::segments::{kept as kept_files, segment_files};
+use crate::model::segments::{kept as kept_files, segment_files};
 use crate::figures::segments::SegmentsFigure;
 use crate::layout::Scene;
 use crate::player::{format_fixed_millis, player, PlayerProps};
@@ -15,10 +15,10 @@ use crate::state::LabAction;
 #[component]
 pub fn SegmentsChapter(props: &ChapterProps) -> Html {
     let (revealed, _) = answer_revealed(props);
-    let Some(bench) = tiny_bench(props) else { return Html::default() };
-    let caption = AttrValue::from(bench.caption_now(props.player.now, revealed));
+    let Some(model) = tiny_model(props) else { return Html::default() };
+    let caption = AttrValue::from(model.caption_now(props.player.now, revealed));
     let on_player = props.on_action.reform(LabAction::Player);
-    let gates = bench.gates_at(props.player.now);
+    let gates = model.gates_at(props.player.now);
     let rows = gates.iter().map(|gate| {
         let deletable = gate.flushed && gate.readers_done;
         let status = if !gate.exists && deletable { "deleted" } else if !gate.exists { "not created yet" } else if deletable { "may be deleted" } else { "kept" };
@@ -40,7 +40,7 @@ pub fn SegmentsChapter(props: &ChapterProps) -> Html {
         }
     });
     let kept = gates.iter().filter(|gate| gate.exists && !(gate.flushed && gate.readers_done)).count();
-    let figure = bench.full.as_ref().ok().map(|(run, _)| {
+    let figure = model.full.as_ref().ok().map(|(run, _)| {
         let files = segment_files(run, props.player.now);
         let kept = kept_files(&files);
         let on_reader = props.on_action.reform(|seq: u64| LabAction::SetCdc(Some(seq)));
@@ -94,7 +94,7 @@ pub fn SegmentsChapter(props: &ChapterProps) -> Html {
             </div>
         </Scene>
         <Scene name="power-cut" title="Pull the power" opens_here={props.params.cut.is_some()}
-            controls={player(None)} actions={cut_controls(props)} figure={lanes(bench, props, revealed)} outcome={power_report(props)} />
+            controls={player(None)} actions={cut_controls(props)} figure={lanes(model, props, revealed)} outcome={power_report(props)} />
         </>
     }
 }

@@ -5,9 +5,9 @@ use std::rc::Rc;
 use yew::prelude::*;
 
 use super::{ChapterProps, source};
-use crate::benches::chain::{survives, Failure, Stage};
-use crate::benches::journey::{power_loss_after, CallAt, JourneyBench};
-use crate::benches::Bench;
+use crate::model::chain::{survives, Failure, Stage};
+use crate::model::journey::{power_loss_after, CallAt, JourneyModel};
+use crate::model::Model;
 use crate::figures::sync_journey::{sync_journey, SyncJourneyProps};
 use crate::layout::Scene;
 use crate::player::{Clock, player, PlayerProps};
@@ -18,19 +18,19 @@ use crate::figures::call_path::CallPath;
 /// wal-1's four writes on their way from the process to the media, one event per step,
 /// drawn from the tiny store's run.
 fn journey(props: &ChapterProps) -> Html {
-    let Bench::Journey(bench) = &*props.bench.0 else { return Html::default() };
-    let bench = match bench {
-        Ok(bench) => bench,
+    let Model::Journey(model) = &*props.model.0 else { return Html::default() };
+    let model = match model {
+        Ok(model) => model,
         Err(error) => return html! { <p class="error">{ format!("the simulator refused the run: {error}") }</p> },
     };
-    let step = bench.step_at(props.player.now);
+    let step = model.step_at(props.player.now);
     let on_player = props.on_action.reform(LabAction::Player);
     html! {
         <Scene name="journey" title="Trace: the first writes, one event at a time"
             controls={player(&PlayerProps { state: props.player.clone(), on_action: on_player, mark_name: "event".into(), clock: Clock::Steps, caption: Some(AttrValue::from(step.caption.clone())), ..PlayerProps::default() })}
             drawn={{
-                let journey = SyncJourneyProps { step: Rc::new(step.clone()), unit_bytes: bench.unit_bytes, segment_bytes: bench.segment_bytes,
-                    records: Rc::new(bench.records.clone()) };
+                let journey = SyncJourneyProps { step: Rc::new(step.clone()), unit_bytes: model.unit_bytes, segment_bytes: model.segment_bytes,
+                    records: Rc::new(model.records.clone()) };
                 Callback::from(move |room| sync_journey(&journey, room))
             }}>
             <div class="prose">
@@ -48,11 +48,11 @@ fn journey(props: &ChapterProps) -> Html {
 
 /// The journey's evidence for a call's power-loss cell: what the run looked like right
 /// after write() and right after fdatasync() returned.
-fn journey_evidence(bench: Option<&JourneyBench>, call: &str) -> Option<String> {
-    let bench = bench?;
+fn journey_evidence(model: Option<&JourneyModel>, call: &str) -> Option<String> {
+    let model = model?;
     let (index, step) = match call {
-        "write()" => bench.find(|step| step.call == CallAt::Write)?,
-        "fdatasync(fd)" => bench.find(|step| step.call == CallAt::SyncReturned)?,
+        "write()" => model.find(|step| step.call == CallAt::Write)?,
+        "fdatasync(fd)" => model.find(|step| step.call == CallAt::SyncReturned)?,
         _ => return None,
     };
     let on_media: Vec<String> = step
@@ -222,14 +222,14 @@ fn call_scene(props: &ChapterProps) -> Html {
 
 #[component]
 pub fn SyncChapter(props: &ChapterProps) -> Html {
-    let bench = match &*props.bench.0 {
-        Bench::Journey(Ok(bench)) => Some(bench),
+    let model = match &*props.model.0 {
+        Model::Journey(Ok(model)) => Some(model),
         _ => None,
     };
     let rows = CALLS.iter().map(|call| {
         let survives_power_loss = survives(call.leaves_bytes_in, Failure::PowerLoss);
         let after = match call.carries {
-            "the record" => format!("{}{}", power_loss_after(call.leaves_bytes_in), journey_evidence(bench, call.call).unwrap_or_default()),
+            "the record" => format!("{}{}", power_loss_after(call.leaves_bytes_in), journey_evidence(model, call.call).unwrap_or_default()),
             name => format!("kept: {name} is on the media; the data only if synced too"),
         };
         html! {

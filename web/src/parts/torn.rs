@@ -6,11 +6,11 @@ use std::rc::Rc;
 
 use yew::prelude::*;
 
-use super::power::{answer_revealed, cut_controls, id_ranges, lanes, power_report, tiny_bench};
+use super::power::{answer_revealed, cut_controls, id_ranges, lanes, power_report, tiny_model};
 use super::predict::answer_pending;
 use super::ChapterProps;
-use crate::benches::tiny::{describe_check, CutOutcome};
-use crate::benches::torn::log_view;
+use crate::model::tiny::{describe_check, CutOutcome};
+use crate::model::torn::log_view;
 use crate::figures::log_media::LogMedia;
 use crate::layout::Scene;
 use crate::player::{Clock, player, PlayerProps};
@@ -19,15 +19,15 @@ use crate::url_state::{format_millis, to_query};
 
 pub fn torn_chapter(props: &ChapterProps) -> Html {
     let (revealed, _) = answer_revealed(props);
-    let Some(bench) = tiny_bench(props) else { return Html::default() };
-    let caption = AttrValue::from(bench.caption_now(props.player.now, revealed));
+    let Some(model) = tiny_model(props) else { return Html::default() };
+    let caption = AttrValue::from(model.caption_now(props.player.now, revealed));
     let on_player = props.on_action.reform(LabAction::Player);
-    let outcome = bench.cut.as_ref().and_then(|cut| cut.as_ref().ok());
-    let checks_done = bench.checks_done(props.player.now);
+    let outcome = model.cut.as_ref().and_then(|cut| cut.as_ref().ok());
+    let checks_done = model.checks_done(props.player.now);
     // Up to the cut the steps are instants of the run; after it, checks of the scan.
-    let clock = if bench.cut_at().is_some_and(|cut| props.player.now > cut) { Clock::Steps } else { Clock::Millis };
+    let clock = if model.cut_at().is_some_and(|cut| props.player.now > cut) { Clock::Steps } else { Clock::Millis };
     // The log's bytes at the playhead; what the cut left only once the answer is revealed.
-    let media = bench.trace().map(|trace| {
+    let media = model.trace().map(|trace| {
         let view = log_view(trace, props.params.unit_bytes as usize, props.player.now, outcome.filter(|_| revealed), checks_done);
         html! { <LogMedia view={Rc::new(view)} /> }
     });
@@ -82,8 +82,8 @@ pub fn torn_chapter(props: &ChapterProps) -> Html {
             32 bytes to see the tear.")
     };
     // The two outcomes the lesson is about, one click away: each is a link (a cut and a seed).
-    let cases = (!bench.named_cuts.is_empty()).then(|| {
-        let buttons = bench.named_cuts.iter().map(|named| {
+    let cases = (!model.named_cuts.is_empty()).then(|| {
+        let buttons = model.named_cuts.iter().map(|named| {
             let mut params = props.params.clone();
             params.cut = Some(named.at);
             params.seed = named.seed;
@@ -116,7 +116,7 @@ pub fn torn_chapter(props: &ChapterProps) -> Html {
         <Scene name="torn" opens_here={outcome.is_some()}
             controls={player(Some(caption))}
             actions={cut_controls(props)}
-            figure={html! { <>{ lanes(bench, props, revealed) }{ media.unwrap_or_default() }</> }}
+            figure={html! { <>{ lanes(model, props, revealed) }{ media.unwrap_or_default() }</> }}
             outcome={power_report(props)}>
             <div class="prose">
                 <p>{ "A device persists data in atomic units (sectors): each unit is written whole or not at all, but a write \

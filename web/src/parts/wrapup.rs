@@ -3,7 +3,7 @@
 use yew::prelude::*;
 
 use super::{ChapterProps, source};
-use crate::benches::Bench;
+use crate::model::Model;
 use crate::state::LabAction;
 
 /// A managed service and what AWS documents about when it says OK.
@@ -121,8 +121,8 @@ fn items(lines: &[&'static str]) -> Html {
 /// The path of one OK: a card per Part with the number that Part computed, in the order
 /// the navigation lists them; a card opens its Part.
 fn ok_path(props: &ChapterProps) -> Html {
-    let Bench::Budget(bench) = &*props.bench.0 else { return Html::default() };
-    let stops = bench.recap.iter().map(|stop| {
+    let Model::Budget(model) = &*props.model.0 else { return Html::default() };
+    let stops = model.recap.iter().map(|stop| {
         let part = stop.part;
         let open = props.on_action.reform(move |_: MouseEvent| LabAction::GoToPart(part));
         html! {

@@ -1,6 +1,6 @@
 //! The drawings of Parts 13 and 14: the batches in flight as lanes on a time axis, the
 //! Postgres ring's slot tables, and the write path from append to data objects. They
-//! take values computed in `benches::remote` and draw them (see `figures/mod.rs` for the
+//! take values computed in `model::remote` and draw them (see `figures/mod.rs` for the
 //! conventions: `class="figure"`, `data-figure`, an `aria-label`, data per drawn thing).
 
 use std::rc::Rc;
@@ -10,7 +10,7 @@ use walab_core::sim::remote::{RemoteBackend, RemoteRun};
 use walab_core::time::Nanos;
 use yew::prelude::*;
 
-use crate::benches::remote::{batch_state, batches_drawn, counts_at};
+use crate::model::remote::{batch_state, batches_drawn, counts_at};
 use crate::url_state::format_millis;
 
 #[derive(Properties, PartialEq)]

@@ -2,7 +2,7 @@
 //!
 //! It connects when the page was served by `walab serve` (which marks the page with a
 //! `walab-serve` meta tag) or when the address has `server=URL`; otherwise it says how to
-//! start one and draws nothing. What it draws is `benches::live`'s fold of the events,
+//! start one and draws nothing. What it draws is `model::live`'s fold of the events,
 //! redrawn a few times a second rather than once per event.
 
 use std::cell::RefCell;
@@ -13,8 +13,8 @@ use wasm_bindgen::JsCast;
 use yew::prelude::*;
 
 use super::figures::BatchLanes;
-use crate::benches::dropped::trace_json;
-use crate::benches::live::{persist_name, LiveState};
+use crate::model::dropped::trace_json;
+use crate::model::live::{persist_name, LiveState};
 use crate::url_state::format_millis;
 
 /// How often the view redraws while events arrive.

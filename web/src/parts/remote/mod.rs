@@ -1,6 +1,6 @@
 //! Parts 13 and 14: the stream store's WAL with no local disk, on S3 and in Postgres.
 //!
-//! Both chapters draw one run of the core's remote simulator (`benches::remote`): the
+//! Both chapters draw one run of the core's remote simulator (`model::remote`): the
 //! batches in flight at the playhead, the request bill, the takeover, the Postgres ring,
 //! and what each event or timeline case loses at the playhead. Every control changes a
 //! URL parameter (`r...`), so every view is a link.
@@ -21,12 +21,12 @@ use self::startup::startup_panel;
 use self::upload::UploadFigure;
 use super::dropzone::DropZone;
 use super::{ChapterProps, source};
-use crate::benches::remote::{
-    caption_at, caption_with_upload, event_name, loss_at, ring_at, slot_words, startup_rows, RemoteBench, RemoteLatency, RemoteParams,
+use crate::model::remote::{
+    caption_at, caption_with_upload, event_name, loss_at, ring_at, slot_words, startup_rows, RemoteModel, RemoteLatency, RemoteParams,
     BACKUP_AT, COST_RECORDS, LAB_SEGMENT_BYTES, STANDBY_LAG,
 };
-use crate::benches::remote_trace::DroppedRemote;
-use crate::benches::Bench;
+use crate::model::remote_trace::DroppedRemote;
+use crate::model::Model;
 use crate::player::{player, PlayerProps, PlayerState};
 use crate::state::LabAction;
 use crate::url_state::format_millis;
@@ -37,9 +37,9 @@ const PRESENTED_LANES: usize = 7;
 const PRICE_PAGE: &str = "https://aws.amazon.com/s3/pricing/";
 const EXPRESS_PAGE: &str = "https://docs.aws.amazon.com/AmazonS3/latest/userguide/s3-express-performance.html";
 
-fn bench_of(props: &ChapterProps) -> Option<&RemoteBench> {
-    match &*props.bench.0 {
-        Bench::Remote(bench) => Some(bench),
+fn model_of(props: &ChapterProps) -> Option<&RemoteModel> {
+    match &*props.model.0 {
+        Model::Remote(model) => Some(model),
         _ => None,
     }
 }
@@ -254,7 +254,7 @@ fn takeover_said(run: &RemoteRun) -> AttrValue {
 
 /// The figure's outcome at the playhead, under the lanes (and on the projector).
 fn outcome_line(run: &RemoteRun, now: Nanos) -> Html {
-    html! { <p class="verdict-line remote-outcome" aria-live="polite">{ crate::benches::remote::outcome_words(run, now) }</p> }
+    html! { <p class="verdict-line remote-outcome" aria-live="polite">{ crate::model::remote::outcome_words(run, now) }</p> }
 }
 
 fn caption(run: &RemoteRun, player: &PlayerState) -> Option<AttrValue> {
@@ -263,27 +263,27 @@ fn caption(run: &RemoteRun, player: &PlayerState) -> Option<AttrValue> {
 }
 
 /// Part 13's caption: the WAL's events and the upload's at the step.
-fn caption_s3(bench: &RemoteBench, run: &RemoteRun, player: &PlayerState) -> Option<AttrValue> {
+fn caption_s3(model: &RemoteModel, run: &RemoteRun, player: &PlayerState) -> Option<AttrValue> {
     let mark = player.marks.get(player.current_mark()?).copied()?;
-    let upload = bench.upload.as_ref().and_then(|upload| upload.as_ref().ok());
+    let upload = model.upload.as_ref().and_then(|upload| upload.as_ref().ok());
     Some(AttrValue::from(caption_with_upload(run, upload, mark)))
 }
 
 /// The upload from WAL to data objects, under the same player as the batches.
-fn upload_section(props: &ChapterProps, bench: &RemoteBench, run: &Rc<RemoteRun>) -> Html {
+fn upload_section(props: &ChapterProps, model: &RemoteModel, run: &Rc<RemoteRun>) -> Html {
     let params = &props.params.remote;
     let control = choice("crash the upload", "upload-crash", vec![opt("", "never"), opt("1", "between block 1's upload and its commit"),
         opt("2", "between block 2's upload and its commit"), opt("3", "between block 3's upload and its commit")],
         params.upload_crash.map_or(String::new(), |k| k.to_string()), params, &props.on_action, |p, v| {
             if v.is_empty() { p.upload_crash = None } else { let _ = p.parse("rupcrash", v); }
         });
-    let figure = match (&bench.upload, &bench.trace) {
+    let figure = match (&model.upload, &model.trace) {
         (_, Some(trace)) => html! { <p class="note upload-left-out">{ trace.left_out() }{ " Close the file to watch the lab's own run's upload." }</p> },
         (Some(Ok(upload)), None) => html! { <UploadFigure run={run.clone()} upload={Rc::new(upload.clone())} now={props.player.now} /> },
         (Some(Err(error)), None) => html! { <p class="error">{ format!("the upload could not run: {error}") }</p> },
         (None, None) => Html::default(),
     };
-    let control = if bench.trace.is_some() { Html::default() } else { html! { <div class="controls remote-controls">{ control }</div> } };
+    let control = if model.trace.is_some() { Html::default() } else { html! { <div class="controls remote-controls">{ control }</div> } };
     html! {
         <>
         <h3>{ "From WAL to committed objects" }</h3>
@@ -324,7 +324,7 @@ fn live_section(feed: &self::live::LiveFeed) -> Html {
 
 /// Says so when the lanes draw only the first batches of a longer run.
 fn lanes_note(run: &RemoteRun) -> Html {
-    let drawn = crate::benches::remote::batches_drawn(run).len();
+    let drawn = crate::model::remote::batches_drawn(run).len();
     if drawn == run.batches.len() {
         return Html::default();
     }
@@ -332,7 +332,7 @@ fn lanes_note(run: &RemoteRun) -> Html {
 }
 
 /// The run's totals, with the numbers as data for the browser test.
-fn totals(run: &RemoteRun, bench: &RemoteBench) -> Html {
+fn totals(run: &RemoteRun, model: &RemoteModel) -> Html {
     let per_record = run.puts_per_record();
     let request = if run.backend == RemoteBackend::S3 { "PUTs" } else { "INSERTs" };
     html! {
@@ -343,10 +343,10 @@ fn totals(run: &RemoteRun, bench: &RemoteBench) -> Html {
                 crate::format::count(run.records.len(), "record"), crate::format::count(run.batches.len(), "batch"), run.puts,
                 crate::format::count(run.records_acked, "record"), per_record.map_or("-".to_string(), |p| format!("{p:.4}"))) }
         </p>
-        if let Some(trace) = &bench.trace {
+        if let Some(trace) = &model.trace {
             <p class="note trace-source">{ format!("Read from {}; walab sim remote printed the same totals with --json.", trace.file_name) }</p>
         } else {
-            <p class="cli-line">{ "The same run on the command line: " }<code class="cli">{ bench.command.clone() }</code></p>
+            <p class="cli-line">{ "The same run on the command line: " }<code class="cli">{ model.command.clone() }</code></p>
         }
         </>
     }
@@ -433,27 +433,27 @@ fn losses(props: &ChapterProps, run: &RemoteRun, backend: RemoteBackend) -> Html
 
 #[component]
 pub fn ObjectStoreChapter(props: &ChapterProps) -> Html {
-    use_scroll_to_new_trace(bench_of(props).and_then(|bench| bench.trace.as_ref()));
+    use_scroll_to_new_trace(model_of(props).and_then(|model| model.trace.as_ref()));
     let live_feed = self::live::use_live_feed(props.params.server.clone());
-    let Some(bench) = bench_of(props) else { return html! { <p class="error">{ "this Part's bench did not run" }</p> } };
-    let run = match &bench.run {
+    let Some(model) = model_of(props) else { return html! { <p class="error">{ "this Part's model did not run" }</p> } };
+    let run = match &model.run {
         Ok(run) => Rc::new(run.clone()),
         Err(error) => return html! { <p class="error">{ format!("the run could not start: {error}") }</p> },
     };
     let on_player = props.on_action.reform(LabAction::Player);
-    let controls = match &bench.trace {
+    let controls = match &model.trace {
         Some(trace) => trace_in_place_of_controls(trace, &props.on_action),
         None => common_controls(props, RemoteBackend::S3),
     };
-    let cost_latency = if bench.trace.is_some() { "the lab's latency (its control comes back when you close the file)" } else { "the latency chosen above" };
-    let costs = bench.costs.iter().map(|row| html! {
+    let cost_latency = if model.trace.is_some() { "the lab's latency (its control comes back when you close the file)" } else { "the latency chosen above" };
+    let costs = model.costs.iter().map(|row| html! {
         <tr data-writers={row.writers.to_string()} data-puts-per-record={format!("{:.6}", row.puts_per_record)}>
             <td>{ row.writers }</td><td>{ row.puts }</td><td>{ format!("{:.4}", row.puts_per_record) }</td><td>{ format!("${:.3}", row.bill_per_million) }</td>
         </tr>
     });
     html! {
         <>
-        { trace_banner(props, bench.trace.as_ref()) }
+        { trace_banner(props, model.trace.as_ref()) }
         <div class="prose">
             <p>{ "So far the log lived in a file on the machine's own disk, and an OK meant the disk had confirmed the bytes \
                   (the fsync of Part 2). A stream store can keep its write-ahead log somewhere else entirely: in an object store \
@@ -473,12 +473,12 @@ pub fn ObjectStoreChapter(props: &ChapterProps) -> Html {
                   hole. Slow one PUT down and watch the batches behind it: stored (striped) but not acknowledged, until it lands." }</p>
         </div>
         { controls }
-        { player(&PlayerProps { state: props.player.clone(), on_action: on_player, mark_name: "event".into(), caption: caption_s3(bench, &run, &props.player), ..PlayerProps::default() }) }
-        <BatchLanes run={run.clone()} now={props.player.now} on_take={bench.trace.is_none().then(|| take_over(props))} announce={takeover_said(&run)} />
+        { player(&PlayerProps { state: props.player.clone(), on_action: on_player, mark_name: "event".into(), caption: caption_s3(model, &run, &props.player), ..PlayerProps::default() }) }
+        <BatchLanes run={run.clone()} now={props.player.now} on_take={model.trace.is_none().then(|| take_over(props))} announce={takeover_said(&run)} />
         { outcome_line(&run, props.player.now) }
         { lanes_note(&run) }
-        { totals(&run, bench) }
-        { upload_section(props, bench, &run) }
+        { totals(&run, model) }
+        { upload_section(props, model, &run) }
         { live_section(&live_feed) }
         <h3>{ "What a PUT costs" }</h3>
         <div class="prose">
@@ -506,7 +506,7 @@ pub fn ObjectStoreChapter(props: &ChapterProps) -> Html {
                   start: a straggler, which every recovery ignores. Pick the moment of the takeover above, and slow down a PUT \
                   that is in flight then to make a straggler." }</p>
         </div>
-        { takeover_panel(&run, props.player.now, bench.trace.is_some()) }
+        { takeover_panel(&run, props.player.now, model.trace.is_some()) }
         <h3>{ "Recovery" }</h3>
         <div class="prose">
             <p>{ "After a crash the next owner lists the objects under the previous session's prefix, walks them from the lowest \
@@ -523,9 +523,9 @@ pub fn ObjectStoreChapter(props: &ChapterProps) -> Html {
 
 #[component]
 pub fn PostgresChapter(props: &ChapterProps) -> Html {
-    use_scroll_to_new_trace(bench_of(props).and_then(|bench| bench.trace.as_ref()));
-    let Some(bench) = bench_of(props) else { return html! { <p class="error">{ "this Part's bench did not run" }</p> } };
-    let run = match &bench.run {
+    use_scroll_to_new_trace(model_of(props).and_then(|model| model.trace.as_ref()));
+    let Some(model) = model_of(props) else { return html! { <p class="error">{ "this Part's model did not run" }</p> } };
+    let run = match &model.run {
         Ok(run) => Rc::new(run.clone()),
         Err(error) => return html! { <p class="error">{ format!("the run could not start: {error}") }</p> },
     };
@@ -543,7 +543,7 @@ pub fn PostgresChapter(props: &ChapterProps) -> Html {
                 params, &props.on_action, |p, v| { if v.is_empty() { p.stall = None } else { let _ = p.parse("rstall", v); } }) }
         </div>
     };
-    let (controls, ring) = match &bench.trace {
+    let (controls, ring) = match &model.trace {
         Some(trace) => (trace_in_place_of_controls(trace, &props.on_action), html! { <p class="note ring-left-out">{ trace.left_out() }</p> }),
         None => (
             html! { <>{ ring_controls }{ common_controls(props, RemoteBackend::Postgres) }</> },
@@ -553,7 +553,7 @@ pub fn PostgresChapter(props: &ChapterProps) -> Html {
     };
     html! {
         <>
-        { trace_banner(props, bench.trace.as_ref()) }
+        { trace_banner(props, model.trace.as_ref()) }
         <div class="prose">
             <p>{ "The same log can live in Postgres: each batch of records is one row, written by one INSERT whose COMMIT is the \
                   batch's sync (a millisecond or two). Rows must go away again once their records are uploaded to data objects, \
@@ -571,7 +571,7 @@ pub fn PostgresChapter(props: &ChapterProps) -> Html {
         <BatchLanes run={run.clone()} now={props.player.now} lanes_max={props.params.present.then_some(PRESENTED_LANES)} />
         { outcome_line(&run, props.player.now) }
         { lanes_note(&run) }
-        { totals(&run, bench) }
+        { totals(&run, model) }
         <h3>{ "The fenced insert" }</h3>
         <div class="prose">
             <p>{ "Every batch goes in as INSERT … SELECT … FROM pico_wal_node WHERE epoch = $epoch FOR SHARE. If a newer process \
@@ -583,7 +583,7 @@ pub fn PostgresChapter(props: &ChapterProps) -> Html {
                   mean corruption. Choose a lost INSERT answer above and look for the longer bar." }</p>
         </div>
         <h3>{ "Fencing" }</h3>
-        { takeover_panel(&run, props.player.now, bench.trace.is_some()) }
+        { takeover_panel(&run, props.player.now, model.trace.is_some()) }
         <h3>{ "Recovery and the start-up checks" }</h3>
         <div class="prose">
             <p>{ "Recovery scans from the trim offset across the slot tables, each row starting where the last ended, and stops \

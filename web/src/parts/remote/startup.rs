@@ -7,7 +7,7 @@ use walab_core::sim::remote::{RemoteRun, RestartOutcome, TimelineCase};
 use yew::prelude::*;
 
 use super::{choice, opt, ChapterProps};
-use crate::benches::remote::{refusal_name, startup_at, timeline_name, warning_name, RemoteParams, BACKUP_AT};
+use crate::model::remote::{refusal_name, startup_at, timeline_name, warning_name, RemoteParams, BACKUP_AT};
 use crate::format::{are, count};
 use crate::state::LabAction;
 

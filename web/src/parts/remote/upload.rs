@@ -10,7 +10,7 @@ use walab_core::sim::remote::RemoteRun;
 use walab_core::time::Nanos;
 use yew::prelude::*;
 
-use crate::benches::remote_upload::{caption_parts, kind_text, label_at, marks, object_state, ranges_text, wal_object_state, ObjectState};
+use crate::model::remote_upload::{caption_parts, kind_text, label_at, marks, object_state, ranges_text, wal_object_state, ObjectState};
 
 /// WAL objects the strip draws at most.
 pub const WAL_OBJECTS_DRAWN_MAX: usize = 80;

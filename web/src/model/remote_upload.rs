@@ -194,15 +194,15 @@ pub fn label_at(upload: &UploadRun, t: Nanos) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::benches::remote::{RemoteBench, RemoteParams, OBJECT_STORE_PART};
+    use crate::model::remote::{RemoteModel, RemoteParams, OBJECT_STORE_PART};
 
     #[test]
     fn a_crash_before_the_commit_shows_orphans_then_expired_ids_and_the_retry_committed() {
         let mut params = RemoteParams::default();
         params.parse("rlat", "25").unwrap();
         params.parse("rupcrash", "2").unwrap();
-        let bench = RemoteBench::build(OBJECT_STORE_PART, &params, 1);
-        let upload = bench.upload.as_ref().unwrap().as_ref().unwrap();
+        let model = RemoteModel::build(OBJECT_STORE_PART, &params, 1);
+        let upload = model.upload.as_ref().unwrap().as_ref().unwrap();
         let block = &upload.blocks[1];
         let crash = block.attempts[0].uploaded;
         let orphan = &upload.objects[block.attempts[0].ids[0] as usize];
@@ -211,6 +211,6 @@ mod tests {
         let retry = &upload.objects[block.attempts[1].ids[0] as usize];
         assert_eq!(object_state(upload, retry, block.attempts[1].commit_answered.unwrap()), ObjectState::Committed);
         assert!(caption_parts(upload, crash).iter().any(|p| p.contains("crashes after uploading block 2")));
-        assert!(bench.command.contains("--upload-crash-before-commit 2"));
+        assert!(model.command.contains("--upload-crash-before-commit 2"));
     }
 }

@@ -237,9 +237,9 @@ pub fn of_segment(ids: &[u64], segment: u64) -> Vec<u64> {
 }
 
 /// Both paths (E1) or the one run (E2, no fault) at the playhead, right path first.
-pub fn paths_at(bench: &super::tiny::TinyBench, params: &crate::url_state::LabParams, now: Nanos, revealed: bool) -> Vec<PathAt> {
+pub fn paths_at(model: &super::tiny::TinyModel, params: &crate::url_state::LabParams, now: Nanos, revealed: bool) -> Vec<PathAt> {
     use crate::url_state::{Fault, Handling};
-    let Ok((full, _)) = &bench.full else { return Vec::new() };
+    let Ok((full, _)) = &model.full else { return Vec::new() };
     let (batch, segment) = match params.fault {
         Fault::LogSync => {
             let segment = failing_batch(&full.trace, params.eio_batch).map_or(5, |(segment, _, _)| segment);
@@ -248,7 +248,7 @@ pub fn paths_at(bench: &super::tiny::TinyBench, params: &crate::url_state::LabPa
         Fault::FlushSync | Fault::None => (None, 5),
     };
     let table = segment + walab_core::tiny_store::FIRST_FILE_NUMBER - 1;
-    let cut = bench.cut.as_ref().and_then(|cut| cut.as_ref().ok());
+    let cut = model.cut.as_ref().and_then(|cut| cut.as_ref().ok());
     let t = cut.map_or(now, |outcome| now.min(outcome.at));
     let shown = |at: Nanos| revealed && now >= at;
     let this_name = match (params.fault, params.handling) {
@@ -260,10 +260,10 @@ pub fn paths_at(bench: &super::tiny::TinyBench, params: &crate::url_state::LabPa
     let mut this = path_at(this_name, cut.map_or(full, |outcome| &outcome.run), t, batch, segment, table);
     if let Some(outcome) = cut.filter(|outcome| shown(outcome.at)) {
         this.reads_disk = Some(of_segment(&outcome.crash.recovery.recovered, segment));
-        this.reads_cache = bench.through_page_cache.as_ref().map(|ids| of_segment(ids, segment));
+        this.reads_cache = model.through_page_cache.as_ref().map(|ids| of_segment(ids, segment));
     }
     let mut paths = vec![this];
-    if let Some(Ok(other)) = &bench.other_path {
+    if let Some(Ok(other)) = &model.other_path {
         let other_name = if this_name == "right" { "wrong" } else { "right" };
         let mut path = path_at(other_name, other.cut.as_ref().map_or(&other.full, |(run, _, _)| run), t, batch, segment, table);
         if let (Some((_, disk, cache)), Some(outcome)) = (&other.cut, cut.filter(|outcome| shown(outcome.at))) {
@@ -280,20 +280,20 @@ pub fn paths_at(bench: &super::tiny::TinyBench, params: &crate::url_state::LabPa
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::benches::tiny::{setup_for, TinyBench};
+    use crate::model::tiny::{setup_for, TinyModel};
     use crate::url_state::parse_query;
 
     #[test]
     fn e1_wrong_path_marks_b11_clean_acks_it_and_the_page_cache_lies() {
         let params = parse_query("part=3&fault=e1&handling=wrong&cut=12.5").0;
-        let bench = TinyBench::build(&params);
-        let outcome = bench.cut.as_ref().unwrap().as_ref().unwrap();
+        let model = TinyModel::build(&params);
+        let outcome = model.cut.as_ref().unwrap().as_ref().unwrap();
         let (segment, first, count) = failing_batch(&outcome.run.trace, 11).unwrap();
         assert_eq!((segment, first, count), (5, 18, 3), "B11 carries writes 18-20 into wal-5");
         let wrong = path_at("wrong", &outcome.run, outcome.at, Some(11), segment, 11);
         assert!(wrong.units.contains(&CacheUnit::MarkedClean), "{:?}", wrong.units);
         assert!(wrong.batch_writes.iter().all(|write| write.told == "told OK"), "{:?}", wrong.batch_writes);
-        let cache = of_segment(bench.through_page_cache.as_ref().unwrap(), segment);
+        let cache = of_segment(model.through_page_cache.as_ref().unwrap(), segment);
         let disk = of_segment(&outcome.crash.recovery.recovered, segment);
         assert!(cache.len() > disk.len());
         let right_setup = other_path(&setup_for(&params, params.policy)).unwrap();
@@ -307,12 +307,12 @@ mod tests {
     #[test]
     fn e1_is_drawn_on_both_paths_and_the_reads_wait_for_the_reveal() {
         let params = parse_query("part=3&fault=e1&handling=wrong&cut=12.5").0;
-        let bench = TinyBench::build(&params);
+        let model = TinyModel::build(&params);
         let at = Nanos::from_micros(12_500);
-        let paths = paths_at(&bench, &params, at, false);
+        let paths = paths_at(&model, &params, at, false);
         assert_eq!(paths.iter().map(|path| path.name).collect::<Vec<_>>(), ["right", "wrong"]);
         assert!(paths.iter().all(|path| path.reads_cache.is_none()));
-        let paths = paths_at(&bench, &params, at, true);
+        let paths = paths_at(&model, &params, at, true);
         assert_eq!(paths[1].reads_cache.as_deref(), Some(&[17, 18, 19, 20][..]));
         assert_eq!(paths[1].reads_disk.as_deref(), Some(&[17][..]));
         assert_eq!(paths[1].flush, FlushStage::Syncing, "F11 races the power");
@@ -320,8 +320,8 @@ mod tests {
 
     #[test]
     fn e2_keeps_wal_5_and_writes_no_edit_9() {
-        let bench = TinyBench::build(&parse_query("part=3&fault=e2").0);
-        let (run, _) = bench.full.as_ref().unwrap();
+        let model = TinyModel::build(&parse_query("part=3&fault=e2").0);
+        let (run, _) = model.full.as_ref().unwrap();
         let path = path_at("e2", run, run.ended_at, None, 5, 11);
         assert_eq!(path.flush, FlushStage::Failed);
         assert!(!path.edits_durable.contains(&9), "{:?}", path.edits_durable);

@@ -2,7 +2,7 @@
 //! remote simulator (`walab_core::sim::remote`, the same run `walab sim remote` prints).
 //!
 //! [`RemoteParams`] are the chapters' URL parameters (all named `r...`, so every view is
-//! a link); [`RemoteBench::build`] runs the core for them, and the functions below turn
+//! a link); [`RemoteModel::build`] runs the core for them, and the functions below turn
 //! the run into what the figures draw at the playhead. Nothing here decides an outcome.
 
 use crate::format::{are, count};
@@ -428,7 +428,7 @@ pub const COST_RECORDS: u64 = 1_024;
 
 /// A chapter's computed runs.
 #[derive(Debug)]
-pub struct RemoteBench {
+pub struct RemoteModel {
     pub run: Result<RemoteRun, String>,
     /// The same run on the command line.
     pub command: String,
@@ -469,8 +469,8 @@ fn cost_rows(setup: &RemoteSetup) -> Vec<CostRow> {
         .collect()
 }
 
-impl RemoteBench {
-    pub fn build(part: u8, params: &RemoteParams, seed: u64) -> RemoteBench {
+impl RemoteModel {
+    pub fn build(part: u8, params: &RemoteParams, seed: u64) -> RemoteModel {
         let backend = if part == POSTGRES_PART { RemoteBackend::Postgres } else { RemoteBackend::S3 };
         let (setup, command) = params.setup(backend, seed);
         let run = remote::run(&setup).map_err(|error| error.to_string());
@@ -485,15 +485,15 @@ impl RemoteBench {
             }
             _ => None,
         };
-        RemoteBench { run, command, costs, upload, trace: None }
+        RemoteModel { run, command, costs, upload, trace: None }
     }
 
     /// The chapter of a dropped trace: its run, read back by the core. The cost table
     /// stays the lab's (it is about the latency, not the file); the upload is not in a
     /// trace, so it is left out.
-    pub fn from_trace(params: &RemoteParams, seed: u64, trace: Rc<DroppedRemote>) -> RemoteBench {
+    pub fn from_trace(params: &RemoteParams, seed: u64, trace: Rc<DroppedRemote>) -> RemoteModel {
         let (setup, _) = params.setup(trace.run.backend, seed);
-        RemoteBench { run: Ok(trace.run.clone()), command: String::new(), costs: cost_rows(&setup), upload: None, trace: Some(trace) }
+        RemoteModel { run: Ok(trace.run.clone()), command: String::new(), costs: cost_rows(&setup), upload: None, trace: Some(trace) }
     }
 
     /// Every instant a batch changes, and the run's end.
@@ -527,7 +527,7 @@ impl RemoteBench {
     }
 }
 
-impl RemoteBench {
+impl RemoteModel {
     /// Where the chapter opens when the link names no moment (see `moments::opening`): on
     /// the object store, the first instant a stored batch waits for an earlier one (the
     /// in-order acknowledgement); in Postgres, the first batch waiting for its slot, else
@@ -928,8 +928,8 @@ mod tests {
     #[test]
     fn the_start_up_toggles_give_the_cores_verdicts_and_keep_old_links() {
         use walab_core::ring::{StartupRefusal, StartupWarning, TimelineVerdict};
-        let bench = RemoteBench::build(POSTGRES_PART, &RemoteParams::default(), 1);
-        let run = bench.run.as_ref().unwrap();
+        let model = RemoteModel::build(POSTGRES_PART, &RemoteParams::default(), 1);
+        let run = model.run.as_ref().unwrap();
         let at = Nanos::from_millis(30);
         let view = |pairs: &[(&str, &str)]| {
             let mut params = RemoteParams::default();
@@ -964,11 +964,11 @@ mod tests {
         let mut params = RemoteParams::default();
         params.parse("rwriters", "8").unwrap();
         params.parse("rcount", "400").unwrap();
-        let bench = RemoteBench::build(OBJECT_STORE_PART, &params, 1);
-        let run = bench.run.as_ref().unwrap();
+        let model = RemoteModel::build(OBJECT_STORE_PART, &params, 1);
+        let run = model.run.as_ref().unwrap();
         assert!(run.batches.len() > BATCHES_DRAWN_MAX, "{} batches", run.batches.len());
         let last = run.batches.iter().filter_map(|batch| batch.acked).max().unwrap();
-        let timeline = bench.timeline();
+        let timeline = model.timeline();
         assert!(timeline.marks.contains(&last) && timeline.end >= last);
         assert_eq!(run.acked_by(timeline.end).count() as u64, run.records_acked);
         let caption = caption_at(run, last);
@@ -980,14 +980,14 @@ mod tests {
         let mut params = RemoteParams::default();
         params.parse("rlat", "25").unwrap();
         params.parse("rslow", "3:200").unwrap();
-        let bench = RemoteBench::build(OBJECT_STORE_PART, &params, 1);
-        let run = bench.run.as_ref().unwrap();
+        let model = RemoteModel::build(OBJECT_STORE_PART, &params, 1);
+        let run = model.run.as_ref().unwrap();
         let at = Nanos::from_millis(100);
         let states: Vec<BatchState> = batches_drawn(run).iter().take(5).map(|b| batch_state(run, b, at)).collect();
         assert_eq!(states[0], BatchState::Acked);
         assert_eq!(states[2], BatchState::InFlight, "the slow third PUT");
         assert_eq!(states[3], BatchState::StoredWaiting, "stored, held back");
-        assert!(bench.command.contains("--slow-put 3:200"));
-        assert!(bench.costs.windows(2).all(|pair| pair[1].puts_per_record < pair[0].puts_per_record));
+        assert!(model.command.contains("--slow-put 3:200"));
+        assert!(model.costs.windows(2).all(|pair| pair[1].puts_per_record < pair[0].puts_per_record));
     }
 }

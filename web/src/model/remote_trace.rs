@@ -167,7 +167,7 @@ impl DroppedRemote {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::benches::dropped::{parse_dropped, DroppedFile};
+    use crate::model::dropped::{parse_dropped, DroppedFile};
     use walab_core::sim::remote::{self, to_trace, Load, RemoteSetup};
 
     fn s3_run(takeover: bool) -> RemoteRun {

@@ -1,4 +1,4 @@
-//! What each Part's bench plays, computed from the core's runs.
+//! What each Part's model plays, computed from the core's runs.
 //!
 //! This is the layer between the core and the components. When the Part or a parameter
 //! changes, the reducer calls [`build`], which runs the core for the current parameters
@@ -24,7 +24,7 @@ pub mod fates;
 pub mod group_steps;
 pub mod journey;
 pub mod live;
-pub mod models;
+pub mod redo_quorum_budget;
 pub mod moments;
 #[cfg(test)]
 mod never_panics;
@@ -40,7 +40,7 @@ pub mod torn;
 pub mod trace_view;
 pub mod write_path;
 
-/// The instants at which a bench's picture changes, and where its run ends.
+/// The instants at which a model's picture changes, and where its run ends.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Timeline {
     pub marks: Vec<Nanos>,
@@ -53,60 +53,60 @@ impl Timeline {
     }
 }
 
-/// A Part's computed bench.
+/// A Part's computed model.
 #[derive(Debug)]
-pub enum Bench {
-    /// Text-only Parts and Parts whose bench needs no run.
+pub enum Model {
+    /// Text-only Parts and Parts whose model needs no run.
     Still,
     /// Part 4's append steps.
     Append,
     /// Part 5: group commit over the tiny store or a steady load.
-    Commit(commit::CommitBench),
+    Commit(commit::CommitModel),
     /// Part 2: wal-1's first writes, event by event.
-    Journey(Result<journey::JourneyBench, String>),
+    Journey(Result<journey::JourneyModel, String>),
     /// Parts 3, 6, 7, 8: the tiny store on the simulated device.
-    Tiny(tiny::TinyBench),
-    Redo(models::RedoBench),
-    Quorum(models::QuorumBench),
-    Budget(models::BudgetBench),
+    Tiny(tiny::TinyModel),
+    Redo(redo_quorum_budget::RedoModel),
+    Quorum(redo_quorum_budget::QuorumModel),
+    Budget(redo_quorum_budget::BudgetModel),
     /// Parts 13 and 14: the stream store's WAL on S3 and in Postgres.
-    Remote(remote::RemoteBench),
+    Remote(remote::RemoteModel),
     /// A trace file dropped onto the page.
     Dropped(Rc<dropped::DroppedTrace>),
 }
 
-impl Bench {
+impl Model {
     pub fn timeline(&self) -> Timeline {
         match self {
-            Bench::Still => Timeline::empty(),
-            Bench::Append => append::timeline(),
-            Bench::Commit(bench) => bench.timeline(),
-            Bench::Journey(Ok(bench)) => bench.timeline(),
-            Bench::Journey(Err(_)) => Timeline::empty(),
-            Bench::Tiny(bench) => bench.timeline(),
-            Bench::Redo(bench) => bench.timeline(),
-            Bench::Quorum(bench) => bench.timeline(),
-            Bench::Budget(_) => Timeline::empty(),
-            Bench::Remote(bench) => bench.timeline(),
-            Bench::Dropped(trace) => trace.timeline(),
+            Model::Still => Timeline::empty(),
+            Model::Append => append::timeline(),
+            Model::Commit(model) => model.timeline(),
+            Model::Journey(Ok(model)) => model.timeline(),
+            Model::Journey(Err(_)) => Timeline::empty(),
+            Model::Tiny(model) => model.timeline(),
+            Model::Redo(model) => model.timeline(),
+            Model::Quorum(model) => model.timeline(),
+            Model::Budget(_) => Timeline::empty(),
+            Model::Remote(model) => model.timeline(),
+            Model::Dropped(trace) => trace.timeline(),
         }
     }
 }
 
-/// A shared, immutable bench. Two handles are equal when they are the same run, so
-/// re-rendering a component with the same bench costs nothing.
+/// A shared, immutable model. Two handles are equal when they are the same run, so
+/// re-rendering a component with the same model costs nothing.
 #[derive(Clone, Debug)]
-pub struct BenchRef(pub Rc<Bench>);
+pub struct ModelRef(pub Rc<Model>);
 
-impl PartialEq for BenchRef {
+impl PartialEq for ModelRef {
     fn eq(&self, other: &Self) -> bool {
         Rc::ptr_eq(&self.0, &other.0)
     }
 }
 
-impl Default for BenchRef {
+impl Default for ModelRef {
     fn default() -> Self {
-        BenchRef(Rc::new(Bench::Still))
+        ModelRef(Rc::new(Model::Still))
     }
 }
 
@@ -117,28 +117,28 @@ pub fn build(
     params: &LabParams,
     dropped: Option<&dropped::Dropped>,
     latency: Option<&Rc<dropped::MeasuredLatency>>,
-) -> BenchRef {
+) -> ModelRef {
     match dropped {
         Some(dropped::Dropped::Commit(trace)) if params.part == 5 => {
-            return BenchRef(Rc::new(Bench::Dropped(trace.clone())));
+            return ModelRef(Rc::new(Model::Dropped(trace.clone())));
         }
         Some(dropped::Dropped::Remote(remote)) if params.part == remote.part() => {
-            return BenchRef(Rc::new(Bench::Remote(remote::RemoteBench::from_trace(&params.remote, params.seed, remote.clone()))));
+            return ModelRef(Rc::new(Model::Remote(remote::RemoteModel::from_trace(&params.remote, params.seed, remote.clone()))));
         }
         _ => {}
     }
-    let bench = match params.part {
-        4 => Bench::Append,
-        0 | 5 => Bench::Commit(commit::CommitBench::build(params, latency.cloned())),
-        2 => Bench::Journey(journey::JourneyBench::build(params)),
-        3 | 6 | 7 | 8 => Bench::Tiny(tiny::TinyBench::build(params)),
-        9 => Bench::Redo(models::RedoBench::build(params)),
-        10 => Bench::Quorum(models::QuorumBench::build(params)),
-        11 | 12 => Bench::Budget(models::BudgetBench::build(params)),
+    let model = match params.part {
+        4 => Model::Append,
+        0 | 5 => Model::Commit(commit::CommitModel::build(params, latency.cloned())),
+        2 => Model::Journey(journey::JourneyModel::build(params)),
+        3 | 6 | 7 | 8 => Model::Tiny(tiny::TinyModel::build(params)),
+        9 => Model::Redo(redo_quorum_budget::RedoModel::build(params)),
+        10 => Model::Quorum(redo_quorum_budget::QuorumModel::build(params)),
+        11 | 12 => Model::Budget(redo_quorum_budget::BudgetModel::build(params)),
         remote::OBJECT_STORE_PART | remote::POSTGRES_PART => {
-            Bench::Remote(remote::RemoteBench::build(params.part, &params.remote, params.seed))
+            Model::Remote(remote::RemoteModel::build(params.part, &params.remote, params.seed))
         }
-        _ => Bench::Still,
+        _ => Model::Still,
     };
-    BenchRef(Rc::new(bench))
+    ModelRef(Rc::new(model))
 }

@@ -1,5 +1,5 @@
 //! Part 4: the append procedure, in the right order and in the order that loses
-//! acknowledged writes. The bench plays one step per (display) millisecond.
+//! acknowledged writes. The model plays one step per (display) millisecond.
 use super::Timeline;
 use crate::record_layout::{tiny_record_fields, Field};
 use walab_core::time::Nanos;
@@ -175,7 +175,7 @@ pub fn bytes_at(order: &[Step], done: usize, cut: Option<usize>) -> BytesAt {
     }
 }
 
-/// The time the bench gives one step.
+/// The time the model gives one step.
 pub const STEP: Nanos = Nanos::from_millis(1);
 
 pub fn timeline() -> Timeline {

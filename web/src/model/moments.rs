@@ -4,7 +4,7 @@
 //! them: every arrival, every sync's start and end. In front of a class an instructor
 //! wants the few that change the story: a batch forming (its sync starts), a sync that
 //! fails, the power cut, the scan's stop. Those are the *notable* marks, and the
-//! presenter's `n` key jumps from one to the next. A bench with no notion of its own
+//! presenter's `n` key jumps from one to the next. A model with no notion of its own
 //! (Part 4's steps, Part 9's REDO) gets none, and `n` steps like the arrow key.
 //!
 //! [`run_end`] says where a Part's run ends without a power cut: a cut must fall inside
@@ -14,12 +14,12 @@ use walab_core::time::Nanos;
 use walab_core::trace::{Event, Trace};
 
 use super::trace_view::TraceSpans;
-use super::{append, Bench};
+use super::{append, Model};
 
-/// The notable instants of a bench, sorted, without duplicates.
-pub fn notable_marks(bench: &Bench) -> Vec<Nanos> {
-    let mut marks = match bench {
-        Bench::Tiny(tiny) => {
+/// The notable instants of a model, sorted, without duplicates.
+pub fn notable_marks(model: &Model) -> Vec<Nanos> {
+    let mut marks = match model {
+        Model::Tiny(tiny) => {
             let mut marks = tiny.spans().map(span_moments).unwrap_or_default();
             marks.extend(tiny.trace().map(failed_syncs).unwrap_or_default());
             if let Some(Ok(outcome)) = &tiny.cut {
@@ -33,11 +33,11 @@ pub fn notable_marks(bench: &Bench) -> Vec<Nanos> {
             }
             marks
         }
-        Bench::Commit(commit) => match &commit.tiny {
+        Model::Commit(commit) => match &commit.tiny {
             Ok(tiny) if commit.scenario == crate::url_state::Scenario::Tiny => span_moments(&tiny.spans),
             _ => Vec::new(),
         },
-        Bench::Dropped(trace) => span_moments(&trace.spans),
+        Model::Dropped(trace) => span_moments(&trace.spans),
         _ => Vec::new(),
     };
     walab_core::sort::sort(&mut marks);
@@ -67,14 +67,14 @@ fn failed_syncs(trace: &Trace) -> Vec<Nanos> {
 /// Part 3 on its failed sync, Parts 6 and 7 just before the power cut their lessons are
 /// about (B14's sync running), Part 5 as its largest batch forms, Part 8 as its last write is told OK, Part 10 as the log
 /// forks onto the replicas. `None`: the start.
-pub fn opening(bench: &Bench, part: u8) -> Option<Nanos> {
-    match (bench, part) {
+pub fn opening(model: &Model, part: u8) -> Option<Nanos> {
+    match (model, part) {
         // Write 1's record has just been copied into the page cache: its units are dirty,
         // and nothing is on the media yet.
-        (Bench::Journey(Ok(journey)), _) => journey.opening(),
+        (Model::Journey(Ok(journey)), _) => journey.opening(),
         // Write 1 in the page cache: written, not yet durable.
-        (Bench::Commit(bench), _) if !bench.write_path.is_empty() => Some(super::write_path::opening()),
-        (Bench::Tiny(tiny), 3 | 6 | 7) => {
+        (Model::Commit(model), _) if !model.write_path.is_empty() => Some(super::write_path::opening()),
+        (Model::Tiny(tiny), 3 | 6 | 7) => {
             let trace = tiny.trace()?;
             let failed = failed_syncs(trace).into_iter().next();
             let end = tiny.full.as_ref().ok().map(|(_, spans)| spans.end)?;
@@ -82,13 +82,13 @@ pub fn opening(bench: &Bench, part: u8) -> Option<Nanos> {
         }
         // Part 8: as the last write is told OK, when every segment has been created and the
         // first ones have passed their gates.
-        (Bench::Tiny(tiny), 8) => tiny.full.as_ref().ok().and_then(|(_, spans)| spans.writes.iter().filter_map(|write| write.ack).max()),
-        (Bench::Quorum(quorum), _) => quorum.fork_at(),
+        (Model::Tiny(tiny), 8) => tiny.full.as_ref().ok().and_then(|(_, spans)| spans.writes.iter().filter_map(|write| write.ack).max()),
+        (Model::Quorum(quorum), _) => quorum.fork_at(),
         // Parts 13 and 14: batches held back behind a slow one, or the ring waiting.
-        (Bench::Remote(remote), _) => remote.opening(),
+        (Model::Remote(remote), _) => remote.opening(),
         // A dropped recording opens in its busiest moment, the lanes zoomed there.
-        (Bench::Dropped(trace), 5) => trace.opening(),
-        (Bench::Commit(commit), 5) => match &commit.tiny {
+        (Model::Dropped(trace), 5) => trace.opening(),
+        (Model::Commit(commit), 5) => match &commit.tiny {
             Ok(tiny) if commit.scenario == crate::url_state::Scenario::Tiny => {
                 // The first of the largest batches, a moment after its sync started: the
                 // queue has just become a batch and the next writers queue behind it.
@@ -105,12 +105,12 @@ pub fn opening(bench: &Bench, part: u8) -> Option<Nanos> {
     }
 }
 
-/// Where the Part's run ends when the power stays on; `None` for a bench without a
+/// Where the Part's run ends when the power stays on; `None` for a model without a
 /// timeline of instants a cut could fall in.
-pub fn run_end(bench: &Bench) -> Option<Nanos> {
-    match bench {
-        Bench::Tiny(tiny) => tiny.full.as_ref().ok().map(|(_, spans)| spans.end),
-        Bench::Append => Some(append::timeline().end),
+pub fn run_end(model: &Model) -> Option<Nanos> {
+    match model {
+        Model::Tiny(tiny) => tiny.full.as_ref().ok().map(|(_, spans)| spans.end),
+        Model::Append => Some(append::timeline().end),
         _ => None,
     }
 }
@@ -118,36 +118,36 @@ pub fn run_end(bench: &Bench) -> Option<Nanos> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::benches::tiny::TinyBench;
+    use crate::model::tiny::TinyModel;
     use crate::url_state::parse_query;
 
     #[test]
     fn the_tiny_store_has_a_moment_per_batch_and_one_for_the_cut() {
-        let bench = Bench::Tiny(TinyBench::build(&parse_query("part=6").0));
-        let Bench::Tiny(tiny) = &bench else { unreachable!() };
+        let model = Model::Tiny(TinyModel::build(&parse_query("part=6").0));
+        let Model::Tiny(tiny) = &model else { unreachable!() };
         let batches = tiny.spans().unwrap().batches.len();
-        let marks = notable_marks(&bench);
+        let marks = notable_marks(&model);
         assert!(marks.len() >= 14 && marks.len() <= batches, "{} notable of {batches} batches", marks.len());
         assert!(marks.len() < tiny.timeline().marks.len() / 2, "far fewer than the steps");
         let cut = Nanos(13_500_000);
-        let bench = Bench::Tiny(TinyBench::build(&parse_query("part=6&cut=13.5").0));
-        let marks = notable_marks(&bench);
+        let model = Model::Tiny(TinyModel::build(&parse_query("part=6&cut=13.5").0));
+        let marks = notable_marks(&model);
         assert_eq!(marks.last(), Some(&cut), "the cut is the last moment of a cut run");
     }
 
     #[test]
     fn a_failed_sync_is_a_moment() {
-        let bench = Bench::Tiny(TinyBench::build(&parse_query("part=3&fault=e1").0));
-        let Bench::Tiny(tiny) = &bench else { unreachable!() };
+        let model = Model::Tiny(TinyModel::build(&parse_query("part=3&fault=e1").0));
+        let Model::Tiny(tiny) = &model else { unreachable!() };
         let failed = tiny.spans().unwrap().writes.iter().find_map(|write| write.failed).expect("B11's writers are failed");
-        assert!(notable_marks(&bench).contains(&failed));
+        assert!(notable_marks(&model).contains(&failed));
     }
 
     #[test]
     fn a_failed_sync_that_is_retried_is_a_moment() {
         // E1 the wrong way: B11's fdatasync fails at 11.00 ms and the retry ends at 12.00.
-        let bench = Bench::Tiny(TinyBench::build(&parse_query("part=3&fault=e1&handling=wrong").0));
-        let marks = notable_marks(&bench);
+        let model = Model::Tiny(TinyModel::build(&parse_query("part=3&fault=e1&handling=wrong").0));
+        let marks = notable_marks(&model);
         for ms in [10, 11, 12] {
             assert!(marks.contains(&Nanos::from_millis(ms)), "{ms} ms in {marks:?}");
         }
@@ -155,9 +155,9 @@ mod tests {
 
     #[test]
     fn the_tiny_store_runs_about_fourteen_milliseconds() {
-        let bench = Bench::Tiny(TinyBench::build(&parse_query("part=6").0));
-        let end = run_end(&bench).unwrap();
+        let model = Model::Tiny(TinyModel::build(&parse_query("part=6").0));
+        let end = run_end(&model).unwrap();
         assert!(end > Nanos::from_millis(13) && end < Nanos::from_millis(20), "{end:?}");
-        assert_eq!(run_end(&Bench::Append), Some(Nanos::from_millis(7)));
+        assert_eq!(run_end(&Model::Append), Some(Nanos::from_millis(7)));
     }
 }

@@ -15,7 +15,7 @@ use walab_core::sim::commit::{self, tiny_store_setup};
 use walab_core::sim::tiny::{self, CdcReader, TinySetup};
 use walab_core::tiny_store::{POWER_CUT, SYNC_LATENCY, WRITES};
 
-use super::models::{FORK_AFTER_WRITE, PAGE_BYTES, SECTOR_BYTES};
+use super::redo_quorum_budget::{FORK_AFTER_WRITE, PAGE_BYTES, SECTOR_BYTES};
 use crate::format::{group_thousands, ms};
 
 /// One stop on the path: a Part, its number in a few words, and its lesson.
@@ -136,12 +136,12 @@ pub fn about(count: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::benches::models::BudgetBench;
+    use crate::model::redo_quorum_budget::BudgetModel;
     use crate::url_state::parse_query;
 
     #[test]
     fn the_path_of_an_ok_has_a_stop_for_every_part_but_the_recap_itself() {
-        let budget = BudgetBench::build(&parse_query("part=12").0).budget.unwrap();
+        let budget = BudgetModel::build(&parse_query("part=12").0).budget.unwrap();
         let stops = stops(Some(&budget));
         let parts: Vec<u8> = stops.iter().map(|stop| stop.part).collect();
         assert_eq!(parts, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14]);

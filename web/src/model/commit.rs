@@ -248,7 +248,7 @@ pub struct SweepPoint {
 }
 
 #[derive(Debug)]
-pub struct CommitBench {
+pub struct CommitModel {
     pub scenario: Scenario,
     pub policy: PolicyKind,
     pub sync_latency: Nanos,
@@ -290,8 +290,8 @@ pub fn in_flight_at(writes: &[WriteRecord], at: &[Nanos]) -> Vec<(Nanos, u64)> {
         .collect()
 }
 
-impl CommitBench {
-    pub fn build(params: &LabParams, latency: Option<Rc<MeasuredLatency>>) -> CommitBench {
+impl CommitModel {
+    pub fn build(params: &LabParams, latency: Option<Rc<MeasuredLatency>>) -> CommitModel {
         let policy = core_policy(params.policy, params.window);
         let tiny = run_tiny(policy);
         let measured = latency.as_deref();
@@ -328,7 +328,7 @@ impl CommitBench {
         } else {
             Vec::new()
         };
-        CommitBench {
+        CommitModel {
             scenario: params.scenario,
             policy: params.policy,
             sync_latency: params.sync_latency,
@@ -465,8 +465,8 @@ mod tests {
 
     #[test]
     fn the_tiny_store_under_group_commit_takes_14_syncs() {
-        let bench = CommitBench::build(&parse_query("part=5").0, None);
-        let tiny = bench.tiny.as_ref().unwrap();
+        let model = CommitModel::build(&parse_query("part=5").0, None);
+        let tiny = model.tiny.as_ref().unwrap();
         assert_eq!(tiny.summary.syncs, tiny.spans.batches.len() as u64);
         let batch_11 = tiny.spans.batches.iter().find(|batch| batch.id == 11).unwrap();
         assert_eq!((batch_11.first_write, batch_11.writes), (18, 3));
@@ -480,8 +480,8 @@ mod tests {
     #[test]
     fn phases_follow_the_trace() {
         use super::super::trace_view::Phase;
-        let bench = CommitBench::build(&parse_query("part=5").0, None);
-        let spans = &bench.tiny.as_ref().unwrap().spans;
+        let model = CommitModel::build(&parse_query("part=5").0, None);
+        let spans = &model.tiny.as_ref().unwrap().spans;
         let write_4 = 3;
         assert_eq!(spans.phase_at(write_4, Nanos::from_micros(1_000)), Phase::NotYet);
         assert_eq!(spans.phase_at(write_4, Nanos::from_micros(1_500)), Phase::Queued);
@@ -491,8 +491,8 @@ mod tests {
 
     #[test]
     fn steady_load_batches_grow_to_about_rate_times_latency() {
-        let bench = CommitBench::build(&parse_query("part=5&scenario=steady").0, None);
-        let steady = bench.steady.as_ref().unwrap();
+        let model = CommitModel::build(&parse_query("part=5&scenario=steady").0, None);
+        let steady = model.steady.as_ref().unwrap();
         let summary = steady.summary;
         let batch_mean = summary.batch_mean();
         assert!(batch_mean > 80.0 && batch_mean < 120.0, "batch mean {batch_mean}");
@@ -505,24 +505,24 @@ mod tests {
     #[test]
     fn batch_sizes_are_drawn_as_at_most_ten_bars_that_count_every_batch() {
         for query in ["part=5&scenario=random&policy=window", "part=5&scenario=random", "part=5&scenario=steady&load=1000"] {
-            let bench = CommitBench::build(&parse_query(query).0, None);
-            let steady = bench.steady.as_ref().unwrap();
+            let model = CommitModel::build(&parse_query(query).0, None);
+            let steady = model.steady.as_ref().unwrap();
             let bars = steady.batch_size_counts();
             assert!(!bars.is_empty() && bars.len() as u64 <= SIZE_BINS_MAX, "{query}: {bars:?}");
             assert_eq!(bars.iter().map(|(_, count)| count).sum::<u64>(), steady.batches.len() as u64, "{query}");
         }
-        let random = CommitBench::build(&parse_query("part=5&scenario=random&policy=window").0, None);
+        let random = CommitModel::build(&parse_query("part=5&scenario=random&policy=window").0, None);
         let bars = random.steady.as_ref().unwrap().batch_size_counts();
         assert!(bars.iter().any(|(_, count)| *count > 1), "random arrivals' sizes fall into shared ranges: {bars:?}");
         assert!(bars.iter().all(|(label, _)| label.contains('-')), "{bars:?}");
-        let steady = CommitBench::build(&parse_query("part=5&scenario=steady&load=1000").0, None);
+        let steady = CommitModel::build(&parse_query("part=5&scenario=steady&load=1000").0, None);
         assert_eq!(steady.steady.as_ref().unwrap().batch_size_counts()[0].0, "1", "one write a batch at 1,000/s");
     }
 
     #[test]
     fn the_steady_state_at_100k_writes_a_second_is_the_pages_figure() {
-        let bench = CommitBench::build(&parse_query("part=5&scenario=steady&load=100000").0, None);
-        let steady = bench.steady.as_ref().unwrap();
+        let model = CommitModel::build(&parse_query("part=5&scenario=steady&load=100000").0, None);
+        let steady = model.steady.as_ref().unwrap();
         let window = steady.steady_state.unwrap();
         assert_eq!(format!("{:.0}", window.syncs_per_s), "1000");
         assert_eq!(format!("{:.1}", window.writes_per_sync), "100.0");
@@ -537,10 +537,10 @@ mod tests {
     #[test]
     fn part_0_verdicts_agree_with_their_rows() {
         let at = |load: u64| {
-            let bench = CommitBench::build(&parse_query(&format!("part=0&load={load}")).0, None);
-            let (_, summary) = bench.steady_by_policy.iter().find(|(policy, _)| *policy == PolicyKind::PerWrite).unwrap();
+            let model = CommitModel::build(&parse_query(&format!("part=0&load={load}")).0, None);
+            let (_, summary) = model.steady_by_policy.iter().find(|(policy, _)| *policy == PolicyKind::PerWrite).unwrap();
             let summary = summary.as_ref().unwrap().summary;
-            (keeps_up(&summary, bench.sync_latency, Nanos::ZERO), summary.wait_mean(), bench.per_write_queue)
+            (keeps_up(&summary, model.sync_latency, Nanos::ZERO), summary.wait_mean(), model.per_write_queue)
         };
         let (ok, wait, queue) = at(1_000);
         assert!(ok, "1,000 writes/s at L = 1 ms: each waits {wait:?}");
@@ -554,8 +554,8 @@ mod tests {
     #[test]
     fn part_0_rows_add_up_in_the_steady_state() {
         let row = |load: u64, policy: PolicyKind| {
-            let bench = CommitBench::build(&parse_query(&format!("part=0&load={load}")).0, None);
-            let (_, run) = bench.steady_by_policy.iter().find(|(each, _)| *each == policy).unwrap();
+            let model = CommitModel::build(&parse_query(&format!("part=0&load={load}")).0, None);
+            let (_, run) = model.steady_by_policy.iter().find(|(each, _)| *each == policy).unwrap();
             let steady = run.as_ref().unwrap().steady.unwrap();
             (format!("{:.0}", steady.syncs_per_s), format!("{:.1}", steady.writes_per_sync))
         };
@@ -566,13 +566,13 @@ mod tests {
 
     #[test]
     fn the_sweep_leaves_sync_per_write_out_above_its_ceiling() {
-        let bench = CommitBench::build(&parse_query("part=5").0, None);
-        assert!(bench
+        let model = CommitModel::build(&parse_query("part=5").0, None);
+        assert!(model
             .sweep()
             .iter()
             .filter(|point| point.policy == PolicyKind::PerWrite)
             .all(|point| point.rate_per_s < 1_000));
-        let group: Vec<&SweepPoint> = bench.sweep().iter().filter(|point| point.policy == PolicyKind::Group).collect();
+        let group: Vec<&SweepPoint> = model.sweep().iter().filter(|point| point.policy == PolicyKind::Group).collect();
         assert_eq!(group.len(), SWEEP_LOADS.len());
     }
 }

@@ -4,7 +4,7 @@
 //! at the same simulated instant (the simulated `write()` takes no time), so a player
 //! that steps from instant to instant never shows a unit dirty in the page cache: the
 //! fold of every event at that instant has already handed it to the sync. The lesson
-//! is exactly that in-between state, so this bench steps through the trace *event by
+//! is exactly that in-between state, so this model steps through the trace *event by
 //! event* instead, on a clock of steps (`Clock::Steps`), and keeps only the events
 //! about wal-1 and its four writes (plus the creation of wal-2, the next segment).
 //!
@@ -148,7 +148,7 @@ pub struct JourneyStep {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct JourneyBench {
+pub struct JourneyModel {
     pub unit_bytes: u64,
     pub segment_bytes: u64,
     /// Byte ranges of the followed writes in wal-1: (write, from, to).
@@ -157,8 +157,8 @@ pub struct JourneyBench {
     pub steps: Vec<JourneyStep>,
 }
 
-impl JourneyBench {
-    pub fn build(params: &LabParams) -> Result<JourneyBench, String> {
+impl JourneyModel {
+    pub fn build(params: &LabParams) -> Result<JourneyModel, String> {
         let setup = super::tiny::setup_for(params, PolicyKind::Group);
         let run = tiny::run(&setup).map_err(|error| error.to_string())?;
         Ok(journey(&run.trace))
@@ -214,7 +214,7 @@ fn writes_list(ids: &[u64]) -> String {
 }
 
 /// Folds wal-1's events into steps.
-pub fn journey(trace: &Trace) -> JourneyBench {
+pub fn journey(trace: &Trace) -> JourneyModel {
     let unit_bytes = u64::from(trace.unit_bytes.max(1));
     let segment_file = trace.files.iter().position(|file| file.name == format!("wal-{SEGMENT}")).unwrap_or(0) as u32;
     let segment_bytes = trace.files.get(segment_file as usize).map_or(0, |file| file.bytes);
@@ -394,7 +394,7 @@ pub fn journey(trace: &Trace) -> JourneyBench {
         state.caption = caption;
         steps.push(state.clone());
     }
-    JourneyBench { unit_bytes, segment_bytes, records, steps }
+    JourneyModel { unit_bytes, segment_bytes, records, steps }
 }
 
 fn set_write(state: &mut JourneyStep, id: u64, place: WritePlace) {
@@ -430,8 +430,8 @@ mod tests {
     use super::*;
     use crate::url_state::parse_query;
 
-    fn bench() -> JourneyBench {
-        JourneyBench::build(&parse_query("part=2").0).unwrap()
+    fn model() -> JourneyModel {
+        JourneyModel::build(&parse_query("part=2").0).unwrap()
     }
 
     fn unit(step: &JourneyStep, unit: u32) -> &UnitAt {
@@ -440,48 +440,48 @@ mod tests {
 
     #[test]
     fn write_1_is_dirty_after_write_and_on_the_media_after_its_fdatasync() {
-        let bench = bench();
-        let (after_write, step) = bench.find(|step| step.call == CallAt::Write).unwrap();
+        let model = model();
+        let (after_write, step) = model.find(|step| step.call == CallAt::Write).unwrap();
         assert_eq!(unit(step, 0).place, UnitPlace::Dirty);
         assert_eq!(unit(step, 0).cache_records, [1]);
         assert!(step.units.iter().all(|unit| unit.media_records.is_empty()), "nothing is on the media yet");
-        let (started, step) = bench.find(|step| step.call == CallAt::SyncRunning).unwrap();
+        let (started, step) = model.find(|step| step.call == CallAt::SyncRunning).unwrap();
         assert!(started > after_write);
         assert_eq!(unit(step, 0).place, UnitPlace::DeviceCache);
-        let (flushed, step) = bench.find(|step| step.call == CallAt::Flush).unwrap();
+        let (flushed, step) = model.find(|step| step.call == CallAt::Flush).unwrap();
         assert!(flushed > started);
         assert_eq!(unit(step, 0).place, UnitPlace::Media);
         assert_eq!(unit(step, 0).media_records, [1]);
-        let (returned, _) = bench.find(|step| step.call == CallAt::SyncReturned).unwrap();
-        let (ok, step) = bench.find(|step| step.call == CallAt::Ack).unwrap();
+        let (returned, _) = model.find(|step| step.call == CallAt::SyncReturned).unwrap();
+        let (ok, step) = model.find(|step| step.call == CallAt::Ack).unwrap();
         assert!(flushed < returned && returned < ok);
         assert!(step.writes.iter().find(|write| write.id == 1).unwrap().acked);
     }
 
     #[test]
     fn every_step_changes_the_caption_and_the_journey_ends_with_wal_1_on_the_media() {
-        let bench = bench();
-        assert!(bench.steps.len() > 15, "{} steps", bench.steps.len());
-        for pair in bench.steps.windows(2) {
+        let model = model();
+        assert!(model.steps.len() > 15, "{} steps", model.steps.len());
+        for pair in model.steps.windows(2) {
             assert_ne!(pair[0].caption, pair[1].caption);
             assert_ne!(pair[0], JourneyStep { caption: pair[0].caption.clone(), ..pair[1].clone() }, "step '{}' changes nothing", pair[1].caption);
         }
-        let last = bench.steps.last().unwrap();
+        let last = model.steps.last().unwrap();
         assert!(last.writes.iter().all(|write| write.acked && write.place == WritePlace::Media));
         let on_media: Vec<Vec<u64>> = last.units.iter().map(|unit| unit.media_records.clone()).collect();
         assert_eq!(on_media, [vec![1, 2], vec![2, 3], vec![3, 4], vec![4]]);
         assert_eq!(last.directory, ["wal-1", "wal-2"]);
-        assert_eq!(bench.records.iter().map(|range| range.1).collect::<Vec<_>>(), [0, 29, 56, 85]);
-        assert!(bench.steps.iter().any(|step| step.units.iter().filter(|unit| unit.place == UnitPlace::Dirty).count() >= 2));
+        assert_eq!(model.records.iter().map(|range| range.1).collect::<Vec<_>>(), [0, 29, 56, 85]);
+        assert!(model.steps.iter().any(|step| step.units.iter().filter(|unit| unit.place == UnitPlace::Dirty).count() >= 2));
     }
 
     #[test]
     fn the_timeline_has_one_mark_per_step() {
-        let bench = bench();
-        let timeline = bench.timeline();
-        assert_eq!(timeline.marks.len(), bench.steps.len() - 1);
-        assert_eq!(bench.step_at(timeline.end), bench.steps.last().unwrap());
-        assert_eq!(bench.step_at(Nanos::ZERO), &bench.steps[0]);
+        let model = model();
+        let timeline = model.timeline();
+        assert_eq!(timeline.marks.len(), model.steps.len() - 1);
+        assert_eq!(model.step_at(timeline.end), model.steps.last().unwrap());
+        assert_eq!(model.step_at(Nanos::ZERO), &model.steps[0]);
     }
 
     #[test]

@@ -54,7 +54,7 @@ pub struct ModeAtCut {
 }
 
 #[derive(Debug)]
-pub struct TinyBench {
+pub struct TinyModel {
     pub part: u8,
     pub full: Result<(TinyRun, TraceSpans), String>,
     pub cut: Option<Result<CutOutcome, String>>,
@@ -95,8 +95,8 @@ pub fn setup_for(params: &LabParams, policy: PolicyKind) -> TinySetup {
     setup
 }
 
-impl TinyBench {
-    pub fn build(params: &LabParams) -> TinyBench {
+impl TinyModel {
+    pub fn build(params: &LabParams) -> TinyModel {
         let setup = setup_for(params, params.policy);
         let full = tiny::run(&setup).map_err(|error| error.to_string()).map(|run| {
             let spans = TraceSpans::from_trace(&run.trace);
@@ -124,7 +124,7 @@ impl TinyBench {
         } else {
             Vec::new()
         };
-        TinyBench { part: params.part, full, cut, modes, through_page_cache, other_path, named_cuts, captions_cache: std::cell::OnceCell::new() }
+        TinyModel { part: params.part, full, cut, modes, through_page_cache, other_path, named_cuts, captions_cache: std::cell::OnceCell::new() }
     }
 
     pub fn timeline(&self) -> Timeline {
@@ -156,7 +156,7 @@ impl TinyBench {
         }
     }
 
-    /// One caption per step of [`TinyBench::timeline`] (its marks sorted, without
+    /// One caption per step of [`TinyModel::timeline`] (its marks sorted, without
     /// repeats, as the player keeps them). The cut's caption says what recovery found
     /// only once `revealed`; Part 7's scan steps tell each check.
     pub fn captions(&self, revealed: bool) -> (Vec<Nanos>, Vec<String>) {
@@ -331,8 +331,8 @@ mod tests {
 
     #[test]
     fn part_6_at_13_5_ms_matches_the_modes_table() {
-        let bench = TinyBench::build(&parse_query("part=6&cut=13.5").0);
-        let summary: Vec<(PolicyKind, usize, usize)> = bench
+        let model = TinyModel::build(&parse_query("part=6&cut=13.5").0);
+        let summary: Vec<(PolicyKind, usize, usize)> = model
             .modes
             .iter()
             .map(|(policy, mode)| {
@@ -350,11 +350,11 @@ mod tests {
 
     #[test]
     fn part_6_no_sync_at_13_5_ms_loses_21_to_24_and_keeps_1_to_20() {
-        let bench = TinyBench::build(&parse_query("part=6&policy=no-sync&cut=13.5").0);
-        let outcome = bench.cut.as_ref().unwrap().as_ref().unwrap();
+        let model = TinyModel::build(&parse_query("part=6&policy=no-sync&cut=13.5").0);
+        let outcome = model.cut.as_ref().unwrap().as_ref().unwrap();
         assert_eq!(with_fate(&outcome.fates, Fate::Lost), (21..=24).collect::<Vec<u64>>());
         assert_eq!(with_fate(&outcome.fates, Fate::Survived), (1..=20).collect::<Vec<u64>>());
-        let (_, no_sync) = bench.modes.iter().find(|(policy, _)| *policy == PolicyKind::NoSync).unwrap();
+        let (_, no_sync) = model.modes.iter().find(|(policy, _)| *policy == PolicyKind::NoSync).unwrap();
         assert_eq!(with_fate(&no_sync.as_ref().unwrap().fates, Fate::Lost), (21..=24).collect::<Vec<u64>>());
         assert!(cut_caption(outcome, true).contains("4 are lost (21-24)"), "{}", cut_caption(outcome, true));
         assert!(!cut_caption(outcome, false).contains("lost"));
@@ -363,8 +363,8 @@ mod tests {
     #[test]
     fn captions_follow_the_player_and_differ_step_to_step() {
         for query in ["part=3&fault=e1&handling=wrong&cut=11.5", "part=6&cut=13.5", "part=7&cut=13.5", "part=8&cdc=10", "part=3&fault=e2"] {
-            let bench = TinyBench::build(&parse_query(query).0);
-            let (marks, captions) = bench.captions(true);
+            let model = TinyModel::build(&parse_query(query).0);
+            let (marks, captions) = model.captions(true);
             assert_eq!(marks.len(), captions.len(), "{query}");
             for pair in captions.windows(2) {
                 assert_ne!(pair[0], pair[1], "{query}");
@@ -375,13 +375,13 @@ mod tests {
 
     #[test]
     fn part_7_appends_the_scan_to_the_timeline() {
-        let bench = TinyBench::build(&parse_query("part=7&cut=13.5").0);
-        let outcome = bench.cut.as_ref().unwrap().as_ref().unwrap();
-        let timeline = bench.timeline();
+        let model = TinyModel::build(&parse_query("part=7&cut=13.5").0);
+        let outcome = model.cut.as_ref().unwrap().as_ref().unwrap();
+        let timeline = model.timeline();
         let checks = outcome.crash.recovery.scan.checks.len();
         assert_eq!(timeline.end, Nanos(outcome.at.0 + RECOVERY_STEP.0 * checks as u64));
-        assert_eq!(bench.checks_done(timeline.end), checks);
-        assert_eq!(bench.checks_done(outcome.at), 0);
+        assert_eq!(model.checks_done(timeline.end), checks);
+        assert_eq!(model.checks_done(outcome.at), 0);
         let segments = &outcome.crash.recovery.segments;
         assert!(outcome.crash.recovery.scan.checks.iter().all(|check| !describe_check(check, segments).is_empty()));
     }
@@ -389,8 +389,8 @@ mod tests {
     #[test]
     fn unit_512_in_the_url_reaches_the_device_and_stops_the_tear() {
         let torn = |query: &str| {
-            let bench = TinyBench::build(&parse_query(query).0);
-            let outcome = bench.cut.unwrap().unwrap();
+            let model = TinyModel::build(&parse_query(query).0);
+            let outcome = model.cut.unwrap().unwrap();
             let states = outcome.all_states.unwrap();
             (outcome.run.device.unit_bytes(), states.iter().any(|state| state.recovery.stop.reason == walab_core::scan::StopReason::Checksum))
         };
@@ -401,9 +401,9 @@ mod tests {
 
     #[test]
     fn part_8_gates_follow_the_manifest() {
-        let bench = TinyBench::build(&parse_query("part=8&cdc=10").0);
-        let end = bench.timeline().end;
-        let gates = bench.gates_at(end);
+        let model = TinyModel::build(&parse_query("part=8&cdc=10").0);
+        let end = model.timeline().end;
+        let gates = model.gates_at(end);
         assert_eq!(gates.len(), 6);
         assert!(gates.iter().all(|gate| !gate.readers_done || gate.segment <= 2));
     }

@@ -78,13 +78,13 @@ pub fn kept(files: &[SegmentFile]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::benches::tiny::TinyBench;
+    use crate::model::tiny::TinyModel;
     use crate::url_state::parse_query;
 
     fn files_at_end(query: &str) -> Vec<SegmentFile> {
-        let bench = TinyBench::build(&parse_query(query).0);
-        let (run, _) = bench.full.as_ref().unwrap();
-        segment_files(run, bench.timeline().end)
+        let model = TinyModel::build(&parse_query(query).0);
+        let (run, _) = model.full.as_ref().unwrap();
+        segment_files(run, model.timeline().end)
     }
 
     #[test]
@@ -100,8 +100,8 @@ mod tests {
 
     #[test]
     fn before_any_flush_nothing_is_deleted() {
-        let bench = TinyBench::build(&parse_query("part=8").0);
-        let (run, _) = bench.full.as_ref().unwrap();
+        let model = TinyModel::build(&parse_query("part=8").0);
+        let (run, _) = model.full.as_ref().unwrap();
         let files = segment_files(run, Nanos::from_millis(1));
         assert!(files.iter().all(|file| file.status != FileStatus::Deleted && file.flushed_into.is_none()));
         assert_eq!(files[0].status, FileStatus::Kept);

@@ -21,7 +21,7 @@ pub const SECTOR_BYTES: usize = 32;
 
 
 #[derive(Debug)]
-pub struct RedoBench {
+pub struct RedoModel {
     pub branch: Result<BranchB, String>,
     /// SQLite's WAL mode on the same writes: the run to the cut, then its recovery.
     pub sqlite: Result<Vec<WalEvent>, String>,
@@ -31,8 +31,8 @@ pub struct RedoBench {
     pub recovery_from: usize,
 }
 
-impl RedoBench {
-    pub fn build(params: &LabParams) -> RedoBench {
+impl RedoModel {
+    pub fn build(params: &LabParams) -> RedoModel {
         let branch = PageGeometry::new(PAGE_BYTES, SECTOR_BYTES)
             .map_err(|error| error.to_string())
             .and_then(|geometry| {
@@ -52,7 +52,7 @@ impl RedoBench {
             crash.events.extend(recovery);
             crash.events
         });
-        RedoBench { branch, sqlite, events, recovery_from }
+        RedoModel { branch, sqlite, events, recovery_from }
     }
 
     /// One caption per step: "Step 3 of 20: ...".
@@ -129,7 +129,7 @@ pub fn describe_page_event(event: &PageEvent) -> String {
 }
 
 #[derive(Debug)]
-pub struct QuorumBench {
+pub struct QuorumModel {
     pub setup: QuorumSetup,
     pub branch: Result<BranchR, String>,
     pub spans: Option<TraceSpans>,
@@ -144,8 +144,8 @@ pub struct QuorumBench {
 /// Branch R forks after this write.
 pub const FORK_AFTER_WRITE: u64 = 20;
 
-impl QuorumBench {
-    pub fn build(params: &LabParams) -> QuorumBench {
+impl QuorumModel {
+    pub fn build(params: &LabParams) -> QuorumModel {
         let setup = QuorumSetup { w: usize::from(params.quorum_w), ..QuorumSetup::branch_r() };
         let branch = quorum::branch_r(&setup, FORK_AFTER_WRITE).map_err(|error| error.to_string());
         let trace = branch.as_ref().ok().map(|branch| branch.trace());
@@ -166,7 +166,7 @@ impl QuorumBench {
                 .collect(),
             _ => Vec::new(),
         };
-        QuorumBench { setup, branch, spans, write_23, survival, files, captions: (marks, captions) }
+        QuorumModel { setup, branch, spans, write_23, survival, files, captions: (marks, captions) }
     }
 
     /// The caption at the playhead.
@@ -193,18 +193,18 @@ impl QuorumBench {
 }
 
 #[derive(Debug)]
-pub struct BudgetBench {
+pub struct BudgetModel {
     pub budget: Result<Budget, String>,
     /// Part 12's path of an OK (empty in Part 11).
     pub recap: Vec<super::recap::Stop>,
 }
 
-impl BudgetBench {
-    pub fn build(params: &LabParams) -> BudgetBench {
+impl BudgetModel {
+    pub fn build(params: &LabParams) -> BudgetModel {
         let input = BudgetInput { rate_per_s: params.load_per_second, sync_latency: params.sync_latency, ..BudgetInput::page() };
         let budget = budget::compute(input).map_err(|error| error.to_string());
         let recap = if params.part == 12 { super::recap::stops(budget.as_ref().ok()) } else { Vec::new() };
-        BudgetBench { budget, recap }
+        BudgetModel { budget, recap }
     }
 }
 
@@ -215,13 +215,13 @@ mod tests {
 
     #[test]
     fn redo_walks_the_run_then_recovery() {
-        let bench = RedoBench::build(&parse_query("part=9").0);
-        let branch = bench.branch.as_ref().unwrap();
+        let model = RedoModel::build(&parse_query("part=9").0);
+        let branch = model.branch.as_ref().unwrap();
         assert!(branch.recovered_everything());
-        assert!(bench.recovery_from > 0 && bench.recovery_from < bench.events.len());
-        assert_eq!(bench.events_done(bench.timeline().end), bench.events.len());
-        assert!(bench.events.iter().all(|event| !describe_page_event(event).is_empty()));
-        let captions = bench.captions();
+        assert!(model.recovery_from > 0 && model.recovery_from < model.events.len());
+        assert_eq!(model.events_done(model.timeline().end), model.events.len());
+        assert!(model.events.iter().all(|event| !describe_page_event(event).is_empty()));
+        let captions = model.captions();
         for pair in captions.windows(2) {
             assert_ne!(pair[0], pair[1]);
         }
@@ -230,7 +230,7 @@ mod tests {
                 assert!(!caption.contains(debug), "{caption}");
             }
         }
-        let sqlite = bench.sqlite.as_ref().unwrap();
+        let sqlite = model.sqlite.as_ref().unwrap();
         assert!(sqlite.iter().any(|event| matches!(event, WalEvent::CheckpointCopy { .. })));
         assert!(matches!(sqlite.last(), Some(WalEvent::RecoveryDone)));
     }
@@ -238,18 +238,18 @@ mod tests {
     #[test]
     fn redo_shows_the_final_pages_only_when_it_reaches_them() {
         use super::super::pages_view::{pages_at, Phase};
-        let bench = RedoBench::build(&parse_query("part=9").0);
-        let branch = bench.branch.as_ref().unwrap();
-        let last_redo = bench.events.iter().rposition(|event| matches!(event, PageEvent::Redo(_))).unwrap();
-        let finals = |done: usize| pages_at(&bench.events, done, &branch.crash.expected, 2).buffer.iter().filter(|page| page.final_page).count();
+        let model = RedoModel::build(&parse_query("part=9").0);
+        let branch = model.branch.as_ref().unwrap();
+        let last_redo = model.events.iter().rposition(|event| matches!(event, PageEvent::Redo(_))).unwrap();
+        let finals = |done: usize| pages_at(&model.events, done, &branch.crash.expected, 2).buffer.iter().filter(|page| page.final_page).count();
         for done in 0..=last_redo {
             assert!(finals(done) < 2, "step {done}: both final pages already shown");
         }
         assert_eq!(finals(last_redo + 1), 2);
-        let end = pages_at(&bench.events, bench.events.len(), &branch.crash.expected, 2);
+        let end = pages_at(&model.events, model.events.len(), &branch.crash.expected, 2);
         assert_eq!(end.phase, Phase::Done);
         assert!(end.disk.iter().all(|page| !page.torn()));
-        let at_cut = pages_at(&bench.events, bench.recovery_from, &branch.crash.expected, 2);
+        let at_cut = pages_at(&model.events, model.recovery_from, &branch.crash.expected, 2);
         assert!(at_cut.buffer.is_empty());
         assert!(at_cut.disk.iter().any(|page| page.torn()), "{:?}", at_cut.disk);
 
@@ -257,26 +257,26 @@ mod tests {
 
     #[test]
     fn without_protection_a_page_is_damaged() {
-        let bench = RedoBench::build(&parse_query("part=9&protection=none").0);
-        assert!(!bench.branch.as_ref().unwrap().recovered_everything());
+        let model = RedoModel::build(&parse_query("part=9&protection=none").0);
+        assert!(!model.branch.as_ref().unwrap().recovered_everything());
     }
 
     #[test]
-    fn the_quorum_bench_draws_the_branch_as_lanes() {
-        let bench = QuorumBench::build(&parse_query("part=10").0);
-        let spans = bench.spans.as_ref().unwrap();
+    fn the_quorum_model_draws_the_branch_as_lanes() {
+        let model = QuorumModel::build(&parse_query("part=10").0);
+        let spans = model.spans.as_ref().unwrap();
         assert!(!spans.batches.is_empty());
-        let budget = bench.write_23.as_ref().unwrap();
+        let budget = model.write_23.as_ref().unwrap();
         assert_eq!(budget.total, budget.waited_for_batch_in_flight + budget.own_batch);
         assert!(budget.naive_sum > budget.total);
-        let (marks, captions) = &bench.captions;
+        let (marks, captions) = &model.captions;
         assert_eq!(marks.len(), captions.len());
         for pair in captions.windows(2) {
             assert_ne!(pair[0], pair[1]);
         }
         assert!(captions.iter().any(|caption| caption.contains("12.40 ms: B12 commits on B's ack, the 2nd fastest (W = 2): 1.4 ms, not the 8.4 ms its legs add up to; write 21 is told OK")), "{captions:#?}");
         assert!(captions.iter().any(|caption| caption.contains("B14 takes writes 23-24; A syncs it locally (1.0 ms) while sending it to B and C, whose acks take 1.4 and 6.0 ms")), "{captions:#?}");
-        let fork = bench.branch.as_ref().unwrap().fork_at;
+        let fork = model.branch.as_ref().unwrap().fork_at;
         for (mark, caption) in marks.iter().zip(captions) {
             if *mark >= fork {
                 for single_disk in ["fdatasync", "page cache", "wal-6", "Raft mode", "waits for A"] {
@@ -284,18 +284,18 @@ mod tests {
                 }
             }
         }
-        let timeline = bench.timeline();
+        let timeline = model.timeline();
         assert_eq!(timeline.marks.first(), Some(&fork), "the steps start at the fork");
         assert!(timeline.marks.len() <= 15, "{} steps after the fork", timeline.marks.len());
-        assert!(bench.caption_now(fork).contains("the log forks after write 20"), "{}", bench.caption_now(fork));
-        let w1 = QuorumBench::build(&parse_query("part=10&w=1").0);
+        assert!(model.caption_now(fork).contains("the log forks after write 20"), "{}", model.caption_now(fork));
+        let w1 = QuorumModel::build(&parse_query("part=10&w=1").0);
         assert!(w1.captions.1.iter().any(|caption| caption.contains("commits on A's local sync, the 1st fastest (W = 1): 1.0 ms")), "{:#?}", w1.captions.1);
     }
 
     #[test]
     fn the_budget_follows_the_load() {
-        let low = BudgetBench::build(&parse_query("part=11&load=1000").0).budget.unwrap();
-        let high = BudgetBench::build(&parse_query("part=11").0).budget.unwrap();
+        let low = BudgetModel::build(&parse_query("part=11&load=1000").0).budget.unwrap();
+        let high = BudgetModel::build(&parse_query("part=11").0).budget.unwrap();
         assert!(high.shared.iops >= low.shared.iops);
     }
 }

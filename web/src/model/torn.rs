@@ -379,12 +379,12 @@ pub fn named_cuts(run: &walab_core::sim::tiny::TinyRun, at: Nanos) -> Vec<NamedC
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::benches::tiny::TinyBench;
+    use crate::model::tiny::TinyModel;
     use crate::url_state::parse_query;
 
     #[test]
     fn the_named_cases_are_the_torn_record_and_the_finished_sync() {
-        let setup = crate::benches::tiny::setup_for(&parse_query("part=7").0, crate::url_state::PolicyKind::Group);
+        let setup = crate::model::tiny::setup_for(&parse_query("part=7").0, crate::url_state::PolicyKind::Group);
         let at = walab_core::tiny_store::POWER_CUT;
         let run = walab_core::sim::tiny::run(&setup.clone().with_power_cut(at)).unwrap();
         let cuts = named_cuts(&run, at);
@@ -414,16 +414,16 @@ mod tests {
         // Look for the seed whose outcome lands unit 2 of B14's sync and not unit 3.
         let seed = (0..64)
             .find(|seed| {
-                let bench = TinyBench::build(&parse_query(&format!("part=7&cut=13.5&seed={seed}")).0);
-                let outcome = bench.cut.unwrap().unwrap();
+                let model = TinyModel::build(&parse_query(&format!("part=7&cut=13.5&seed={seed}")).0);
+                let outcome = model.cut.unwrap().unwrap();
                 outcome.crash.kept_units.contains(&("wal-6".into(), 1)) && outcome.crash.kept_units.contains(&("wal-6".into(), 2)) && !outcome.crash.kept_units.contains(&("wal-6".into(), 3))
             })
             .expect("some seed tears record 24");
         assert_eq!(seed, 9, "figures-b.test.mjs opens this outcome with seed=9");
-        let bench = TinyBench::build(&parse_query(&format!("part=7&cut=13.5&seed={seed}")).0);
-        let outcome = bench.cut.as_ref().unwrap().as_ref().unwrap();
-        let end = bench.timeline().end;
-        let view = log_view(&outcome.run.trace, 32, end, Some(outcome), bench.checks_done(end));
+        let model = TinyModel::build(&parse_query(&format!("part=7&cut=13.5&seed={seed}")).0);
+        let outcome = model.cut.as_ref().unwrap().as_ref().unwrap();
+        let end = model.timeline().end;
+        let view = log_view(&outcome.run.trace, 32, end, Some(outcome), model.checks_done(end));
         let wal_6 = view.segments.iter().find(|segment| segment.name == "wal-6").unwrap();
         assert_eq!(wal_6.units[2], UnitPlace::Landed);
         assert_eq!(wal_6.units[3], UnitPlace::NotLanded);

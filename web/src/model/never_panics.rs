@@ -9,7 +9,7 @@ use proptest::prelude::*;
 use walab_core::time::Nanos;
 use yew::Reducible;
 
-use super::{commit, failed_sync_view, group_steps, quorum_view, remote, remote_upload, segments, torn, Bench};
+use super::{commit, failed_sync_view, group_steps, quorum_view, remote, remote_upload, segments, torn, Model};
 use crate::player::PlayerAction;
 use crate::state::{LabAction, LabState};
 
@@ -92,22 +92,22 @@ fn query() -> impl Strategy<Value = String> {
 
 /// What the figures and captions of the open Part draw at `t`.
 fn draw_at(state: &LabState, t: Nanos) {
-    match &*state.bench.0 {
-        Bench::Commit(bench) => {
-            if let Ok(tiny) = &bench.tiny {
+    match &*state.model.0 {
+        Model::Commit(model) => {
+            if let Ok(tiny) = &model.tiny {
                 let _ = group_steps::group_at(&tiny.trace, t);
                 let _ = group_steps::caption_at(&tiny.trace, t);
             }
-            if let Ok(steady) = &bench.steady {
+            if let Ok(steady) = &model.steady {
                 let _ = steady.at(t);
                 let _ = steady.queue_at(t);
                 let _ = commit::steady_caption(steady, t);
             }
         }
-        Bench::Journey(Ok(journey)) => {
+        Model::Journey(Ok(journey)) => {
             let _ = journey.step_at(t);
         }
-        Bench::Tiny(tiny) => {
+        Model::Tiny(tiny) => {
             let revealed = state.params.answer_shown();
             let _ = tiny.caption_now(t, revealed);
             let _ = tiny.gates_at(t);
@@ -122,7 +122,7 @@ fn draw_at(state: &LabState, t: Nanos) {
                 let _ = segments::kept(&segments::segment_files(run, t));
             }
         }
-        Bench::Quorum(quorum) => {
+        Model::Quorum(quorum) => {
             if let Ok(branch) = &quorum.branch {
                 if let Some(batch) = quorum_view::batch_at(branch, t) {
                     let _ = quorum_view::batch_place(branch, batch);
@@ -130,8 +130,8 @@ fn draw_at(state: &LabState, t: Nanos) {
                 let _ = quorum_view::quorum_caption(branch, t, "");
             }
         }
-        Bench::Remote(bench) => {
-            if let Ok(run) = &bench.run {
+        Model::Remote(model) => {
+            if let Ok(run) = &model.run {
                 for batch in remote::batches_drawn(run) {
                     let _ = remote::batch_state(run, batch, t);
                 }
@@ -141,7 +141,7 @@ fn draw_at(state: &LabState, t: Nanos) {
                 let _ = remote::restart_at(run, &state.params.remote, t);
                 let _ = remote::ring_at(run, t);
                 let _ = remote::startup_at(run, &state.params.remote, t);
-                let upload = bench.upload.as_ref().and_then(|upload| upload.as_ref().ok());
+                let upload = model.upload.as_ref().and_then(|upload| upload.as_ref().ok());
                 let _ = remote::caption_with_upload(run, upload, t);
                 if let Some(upload) = upload {
                     for object in &upload.objects {
@@ -204,8 +204,8 @@ proptest! {
 fn part_13_opens_with_an_early_takeover_and_with_one_record() {
     for query in ["?part=13&rtake=30", "?part=13&rtake=28.5", "?part=13&rtake=30&seed=2", "?part=13&rtake=30&seed=3", "?part=13&rcount=1"] {
         let state = LabState::from_query(query);
-        let Bench::Remote(bench) = &*state.bench.0 else { panic!("{query}: Part 13's bench") };
-        assert!(bench.run.is_ok(), "{query}: {:?}", bench.run.as_ref().err());
-        assert!(matches!(bench.upload, Some(Ok(_))), "{query}: {:?}", bench.upload);
+        let Model::Remote(model) = &*state.model.0 else { panic!("{query}: Part 13's model") };
+        assert!(model.run.is_ok(), "{query}: {:?}", model.run.as_ref().err());
+        assert!(matches!(model.upload, Some(Ok(_))), "{query}: {:?}", model.upload);
     }
 }
