@@ -89,12 +89,10 @@ pub fn bar_chart_label(title: &str, y_label: &str, bars: &[Bar], limit: Option<(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::tiny::TinyModel;
-    use crate::url_state::parse_query;
 
     #[test]
     fn the_lanes_say_what_they_show_at_the_playhead() {
-        let model = TinyModel::build(&parse_query("part=6").0);
+        let model = crate::model::tiny::for_link("part=6");
         let spans = model.spans().unwrap();
         let start = lanes_label(spans, Nanos::ZERO, None);
         assert!(start.contains("0 of 24 writes acknowledged"), "{start}");

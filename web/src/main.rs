@@ -22,6 +22,7 @@ mod parts;
 mod player;
 mod progress;
 mod record_layout;
+mod remote_params;
 mod sorted_map;
 mod state;
 mod url_state;

@@ -13,6 +13,7 @@ use yew::prelude::*;
 
 use crate::model::dropped::{DropError, Dropped, MeasuredLatency};
 use crate::model::{self, ModelRef};
+use crate::parts::choice;
 use crate::player::{PlayerAction, PlayerState};
 use crate::url_state::{
     format_millis, parse_millis_in, parse_query, power_parts_text, Fault, Handling, LabParams, PageProtection, PolicyKind, Scenario, UrlProblem,
@@ -96,7 +97,7 @@ impl LabState {
 
     /// Where the figure opens when nothing names a moment (see `moments::opening`).
     fn opening(&self) -> Nanos {
-        model::moments::opening(&self.model.0, self.params.part).unwrap_or(Nanos::ZERO)
+        model::moments::opening(&self.model.0).unwrap_or(Nanos::ZERO)
     }
 
     /// Whether the power can be cut at `at` in this view: the Part has a power button
@@ -146,7 +147,7 @@ impl LabState {
     fn reload_timeline(&mut self) {
         let speed_index = self.player.speed_index;
         let dropped = self.dropped.as_ref().and_then(|dropped| dropped.as_ref().ok());
-        self.model = model::build(&self.params, dropped, self.latency.as_ref());
+        self.model = choice::build(&self.params, dropped, self.latency.as_ref());
         let timeline = self.model.0.timeline();
         self.player = PlayerState::for_run(timeline.marks, timeline.end);
         self.player.notable = Rc::new(model::moments::notable_marks(&self.model.0));
@@ -202,7 +203,7 @@ pub enum LabAction {
     ClearLatency,
     DismissUrlProblems,
     /// Parts 13 and 14: new parameters for the remote WAL's run.
-    SetRemote(crate::model::remote::RemoteParams),
+    SetRemote(crate::remote_params::RemoteParams),
 }
 
 impl LabState {
@@ -388,10 +389,10 @@ impl Reducible for LabState {
             }
             LabAction::LoadTrace(result) => {
                 next.params.part = match &result {
-                    Ok(dropped) => dropped.part(),
-                    Err(DropError { part: Some(part), .. }) => *part,
-                    Err(DropError { part: None, .. }) if matches!(next.params.part, 13 | 14) => next.params.part,
-                    Err(DropError { part: None, .. }) => 5,
+                    Ok(dropped) => choice::part_of_dropped(dropped.kind()),
+                    Err(DropError { kind: Some(kind), .. }) => choice::part_of_dropped(*kind),
+                    Err(DropError { kind: None, .. }) if choice::remote_backend(next.params.part).is_some() => next.params.part,
+                    Err(DropError { kind: None, .. }) => choice::COMMIT_PART,
                 };
                 next.dropped = Some(result.map_err(|error| error.message));
                 next.params.predict = None;
@@ -621,10 +622,12 @@ mod tests {
 
     #[test]
     fn an_unreadable_file_opens_the_part_it_names_or_stays_in_a_remote_chapter() {
-        let error = |part| LabAction::LoadTrace(Err(DropError { message: "x.json: the file is empty".into(), part }));
+        use crate::model::dropped::DroppedKind;
+        use walab_core::sim::remote::RemoteBackend;
+        let error = |kind| LabAction::LoadTrace(Err(DropError { message: "x.json: the file is empty".into(), kind }));
         assert_eq!(reduce(LabState::from_query("?part=13"), error(None)).params.part, 13);
         assert_eq!(reduce(LabState::from_query("?part=2"), error(None)).params.part, 5);
-        let state = reduce(LabState::from_query("?part=2"), error(Some(14)));
+        let state = reduce(LabState::from_query("?part=2"), error(Some(DroppedKind::Remote(RemoteBackend::Postgres))));
         assert_eq!(state.params.part, 14);
         assert_eq!(state.dropped, Some(Err("x.json: the file is empty".to_string())));
         let crate::model::Model::Remote(model) = &*state.model.0 else { panic!("Part 14 runs the remote model") };

@@ -195,7 +195,7 @@ pub struct LabParams {
     /// Branch E1: the log batch whose sync returns EIO (B11 on the page).
     pub eio_batch: u64,
     /// Parts 13 and 14 (the `r...` parameters).
-    pub remote: crate::model::remote::RemoteParams,
+    pub remote: crate::remote_params::RemoteParams,
     /// Part 2: the call its figure runs on a record.
     pub call: SyncCall,
     /// Presenter mode: large type, the figure and its controls, no prose.
@@ -410,7 +410,7 @@ pub fn parse_query(query: &str) -> (LabParams, Vec<UrlProblem>) {
             "cut" => parse_millis_in(&value, Nanos::ZERO, CUT_MAX)
                 .map(|nanos| params.cut = Some(nanos))
                 .map_err(|reason| problem(&reason)),
-            remote if crate::model::remote::RemoteParams::takes(remote) => {
+            remote if crate::remote_params::RemoteParams::takes(remote) => {
                 params.remote.parse(remote, &value).map_err(|reason| problem(&reason))
             }
             "present" => parse_flag(&value).map(|on| params.present = on).map_err(|reason| problem(&reason)),

@@ -1,4 +1,4 @@
-//! Part 4: the append procedure, in the right order and in the order that loses
+//! The append procedure, in the right order and in the order that loses
 //! acknowledged writes. The model plays one step per (display) millisecond.
 use super::Timeline;
 use crate::record_layout::{tiny_record_fields, Field};

@@ -1,4 +1,4 @@
-//! Part 1: the durability chain, and which failure wipes which link.
+//! The durability chain, and which failure wipes which link.
 //!
 //! A record travels from the application's buffer to the kernel's page cache, to the
 //! drive's volatile write cache, to the stable media, and (with replication) to other
@@ -35,7 +35,7 @@ impl Stage {
             Stage::PageCache => "write() returns",
             Stage::DeviceCache => "the kernel hands the pages to the drive",
             Stage::Media => "fdatasync() returns (the drive flushed its cache)",
-            Stage::OtherMachines => "followers acknowledge (Part 10)",
+            Stage::OtherMachines => "followers acknowledge",
         }
     }
 }

@@ -1,4 +1,4 @@
-//! Part 5 (and Part 0's arithmetic): group commit run by the core's simulator.
+//! Group commit run by the core's simulator (and the arithmetic of syncs per second).
 //!
 //! Three runs feed the chapter: the tiny store's 24 writes under the chosen policy (drawn
 //! from its [`Trace`](walab_core::trace::Trace)), a steady load at the chosen rate (evenly
@@ -254,22 +254,33 @@ pub struct CommitModel {
     pub sync_latency: Nanos,
     pub tiny: Result<TinyCommit, String>,
     pub steady: Result<SteadyCommit, String>,
-    /// Part 5's runs against load: run on first use, after the first render, since the
+    /// The runs against load: run on first use, after the first render, since the
     /// charts sit below the fold (`sweep()`).
     sweep: std::cell::OnceCell<Vec<SweepPoint>>,
     sweep_inputs: Option<(LabParams, Option<Rc<MeasuredLatency>>)>,
-    /// The same steady load under the other policies (for Part 0's comparison).
+    /// The same steady load under the other policies (the policy comparison).
     pub steady_by_policy: Vec<(PolicyKind, Result<PolicySteady, String>)>,
     /// The measured latency the steady runs and the sweep used, if one was loaded.
     pub latency: Option<Rc<MeasuredLatency>>,
-    /// Part 0: sync per write's queue (writes waiting for their OK) at every sync
+    /// Sync per write's queue (writes waiting for their OK) at every sync
     /// latency of the steady run: (instant, writes in flight).
     pub per_write_queue: Vec<(Nanos, u64)>,
-    /// Part 5: the tie rule on a run of its own.
+    /// The tie rule on a run of its own.
     pub tie_example: Option<walab_core::trace::Trace>,
-    /// Part 0: write 1's stations.
+    /// Write 1's stations (with the policy comparison).
     pub write_path: Vec<super::write_path::PathStep>,
-    pub part: u8,
+    pub shows: CommitShows,
+}
+
+/// Which of the commit model's runs a view draws: each costs runs of the core, so a view
+/// asks only for its own. The view that asks is chosen in `crate::parts`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CommitShows {
+    /// The steady load under every policy, sync per write's queue, and write 1's
+    /// stations; the timeline is write 1's path.
+    pub policy_comparison: bool,
+    /// The runs against load and the tie rule's run; the tiny scenario draws no steady run.
+    pub load_sweep: bool,
 }
 
 /// Does a policy keep up with the load, judged from the same run's numbers that its row
@@ -291,18 +302,18 @@ pub fn in_flight_at(writes: &[WriteRecord], at: &[Nanos]) -> Vec<(Nanos, u64)> {
 }
 
 impl CommitModel {
-    pub fn build(params: &LabParams, latency: Option<Rc<MeasuredLatency>>) -> CommitModel {
+    pub fn build(params: &LabParams, latency: Option<Rc<MeasuredLatency>>, shows: CommitShows) -> CommitModel {
         let policy = core_policy(params.policy, params.window);
         let tiny = run_tiny(policy);
         let measured = latency.as_deref();
-        // Only the runs the view shows: Part 5's tiny scenario draws no steady run, and only
-        // Part 0 compares the policies under the steady load.
-        let steady = if params.part == 5 && params.scenario == Scenario::Tiny {
+        // Only the runs the view shows: the load sweep's tiny scenario draws no steady run,
+        // and only the policy comparison runs the steady load under every policy.
+        let steady = if shows.load_sweep && params.scenario == Scenario::Tiny {
             Err("the steady run is drawn only in the steady and random scenarios".to_string())
         } else {
             run_steady(params, policy, measured)
         };
-        let steady_by_policy = if params.part == 0 {
+        let steady_by_policy = if shows.policy_comparison {
             [PolicyKind::PerWrite, PolicyKind::Group, PolicyKind::Window]
                 .into_iter()
                 .map(|page_policy| {
@@ -313,8 +324,8 @@ impl CommitModel {
         } else {
             Vec::new()
         };
-        let sweep_inputs = (params.part == 5).then(|| (params.clone(), latency.clone()));
-        let per_write_queue = if params.part == 0 {
+        let sweep_inputs = shows.load_sweep.then(|| (params.clone(), latency.clone()));
+        let per_write_queue = if shows.policy_comparison {
             let keep = Keep { writes: true, batches: false, trace: false };
             let setup = steady_setup(params, CorePolicy::PerWrite, keep, measured);
             let arrivals = steady_arrivals(params, params.load_per_second, STEADY_WRITES_MAX);
@@ -339,13 +350,13 @@ impl CommitModel {
             steady_by_policy,
             latency,
             per_write_queue,
-            tie_example: if params.part == 5 { super::group_steps::tie_example().ok() } else { None },
-            write_path: if params.part == 0 { super::write_path::path(params) } else { Vec::new() },
-            part: params.part,
+            tie_example: if shows.load_sweep { super::group_steps::tie_example().ok() } else { None },
+            write_path: if shows.policy_comparison { super::write_path::path(params) } else { Vec::new() },
+            shows,
         }
     }
 
-    /// The runs against load (Part 5's charts), run the first time they are asked for.
+    /// The runs against load (the load charts), run the first time they are asked for.
     pub fn sweep(&self) -> &[SweepPoint] {
         self.sweep.get_or_init(|| match &self.sweep_inputs {
             Some((params, latency)) => sweep(params, latency.as_deref()),
@@ -354,7 +365,7 @@ impl CommitModel {
     }
 
     pub fn timeline(&self) -> Timeline {
-        if self.part == 0 {
+        if self.shows.policy_comparison {
             return super::write_path::timeline();
         }
         match (self.scenario, &self.tiny, &self.steady) {
@@ -413,7 +424,7 @@ fn run_steady(params: &LabParams, policy: CorePolicy, measured: Option<&Measured
     Ok(SteadyCommit { rate_per_s: params.load_per_second, writes: run.writes, batches: run.batches, summary: run.summary, steady_state, end })
 }
 
-/// One policy's steady run, for Part 0's table: the whole run and its steady state.
+/// One policy's steady run, for the policy comparison's table: the whole run and its steady state.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PolicySteady {
     pub summary: Summary,
@@ -463,9 +474,12 @@ mod tests {
     use super::*;
     use crate::url_state::parse_query;
 
+    const LOAD_SWEEP: CommitShows = CommitShows { policy_comparison: false, load_sweep: true };
+    const POLICY_COMPARISON: CommitShows = CommitShows { policy_comparison: true, load_sweep: false };
+
     #[test]
     fn the_tiny_store_under_group_commit_takes_14_syncs() {
-        let model = CommitModel::build(&parse_query("part=5").0, None);
+        let model = CommitModel::build(&parse_query("").0, None, LOAD_SWEEP);
         let tiny = model.tiny.as_ref().unwrap();
         assert_eq!(tiny.summary.syncs, tiny.spans.batches.len() as u64);
         let batch_11 = tiny.spans.batches.iter().find(|batch| batch.id == 11).unwrap();
@@ -480,7 +494,7 @@ mod tests {
     #[test]
     fn phases_follow_the_trace() {
         use super::super::trace_view::Phase;
-        let model = CommitModel::build(&parse_query("part=5").0, None);
+        let model = CommitModel::build(&parse_query("").0, None, LOAD_SWEEP);
         let spans = &model.tiny.as_ref().unwrap().spans;
         let write_4 = 3;
         assert_eq!(spans.phase_at(write_4, Nanos::from_micros(1_000)), Phase::NotYet);
@@ -491,7 +505,7 @@ mod tests {
 
     #[test]
     fn steady_load_batches_grow_to_about_rate_times_latency() {
-        let model = CommitModel::build(&parse_query("part=5&scenario=steady").0, None);
+        let model = CommitModel::build(&parse_query("scenario=steady").0, None, LOAD_SWEEP);
         let steady = model.steady.as_ref().unwrap();
         let summary = steady.summary;
         let batch_mean = summary.batch_mean();
@@ -504,24 +518,24 @@ mod tests {
 
     #[test]
     fn batch_sizes_are_drawn_as_at_most_ten_bars_that_count_every_batch() {
-        for query in ["part=5&scenario=random&policy=window", "part=5&scenario=random", "part=5&scenario=steady&load=1000"] {
-            let model = CommitModel::build(&parse_query(query).0, None);
+        for query in ["scenario=random&policy=window", "scenario=random", "scenario=steady&load=1000"] {
+            let model = CommitModel::build(&parse_query(query).0, None, LOAD_SWEEP);
             let steady = model.steady.as_ref().unwrap();
             let bars = steady.batch_size_counts();
             assert!(!bars.is_empty() && bars.len() as u64 <= SIZE_BINS_MAX, "{query}: {bars:?}");
             assert_eq!(bars.iter().map(|(_, count)| count).sum::<u64>(), steady.batches.len() as u64, "{query}");
         }
-        let random = CommitModel::build(&parse_query("part=5&scenario=random&policy=window").0, None);
+        let random = CommitModel::build(&parse_query("scenario=random&policy=window").0, None, LOAD_SWEEP);
         let bars = random.steady.as_ref().unwrap().batch_size_counts();
         assert!(bars.iter().any(|(_, count)| *count > 1), "random arrivals' sizes fall into shared ranges: {bars:?}");
         assert!(bars.iter().all(|(label, _)| label.contains('-')), "{bars:?}");
-        let steady = CommitModel::build(&parse_query("part=5&scenario=steady&load=1000").0, None);
+        let steady = CommitModel::build(&parse_query("scenario=steady&load=1000").0, None, LOAD_SWEEP);
         assert_eq!(steady.steady.as_ref().unwrap().batch_size_counts()[0].0, "1", "one write a batch at 1,000/s");
     }
 
     #[test]
     fn the_steady_state_at_100k_writes_a_second_is_the_pages_figure() {
-        let model = CommitModel::build(&parse_query("part=5&scenario=steady&load=100000").0, None);
+        let model = CommitModel::build(&parse_query("scenario=steady&load=100000").0, None, LOAD_SWEEP);
         let steady = model.steady.as_ref().unwrap();
         let window = steady.steady_state.unwrap();
         assert_eq!(format!("{:.0}", window.syncs_per_s), "1000");
@@ -535,9 +549,9 @@ mod tests {
     }
 
     #[test]
-    fn part_0_verdicts_agree_with_their_rows() {
+    fn the_policy_comparisons_verdicts_agree_with_their_rows() {
         let at = |load: u64| {
-            let model = CommitModel::build(&parse_query(&format!("part=0&load={load}")).0, None);
+            let model = CommitModel::build(&parse_query(&format!("load={load}")).0, None, POLICY_COMPARISON);
             let (_, summary) = model.steady_by_policy.iter().find(|(policy, _)| *policy == PolicyKind::PerWrite).unwrap();
             let summary = summary.as_ref().unwrap().summary;
             (keeps_up(&summary, model.sync_latency, Nanos::ZERO), summary.wait_mean(), model.per_write_queue)
@@ -552,9 +566,9 @@ mod tests {
     }
 
     #[test]
-    fn part_0_rows_add_up_in_the_steady_state() {
+    fn the_policy_comparisons_rows_add_up_in_the_steady_state() {
         let row = |load: u64, policy: PolicyKind| {
-            let model = CommitModel::build(&parse_query(&format!("part=0&load={load}")).0, None);
+            let model = CommitModel::build(&parse_query(&format!("load={load}")).0, None, POLICY_COMPARISON);
             let (_, run) = model.steady_by_policy.iter().find(|(each, _)| *each == policy).unwrap();
             let steady = run.as_ref().unwrap().steady.unwrap();
             (format!("{:.0}", steady.syncs_per_s), format!("{:.1}", steady.writes_per_sync))
@@ -566,7 +580,7 @@ mod tests {
 
     #[test]
     fn the_sweep_leaves_sync_per_write_out_above_its_ceiling() {
-        let model = CommitModel::build(&parse_query("part=5").0, None);
+        let model = CommitModel::build(&parse_query("").0, None, LOAD_SWEEP);
         assert!(model
             .sweep()
             .iter()

@@ -198,9 +198,9 @@ struct LatencyExport {
 /// What a dropped file turned out to be.
 #[derive(Debug, PartialEq)]
 pub enum DroppedFile {
-    /// A commit trace: Part 5's lanes play it.
+    /// A commit trace: group commit's lanes play it.
     Trace(DroppedTrace),
-    /// A trace of `walab sim remote`: Part 13 (S3) or 14 (Postgres) plays it.
+    /// A trace of `walab sim remote` on S3 or Postgres.
     Remote(super::remote_trace::DroppedRemote),
     Latency(MeasuredLatency),
 }
@@ -213,30 +213,38 @@ pub enum Dropped {
 }
 
 impl Dropped {
-    /// The Part that plays it.
-    pub fn part(&self) -> u8 {
+    /// What it is.
+    pub fn kind(&self) -> DroppedKind {
         match self {
-            Dropped::Commit(_) => 5,
-            Dropped::Remote(remote) => remote.part(),
+            Dropped::Commit(_) => DroppedKind::CommitTrace,
+            Dropped::Remote(remote) => DroppedKind::Remote(remote.backend()),
         }
     }
 }
 
-/// A file the page could not read: the sentence, and the Part the file belongs to when
-/// it said what it is (a remote run's chapter, or Part 5 for a commit trace).
+/// What a dropped file is, as far as it said: the view that plays it is chosen from this.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DroppedKind {
+    CommitTrace,
+    Latency,
+    Remote(walab_core::sim::remote::RemoteBackend),
+}
+
+/// A file the page could not read: the sentence, and what the file is when it said so
+/// (a latency export, or a remote run on a backend).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DropError {
     pub message: String,
-    pub part: Option<u8>,
+    pub kind: Option<DroppedKind>,
 }
 
 /// Reads a dropped file: a latency export if it says so, else a trace, a remote run's
 /// when its scenario says so.
 pub fn parse_dropped(file_name: &str, text: &str) -> Result<DroppedFile, DropError> {
     if text.contains("\"walab-latency/") {
-        return parse_latency(file_name, text).map(DroppedFile::Latency).map_err(|message| DropError { message, part: Some(5) });
+        return parse_latency(file_name, text).map(DroppedFile::Latency).map_err(|message| DropError { message, kind: Some(DroppedKind::Latency) });
     }
-    let trace = read_trace(file_name, text).map_err(|message| DropError { message, part: None })?;
+    let trace = read_trace(file_name, text).map_err(|message| DropError { message, kind: None })?;
     dropped_of_trace(file_name, trace)
 }
 
@@ -244,10 +252,10 @@ pub fn parse_dropped(file_name: &str, text: &str) -> Result<DroppedFile, DropErr
 /// commit trace.
 pub fn dropped_of_trace(file_name: &str, trace: Trace) -> Result<DroppedFile, DropError> {
     if super::remote_trace::is_remote(&trace) {
-        let part = super::remote_trace::part_of_scenario(&trace.scenario);
+        let backend = super::remote_trace::backend_of_scenario(&trace.scenario);
         return super::remote_trace::read_remote(file_name, &trace)
             .map(DroppedFile::Remote)
-            .map_err(|message| DropError { message, part: Some(part) });
+            .map_err(|message| DropError { message, kind: Some(DroppedKind::Remote(backend)) });
     }
     Ok(DroppedFile::Trace(commit_trace(file_name, trace)))
 }

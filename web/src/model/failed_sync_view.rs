@@ -1,4 +1,4 @@
-//! Part 3's drawing: the failed sync inside the machine. The failing batch's segment unit
+//! The failed sync's drawing: the failed sync inside the machine. The failing batch's segment unit
 //! by unit in the page cache and on the media (pages marked clean though never written),
 //! the flushed file F11 and the manifest edit that would make it count, and, after a
 //! power cut, what a process restarting through the page cache reads against what the
@@ -280,13 +280,13 @@ pub fn paths_at(model: &super::tiny::TinyModel, params: &crate::url_state::LabPa
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::tiny::{setup_for, TinyModel};
+    use crate::model::tiny::setup_for;
     use crate::url_state::parse_query;
 
     #[test]
     fn e1_wrong_path_marks_b11_clean_acks_it_and_the_page_cache_lies() {
         let params = parse_query("part=3&fault=e1&handling=wrong&cut=12.5").0;
-        let model = TinyModel::build(&params);
+        let model = crate::model::tiny::for_link("part=3&fault=e1&handling=wrong&cut=12.5");
         let outcome = model.cut.as_ref().unwrap().as_ref().unwrap();
         let (segment, first, count) = failing_batch(&outcome.run.trace, 11).unwrap();
         assert_eq!((segment, first, count), (5, 18, 3), "B11 carries writes 18-20 into wal-5");
@@ -307,7 +307,7 @@ mod tests {
     #[test]
     fn e1_is_drawn_on_both_paths_and_the_reads_wait_for_the_reveal() {
         let params = parse_query("part=3&fault=e1&handling=wrong&cut=12.5").0;
-        let model = TinyModel::build(&params);
+        let model = crate::model::tiny::for_link("part=3&fault=e1&handling=wrong&cut=12.5");
         let at = Nanos::from_micros(12_500);
         let paths = paths_at(&model, &params, at, false);
         assert_eq!(paths.iter().map(|path| path.name).collect::<Vec<_>>(), ["right", "wrong"]);
@@ -320,7 +320,7 @@ mod tests {
 
     #[test]
     fn e2_keeps_wal_5_and_writes_no_edit_9() {
-        let model = TinyModel::build(&parse_query("part=3&fault=e2").0);
+        let model = crate::model::tiny::for_link("part=3&fault=e2");
         let (run, _) = model.full.as_ref().unwrap();
         let path = path_at("e2", run, run.ended_at, None, 5, 11);
         assert_eq!(path.flush, FlushStage::Failed);

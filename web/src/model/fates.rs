@@ -2,7 +2,7 @@
 //!
 //! An acknowledged write either survived recovery or was lost (a broken promise); a
 //! write never told OK either is absent or survived without its OK (an unknown outcome
-//! that turned out well). The lanes and the figures of Parts 3, 6, 7 and 8 draw these.
+//! that turned out well). The lanes and the tiny store's figures draw these.
 
 use walab_core::sim::tiny::CrashState;
 use walab_core::time::Nanos;

@@ -1,4 +1,4 @@
-//! Part 5's figure state: the queue, the leader and its batch, at the player's instant,
+//! Group commit's figure state: the queue, the leader and its batch, at the player's instant,
 //! and a caption for every instant, both read from the group-commit run's trace.
 //!
 //! While a sync runs, arriving writes queue. When it returns, the writes of its batch
@@ -24,7 +24,7 @@ pub fn tie_example() -> Result<Trace, String> {
     run.trace.ok_or_else(|| "the simulator kept no trace".to_string())
 }
 
-/// Where a write is in Part 5's figure.
+/// Where a write is in group commit's figure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Slot {
     NotYet,

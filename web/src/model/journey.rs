@@ -1,4 +1,4 @@
-//! Part 2: wal-1's first writes followed unit by unit, one step per event.
+//! wal-1's first writes followed unit by unit, one step per event.
 //!
 //! The tiny store's trace records a batch's `write()` and the start of its `fdatasync()`
 //! at the same simulated instant (the simulated `write()` takes no time), so a player
@@ -24,7 +24,7 @@ use crate::url_state::{LabParams, PolicyKind};
 
 /// The display time of one step (the player shows steps, not times).
 pub const STEP: Nanos = Nanos::from_millis(1);
-/// The segment Part 2 follows, and its writes.
+/// The segment the journey follows, and its writes.
 pub const SEGMENT: u64 = 1;
 
 /// Where one of wal-1's units is.
@@ -176,7 +176,7 @@ impl JourneyModel {
         &self.steps[index]
     }
 
-    /// The step Part 2 opens on: the first write() (write 1 in the page cache, its units
+    /// The step the journey opens on: the first write() (write 1 in the page cache, its units
     /// dirty), the moment the chapter's first sentence is about.
     pub fn opening(&self) -> Option<Nanos> {
         self.find(|step| step.call == CallAt::Write).map(|(index, _)| Nanos(STEP.0 * index as u64))
@@ -412,7 +412,7 @@ fn describe_op(write: &walab_core::trace::TraceWrite) -> String {
 }
 
 /// Where a call leaves the bytes it was given when it returns, and so what a power loss
-/// right after it keeps (Part 1's chain decides).
+/// right after it keeps (the durability chain decides).
 pub fn power_loss_after(stage: Stage) -> &'static str {
     if survives(stage, Failure::PowerLoss) {
         "kept: the bytes are on the media"
@@ -431,7 +431,7 @@ mod tests {
     use crate::url_state::parse_query;
 
     fn model() -> JourneyModel {
-        JourneyModel::build(&parse_query("part=2").0).unwrap()
+        JourneyModel::build(&parse_query("").0).unwrap()
     }
 
     fn unit(step: &JourneyStep, unit: u32) -> &UnitAt {

@@ -1,4 +1,4 @@
-//! Part 13's live view of a running `walab serve`: its `GET /trace` feed folded into
+//! The live view of a running `walab serve`: its `GET /trace` feed folded into
 //! what the view draws (the latest batches, the latest upload blocks, the counts since the
 //! page connected) and one sentence per step. Pure, so it is tested natively; the
 //! browser edge (the EventSource) is `parts::remote::live`.

@@ -5,9 +5,9 @@
 //! wants the few that change the story: a batch forming (its sync starts), a sync that
 //! fails, the power cut, the scan's stop. Those are the *notable* marks, and the
 //! presenter's `n` key jumps from one to the next. A model with no notion of its own
-//! (Part 4's steps, Part 9's REDO) gets none, and `n` steps like the arrow key.
+//! (the append's steps, REDO's) gets none, and `n` steps like the arrow key.
 //!
-//! [`run_end`] says where a Part's run ends without a power cut: a cut must fall inside
+//! [`run_end`] says where a view's run ends without a power cut: a cut must fall inside
 //! it, so a cut past the end is refused with that range instead of drawing off the chart.
 
 use walab_core::time::Nanos;
@@ -25,7 +25,7 @@ pub fn notable_marks(model: &Model) -> Vec<Nanos> {
             if let Some(Ok(outcome)) = &tiny.cut {
                 marks.retain(|mark| *mark <= outcome.at);
                 marks.push(outcome.at);
-                // Part 7 plays the recovery scan after the cut: its stop is worth a word.
+                // A view of the recovery scan plays it after the cut: its stop is worth a word.
                 let timeline = tiny.timeline();
                 if timeline.end > outcome.at {
                     marks.push(timeline.end);
@@ -62,33 +62,35 @@ fn failed_syncs(trace: &Trace) -> Vec<Nanos> {
     trace.events.iter().filter(|event| matches!(event.event, Event::SyncEnd { ok: false, .. })).map(|event| event.at).collect()
 }
 
-/// Where a Part's figure opens when its link names no moment: a moment with something to
-/// look at, not an empty run at t = 0. Parts 0 and 2 open on write 1 in the page cache,
-/// Part 3 on its failed sync, Parts 6 and 7 just before the power cut their lessons are
-/// about (B14's sync running), Part 5 as its largest batch forms, Part 8 as its last write is told OK, Part 10 as the log
-/// forks onto the replicas. `None`: the start.
-pub fn opening(model: &Model, part: u8) -> Option<Nanos> {
-    match (model, part) {
+/// Where a figure opens when its link names no moment: a moment with something to look
+/// at, not an empty run at t = 0. Write 1's path and journey open on write 1 in the page
+/// cache; the tiny store on its failed sync, else just before the power cut (B14's sync
+/// running), or as its last write is told OK when the view asks; group commit as its
+/// largest batch forms; the quorum as the log forks onto the replicas. `None`: the start.
+pub fn opening(model: &Model) -> Option<Nanos> {
+    match model {
         // Write 1's record has just been copied into the page cache: its units are dirty,
         // and nothing is on the media yet.
-        (Model::Journey(Ok(journey)), _) => journey.opening(),
+        Model::Journey(Ok(journey)) => journey.opening(),
         // Write 1 in the page cache: written, not yet durable.
-        (Model::Commit(model), _) if !model.write_path.is_empty() => Some(super::write_path::opening()),
-        (Model::Tiny(tiny), 3 | 6 | 7) => {
+        Model::Commit(model) if !model.write_path.is_empty() => Some(super::write_path::opening()),
+        // As the last write is told OK, when every segment has been created and the first
+        // ones have passed their gates.
+        Model::Tiny(tiny) if tiny.shows.opens_on_last_ack => {
+            tiny.full.as_ref().ok().and_then(|(_, spans)| spans.writes.iter().filter_map(|write| write.ack).max())
+        }
+        Model::Tiny(tiny) => {
             let trace = tiny.trace()?;
             let failed = failed_syncs(trace).into_iter().next();
             let end = tiny.full.as_ref().ok().map(|(_, spans)| spans.end)?;
             Some(failed.unwrap_or(walab_core::tiny_store::POWER_CUT).min(end))
         }
-        // Part 8: as the last write is told OK, when every segment has been created and the
-        // first ones have passed their gates.
-        (Model::Tiny(tiny), 8) => tiny.full.as_ref().ok().and_then(|(_, spans)| spans.writes.iter().filter_map(|write| write.ack).max()),
-        (Model::Quorum(quorum), _) => quorum.fork_at(),
-        // Parts 13 and 14: batches held back behind a slow one, or the ring waiting.
-        (Model::Remote(remote), _) => remote.opening(),
+        Model::Quorum(quorum) => quorum.fork_at(),
+        // The remote WALs: batches held back behind a slow one, or the ring waiting.
+        Model::Remote(remote) => remote.opening(),
         // A dropped recording opens in its busiest moment, the lanes zoomed there.
-        (Model::Dropped(trace), 5) => trace.opening(),
-        (Model::Commit(commit), 5) => match &commit.tiny {
+        Model::Dropped(trace) => trace.opening(),
+        Model::Commit(commit) => match &commit.tiny {
             Ok(tiny) if commit.scenario == crate::url_state::Scenario::Tiny => {
                 // The first of the largest batches, a moment after its sync started: the
                 // queue has just become a batch and the next writers queue behind it.
@@ -105,7 +107,7 @@ pub fn opening(model: &Model, part: u8) -> Option<Nanos> {
     }
 }
 
-/// Where the Part's run ends when the power stays on; `None` for a model without a
+/// Where the view's run ends when the power stays on; `None` for a model without a
 /// timeline of instants a cut could fall in.
 pub fn run_end(model: &Model) -> Option<Nanos> {
     match model {
@@ -118,26 +120,24 @@ pub fn run_end(model: &Model) -> Option<Nanos> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::tiny::TinyModel;
-    use crate::url_state::parse_query;
 
     #[test]
     fn the_tiny_store_has_a_moment_per_batch_and_one_for_the_cut() {
-        let model = Model::Tiny(TinyModel::build(&parse_query("part=6").0));
+        let model = Model::Tiny(crate::model::tiny::for_link("part=6"));
         let Model::Tiny(tiny) = &model else { unreachable!() };
         let batches = tiny.spans().unwrap().batches.len();
         let marks = notable_marks(&model);
         assert!(marks.len() >= 14 && marks.len() <= batches, "{} notable of {batches} batches", marks.len());
         assert!(marks.len() < tiny.timeline().marks.len() / 2, "far fewer than the steps");
         let cut = Nanos(13_500_000);
-        let model = Model::Tiny(TinyModel::build(&parse_query("part=6&cut=13.5").0));
+        let model = Model::Tiny(crate::model::tiny::for_link("part=6&cut=13.5"));
         let marks = notable_marks(&model);
         assert_eq!(marks.last(), Some(&cut), "the cut is the last moment of a cut run");
     }
 
     #[test]
     fn a_failed_sync_is_a_moment() {
-        let model = Model::Tiny(TinyModel::build(&parse_query("part=3&fault=e1").0));
+        let model = Model::Tiny(crate::model::tiny::for_link("part=3&fault=e1"));
         let Model::Tiny(tiny) = &model else { unreachable!() };
         let failed = tiny.spans().unwrap().writes.iter().find_map(|write| write.failed).expect("B11's writers are failed");
         assert!(notable_marks(&model).contains(&failed));
@@ -146,7 +146,7 @@ mod tests {
     #[test]
     fn a_failed_sync_that_is_retried_is_a_moment() {
         // E1 the wrong way: B11's fdatasync fails at 11.00 ms and the retry ends at 12.00.
-        let model = Model::Tiny(TinyModel::build(&parse_query("part=3&fault=e1&handling=wrong").0));
+        let model = Model::Tiny(crate::model::tiny::for_link("part=3&fault=e1&handling=wrong"));
         let marks = notable_marks(&model);
         for ms in [10, 11, 12] {
             assert!(marks.contains(&Nanos::from_millis(ms)), "{ms} ms in {marks:?}");
@@ -155,7 +155,7 @@ mod tests {
 
     #[test]
     fn the_tiny_store_runs_about_fourteen_milliseconds() {
-        let model = Model::Tiny(TinyModel::build(&parse_query("part=6").0));
+        let model = Model::Tiny(crate::model::tiny::for_link("part=6"));
         let end = run_end(&model).unwrap();
         assert!(end > Nanos::from_millis(13) && end < Nanos::from_millis(20), "{end:?}");
         assert_eq!(run_end(&Model::Append), Some(Nanos::from_millis(7)));

@@ -1,4 +1,4 @@
-//! Part 9's drawing: the two pages in the buffer pool and on the data file, sector by
+//! REDO's drawing: the two pages in the buffer pool and on the data file, sector by
 //! sector, and the log, folded from the page engine's events up to the player's step.
 //! REDO's pages appear in the buffer pool only as REDO reads them.
 

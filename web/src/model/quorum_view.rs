@@ -1,4 +1,4 @@
-//! Part 10's drawing: one batch's legs to the three replicas, Raft-style (send while the
+//! The quorum's drawing: one batch's legs to the three replicas, Raft-style (send while the
 //! leader syncs; commit at the W-th fastest leg) beside PostgreSQL's (flush, then ship).
 
 use walab_core::quorum::{replica_name, BatchTiming, BranchR, QuorumMode, QuorumSetup};

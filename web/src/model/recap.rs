@@ -1,8 +1,8 @@
-//! Part 12's recap: the path of one OK, a stop per Part, each with the headline number
-//! that Part computed. The numbers come from the same core runs the Parts make (the tiny
-//! store's group commit and power cut, its gates, branch B's redo, branch R's quorum,
-//! the budget model), run again here for the defaults, so the recap cannot drift from
-//! the Parts it sums up.
+//! The recap: the path of one OK, a stop per lesson, each with the headline number its
+//! chapter computed. The numbers come from the same core runs the chapters make (the
+//! tiny store's group commit and power cut, its gates, branch B's redo, branch R's
+//! quorum, the budget model), run again here for the defaults, so the recap cannot drift
+//! from the chapters it sums up.
 
 use walab_core::budget::Budget;
 use walab_core::codec::tiny::HEADER_BYTES;
@@ -18,32 +18,52 @@ use walab_core::tiny_store::{POWER_CUT, SYNC_LATENCY, WRITES};
 use super::redo_quorum_budget::{FORK_AFTER_WRITE, PAGE_BYTES, SECTOR_BYTES};
 use crate::format::{group_thousands, ms};
 
-/// One stop on the path: a Part, its number in a few words, and its lesson.
+/// One stop on the path: what it is about, its number in a few words, and its lesson.
 #[derive(Debug)]
 pub struct Stop {
-    pub part: u8,
+    pub topic: Topic,
     pub headline: String,
     pub lesson: String,
 }
 
-/// The reader the recap pins Part 8's segments with.
+/// What a stop sums up, in the order an OK travels (`crate::parts` says which chapter
+/// teaches each).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Topic {
+    SyncsPerSecond,
+    Chain,
+    OneSync,
+    FailedSync,
+    RecordHeader,
+    GroupCommit,
+    PowerCut,
+    TornTail,
+    Retention,
+    Redo,
+    Quorum,
+    AwsBudget,
+    ObjectStore,
+    Postgres,
+}
+
+/// The reader the recap pins the retention run's segments with.
 const READER_SEQ: u64 = 10;
 
-/// Every Part's stop, in the order an OK travels (the navigation's order: 13 and 14 before 12).
+/// Every stop, in the order an OK travels (the remote WALs last).
 pub fn stops(budget: Option<&Budget>) -> Vec<Stop> {
-    let stop = |part: u8, headline: String, lesson: &str| Stop { part, headline, lesson: lesson.to_string() };
+    let stop = |topic: Topic, headline: String, lesson: &str| Stop { topic, headline, lesson: lesson.to_string() };
     let failed = |what: &str| format!("({what} did not run)");
     let mut stops = Vec::with_capacity(15);
-    stops.push(stop(0, budget.map_or_else(|| failed("the budget"), |budget| format!(
+    stops.push(stop(Topic::SyncsPerSecond, budget.map_or_else(|| failed("the budget"), |budget| format!(
         "{} writes/s ÷ {} syncs/s = {:.0} writes a sync", group_thousands(budget.input.rate_per_s), group_thousands(budget.syncs_per_s), budget.writes_per_batch_mean)),
         "A log that syncs in about 1 ms allows about 1,000 syncs a second: a heavy load needs many writes per sync."));
-    stops.push(stop(1, "log before apply; durable before OK".to_string(),
+    stops.push(stop(Topic::Chain, "log before apply; durable before OK".to_string(),
         "An OK names the failure it survives; the WAL rule logs the change before applying it and syncs before answering."));
-    stops.push(stop(2, format!("one fdatasync: {}", ms(SYNC_LATENCY)),
+    stops.push(stop(Topic::OneSync, format!("one fdatasync: {}", ms(SYNC_LATENCY)),
         "A write only reaches the page cache; a sync makes it durable, through the drive's cache, with the directory and the file's size."));
-    stops.push(stop(3, "EIO: fail the waiters, stop, recover".to_string(),
+    stops.push(stop(Topic::FailedSync, "EIO: fail the waiters, stop, recover".to_string(),
         "A failed sync may have marked the pages clean: a retry that returns OK wrote nothing, so the engine must stop."));
-    stops.push(stop(4, format!("{HEADER_BYTES}-byte header: checksum, length, type"),
+    stops.push(stop(Topic::RecordHeader, format!("{HEADER_BYTES}-byte header: checksum, length, type"),
         "Each record carries its own checksum and length, so a scan can tell a whole record from a torn one."));
     let tiny_commit = |policy| {
         let (setup, arrivals) = tiny_store_setup(Config::file(policy));
@@ -51,7 +71,7 @@ pub fn stops(budget: Option<&Budget>) -> Vec<Stop> {
     };
     let group = tiny_commit(Policy::Group).map(|run| run.summary);
     let per_write = tiny_commit(Policy::PerWrite).map(|run| run.summary);
-    stops.push(stop(5, match (group, per_write) {
+    stops.push(stop(Topic::GroupCommit, match (group, per_write) {
         (Ok(group), Ok(per_write)) => format!(
             "{} writes in {} syncs, waits {} to {} (a sync each: {} syncs, up to {})",
             WRITES.len(), group.syncs, ms(group.wait_min), ms(group.wait_max), per_write.syncs, ms(per_write.wait_max)),
@@ -62,12 +82,12 @@ pub fn stops(budget: Option<&Budget>) -> Vec<Stop> {
         let lost = run.post_crash_states()?.first()?.lost_acknowledged.len();
         Some((run.acknowledged().len(), lost))
     };
-    stops.push(stop(6, match (at_cut(Policy::Group), at_cut(Policy::NoSync)) {
+    stops.push(stop(Topic::PowerCut, match (at_cut(Policy::Group), at_cut(Policy::NoSync)) {
         (Some((group_acked, group_lost)), Some((fast_acked, fast_lost))) => format!(
             "power off at {}: group commit {group_acked} OK, {group_lost} lost; no sync {fast_acked} OK, {fast_lost} lost", ms(POWER_CUT)),
         _ => failed("the power cut"),
     }, "An OK before the sync is a promise the power can break; after the sync it holds."));
-    stops.push(stop(7, "the scan stops at the first bad checksum".to_string(),
+    stops.push(stop(Topic::TornTail, "the scan stops at the first bad checksum".to_string(),
         "A torn tail is harmless: only writes never acknowledged can be in it, and recovery stops before them."));
     let kept = |readers: Vec<CdcReader>| {
         let run = tiny::run(&TinySetup { readers, ..TinySetup::new(Policy::Group) }).ok()?;
@@ -75,7 +95,7 @@ pub fn stops(budget: Option<&Budget>) -> Vec<Stop> {
         Some(run.gates_at(at).iter().filter(|gate| gate.exists).count())
     };
     let reader = CdcReader { name: "cdc".to_string(), confirmed_seq: READER_SEQ };
-    stops.push(stop(8, match (kept(Vec::new()), kept(vec![reader])) {
+    stops.push(stop(Topic::Retention, match (kept(Vec::new()), kept(vec![reader])) {
         (Some(alone), Some(pinned)) => format!("{} kept; {} with a reader stuck at seq {READER_SEQ}", crate::format::count(alone as u64, "segment"), pinned),
         _ => failed("the retention run"),
     }, "A segment goes once its records are flushed and every reader has passed it; a stuck reader pins the log."));
@@ -83,20 +103,20 @@ pub fn stops(budget: Option<&Budget>) -> Vec<Stop> {
         let geometry = PageGeometry::new(PAGE_BYTES, SECTOR_BYTES).ok()?;
         Some(branch_b::run(geometry, protection, CutPoint::PAGE).ok()?.recovered_everything())
     };
-    stops.push(stop(9, match (redo(Protection::FullPageImages), redo(Protection::None)) {
+    stops.push(stop(Topic::Redo, match (redo(Protection::FullPageImages), redo(Protection::None)) {
         (Some(with), Some(without)) => format!("torn page: {} with full-page images, {} without", restored(with), restored(without)),
         _ => failed("the redo run"),
     }, "Redo applies a record only where LSN > pageLSN; a torn page needs a full-page image or a doublewrite copy."));
     let setup = QuorumSetup::branch_r();
-    stops.push(stop(10, match quorum::branch_r(&setup, FORK_AFTER_WRITE).ok().and_then(|branch| branch.budget(23)) {
+    stops.push(stop(Topic::Quorum, match quorum::branch_r(&setup, FORK_AFTER_WRITE).ok().and_then(|branch| branch.budget(23)) {
         Some(wait) => format!("write 23 waits {}, not the naive {}", ms(wait.total), ms(wait.naive_sum)),
         None => failed("the quorum run"),
     }, "Replicas' legs run at once: a commit costs the slowest leg it needs, and the copies survive a lost disk or zone."));
-    stops.push(stop(11, budget.map_or_else(|| failed("the budget"), aws_budget),
+    stops.push(stop(Topic::AwsBudget, budget.map_or_else(|| failed("the budget"), aws_budget),
         "The syncs fit gp3's included IOPS; the bytes (log pages plus the LSM tree's) need more throughput or a second volume."));
-    stops.push(stop(13, "no local disk: an OK once the object is stored".to_string(),
+    stops.push(stop(Topic::ObjectStore, "no local disk: an OK once the object is stored".to_string(),
         "On S3 an append waits for its upload (tens of ms on S3 Standard); records that arrive meanwhile share the next upload, and the epoch in every key fences a replaced node."));
-    stops.push(stop(14, "an OK once the row is committed".to_string(),
+    stops.push(stop(Topic::Postgres, "an OK once the row is committed".to_string(),
         "In Postgres the WAL is rows in a ring of slot tables; a commit costs a millisecond or two, and the node row's epoch fences a replaced node."));
     stops
 }
@@ -140,19 +160,21 @@ mod tests {
     use crate::url_state::parse_query;
 
     #[test]
-    fn the_path_of_an_ok_has_a_stop_for_every_part_but_the_recap_itself() {
-        let budget = BudgetModel::build(&parse_query("part=12").0).budget.unwrap();
+    fn the_path_of_an_ok_has_a_stop_for_every_lesson() {
+        use Topic::*;
+        let budget = BudgetModel::build(&parse_query("").0, true).budget.unwrap();
         let stops = stops(Some(&budget));
-        let parts: Vec<u8> = stops.iter().map(|stop| stop.part).collect();
-        assert_eq!(parts, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14]);
-        let headline = |part: u8| stops.iter().find(|stop| stop.part == part).unwrap().headline.clone();
-        assert_eq!(headline(0), "100,000 writes/s ÷ 1,000 syncs/s = 100 writes a sync");
-        assert_eq!(headline(5), "24 writes in 14 syncs, waits 1 ms to 1.9 ms (a sync each: 24 syncs, up to 11.3 ms)");
-        assert_eq!(headline(6), "power off at 13.5 ms: group commit 22 OK, 0 lost; no sync 24 OK, 4 lost");
-        assert_eq!(headline(8), "1 segment kept; 4 with a reader stuck at seq 10");
-        assert_eq!(headline(9), "torn page: rebuilt with full-page images, lost without");
-        assert_eq!(headline(10), "write 23 waits 2.7 ms, not the naive 9.7 ms");
-        assert_eq!(headline(11), "1,000 + about 760 = 1,763 IOPS of gp3's 3,000; 12-16 + 200 MB/s = 207 MiB/s, above its 125 MiB/s");
+        let topics: Vec<Topic> = stops.iter().map(|stop| stop.topic).collect();
+        let all = [SyncsPerSecond, Chain, OneSync, FailedSync, RecordHeader, GroupCommit, PowerCut, TornTail, Retention, Redo, Quorum, AwsBudget, ObjectStore, Postgres];
+        assert_eq!(topics, all);
+        let headline = |topic: Topic| stops.iter().find(|stop| stop.topic == topic).unwrap().headline.clone();
+        assert_eq!(headline(SyncsPerSecond), "100,000 writes/s ÷ 1,000 syncs/s = 100 writes a sync");
+        assert_eq!(headline(GroupCommit), "24 writes in 14 syncs, waits 1 ms to 1.9 ms (a sync each: 24 syncs, up to 11.3 ms)");
+        assert_eq!(headline(PowerCut), "power off at 13.5 ms: group commit 22 OK, 0 lost; no sync 24 OK, 4 lost");
+        assert_eq!(headline(Retention), "1 segment kept; 4 with a reader stuck at seq 10");
+        assert_eq!(headline(Redo), "torn page: rebuilt with full-page images, lost without");
+        assert_eq!(headline(Quorum), "write 23 waits 2.7 ms, not the naive 9.7 ms");
+        assert_eq!(headline(AwsBudget), "1,000 + about 760 = 1,763 IOPS of gp3's 3,000; 12-16 + 200 MB/s = 207 MiB/s, above its 125 MiB/s");
         assert!(stops.iter().all(|stop| !stop.headline.contains("did not run")));
     }
 }

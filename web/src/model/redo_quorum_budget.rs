@@ -1,4 +1,4 @@
-//! Parts 9, 10 and 11: the page engine's redo, the quorum, and the AWS budget, each
+//! The page engine's redo, the quorum, and the AWS budget, each
 //! computed by the core's models for the current parameters.
 
 use walab_core::budget::{self, Budget, BudgetInput};
@@ -154,7 +154,7 @@ impl QuorumModel {
         let survival = quorum::survival_table(&quorum::page_policies());
         let files = trace.as_ref().map(|trace| trace.files.iter().map(|file| file.name.clone()).collect()).unwrap_or_default();
         let mut marks = spans.as_ref().map(TraceSpans::marks).unwrap_or_default();
-        // The fork is a step of its own: the moment the Part opens on.
+        // The fork is a step of its own: the moment the view opens on.
         marks.extend(branch.as_ref().ok().map(|branch| branch.fork_at));
         walab_core::sort::sort(&mut marks);
         marks.dedup();
@@ -174,7 +174,7 @@ impl QuorumModel {
         super::captions::caption_at(&self.captions.1, &self.captions.0, now, "Before the first write: one leader, A, and two followers, B and C, each in its own zone.")
     }
 
-    /// The steps from the fork on: before it the run is Part 5's single disk, which the
+    /// The steps from the fork on: before it the run is group commit's single disk, which the
     /// lanes still draw but the player does not step through again.
     pub fn timeline(&self) -> Timeline {
         match &self.spans {
@@ -186,7 +186,7 @@ impl QuorumModel {
         }
     }
 
-    /// When the log forks onto the replicas: the moment Part 10 opens on.
+    /// When the log forks onto the replicas: the moment the view opens on.
     pub fn fork_at(&self) -> Option<Nanos> {
         self.branch.as_ref().ok().map(|branch| branch.fork_at)
     }
@@ -195,15 +195,15 @@ impl QuorumModel {
 #[derive(Debug)]
 pub struct BudgetModel {
     pub budget: Result<Budget, String>,
-    /// Part 12's path of an OK (empty in Part 11).
+    /// The recap's path of an OK, when asked for (empty otherwise).
     pub recap: Vec<super::recap::Stop>,
 }
 
 impl BudgetModel {
-    pub fn build(params: &LabParams) -> BudgetModel {
+    pub fn build(params: &LabParams, with_recap: bool) -> BudgetModel {
         let input = BudgetInput { rate_per_s: params.load_per_second, sync_latency: params.sync_latency, ..BudgetInput::page() };
         let budget = budget::compute(input).map_err(|error| error.to_string());
-        let recap = if params.part == 12 { super::recap::stops(budget.as_ref().ok()) } else { Vec::new() };
+        let recap = if with_recap { super::recap::stops(budget.as_ref().ok()) } else { Vec::new() };
         BudgetModel { budget, recap }
     }
 }
@@ -215,7 +215,7 @@ mod tests {
 
     #[test]
     fn redo_walks_the_run_then_recovery() {
-        let model = RedoModel::build(&parse_query("part=9").0);
+        let model = RedoModel::build(&parse_query("").0);
         let branch = model.branch.as_ref().unwrap();
         assert!(branch.recovered_everything());
         assert!(model.recovery_from > 0 && model.recovery_from < model.events.len());
@@ -238,7 +238,7 @@ mod tests {
     #[test]
     fn redo_shows_the_final_pages_only_when_it_reaches_them() {
         use super::super::pages_view::{pages_at, Phase};
-        let model = RedoModel::build(&parse_query("part=9").0);
+        let model = RedoModel::build(&parse_query("").0);
         let branch = model.branch.as_ref().unwrap();
         let last_redo = model.events.iter().rposition(|event| matches!(event, PageEvent::Redo(_))).unwrap();
         let finals = |done: usize| pages_at(&model.events, done, &branch.crash.expected, 2).buffer.iter().filter(|page| page.final_page).count();
@@ -257,13 +257,13 @@ mod tests {
 
     #[test]
     fn without_protection_a_page_is_damaged() {
-        let model = RedoModel::build(&parse_query("part=9&protection=none").0);
+        let model = RedoModel::build(&parse_query("protection=none").0);
         assert!(!model.branch.as_ref().unwrap().recovered_everything());
     }
 
     #[test]
     fn the_quorum_model_draws_the_branch_as_lanes() {
-        let model = QuorumModel::build(&parse_query("part=10").0);
+        let model = QuorumModel::build(&parse_query("").0);
         let spans = model.spans.as_ref().unwrap();
         assert!(!spans.batches.is_empty());
         let budget = model.write_23.as_ref().unwrap();
@@ -288,14 +288,14 @@ mod tests {
         assert_eq!(timeline.marks.first(), Some(&fork), "the steps start at the fork");
         assert!(timeline.marks.len() <= 15, "{} steps after the fork", timeline.marks.len());
         assert!(model.caption_now(fork).contains("the log forks after write 20"), "{}", model.caption_now(fork));
-        let w1 = QuorumModel::build(&parse_query("part=10&w=1").0);
+        let w1 = QuorumModel::build(&parse_query("w=1").0);
         assert!(w1.captions.1.iter().any(|caption| caption.contains("commits on A's local sync, the 1st fastest (W = 1): 1.0 ms")), "{:#?}", w1.captions.1);
     }
 
     #[test]
     fn the_budget_follows_the_load() {
-        let low = BudgetModel::build(&parse_query("part=11&load=1000").0).budget.unwrap();
-        let high = BudgetModel::build(&parse_query("part=11").0).budget.unwrap();
+        let low = BudgetModel::build(&parse_query("load=1000").0, false).budget.unwrap();
+        let high = BudgetModel::build(&parse_query("").0, false).budget.unwrap();
         assert!(high.shared.iops >= low.shared.iops);
     }
 }

@@ -1,5 +1,5 @@
 //! A trace written by `walab sim remote --trace FILE` and dropped onto the page: read back
-//! into the core's run by `sim::remote::from_trace`, so Parts 13 and 14 draw it with the
+//! into the core's run by `sim::remote::from_trace`, so the remote views draw it with the
 //! same figures as their own runs.
 //!
 //! The file is untrusted input. What `from_trace` would take at its word (a record count
@@ -11,7 +11,6 @@ use walab_core::sim::remote::{from_trace, RemoteBackend, RemoteRun};
 use walab_core::time::Nanos;
 use walab_core::trace::{Event, Trace};
 
-use super::remote::{OBJECT_STORE_PART, POSTGRES_PART};
 use crate::url_state::format_millis;
 
 /// Scenarios of `walab sim remote` traces start with this (`remote-s3`, `remote-postgres`).
@@ -38,12 +37,13 @@ pub fn is_remote(trace: &Trace) -> bool {
     trace.scenario.starts_with(REMOTE_SCENARIO_PREFIX)
 }
 
-/// The Part a remote scenario plays in: Postgres in 14, anything else remote in 13.
-pub fn part_of_scenario(scenario: &str) -> u8 {
+/// The backend a remote scenario ran on: Postgres for `remote-postgres`, anything else
+/// remote an object store.
+pub fn backend_of_scenario(scenario: &str) -> RemoteBackend {
     if scenario == "remote-postgres" {
-        POSTGRES_PART
+        RemoteBackend::Postgres
     } else {
-        OBJECT_STORE_PART
+        RemoteBackend::S3
     }
 }
 
@@ -97,12 +97,9 @@ fn check(trace: &Trace) -> Result<(), String> {
 }
 
 impl DroppedRemote {
-    /// The Part that plays this run.
-    pub fn part(&self) -> u8 {
-        match self.run.backend {
-            RemoteBackend::S3 => OBJECT_STORE_PART,
-            RemoteBackend::Postgres => POSTGRES_PART,
-        }
+    /// The backend this run was on.
+    pub fn backend(&self) -> RemoteBackend {
+        self.run.backend
     }
 
     /// What the file holds, in words: the caption above the figures.
@@ -167,7 +164,7 @@ impl DroppedRemote {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::dropped::{parse_dropped, DroppedFile};
+    use crate::model::dropped::{parse_dropped, DroppedFile, DroppedKind};
     use walab_core::sim::remote::{self, to_trace, Load, RemoteSetup};
 
     fn s3_run(takeover: bool) -> RemoteRun {
@@ -194,7 +191,7 @@ mod tests {
     fn a_remote_trace_reads_back_into_the_runs_numbers() {
         let run = s3_run(true);
         let dropped = read("run.json", &json(&to_trace(&run, "group"))).unwrap();
-        assert_eq!(dropped.part(), OBJECT_STORE_PART);
+        assert_eq!(dropped.backend(), RemoteBackend::S3);
         assert_eq!((dropped.run.batches.len(), dropped.run.puts, dropped.run.records_acked), (run.batches.len(), run.puts, run.records_acked));
         let (read, original) = (dropped.run.takeover.as_ref().unwrap(), run.takeover.as_ref().unwrap());
         assert_eq!((read.acked_by_old, read.recovered_by_new, read.stragglers_ignored), (original.acked_by_old, original.recovered_by_new, original.stragglers_ignored));
@@ -205,11 +202,11 @@ mod tests {
     }
 
     #[test]
-    fn a_postgres_trace_plays_in_part_14() {
+    fn a_postgres_trace_reads_as_a_postgres_run() {
         let setup = RemoteSetup::new(RemoteBackend::Postgres, Load::Writers { writers: 4 }, 50);
         let run = remote::run(&setup).unwrap();
         let dropped = read("pg.json", &json(&to_trace(&run, "window"))).unwrap();
-        assert_eq!(dropped.part(), POSTGRES_PART);
+        assert_eq!(dropped.backend(), RemoteBackend::Postgres);
         assert_eq!(dropped.run.records_acked, 50);
         assert!(dropped.summary().contains("batches, each sent as one INSERT"), "{}", dropped.summary());
     }
@@ -223,7 +220,7 @@ mod tests {
     }
 
     #[test]
-    fn a_damaged_remote_trace_gets_one_sentence_and_names_its_part() {
+    fn a_damaged_remote_trace_gets_one_sentence_and_names_its_backend() {
         let run = s3_run(false);
         let good = to_trace(&run, "group");
         let error = |trace: &Trace| parse_dropped("bad.json", &json(trace)).unwrap_err();
@@ -232,7 +229,7 @@ mod tests {
         let mut orphan = good.clone();
         orphan.events.retain(|event| !matches!(event.event, Event::BatchFormed { batch: 2, .. }));
         let problem = error(&orphan);
-        assert_eq!(problem.part, Some(OBJECT_STORE_PART));
+        assert_eq!(problem.kind, Some(DroppedKind::Remote(RemoteBackend::S3)));
         assert_eq!(problem.message, "bad.json: batch 2 is used before a batch_formed event made it");
 
         // A batch claiming more records than there are, and one whose count overflows.
@@ -262,13 +259,13 @@ mod tests {
         let mut unknown = good.clone();
         unknown.scenario = "remote-gcs".into();
         let problem = error(&unknown);
-        assert_eq!(problem.part, Some(OBJECT_STORE_PART));
+        assert_eq!(problem.kind, Some(DroppedKind::Remote(RemoteBackend::S3)));
         assert_eq!(problem.message, "bad.json: scenario 'remote-gcs' is not a run of walab sim remote (remote-s3 or remote-postgres)");
         let mut empty = good.clone();
         empty.scenario = "remote-postgres".into();
         empty.events.retain(|event| matches!(event.event, Event::Arrive { .. }));
         let problem = error(&empty);
-        assert_eq!(problem.part, Some(POSTGRES_PART));
+        assert_eq!(problem.kind, Some(DroppedKind::Remote(RemoteBackend::Postgres)));
         assert_eq!(problem.message, "bad.json: the trace of walab sim remote forms no batch, so there is nothing to draw");
     }
 

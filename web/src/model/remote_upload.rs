@@ -1,4 +1,4 @@
-//! Part 13's upload from WAL to committed objects at the playhead: what each object, each
+//! The upload from WAL to committed objects at the playhead: what each object, each
 //! stream's committed end and each WAL object is at `t`, and the caption of the upload's
 //! steps. The run is the core's (`walab_core::sim::remote::upload`); nothing here decides.
 
@@ -194,14 +194,16 @@ pub fn label_at(upload: &UploadRun, t: Nanos) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::remote::{RemoteModel, RemoteParams, OBJECT_STORE_PART};
+    use crate::model::remote::RemoteModel;
+    use crate::remote_params::RemoteParams;
+    use walab_core::sim::remote::RemoteBackend;
 
     #[test]
     fn a_crash_before_the_commit_shows_orphans_then_expired_ids_and_the_retry_committed() {
         let mut params = RemoteParams::default();
         params.parse("rlat", "25").unwrap();
         params.parse("rupcrash", "2").unwrap();
-        let model = RemoteModel::build(OBJECT_STORE_PART, &params, 1);
+        let model = RemoteModel::build(RemoteBackend::S3, &params, 1);
         let upload = model.upload.as_ref().unwrap().as_ref().unwrap();
         let block = &upload.blocks[1];
         let crash = block.attempts[0].uploaded;

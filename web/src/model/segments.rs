@@ -1,4 +1,4 @@
-//! Part 8's drawing: the log's segment files at the playhead, each with its two deletion
+//! The segments' drawing: the log's segment files at the playhead, each with its two deletion
 //! gates, and the change-data-capture reader's confirmed position pinning files.
 
 use walab_core::sim::tiny::{SegmentGates, TinyRun};
@@ -78,11 +78,9 @@ pub fn kept(files: &[SegmentFile]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::tiny::TinyModel;
-    use crate::url_state::parse_query;
 
     fn files_at_end(query: &str) -> Vec<SegmentFile> {
-        let model = TinyModel::build(&parse_query(query).0);
+        let model = crate::model::tiny::for_link(query);
         let (run, _) = model.full.as_ref().unwrap();
         segment_files(run, model.timeline().end)
     }
@@ -100,7 +98,7 @@ mod tests {
 
     #[test]
     fn before_any_flush_nothing_is_deleted() {
-        let model = TinyModel::build(&parse_query("part=8").0);
+        let model = crate::model::tiny::for_link("part=8");
         let (run, _) = model.full.as_ref().unwrap();
         let files = segment_files(run, Nanos::from_millis(1));
         assert!(files.iter().all(|file| file.status != FileStatus::Deleted && file.flushed_into.is_none()));

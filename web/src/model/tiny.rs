@@ -1,9 +1,9 @@
-//! Parts 3, 6, 7 and 8: the tiny store on the core's simulated device.
+//! The tiny store on the core's simulated device.
 //!
 //! One run without a power cut gives the timeline to play; when the instructor has
 //! chosen a cut, a second run stops there and the device's post-crash image (the units
 //! a seed lets reach the media, as `walab sim power-cut --seed` does) is recovered. For
-//! Part 7 the recovery scan's checks are appended to the timeline after the cut, so the
+//! a view of the recovery scan its checks are appended to the timeline after the cut, so the
 //! player walks from the power failure into recovery one check at a time.
 
 use walab_core::device::Image;
@@ -43,7 +43,7 @@ impl CutOutcome {
     }
 }
 
-/// One durability mode's result at the cut (Part 6's comparison).
+/// One durability mode's result at the cut (the modes' comparison).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ModeAtCut {
     pub policy: PolicyKind,
@@ -53,24 +53,40 @@ pub struct ModeAtCut {
     pub fates: Vec<(u64, Fate)>,
 }
 
+/// Which of the tiny store's extra runs a view draws (each costs runs of the core), and
+/// where it opens. The view that asks is chosen in `crate::parts`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TinyShows {
+    /// Every durability mode at the same cut.
+    pub modes_at_cut: bool,
+    /// The failed sync's other handling, and what a restart reads through the page cache.
+    pub failed_sync_paths: bool,
+    /// The recovery scan after the cut, check by check, every post-crash state, and the
+    /// cuts worth opening on.
+    pub recovery_scan: bool,
+    /// Opens as the last write is told OK (every segment created, the first past their
+    /// gates) instead of at the failed sync or just before the power cut.
+    pub opens_on_last_ack: bool,
+}
+
 #[derive(Debug)]
 pub struct TinyModel {
-    pub part: u8,
+    pub shows: TinyShows,
     pub full: Result<(TinyRun, TraceSpans), String>,
     pub cut: Option<Result<CutOutcome, String>>,
-    /// Part 6: every mode at the same cut.
+    /// Every mode at the same cut (`TinyShows::modes_at_cut`).
     pub modes: Vec<(PolicyKind, Result<ModeAtCut, String>)>,
-    /// Part 3: what a process restarting without a reboot reads through the page cache.
+    /// What a process restarting without a reboot reads through the page cache.
     pub through_page_cache: Option<Vec<u64>>,
-    /// Part 3, E1: the other handling of the failed sync, to draw both paths.
+    /// E1: the other handling of the failed sync, to draw both paths.
     pub other_path: Option<Result<super::failed_sync_view::OtherPath, String>>,
-    /// Part 7: the cuts worth opening on (a torn record, a sync that finished first).
+    /// The cuts worth opening on (a torn record, a sync that finished first).
     pub named_cuts: Vec<super::torn::NamedCut>,
     /// The captions, made on first use (the player asks every frame while playing).
     captions_cache: std::cell::OnceCell<(Vec<Nanos>, Vec<String>)>,
 }
 
-/// The setup a Part runs.
+/// The tiny store's setup for the parameters.
 pub fn setup_for(params: &LabParams, policy: PolicyKind) -> TinySetup {
     let mut setup = TinySetup::new(core_policy(policy, params.window));
     // The sync-latency knob slows (or speeds) the log's syncs; the tiny store's own
@@ -96,14 +112,14 @@ pub fn setup_for(params: &LabParams, policy: PolicyKind) -> TinySetup {
 }
 
 impl TinyModel {
-    pub fn build(params: &LabParams) -> TinyModel {
+    pub fn build(params: &LabParams, shows: TinyShows) -> TinyModel {
         let setup = setup_for(params, params.policy);
         let full = tiny::run(&setup).map_err(|error| error.to_string()).map(|run| {
             let spans = TraceSpans::from_trace(&run.trace);
             (run, spans)
         });
-        let cut = params.cut.map(|at| cut_outcome(&setup, at, params.seed, params.part == 7));
-        let modes = if params.part == 6 {
+        let cut = params.cut.map(|at| cut_outcome(&setup, at, params.seed, shows.recovery_scan));
+        let modes = if shows.modes_at_cut {
             let at = params.cut.unwrap_or(walab_core::tiny_store::POWER_CUT);
             // The teaching page's four: the two that sync before OK and the two fast ones.
             [PolicyKind::Group, PolicyKind::PerWrite, PolicyKind::NoSync, PolicyKind::Periodic]
@@ -113,24 +129,24 @@ impl TinyModel {
         } else {
             Vec::new()
         };
-        let through_page_cache = match (&cut, params.part) {
-            (Some(Ok(outcome)), 3) => Some(outcome.run.recover_through_page_cache().recovered),
+        let through_page_cache = match (&cut, shows.failed_sync_paths) {
+            (Some(Ok(outcome)), true) => Some(outcome.run.recover_through_page_cache().recovered),
             _ => None,
         };
-        let other_path = if params.part == 3 { super::failed_sync_view::other_path_runs(&setup, params.cut, params.seed) } else { None };
-        let named_cuts = if params.part == 7 {
+        let other_path = if shows.failed_sync_paths { super::failed_sync_view::other_path_runs(&setup, params.cut, params.seed) } else { None };
+        let named_cuts = if shows.recovery_scan {
             let at = walab_core::tiny_store::POWER_CUT;
             tiny::run(&setup.clone().with_power_cut(at)).map(|run| super::torn::named_cuts(&run, at)).unwrap_or_default()
         } else {
             Vec::new()
         };
-        TinyModel { part: params.part, full, cut, modes, through_page_cache, other_path, named_cuts, captions_cache: std::cell::OnceCell::new() }
+        TinyModel { shows, full, cut, modes, through_page_cache, other_path, named_cuts, captions_cache: std::cell::OnceCell::new() }
     }
 
     pub fn timeline(&self) -> Timeline {
         let Ok((_, spans)) = &self.full else { return Timeline::empty() };
         match &self.cut {
-            Some(Ok(outcome)) if self.part == 7 => {
+            Some(Ok(outcome)) if self.shows.recovery_scan => {
                 let mut marks: Vec<Nanos> = spans.marks().into_iter().filter(|mark| *mark <= outcome.at).collect();
                 marks.push(outcome.at);
                 let checks = outcome.crash.recovery.scan.checks.len() as u64;
@@ -158,7 +174,7 @@ impl TinyModel {
 
     /// One caption per step of [`TinyModel::timeline`] (its marks sorted, without
     /// repeats, as the player keeps them). The cut's caption says what recovery found
-    /// only once `revealed`; Part 7's scan steps tell each check.
+    /// only once `revealed`; the recovery scan's steps tell each check.
     pub fn captions(&self, revealed: bool) -> (Vec<Nanos>, Vec<String>) {
         let mut marks = self.timeline().marks;
         walab_core::sort::sort(&mut marks);
@@ -202,7 +218,7 @@ impl TinyModel {
         }
     }
 
-    /// Part 7: how many recovery checks have run at the playhead.
+    /// How many recovery checks have run at the playhead.
     pub fn checks_done(&self, now: Nanos) -> usize {
         match &self.cut {
             Some(Ok(outcome)) if now > outcome.at => ((now.0 - outcome.at.0) / RECOVERY_STEP.0) as usize,
@@ -210,13 +226,20 @@ impl TinyModel {
         }
     }
 
-    /// Part 8: the segments' gates at the playhead.
+    /// The segments' gates at the playhead.
     pub fn gates_at(&self, now: Nanos) -> Vec<SegmentGates> {
         match &self.full {
             Ok((run, _)) => run.gates_at(now),
             Err(_) => Vec::new(),
         }
     }
+}
+
+/// The model a link opens, with the runs its chapter asks for (tests read like links).
+#[cfg(test)]
+pub fn for_link(query: &str) -> TinyModel {
+    let params = crate::url_state::parse_query(query).0;
+    TinyModel::build(&params, crate::parts::choice::tiny_shows(params.part))
 }
 
 fn cut_outcome(setup: &TinySetup, at: Nanos, seed: u64, list_states: bool) -> Result<CutOutcome, String> {
@@ -327,11 +350,10 @@ fn yes_no(ok: bool) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::url_state::parse_query;
 
     #[test]
     fn part_6_at_13_5_ms_matches_the_modes_table() {
-        let model = TinyModel::build(&parse_query("part=6&cut=13.5").0);
+        let model = crate::model::tiny::for_link("part=6&cut=13.5");
         let summary: Vec<(PolicyKind, usize, usize)> = model
             .modes
             .iter()
@@ -350,7 +372,7 @@ mod tests {
 
     #[test]
     fn part_6_no_sync_at_13_5_ms_loses_21_to_24_and_keeps_1_to_20() {
-        let model = TinyModel::build(&parse_query("part=6&policy=no-sync&cut=13.5").0);
+        let model = crate::model::tiny::for_link("part=6&policy=no-sync&cut=13.5");
         let outcome = model.cut.as_ref().unwrap().as_ref().unwrap();
         assert_eq!(with_fate(&outcome.fates, Fate::Lost), (21..=24).collect::<Vec<u64>>());
         assert_eq!(with_fate(&outcome.fates, Fate::Survived), (1..=20).collect::<Vec<u64>>());
@@ -363,7 +385,7 @@ mod tests {
     #[test]
     fn captions_follow_the_player_and_differ_step_to_step() {
         for query in ["part=3&fault=e1&handling=wrong&cut=11.5", "part=6&cut=13.5", "part=7&cut=13.5", "part=8&cdc=10", "part=3&fault=e2"] {
-            let model = TinyModel::build(&parse_query(query).0);
+            let model = crate::model::tiny::for_link(query);
             let (marks, captions) = model.captions(true);
             assert_eq!(marks.len(), captions.len(), "{query}");
             for pair in captions.windows(2) {
@@ -375,7 +397,7 @@ mod tests {
 
     #[test]
     fn part_7_appends_the_scan_to_the_timeline() {
-        let model = TinyModel::build(&parse_query("part=7&cut=13.5").0);
+        let model = crate::model::tiny::for_link("part=7&cut=13.5");
         let outcome = model.cut.as_ref().unwrap().as_ref().unwrap();
         let timeline = model.timeline();
         let checks = outcome.crash.recovery.scan.checks.len();
@@ -389,7 +411,7 @@ mod tests {
     #[test]
     fn unit_512_in_the_url_reaches_the_device_and_stops_the_tear() {
         let torn = |query: &str| {
-            let model = TinyModel::build(&parse_query(query).0);
+            let model = crate::model::tiny::for_link(query);
             let outcome = model.cut.unwrap().unwrap();
             let states = outcome.all_states.unwrap();
             (outcome.run.device.unit_bytes(), states.iter().any(|state| state.recovery.stop.reason == walab_core::scan::StopReason::Checksum))
@@ -401,7 +423,7 @@ mod tests {
 
     #[test]
     fn part_8_gates_follow_the_manifest() {
-        let model = TinyModel::build(&parse_query("part=8&cdc=10").0);
+        let model = crate::model::tiny::for_link("part=8&cdc=10");
         let end = model.timeline().end;
         let gates = model.gates_at(end);
         assert_eq!(gates.len(), 6);

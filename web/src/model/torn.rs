@@ -1,4 +1,4 @@
-//! Part 7's drawing: the log segments' bytes at the playhead, unit by unit with the
+//! The torn tail's drawing: the log segments' bytes at the playhead, unit by unit with the
 //! records' boundaries in them; after a cut, which units reached the media; then the
 //! recovery scan's cursor walking those bytes check by check.
 
@@ -315,7 +315,7 @@ fn apply_scan(view: &mut LogView, outcome: &CutOutcome, checks_done: usize) {
     }
 }
 
-/// A power cut worth opening Part 7 on, named by what it shows: the cut's instant and
+/// A power cut worth opening the torn tail on, named by what it shows: the cut's instant and
 /// the seed whose sample of the in-flight units gives that outcome.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NamedCut {
@@ -379,7 +379,6 @@ pub fn named_cuts(run: &walab_core::sim::tiny::TinyRun, at: Nanos) -> Vec<NamedC
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::tiny::TinyModel;
     use crate::url_state::parse_query;
 
     #[test]
@@ -414,13 +413,13 @@ mod tests {
         // Look for the seed whose outcome lands unit 2 of B14's sync and not unit 3.
         let seed = (0..64)
             .find(|seed| {
-                let model = TinyModel::build(&parse_query(&format!("part=7&cut=13.5&seed={seed}")).0);
+                let model = crate::model::tiny::for_link(&format!("part=7&cut=13.5&seed={seed}"));
                 let outcome = model.cut.unwrap().unwrap();
                 outcome.crash.kept_units.contains(&("wal-6".into(), 1)) && outcome.crash.kept_units.contains(&("wal-6".into(), 2)) && !outcome.crash.kept_units.contains(&("wal-6".into(), 3))
             })
             .expect("some seed tears record 24");
         assert_eq!(seed, 9, "figures-b.test.mjs opens this outcome with seed=9");
-        let model = TinyModel::build(&parse_query(&format!("part=7&cut=13.5&seed={seed}")).0);
+        let model = crate::model::tiny::for_link(&format!("part=7&cut=13.5&seed={seed}"));
         let outcome = model.cut.as_ref().unwrap().as_ref().unwrap();
         let end = model.timeline().end;
         let view = log_view(&outcome.run.trace, 32, end, Some(outcome), model.checks_done(end));

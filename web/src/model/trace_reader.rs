@@ -74,7 +74,7 @@ impl<'a> TraceReader<'a> {
 
     /// The trace read, through the same checks and dispatch as a file read whole.
     pub fn finish(self, file_name: &str) -> Result<DroppedFile, DropError> {
-        let trace = checked_trace(file_name, self.trace).map_err(|message| DropError { message, part: None })?;
+        let trace = checked_trace(file_name, self.trace).map_err(|message| DropError { message, kind: None })?;
         super::dropped::dropped_of_trace(file_name, trace)
     }
 }

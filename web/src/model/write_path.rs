@@ -1,4 +1,4 @@
-//! Part 0: one write's path through the engine, as stations, from the tiny store's run.
+//! One write's path through the engine, as stations, from the tiny store's run.
 //!
 //! Write 1 of the tiny store leaves the client, becomes a log record, is copied into
 //! the page cache, handed to the drive's cache by the sync, put on the media by the
@@ -16,7 +16,7 @@ use crate::url_state::{LabParams, PolicyKind};
 
 /// The display time of one station (the player shows steps).
 pub const STEP: Nanos = Nanos::from_millis(1);
-/// The write Part 0 follows.
+/// The write the path follows.
 pub const WRITE: u64 = 1;
 
 /// A place on the write path.
@@ -128,7 +128,7 @@ pub fn timeline() -> Timeline {
     Timeline { end: Nanos(STEP.0 * count), marks }
 }
 
-/// The step Part 0 opens on: write 1 has just been copied into the page cache, the moment
+/// The step the path opens on: write 1 has just been copied into the page cache, the moment
 /// where "written" and "durable" part ways.
 pub fn opening() -> Nanos {
     let index = Station::ALL.iter().position(|station| *station == Station::PageCache).unwrap_or(0);
@@ -146,7 +146,7 @@ mod tests {
 
     #[test]
     fn write_1_visits_every_station_in_order_and_is_durable_before_its_ok() {
-        let steps = path(&crate::url_state::parse_query("part=0").0);
+        let steps = path(&crate::url_state::parse_query("").0);
         let stations: Vec<Station> = steps.iter().map(|step| step.station).collect();
         assert_eq!(stations, Station::ALL);
         assert!(steps.windows(2).all(|pair| pair[0].at <= pair[1].at));

@@ -68,9 +68,9 @@ fn read_file(file: web_sys::File, on_action: Callback<LabAction>, progress: UseS
         let result = match JsFuture::from(file.text()).await {
             Ok(text) => match text.as_string() {
                 Some(text) => parse_in_turns(&name, &text, &progress).await,
-                None => Err(DropError { message: format!("{name}: the file is not text"), part: None }),
+                None => Err(DropError { message: format!("{name}: the file is not text"), kind: None }),
             },
-            Err(_) => Err(DropError { message: format!("{name}: the browser could not read the file"), part: None }),
+            Err(_) => Err(DropError { message: format!("{name}: the browser could not read the file"), kind: None }),
         };
         progress.set(None);
         on_action.emit(match result {

@@ -183,7 +183,7 @@ pub fn AckChapter(_props: &ChapterProps) -> Html {
             <li class={classes!("link", if alive { "survives" } else { "wiped" }, (*stage == needed).then_some("needed"))}
                 data-survives={alive.to_string()}>
                 <strong>{ stage.label() }</strong>
-                <span class="how">{ stage.how() }</span>
+                <span class="how">{ stage.how() }{ if *stage == Stage::OtherMachines { " (Part 10)" } else { "" } }</span>
                 <span class="verdict">{ if alive { "survives" } else { "gone" } }</span>
             </li>
         }

@@ -11,6 +11,7 @@ use crate::player::PlayerState;
 use crate::state::LabAction;
 use crate::url_state::LabParams;
 
+pub mod choice;
 pub mod commit;
 pub mod controls;
 pub mod cut_handle;
@@ -20,6 +21,8 @@ pub mod failed_sync;
 pub mod intro;
 pub mod models;
 pub mod modes;
+#[cfg(test)]
+mod never_panics;
 pub mod pages;
 pub mod power;
 pub mod predict;

@@ -123,7 +123,7 @@ fn items(lines: &[&'static str]) -> Html {
 fn ok_path(props: &ChapterProps) -> Html {
     let Model::Budget(model) = &*props.model.0 else { return Html::default() };
     let stops = model.recap.iter().map(|stop| {
-        let part = stop.part;
+        let part = super::choice::part_of_topic(stop.topic);
         let open = props.on_action.reform(move |_: MouseEvent| LabAction::GoToPart(part));
         html! {
             <li class="stop" data-part={part.to_string()}>

@@ -22,11 +22,11 @@ use self::upload::UploadFigure;
 use super::dropzone::DropZone;
 use super::{ChapterProps, source};
 use crate::model::remote::{
-    caption_at, caption_with_upload, event_name, loss_at, ring_at, slot_words, startup_rows, RemoteModel, RemoteLatency, RemoteParams,
-    BACKUP_AT, COST_RECORDS, LAB_SEGMENT_BYTES, STANDBY_LAG,
+    caption_at, caption_with_upload, loss_at, ring_at, slot_words, startup_rows, RemoteModel, COST_RECORDS,
 };
 use crate::model::remote_trace::DroppedRemote;
 use crate::model::Model;
+use crate::remote_params::{event_name, RemoteLatency, RemoteParams, BACKUP_AT, LAB_SEGMENT_BYTES, STANDBY_LAG};
 use crate::player::{player, PlayerProps, PlayerState};
 use crate::state::LabAction;
 use crate::url_state::format_millis;

@@ -7,7 +7,8 @@ use walab_core::sim::remote::{RemoteRun, RestartOutcome, TimelineCase};
 use yew::prelude::*;
 
 use super::{choice, opt, ChapterProps};
-use crate::model::remote::{refusal_name, startup_at, timeline_name, warning_name, RemoteParams, BACKUP_AT};
+use crate::model::remote::{refusal_name, startup_at, warning_name};
+use crate::remote_params::{timeline_name, RemoteParams, BACKUP_AT};
 use crate::format::{are, count};
 use crate::state::LabAction;
 

@@ -9,7 +9,7 @@ use proptest::prelude::*;
 use walab_core::time::Nanos;
 use yew::Reducible;
 
-use super::{commit, failed_sync_view, group_steps, quorum_view, remote, remote_upload, segments, torn, Model};
+use crate::model::{commit, failed_sync_view, group_steps, quorum_view, remote, remote_upload, segments, torn, Model};
 use crate::player::PlayerAction;
 use crate::state::{LabAction, LabState};
 
