@@ -72,6 +72,26 @@ function watchConsole(page, sink) {
 /** The player's time, in nanoseconds, as the page last drew it. */
 export const playerNow = async (page) => Number(await page.getAttribute('.player .now', 'data-now-ns'));
 
+/**
+ * The bounding box of `selector` once the layout has settled: the same box over three
+ * animation frames in a row (a stage lays its figure out again once it has measured its
+ * room, and a busy machine draws that late). A pointer aimed before then misses.
+ */
+export async function settledBox(page, selector) {
+  await page.waitForFunction((sel) => {
+    const element = document.querySelector(sel);
+    if (!element) return false;
+    const r = element.getBoundingClientRect();
+    const now = `${r.x},${r.y},${r.width},${r.height},${scrollX},${scrollY}`;
+    const seen = (window.__settled ??= {});
+    const entry = seen[sel];
+    if (entry && entry.box === now) entry.frames += 1;
+    else seen[sel] = { box: now, frames: 0 };
+    return seen[sel].frames >= 3;
+  }, selector, { polling: 'raf' });
+  return (await page.$(selector)).boundingBox();
+}
+
 export async function screenshot(page, name) {
   const file = path.join(artifactsDir, `${name}.png`);
   await page.screenshot({ path: file, fullPage: true });

@@ -2,7 +2,7 @@
 // the reader dragged along Part 8's segments, a replica lost in Part 10's figure.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startLab, playerNow, screenshot } from '../lib.mjs';
+import { startLab, playerNow, screenshot, settledBox } from '../lib.mjs';
 
 let lab;
 before(async () => {
@@ -71,11 +71,10 @@ test('Part 8: the reader is dragged along the files; the kept files follow while
   const page = await lab.newPage('?part=8&cdc=10');
   assert.equal(await readerSeq(page), '10');
   const keptAt10 = await page.getAttribute('[data-figure="segments"]', 'data-kept');
-  const grip = await page.$('.reader-grip');
-  // The pointer acts only on what is on screen.
+  // The pointer acts only on what is on screen, once the stage has laid the files out.
   await page.$eval('[data-figure="segments"]', (figure) => figure.scrollIntoView({ block: 'center' }));
-  const from = await grip.boundingBox();
-  const target = await (await page.$('[data-figure="segments"] g.segment-file[data-file="wal-5"] rect.file-box')).boundingBox();
+  const from = await settledBox(page, '.reader-grip');
+  const target = await settledBox(page, '[data-figure="segments"] g.segment-file[data-file="wal-5"] rect.file-box');
   await page.mouse.move(from.x + from.width / 2, from.y + from.height / 2);
   await page.mouse.down();
   await page.mouse.move(target.x + target.width * 0.5, target.y + target.height / 2, { steps: 8 });
