@@ -229,27 +229,85 @@ pub(crate) fn write_trace(path: &Path, trace: &Trace) -> Result<(), CliError> {
     Ok(())
 }
 
+/// Prints `value` as one line of JSON. Buffered: stdout is line-buffered, and a JSON
+/// document is one long line, so unbuffered it would reach the OS in 1 KiB pieces, each
+/// searched for a newline first.
 pub(crate) fn print_json(value: &impl Serialize) -> Result<(), CliError> {
-    let mut out = std::io::stdout().lock();
-    serde_json::to_writer(&mut out, value).map_err(|error| CliError::failed(format!("stdout: {error}")))?;
-    writeln!(out).map_err(|error| CliError::failed(format!("stdout: {error}")))?;
+    let stdout_error = |error: &dyn std::fmt::Display| CliError::failed(format!("stdout: {error}"));
+    let mut out = BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    serde_json::to_writer(&mut out, value).map_err(|error| stdout_error(&error))?;
+    writeln!(out).map_err(|error| stdout_error(&error))?;
+    out.flush().map_err(|error| stdout_error(&error))?;
     Ok(())
 }
 
 // ---------------------------------------------------------------- sim commit
 
-#[derive(Serialize)]
-struct CommitJson {
-    batches: Vec<BatchJson>,
-    writes: Vec<WriteJson>,
-    summary: SummaryJson,
+/// `sim commit --json`, serialized straight from the run: a run of millions of writes
+/// is not copied into a second set of per-write structs first.
+struct CommitJson<'a> {
+    run: &'a commit::CommitRun,
+    /// The policy acknowledges before the sync (no-sync, periodic): each write also says
+    /// when it became durable.
+    acknowledges_first: bool,
+}
+
+impl Serialize for CommitJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut out = serializer.serialize_struct("CommitJson", 3)?;
+        out.serialize_field("batches", &Batches(&self.run.batches))?;
+        out.serialize_field("writes", &Writes { writes: &self.run.writes, acknowledges_first: self.acknowledges_first })?;
+        out.serialize_field("summary", &summary_json(&self.run.summary))?;
+        out.end()
+    }
+}
+
+struct Batches<'a>(&'a [commit::BatchRecord]);
+
+impl Serialize for Batches<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(|batch| BatchJson {
+            start_ms: Nanos::as_millis_f64(batch.start),
+            end_ms: batch.end.map(Nanos::as_millis_f64),
+            writes: WriteIds { first: batch.first_write, count: batch.writes },
+        }))
+    }
 }
 
 #[derive(Serialize)]
 struct BatchJson {
     start_ms: f64,
     end_ms: Option<f64>,
-    writes: Vec<u64>,
+    writes: WriteIds,
+}
+
+/// A batch's write ids, `first ..`, as a JSON array.
+struct WriteIds {
+    first: u64,
+    count: u64,
+}
+
+impl Serialize for WriteIds {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.first..self.first + self.count)
+    }
+}
+
+struct Writes<'a> {
+    writes: &'a [commit::WriteRecord],
+    acknowledges_first: bool,
+}
+
+impl Serialize for Writes<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.writes.iter().map(|write| WriteJson {
+            id: write.id,
+            arrival_ms: Nanos::as_millis_f64(write.arrival),
+            ack_ms: write.ack.map(Nanos::as_millis_f64),
+            durable_ms: self.acknowledges_first.then(|| write.durable.map(Nanos::as_millis_f64)),
+        }))
+    }
 }
 
 #[derive(Serialize)]
@@ -270,6 +328,18 @@ struct SummaryJson {
     wait_ms_mean: f64,
     wait_ms_min: f64,
     wait_ms_max: f64,
+}
+
+fn summary_json(summary: &commit::Summary) -> SummaryJson {
+    SummaryJson {
+        writes: summary.writes,
+        syncs: summary.syncs,
+        syncs_per_s: summary.syncs_per_s(),
+        batch_mean: summary.batch_mean(),
+        wait_ms_mean: Nanos::as_millis_f64(summary.wait_mean()),
+        wait_ms_min: Nanos::as_millis_f64(summary.wait_min),
+        wait_ms_max: Nanos::as_millis_f64(summary.wait_max),
+    }
 }
 
 /// Per-write record sizes and segments, when the arrivals come from a scenario.
@@ -388,7 +458,8 @@ fn run_commit(args: CommitArgs) -> Result<ExitCode, CliError> {
     };
     let mut setup = CommitSetup {
         record_bytes: args.record_bytes,
-        keep: Keep { writes: true, batches: true, trace: args.trace.is_some() },
+        // The table shows batches and totals; only the JSON lists every write.
+        keep: Keep { writes: args.json, batches: true, trace: args.trace.is_some() },
         seed: args.seed,
         ..CommitSetup::new(config, sync_latency)
     };
@@ -397,46 +468,17 @@ fn run_commit(args: CommitArgs) -> Result<ExitCode, CliError> {
         setup.record_bytes_each = Some(sizes);
         setup.segment_each = Some(segments);
     }
-    let run = commit::run(&setup, &arrivals).map_err(|error| CliError::usage(format!("sim commit: {error}")))?;
-    if let (Some(path), Some(trace)) = (&args.trace, &run.trace) {
-        let mut trace = trace.clone();
+    let mut run = commit::run(&setup, &arrivals).map_err(|error| CliError::usage(format!("sim commit: {error}")))?;
+    if let (Some(path), Some(mut trace)) = (&args.trace, run.trace.take()) {
         trace.scenario = if args.scenario.is_some() { "tiny-store" } else { "arrivals" }.to_string();
         trace.seed = args.poisson.then_some(args.seed);
         write_trace(path, &trace)?;
     }
-    let summary = run.summary;
-    let acknowledges_first = !policy.syncs_before_ack();
-    let json = CommitJson {
-        batches: run
-            .batches
-            .iter()
-            .map(|batch| BatchJson { start_ms: Nanos::as_millis_f64(batch.start), end_ms: batch.end.map(Nanos::as_millis_f64), writes: batch.write_ids() })
-            .collect(),
-        writes: run
-            .writes
-            .iter()
-            .map(|write| WriteJson {
-                id: write.id,
-                arrival_ms: Nanos::as_millis_f64(write.arrival),
-                ack_ms: write.ack.map(Nanos::as_millis_f64),
-                durable_ms: acknowledges_first.then(|| write.durable.map(Nanos::as_millis_f64)),
-            })
-            .collect(),
-        summary: SummaryJson {
-            writes: summary.writes,
-            syncs: summary.syncs,
-            syncs_per_s: summary.syncs_per_s(),
-            batch_mean: summary.batch_mean(),
-            wait_ms_mean: Nanos::as_millis_f64(summary.wait_mean()),
-            wait_ms_min: Nanos::as_millis_f64(summary.wait_min),
-            wait_ms_max: Nanos::as_millis_f64(summary.wait_max),
-        },
-    };
     if args.json {
-        print_json(&json)?;
+        print_json(&CommitJson { run: &run, acknowledges_first: !policy.syncs_before_ack() })?;
     } else {
         let latency = if args.latency_file.is_some() { format!("median {sync_latency}, measured") } else { sync_latency.to_string() };
-        print_commit_table(&json, args.policy.name(), &latency).map_err(|error| CliError::failed(format!("stdout: {error}")))?;
+        print_commit_table(&run, args.policy.name(), &latency).map_err(|error| CliError::failed(format!("stdout: {error}")))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -444,26 +486,27 @@ fn run_commit(args: CommitArgs) -> Result<ExitCode, CliError> {
 /// Batches shown in the table before it is cut short (the JSON has them all).
 const TABLE_ROWS_MAX: usize = 40;
 
-fn print_commit_table(json: &CommitJson, policy: &str, sync_latency: &str) -> std::io::Result<()> {
-    let mut out = std::io::stdout().lock();
+fn print_commit_table(run: &commit::CommitRun, policy: &str, sync_latency: &str) -> std::io::Result<()> {
+    let mut out = BufWriter::new(std::io::stdout().lock());
     writeln!(out, "policy {policy}, sync {sync_latency}")?;
-    if !json.batches.is_empty() {
+    if !run.batches.is_empty() {
         writeln!(out, "{:>6}  {:>10}  {:>10}  writes", "batch", "start ms", "end ms")?;
-        for (index, batch) in json.batches.iter().take(TABLE_ROWS_MAX).enumerate() {
-            let ids: Vec<String> = batch.writes.iter().map(u64::to_string).collect();
-            let shown = if ids.len() > 12 {
-                format!("{} .. {} ({})", ids[0], ids[ids.len() - 1], ids.len())
+        for (index, batch) in run.batches.iter().take(TABLE_ROWS_MAX).enumerate() {
+            let last = batch.first_write + batch.writes.saturating_sub(1);
+            let shown = if batch.writes > 12 {
+                format!("{} .. {} ({})", batch.first_write, last, batch.writes)
             } else {
+                let ids: Vec<String> = (batch.first_write..batch.first_write + batch.writes).map(|id| id.to_string()).collect();
                 ids.join(", ")
             };
-            let end = batch.end_ms.map_or("-".to_string(), |end| format!("{end:.3}"));
-            writeln!(out, "{:>6}  {:>10.3}  {:>10}  {shown}", format!("B{}", index + 1), batch.start_ms, end)?;
+            let end = batch.end.map_or("-".to_string(), |end| format!("{:.3}", end.as_millis_f64()));
+            writeln!(out, "{:>6}  {:>10.3}  {:>10}  {shown}", format!("B{}", index + 1), batch.start.as_millis_f64(), end)?;
         }
-        if json.batches.len() > TABLE_ROWS_MAX {
-            writeln!(out, "   ... {} more batches (see --json)", json.batches.len() - TABLE_ROWS_MAX)?;
+        if run.batches.len() > TABLE_ROWS_MAX {
+            writeln!(out, "   ... {} more batches (see --json)", run.batches.len() - TABLE_ROWS_MAX)?;
         }
     }
-    let summary = &json.summary;
+    let summary = summary_json(&run.summary);
     writeln!(out, "writes          {}", summary.writes)?;
     writeln!(out, "syncs           {} ({:.1} a second)", summary.syncs, summary.syncs_per_s)?;
     writeln!(out, "writes a batch  {:.2}", summary.batch_mean)?;
@@ -472,7 +515,7 @@ fn print_commit_table(json: &CommitJson, policy: &str, sync_latency: &str) -> st
         "wait            mean {:.3} ms, min {:.3} ms, max {:.3} ms",
         summary.wait_ms_mean, summary.wait_ms_min, summary.wait_ms_max
     )?;
-    Ok(())
+    out.flush()
 }
 
 // ---------------------------------------------------------------- sim power-cut
