@@ -336,7 +336,7 @@ async fn meta_trim_offset(cluster: &str) -> i64 {
     let (client, connection) = tokio_postgres::connect(POSTGRES, tokio_postgres::NoTls).await.expect("postgres");
     tokio::spawn(connection);
     let row = client
-        .query_opt("SELECT trim_offset FROM pico_wal_node WHERE cluster = $1 AND node = '0_meta'", &[&cluster])
+        .query_opt("SELECT trim_offset FROM walab_node WHERE cluster = $1 AND node = '0_meta'", &[&cluster])
         .await
         .expect("the node table");
     row.map_or(0, |row| row.get(0))

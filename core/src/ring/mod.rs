@@ -48,8 +48,9 @@
 //!   [`settings`]: the URL's settings and the tables' names; [`startup`]: the server's
 //!   state and the timeline, judged.
 //!
-//! The slot tables are `pico_wal_{cluster}_{node}_{slot}`, where `{cluster}` is the
-//! CRC32 (IEEE) of the cluster id in 8 lowercase hex digits ([`slot_table_name`]). The
+//! The slot tables are `walab_{cluster}_{node}_{slot}`, where `{cluster}` is the CRC32
+//! (IEEE) of the cluster id in 8 lowercase hex digits ([`slot_table_name`]); a cluster
+//! made before the tables took walab's name keeps `pico_wal_` ([`TablePrefix`]). The
 //! settings ride in the `--wal` URL's query and are taken out before the rest goes to
 //! the Postgres client ([`split_wal_url`]). [`startup_checks`] and [`timeline_verdict`]
 //! decide what the server's state means, [`clean_up_plan`] and [`ring_change`] what the
@@ -62,8 +63,6 @@ use core::ops::Range;
 
 use crate::time::Nanos;
 
-/// The table of nodes: one row per (cluster, node).
-pub const NODE_TABLE: &str = "pico_wal_node";
 /// Postgres silently cuts identifiers longer than this, so longer names are refused.
 pub const IDENTIFIER_BYTES_MAX: usize = 63;
 
@@ -207,7 +206,7 @@ pub use self::recovery::{
 pub use self::row::{decode_row, encode_row_body, judge_stored_row, RowAt, RowError, SlotRow, StoredRowVerdict};
 pub use self::settings::{
     cluster_tag, parse_bytes, parse_duration, slot_table_name, split_wal_url, NameError, PgWalSettings, SettingsError,
-    SplitUrl, SynchronousCommit, UrlError, walab_option, CLIENT_OPTIONS, WALAB_OPTIONS, WALAB_OPTION_ALIASES,
+    SplitUrl, SynchronousCommit, TablePrefix, UrlError, walab_option, CLIENT_OPTIONS, WALAB_OPTIONS, WALAB_OPTION_ALIASES,
 };
 pub use self::startup::{
     parse_timeline, startup_checks, timeline_verdict, ServerState, Severity, StartupRefusal, StartupWarning,

@@ -424,13 +424,53 @@ impl fmt::Display for NameError {
     }
 }
 
-/// `pico_wal_{crc32(cluster)}_{node}_{slot}`, checked to be a plain Postgres identifier.
-pub fn slot_table_name(cluster: &str, node: &str, slot: u64) -> Result<String, NameError> {
+/// The prefix of every table the Postgres WAL makes: `walab_` (`walab_node` and the slot
+/// tables `walab_{crc32(cluster)}_{node}_{slot}`). Clusters made before the tables took
+/// walab's name used `pico_wal_`; a start-up that finds its cluster only in the earlier
+/// node table keeps that prefix for it ([`TablePrefix::for_cluster`]) and says so, so
+/// such a log opens as it was and is never copied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TablePrefix {
+    Walab,
+    /// `pico_wal_`, of clusters made before the rename.
+    Earlier,
+}
+
+impl TablePrefix {
+    pub const fn text(self) -> &'static str {
+        match self {
+            TablePrefix::Walab => "walab_",
+            TablePrefix::Earlier => "pico_wal_",
+        }
+    }
+
+    /// The table of nodes: one row per (cluster, node).
+    pub const fn node_table(self) -> &'static str {
+        match self {
+            TablePrefix::Walab => "walab_node",
+            TablePrefix::Earlier => "pico_wal_node",
+        }
+    }
+
+    /// The prefix a cluster's log uses, from whether its node row is in `walab_node` and
+    /// whether it is in the earlier `pico_wal_node`: the earlier one only when the
+    /// cluster is there and not in walab's (a new cluster takes walab's).
+    pub const fn for_cluster(in_walab_node: bool, in_earlier_node: bool) -> TablePrefix {
+        if !in_walab_node && in_earlier_node {
+            TablePrefix::Earlier
+        } else {
+            TablePrefix::Walab
+        }
+    }
+}
+
+/// `{prefix}{crc32(cluster)}_{node}_{slot}`, checked to be a plain Postgres identifier.
+pub fn slot_table_name(prefix: TablePrefix, cluster: &str, node: &str, slot: u64) -> Result<String, NameError> {
     let plain = !node.is_empty() && node.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
     if !plain {
         return Err(NameError::BadNode { node: node.to_string() });
     }
-    let name = format!("pico_wal_{}_{}_{}", cluster_tag(cluster), node, slot);
+    let name = format!("{}{}_{}_{}", prefix.text(), cluster_tag(cluster), node, slot);
     if name.len() > IDENTIFIER_BYTES_MAX {
         return Err(NameError::TooLong { name });
     }

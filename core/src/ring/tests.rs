@@ -158,9 +158,23 @@ fn sizes_and_durations_parse_exactly() {
 fn slot_tables_are_named_from_the_crc32_of_the_cluster() {
     // CRC32 (IEEE) of "123456789" is the check value cbf43926.
     assert_eq!(cluster_tag("123456789"), "cbf43926");
-    assert_eq!(slot_table_name("123456789", "0", 7).unwrap(), "pico_wal_cbf43926_0_7");
-    assert!(matches!(slot_table_name("c", "Node-1", 0), Err(NameError::BadNode { .. })));
-    assert!(matches!(slot_table_name("c", &"n".repeat(60), 0), Err(NameError::TooLong { .. })));
+    assert_eq!(slot_table_name(TablePrefix::Walab, "123456789", "0", 7).unwrap(), "walab_cbf43926_0_7");
+    assert_eq!(slot_table_name(TablePrefix::Earlier, "123456789", "0", 7).unwrap(), "pico_wal_cbf43926_0_7");
+    assert!(matches!(slot_table_name(TablePrefix::Walab, "c", "Node-1", 0), Err(NameError::BadNode { .. })));
+    assert!(matches!(slot_table_name(TablePrefix::Walab, "c", &"n".repeat(60), 0), Err(NameError::TooLong { .. })));
+    // 63 bytes under walab's prefix, 66 under the earlier one.
+    let node = "n".repeat(63 - "walab_cbf43926__7".len());
+    assert_eq!(slot_table_name(TablePrefix::Walab, "123456789", &node, 7).unwrap().len(), 63);
+    assert!(matches!(slot_table_name(TablePrefix::Earlier, "123456789", &node, 7), Err(NameError::TooLong { .. })));
+}
+
+#[test]
+fn a_cluster_keeps_the_table_prefix_it_was_made_with() {
+    assert_eq!(TablePrefix::for_cluster(false, false), TablePrefix::Walab, "a new cluster");
+    assert_eq!(TablePrefix::for_cluster(true, false), TablePrefix::Walab);
+    assert_eq!(TablePrefix::for_cluster(false, true), TablePrefix::Earlier, "made before the rename");
+    assert_eq!(TablePrefix::for_cluster(true, true), TablePrefix::Walab, "walab's node row wins");
+    assert_eq!((TablePrefix::Walab.node_table(), TablePrefix::Earlier.node_table()), ("walab_node", "pico_wal_node"));
 }
 
 #[test]

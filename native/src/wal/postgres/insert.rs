@@ -101,7 +101,7 @@ impl PersistTask {
 
     /// The fenced insert; when it inserts nothing, what is at the offset says why.
     pub(super) async fn insert_or_compare(&self, client: &Object, row: &BatchRow<'_>) -> Result<Attempt, String> {
-        let statement = client.prepare_cached(&sql::insert_batch(row.table)).await.map_err(|e| error_text(&e))?;
+        let statement = client.prepare_cached(&sql::insert_batch(self.target.prefix, row.table)).await.map_err(|e| error_text(&e))?;
         if self.insert.insert(client, &statement, row).await? == 1 {
             return Ok(Attempt::Inserted);
         }
@@ -123,7 +123,7 @@ impl PersistTask {
         }
         // No row and nothing inserted: the fence held.
         let stored = client
-            .query_opt(&sql::current_epoch(), &[&self.target.cluster, &self.target.node])
+            .query_opt(&sql::current_epoch(self.target.prefix), &[&self.target.cluster, &self.target.node])
             .await
             .map_err(|e| error_text(&e))?;
         Ok(Attempt::Fenced(stored.map_or(-1, |row| row.get(0))))

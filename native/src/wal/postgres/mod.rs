@@ -56,7 +56,7 @@ use walab_core::session::preset::{Storage, Tuning, POSTGRES_TRIM_PAUSE};
 use walab_core::session::ring::RingTrim;
 use walab_core::session::{RingLayout, RingResume};
 use walab_core::ring::{
-    self, ChainStop, PgWalSettings, RingGeometry, ServerState, SlotRow, StartupWarning, TimelineVerdict,
+    self, ChainStop, PgWalSettings, RingGeometry, ServerState, SlotRow, StartupWarning, TablePrefix, TimelineVerdict,
 };
 
 use super::{Backend, Completion, Recovered, TrimDone, WalError};
@@ -115,6 +115,9 @@ struct Target {
     node: String,
     settings: PgWalSettings,
     name: String,
+    /// The tables' prefix: walab's, or the earlier one a cluster made before the rename
+    /// keeps (found at start-up, [`startup`]).
+    prefix: TablePrefix,
 }
 
 impl Target {
@@ -128,7 +131,7 @@ impl Target {
     }
 
     fn table(&self, slot: u64) -> String {
-        ring::slot_table_name(&self.cluster, &self.node, slot).expect("names were checked when the backend was made")
+        ring::slot_table_name(self.prefix, &self.cluster, &self.node, slot).expect("names were checked when the prefix was found")
     }
 
     /// The slot tables of a ring, slot 0 first.
@@ -165,7 +168,7 @@ impl PgBackend {
     /// which only reads: no claim, no clean-up, nothing written.
     pub fn new(url: &str, cluster: &str, node: &str, create: bool) -> Result<PgBackend, String> {
         let split = ring::split_wal_url(url).map_err(|e| format!("--wal: {e}"))?;
-        ring::slot_table_name(cluster, node, split.settings.geometry.segments.saturating_sub(1))
+        ring::slot_table_name(TablePrefix::Walab, cluster, node, split.settings.geometry.segments.saturating_sub(1))
             .map_err(|e| format!("--node: {e}"))?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -197,6 +200,7 @@ impl PgBackend {
                 node: node.to_string(),
                 settings,
                 name,
+                prefix: TablePrefix::Walab,
             },
             create,
             runtime,

@@ -3,12 +3,12 @@
 //! Every statement that changes the log carries the writer's epoch as a predicate on
 //! the node row, so a writer that has been taken over changes nothing:
 //!
-//! - a batch insert is `INSERT ... SELECT ... FROM pico_wal_node WHERE ... epoch = $e FOR
+//! - a batch insert is `INSERT ... SELECT ... FROM walab_node WHERE ... epoch = $e FOR
 //!   SHARE`: the row lock makes the insert and a concurrent claim (an `UPDATE` of that
 //!   row) serialize, so an insert either commits before the claim (and the new owner's
 //!   recovery sees it) or re-reads the row after it, finds a newer epoch, and inserts
 //!   nothing;
-//! - a trim is `UPDATE pico_wal_node SET trim_offset = ... WHERE ... AND epoch = $e`, in
+//! - a trim is `UPDATE walab_node SET trim_offset = ... WHERE ... AND epoch = $e`, in
 //!   the same transaction as the `TRUNCATE` of the slots it releases;
 //! - the clean-up after recovery runs under `SELECT ... FOR SHARE` of the node row with
 //!   the same predicate.
@@ -23,7 +23,7 @@
 
 use tokio_postgres::{Client, Error};
 
-use walab_core::ring::{SynchronousCommit, NODE_TABLE};
+use walab_core::ring::{SynchronousCommit, TablePrefix};
 
 /// The advisory lock key under which walab creates its tables ("walab" in ASCII).
 pub const DDL_LOCK_KEY: i64 = 0x77_616c_6162;
@@ -39,9 +39,10 @@ pub fn with_synchronous_commit(options: Option<&str>, level: SynchronousCommit) 
 }
 
 /// `CREATE TABLE IF NOT EXISTS` for the node table.
-pub fn create_node_table() -> String {
+pub fn create_node_table(prefix: TablePrefix) -> String {
+    let node_table = prefix.node_table();
     format!(
-        "CREATE TABLE IF NOT EXISTS {NODE_TABLE} (
+        "CREATE TABLE IF NOT EXISTS {node_table} (
             cluster text NOT NULL,
             node text NOT NULL,
             epoch bigint NOT NULL,
@@ -67,10 +68,10 @@ pub fn create_slot_table(table: &str) -> String {
 }
 
 /// Creates the node table and these slot tables, serialized with other walab processes.
-pub async fn create_tables(client: &mut Client, slot_tables: &[String]) -> Result<(), Error> {
+pub async fn create_tables(client: &mut Client, prefix: TablePrefix, slot_tables: &[String]) -> Result<(), Error> {
     let transaction = client.transaction().await?;
     transaction.execute("SELECT pg_advisory_xact_lock($1)", &[&DDL_LOCK_KEY]).await?;
-    transaction.batch_execute(&create_node_table()).await?;
+    transaction.batch_execute(&create_node_table(prefix)).await?;
     for table in slot_tables {
         transaction.batch_execute(&create_slot_table(table)).await?;
     }
@@ -79,23 +80,26 @@ pub async fn create_tables(client: &mut Client, slot_tables: &[String]) -> Resul
 
 /// Makes sure the node row exists (epoch 0: never claimed), so that every claim below
 /// updates an existing row under its lock.
-pub fn insert_node_row() -> String {
+pub fn insert_node_row(prefix: TablePrefix) -> String {
+    let node_table = prefix.node_table();
     format!(
-        "INSERT INTO {NODE_TABLE} (cluster, node, epoch, trim_offset, segments, segment_bytes, timeline)
+        "INSERT INTO {node_table} (cluster, node, epoch, trim_offset, segments, segment_bytes, timeline)
          VALUES ($1, $2, 0, 0, $3, $4, NULL) ON CONFLICT (cluster, node) DO NOTHING"
     )
 }
 
 /// Locks the node row for a claim.
-pub fn lock_node_row() -> String {
-    format!("SELECT epoch FROM {NODE_TABLE} WHERE cluster = $1 AND node = $2 FOR UPDATE")
+pub fn lock_node_row(prefix: TablePrefix) -> String {
+    let node_table = prefix.node_table();
+    format!("SELECT epoch FROM {node_table} WHERE cluster = $1 AND node = $2 FOR UPDATE")
 }
 
 /// The seed's claim: an upsert that takes the row only when the new epoch ($3) is at
 /// least the stored one. Returns the row when it succeeded, nothing when refused.
-pub fn claim_node_row() -> String {
+pub fn claim_node_row(prefix: TablePrefix) -> String {
+    let node_table = prefix.node_table();
     format!(
-        "INSERT INTO {NODE_TABLE} AS n (cluster, node, epoch, trim_offset, segments, segment_bytes, timeline)
+        "INSERT INTO {node_table} AS n (cluster, node, epoch, trim_offset, segments, segment_bytes, timeline)
          VALUES ($1, $2, $3, 0, $4, $5, NULL)
          ON CONFLICT (cluster, node) DO UPDATE SET epoch = EXCLUDED.epoch WHERE n.epoch <= EXCLUDED.epoch
          RETURNING epoch, trim_offset, segments, segment_bytes, timeline"
@@ -103,42 +107,48 @@ pub fn claim_node_row() -> String {
 }
 
 /// Reads the node row without claiming it (`dump`).
-pub fn read_node_row() -> String {
+pub fn read_node_row(prefix: TablePrefix) -> String {
+    let node_table = prefix.node_table();
     format!(
-        "SELECT epoch, trim_offset, segments, segment_bytes, timeline FROM {NODE_TABLE} WHERE cluster = $1 AND node = $2"
+        "SELECT epoch, trim_offset, segments, segment_bytes, timeline FROM {node_table} WHERE cluster = $1 AND node = $2"
     )
 }
 
 /// Holds the node row (shared) while the epoch is ours; no row means fenced.
-pub fn hold_epoch() -> String {
-    format!("SELECT epoch FROM {NODE_TABLE} WHERE cluster = $1 AND node = $2 AND epoch = $3 FOR SHARE")
+pub fn hold_epoch(prefix: TablePrefix) -> String {
+    let node_table = prefix.node_table();
+    format!("SELECT epoch FROM {node_table} WHERE cluster = $1 AND node = $2 AND epoch = $3 FOR SHARE")
 }
 
 /// Records the trim offset, guarded by the epoch; 0 rows means fenced.
-pub fn update_trim() -> String {
+pub fn update_trim(prefix: TablePrefix) -> String {
+    let node_table = prefix.node_table();
     format!(
-        "UPDATE {NODE_TABLE} SET trim_offset = $4 WHERE cluster = $1 AND node = $2 AND epoch = $3 AND trim_offset <= $4"
+        "UPDATE {node_table} SET trim_offset = $4 WHERE cluster = $1 AND node = $2 AND epoch = $3 AND trim_offset <= $4"
     )
 }
 
 /// Records the timeline seen at this start, guarded by the epoch.
-pub fn update_timeline() -> String {
-    format!("UPDATE {NODE_TABLE} SET timeline = $4 WHERE cluster = $1 AND node = $2 AND epoch = $3")
+pub fn update_timeline(prefix: TablePrefix) -> String {
+    let node_table = prefix.node_table();
+    format!("UPDATE {node_table} SET timeline = $4 WHERE cluster = $1 AND node = $2 AND epoch = $3")
 }
 
 /// Records a new ring geometry, guarded by the epoch.
-pub fn update_geometry() -> String {
+pub fn update_geometry(prefix: TablePrefix) -> String {
+    let node_table = prefix.node_table();
     format!(
-        "UPDATE {NODE_TABLE} SET segments = $4, segment_bytes = $5 WHERE cluster = $1 AND node = $2 AND epoch = $3"
+        "UPDATE {node_table} SET segments = $4, segment_bytes = $5 WHERE cluster = $1 AND node = $2 AND epoch = $3"
     )
 }
 
 /// The batch insert with the fence: $1 start, $2 end, $3 epoch, $4 body, $5 cluster, $6 node.
 /// A row already at the offset is left alone (0 rows), and the caller compares it.
-pub fn insert_batch(table: &str) -> String {
+pub fn insert_batch(prefix: TablePrefix, table: &str) -> String {
+    let node_table = prefix.node_table();
     format!(
         "INSERT INTO {table} (start_offset, end_offset, epoch, body)
-         SELECT $1, $2, $3, $4 FROM {NODE_TABLE} WHERE cluster = $5 AND node = $6 AND epoch = $3 FOR SHARE
+         SELECT $1, $2, $3, $4 FROM {node_table} WHERE cluster = $5 AND node = $6 AND epoch = $3 FOR SHARE
          ON CONFLICT (start_offset) DO NOTHING"
     )
 }
@@ -156,8 +166,9 @@ pub fn row_at(table: &str) -> String {
 }
 
 /// The node row's epoch now.
-pub fn current_epoch() -> String {
-    format!("SELECT epoch FROM {NODE_TABLE} WHERE cluster = $1 AND node = $2")
+pub fn current_epoch(prefix: TablePrefix) -> String {
+    let node_table = prefix.node_table();
+    format!("SELECT epoch FROM {node_table} WHERE cluster = $1 AND node = $2")
 }
 
 /// Every row of a slot that recovery needs: those ending at or after the trim offset.
@@ -178,6 +189,12 @@ pub fn truncate(table: &str) -> String {
 /// Drops a slot table of a drained ring that is being replaced.
 pub fn drop_table(table: &str) -> String {
     format!("DROP TABLE IF EXISTS {table}")
+}
+
+/// Whether a cluster's node is in a node table that exists: $1 the table, $2 cluster, $3 node.
+/// Finds which prefix a cluster's tables have ([`TablePrefix::for_cluster`]).
+pub fn node_row_exists(node_table: &str) -> String {
+    format!("SELECT EXISTS (SELECT 1 FROM {node_table} WHERE cluster = $1 AND node = $2)")
 }
 
 /// Whether a table exists (`dump` of a log that was never written).

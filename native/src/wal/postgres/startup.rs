@@ -16,6 +16,9 @@ pub enum StartupNote {
     GeometryChanged { from: RingGeometry, to: RingGeometry },
     /// Rows after the first gap (never acknowledged) were deleted.
     RowsBeyondGapDeleted { at: u64, rows: usize },
+    /// The cluster was made before the tables took walab's name: its tables keep the
+    /// earlier prefix.
+    EarlierTablePrefix,
 }
 
 impl std::fmt::Display for StartupNote {
@@ -40,6 +43,12 @@ impl std::fmt::Display for StartupNote {
             StartupNote::RowsBeyondGapDeleted { at, rows } => {
                 write!(f, "deleted {rows} unacknowledged rows after the gap at offset {at}")
             }
+            StartupNote::EarlierTablePrefix => write!(
+                f,
+                "this cluster was made with the earlier table names ({}, {}...): its log stays in them",
+                TablePrefix::Earlier.node_table(),
+                TablePrefix::Earlier.text()
+            ),
         }
     }
 }
@@ -49,9 +58,10 @@ impl PgBackend {
     /// row, read the slots and follow the chain, clean up and apply a new ring under the
     /// fence, check the timeline, and resume the schedule at the head.
     pub(super) async fn recover_async(&mut self) -> Result<Recovered, WalError> {
-        let target = self.target.clone();
-        let mut client = target.connect().await.map_err(|e| target.open_error("cannot connect", e))?;
+        let mut client = self.target.connect().await.map_err(|e| self.target.open_error("cannot connect", e))?;
         let synchronous_standby = self.check_server(&client).await?;
+        self.find_prefix(&client).await?;
+        let target = self.target.clone();
         let node_row = self.node_row(&mut client).await?;
         let stored = node_row.geometry();
         let (epoch, trim_offset) = (node_row.epoch as u64, node_row.trim_offset as u64);
@@ -63,7 +73,7 @@ impl PgBackend {
         }
         let tables = target.tables(&stored);
         if self.create {
-            sql::create_tables(&mut client, &tables).await.map_err(|e| target.open_error("cannot create the slot tables", e))?;
+            sql::create_tables(&mut client, target.prefix, &tables).await.map_err(|e| target.open_error("cannot create the slot tables", e))?;
         }
         let rows = read_slots(&client, &target, &tables, trim_offset).await?;
         let chain = ring::recover_chain(&stored, trim_offset, epoch, &rows)
@@ -134,20 +144,47 @@ impl PgBackend {
         Ok(!state.synchronous_standby_names.trim().is_empty())
     }
 
+    /// Which prefix this cluster's tables have: a cluster found only in the earlier node
+    /// table keeps the earlier prefix, and the start-up says so ([`TablePrefix::for_cluster`]).
+    pub(super) async fn find_prefix(&mut self, client: &Client) -> Result<(), WalError> {
+        let target = &self.target;
+        let mut found = [false; 2];
+        for (index, prefix) in [TablePrefix::Walab, TablePrefix::Earlier].into_iter().enumerate() {
+            let table = prefix.node_table();
+            let exists: bool = client.query_one(sql::TABLE_EXISTS, &[&table]).await.map_err(|e| target.open_error("catalog", e))?.get(0);
+            if exists {
+                found[index] = client
+                    .query_one(&sql::node_row_exists(table), &[&target.cluster, &target.node])
+                    .await
+                    .map_err(|e| target.open_error(&format!("reading {table}"), e))?
+                    .get(0);
+            }
+        }
+        let prefix = TablePrefix::for_cluster(found[0], found[1]);
+        if prefix != TablePrefix::Walab {
+            let last = target.settings.geometry.segments.max(1) - 1;
+            ring::slot_table_name(prefix, &target.cluster, &target.node, last)
+                .map_err(|e| WalError::Open(format!("{}: --node: {e}", target.name)))?;
+            self.target.prefix = prefix;
+            self.note(StartupNote::EarlierTablePrefix);
+        }
+        Ok(())
+    }
+
     /// A writer claims the node row with the next epoch; `dump` reads it as it is.
     pub(super) async fn node_row(&self, client: &mut Client) -> Result<NodeRow, WalError> {
         let target = &self.target;
         let node_row = if self.create {
-            sql::create_tables(client, &[]).await.map_err(|e| target.open_error("cannot create pico_wal_node", e))?;
+            sql::create_tables(client, target.prefix, &[]).await.map_err(|e| target.open_error(&format!("cannot create {}", target.prefix.node_table()), e))?;
             Some(claim_next(client, target).await?)
         } else {
             let exists: bool =
-                client.query_one(sql::TABLE_EXISTS, &[&ring::NODE_TABLE]).await.map_err(|e| target.open_error("catalog", e))?.get(0);
+                client.query_one(sql::TABLE_EXISTS, &[&target.prefix.node_table()]).await.map_err(|e| target.open_error("catalog", e))?.get(0);
             if exists {
                 client
-                    .query_opt(&sql::read_node_row(), &[&target.cluster, &target.node])
+                    .query_opt(&sql::read_node_row(target.prefix), &[&target.cluster, &target.node])
                     .await
-                    .map_err(|e| target.open_error("reading pico_wal_node", e))?
+                    .map_err(|e| target.open_error(&format!("reading {}", target.prefix.node_table()), e))?
                     .map(|row| NodeRow::from_row(&row))
             } else {
                 None
@@ -175,7 +212,7 @@ impl PgBackend {
         }
         if self.create {
             let updated = client
-                .execute(&sql::update_timeline(), &[&target.cluster, &target.node, &to_i64(epoch), &i64::from(timeline)])
+                .execute(&sql::update_timeline(target.prefix), &[&target.cluster, &target.node, &to_i64(epoch), &i64::from(timeline)])
                 .await
                 .map_err(|e| target.open_error("recording the timeline", e))?;
             if updated == 0 {
@@ -264,11 +301,11 @@ pub(super) async fn change_ring(
     }
     let (segments, segment_bytes) = (to_i64(requested.segments), to_i64(requested.segment_bytes));
     transaction
-        .execute(&sql::update_geometry(), &[&target.cluster, &target.node, &to_i64(epoch), &segments, &segment_bytes])
+        .execute(&sql::update_geometry(target.prefix), &[&target.cluster, &target.node, &to_i64(epoch), &segments, &segment_bytes])
         .await
         .map_err(error)?;
     transaction.commit().await.map_err(error)?;
-    sql::create_tables(client, &target.tables(requested)).await.map_err(|e| target.open_error("cannot create the slot tables", e))
+    sql::create_tables(client, target.prefix, &target.tables(requested)).await.map_err(|e| target.open_error("cannot create the slot tables", e))
 }
 
 /// Claims the node row with the next epoch (see [`sql`] for why under a row lock).
@@ -278,10 +315,10 @@ pub(super) async fn claim_next(client: &mut Client, target: &Target) -> Result<N
     let geometry = target.settings.geometry;
     let transaction = client.transaction().await.map_err(error)?;
     transaction
-        .execute(&sql::insert_node_row(), &[&cluster, &node, &to_i64(geometry.segments), &to_i64(geometry.segment_bytes)])
+        .execute(&sql::insert_node_row(target.prefix), &[&cluster, &node, &to_i64(geometry.segments), &to_i64(geometry.segment_bytes)])
         .await
         .map_err(error)?;
-    let stored: i64 = transaction.query_one(&sql::lock_node_row(), &[&cluster, &node]).await.map_err(error)?.get(0);
+    let stored: i64 = transaction.query_one(&sql::lock_node_row(target.prefix), &[&cluster, &node]).await.map_err(error)?.get(0);
     let row = claim_in(&transaction, target, stored + 1).await.map_err(error)?;
     transaction.commit().await.map_err(error)?;
     row.ok_or_else(|| WalError::Open(format!("{}: claim refused: a newer epoch holds the node row", target.name)))
@@ -297,7 +334,7 @@ pub(super) async fn claim_in(
     let geometry = target.settings.geometry;
     let row = client
         .query_opt(
-            &sql::claim_node_row(),
+            &sql::claim_node_row(target.prefix),
             &[&target.cluster, &target.node, &epoch, &to_i64(geometry.segments), &to_i64(geometry.segment_bytes)],
         )
         .await?;
@@ -310,7 +347,7 @@ pub fn claim_epoch(url: &str, cluster: &str, node: &str, epoch: u64) -> Result<b
     let target = backend.target.clone();
     backend.runtime.block_on(async move {
         let mut client = target.connect().await.map_err(|e| error_text(&e))?;
-        sql::create_tables(&mut client, &[]).await.map_err(|e| error_text(&e))?;
+        sql::create_tables(&mut client, target.prefix, &[]).await.map_err(|e| error_text(&e))?;
         claim_in(&client, &target, to_i64(epoch)).await.map(|row| row.is_some()).map_err(|e| error_text(&e))
     })
 }
@@ -318,7 +355,7 @@ pub fn claim_epoch(url: &str, cluster: &str, node: &str, epoch: u64) -> Result<b
 /// Holds the node row while the epoch is ours, in a transaction.
 pub(super) async fn hold(transaction: &tokio_postgres::Transaction<'_>, target: &Target, epoch: u64) -> Result<(), WalError> {
     let held = transaction
-        .query_opt(&sql::hold_epoch(), &[&target.cluster, &target.node, &to_i64(epoch)])
+        .query_opt(&sql::hold_epoch(target.prefix), &[&target.cluster, &target.node, &to_i64(epoch)])
         .await
         .map_err(|e| WalError::Open(format!("{}: {}", target.name, error_text(&e))))?;
     match held {

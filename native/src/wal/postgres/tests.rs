@@ -124,6 +124,63 @@ fn unknown_url_options_are_refused_by_name() {
     assert!(error.contains("cannot name a slot table"), "{error}");
 }
 
+/// Moves one cluster's log to the table names walab used before its tables took its own
+/// name (`pico_wal_node` and `pico_wal_{crc32(cluster)}_{node}_{slot}`, the same columns),
+/// as a cluster made by an earlier walab holds it.
+fn move_to_earlier_names(cluster: &str, segments: u64) {
+    psql("CREATE TABLE IF NOT EXISTS pico_wal_node (LIKE walab_node INCLUDING ALL)");
+    psql(&format!(
+        "BEGIN; INSERT INTO pico_wal_node SELECT * FROM walab_node WHERE cluster = '{cluster}'; \
+         DELETE FROM walab_node WHERE cluster = '{cluster}'; COMMIT"
+    ));
+    for slot in 0..segments {
+        let now = ring::slot_table_name(TablePrefix::Walab, cluster, "0", slot).unwrap();
+        let earlier = ring::slot_table_name(TablePrefix::Earlier, cluster, "0", slot).unwrap();
+        psql(&format!("ALTER TABLE IF EXISTS {now} RENAME TO {earlier}"));
+    }
+}
+
+#[test]
+fn a_cluster_made_with_the_earlier_table_names_keeps_opening_in_them() {
+    let cluster = unique_cluster("earlier-names");
+    let segments = ring::SEGMENTS_DEFAULT;
+    let (wal, _, _) = open(SERVER, &cluster);
+    let mut written = append(&wal, "old", 120);
+    wal.close();
+    move_to_earlier_names(&cluster, segments);
+    let in_node_table = |table: &str| psql(&format!("SELECT count(*) FROM {table} WHERE cluster = '{cluster}'"));
+    assert_eq!((in_node_table("walab_node"), in_node_table("pico_wal_node")), ("0".to_string(), "1".to_string()));
+
+    // `dump` finds the cluster in the earlier node table, says so, and reads it there.
+    let mut reader = backend(SERVER, &cluster, false);
+    assert_eq!(keys(&reader.recover().unwrap()), written);
+    assert!(reader.notes().contains(&StartupNote::EarlierTablePrefix), "{:?}", reader.notes());
+    assert!(StartupNote::EarlierTablePrefix.to_string().contains("pico_wal_node"), "the note names the tables");
+
+    // A writer recovers and appends there too; nothing goes to walab_node.
+    let (wal, recovered, _) = open(SERVER, &cluster);
+    assert_eq!(keys(&recovered), written);
+    written.extend(append(&wal, "new", 80));
+    wal.close();
+    assert_eq!((in_node_table("walab_node"), in_node_table("pico_wal_node")), ("0".to_string(), "1".to_string()));
+    let earlier_rows: i64 = (0..segments)
+        .map(|slot| {
+            let table = ring::slot_table_name(TablePrefix::Earlier, &cluster, "0", slot).unwrap();
+            psql(&format!("SELECT count(*) FROM {table}")).parse::<i64>().unwrap()
+        })
+        .sum();
+    assert!(earlier_rows > 0, "the batches are in the earlier slot tables");
+    let (_, recovered, _) = open(SERVER, &cluster);
+    assert_eq!(keys(&recovered), written);
+
+    // A new cluster takes walab's names.
+    let fresh = unique_cluster("walab-names");
+    let (wal, _, _) = open(SERVER, &fresh);
+    append(&wal, "x", 1);
+    wal.close();
+    assert_eq!(psql(&format!("SELECT count(*) FROM walab_node WHERE cluster = '{fresh}'")), "1");
+}
+
 #[test]
 fn records_survive_a_reopen_in_order_and_seqs_continue() {
     let cluster = unique_cluster("reopen");
@@ -155,7 +212,7 @@ fn records_survive_a_reopen_in_order_and_seqs_continue() {
     let mut reader = backend(SERVER, &cluster, false);
     let recovered = reader.recover().unwrap();
     assert_eq!(recovered.records.len(), 201);
-    let epoch = psql(&format!("SELECT epoch FROM pico_wal_node WHERE cluster = '{cluster}'"));
+    let epoch = psql(&format!("SELECT epoch FROM walab_node WHERE cluster = '{cluster}'"));
     assert_eq!(reader.epoch().to_string(), epoch, "dump leaves the epoch alone");
 }
 
@@ -190,7 +247,7 @@ fn the_ring_wraps_round_with_small_segments_and_a_consumer() {
     let stats = counters.get();
     assert!(stats.slots_truncated >= 6, "{stats:?}");
     wal.close();
-    let table = ring::slot_table_name(&cluster, "0", 0).unwrap();
+    let table = ring::slot_table_name(TablePrefix::Walab, &cluster, "0", 0).unwrap();
     let generations: u64 = psql(&format!("SELECT coalesce(max(start_offset), 0) / 4096 FROM {table}")).parse().unwrap();
     assert!(generations >= 3, "slot 0 holds generation {generations}: the ring went round");
     // Recovery starts at the trim offset: everything unconfirmed is there, in order.
@@ -286,7 +343,7 @@ fn the_claim_takes_only_an_epoch_at_least_the_stored_one() {
     assert_eq!(claim_epoch(SERVER, &cluster, "0", 3), Ok(false));
     assert_eq!(claim_epoch(SERVER, &cluster, "0", 5), Ok(true));
     assert_eq!(claim_epoch(SERVER, &cluster, "0", 6), Ok(true));
-    assert_eq!(psql(&format!("SELECT epoch FROM pico_wal_node WHERE cluster = '{cluster}'")), "6");
+    assert_eq!(psql(&format!("SELECT epoch FROM walab_node WHERE cluster = '{cluster}'")), "6");
 }
 
 #[test]
@@ -313,7 +370,7 @@ fn recovery_stops_at_a_gap_and_deletes_what_lies_beyond() {
     let written = append(&wal, "g", 5);
     wal.close();
     // Take out the third batch (one record each: one writer, closed loop).
-    let table = ring::slot_table_name(&cluster, "0", 0).unwrap();
+    let table = ring::slot_table_name(TablePrefix::Walab, &cluster, "0", 0).unwrap();
     psql(&format!("DELETE FROM {table} WHERE start_offset = (SELECT start_offset FROM {table} ORDER BY start_offset OFFSET 2 LIMIT 1)"));
     let mut reopened = backend(SERVER, &cluster, true);
     let recovered = reopened.recover().unwrap();
@@ -336,7 +393,7 @@ fn a_damaged_body_or_a_wrong_epoch_column_is_reported_as_corruption() {
     let (wal, _, _) = open(SERVER, &cluster);
     append(&wal, "d", 3);
     wal.close();
-    let table = ring::slot_table_name(&cluster, "0", 0).unwrap();
+    let table = ring::slot_table_name(TablePrefix::Walab, &cluster, "0", 0).unwrap();
     let second = format!("(SELECT start_offset FROM {table} ORDER BY start_offset OFFSET 1 LIMIT 1)");
     psql(&format!("UPDATE {table} SET epoch = epoch - 1 WHERE start_offset = {second}"));
     let error = backend_recover_error(&cluster);
@@ -370,7 +427,7 @@ fn a_new_ring_applies_only_when_the_wal_is_drained() {
     assert!(recovered.records.is_empty());
     assert!(drained.notes().iter().any(|n| matches!(n, StartupNote::GeometryChanged { .. })), "{:?}", drained.notes());
     drop(drained);
-    assert_eq!(psql(&format!("SELECT segments FROM pico_wal_node WHERE cluster = '{cluster}'")), "6");
+    assert_eq!(psql(&format!("SELECT segments FROM walab_node WHERE cluster = '{cluster}'")), "6");
     let (wal, _, _) = open(&larger, &cluster);
     let after = append(&wal, "b", 3);
     wal.close();
@@ -416,7 +473,7 @@ fn a_standby_is_refused_and_its_promotion_is_a_higher_timeline() {
     assert_eq!(verdict, Some(ring::TimelineVerdict::HigherAsynchronous { recorded: 1, current: 2 }));
     drop(promoted);
     // A timeline recorded above the server's reads as a restore from backup.
-    standby.psql("UPDATE pico_wal_node SET timeline = 7").unwrap();
+    standby.psql("UPDATE walab_node SET timeline = 7").unwrap();
     let mut restored = backend(&standby.url(), "c", true);
     restored.recover().unwrap();
     assert!(restored.notes().contains(&StartupNote::Timeline(ring::TimelineVerdict::Lower { recorded: 7, current: 2 })));

@@ -62,7 +62,7 @@ pub(super) async fn trim_once(
 ) -> Result<bool, tokio_postgres::Error> {
     let transaction = client.transaction().await?;
     let updated = transaction
-        .execute(&sql::update_trim(), &[&target.cluster, &target.node, &to_i64(epoch), &to_i64(to)])
+        .execute(&sql::update_trim(target.prefix), &[&target.cluster, &target.node, &to_i64(epoch), &to_i64(to)])
         .await?;
     if updated == 0 {
         transaction.rollback().await?;

@@ -323,7 +323,7 @@ pub fn RingFigure(props: &RingFigureProps) -> Html {
     let box_w = ((width - 8.0) / per_row as f64 - 8.0).min(150.0);
     let narrow = width < 560.0;
     let line_h = 17.0;
-    let heading = format!("pico_wal_… slot tables: generation g lives in slot g % {}", props.geometry.segments);
+    let heading = format!("walab_… slot tables: generation g lives in slot g % {}", props.geometry.segments);
     let heading_lines: Vec<String> = if narrow { let (a, b) = two_lines(&heading); vec![a, b] } else { vec![heading] };
     let slots_top = 8.0 + heading_lines.len() as f64 * line_h;
     let slot_rows = count.div_ceil(per_row);

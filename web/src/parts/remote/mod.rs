@@ -574,7 +574,7 @@ pub fn PostgresChapter(props: &ChapterProps) -> Html {
         { totals(&run, model) }
         <h3>{ "The fenced insert" }</h3>
         <div class="prose">
-            <p>{ "Every batch goes in as INSERT … SELECT … FROM pico_wal_node WHERE epoch = $epoch FOR SHARE. If a newer process \
+            <p>{ "Every batch goes in as INSERT … SELECT … FROM walab_node WHERE epoch = $epoch FOR SHARE. If a newer process \
                   has claimed the node row with a higher epoch, the SELECT finds no row, the INSERT writes nothing, and the writer \
                   knows it is fenced. The claim itself is an upsert that succeeds only when the new epoch is at least the stored \
                   one, and it waits for the inserts holding the row." }</p>
