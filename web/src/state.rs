@@ -16,8 +16,8 @@ use crate::model::{self, ModelRef};
 use crate::parts::choice;
 use crate::player::{PlayerAction, PlayerState};
 use crate::url_state::{
-    format_millis, parse_millis_in, parse_query, power_parts_text, Fault, Handling, LabParams, PageProtection, PolicyKind, Scenario, UrlProblem,
-    CUT_MAX, PART_COUNT, PREDICT_MAX,
+    format_millis, parse_query, power_parts_text, set_param, Fault, Handling, LabParams, PageProtection, PolicyKind, Scenario,
+    UrlProblem, PART_COUNT, PREDICT_MAX,
 };
 
 #[derive(Clone, Debug, PartialEq)]
@@ -83,8 +83,7 @@ impl LabState {
             if let Err(reason) = self.check_cut(cut) {
                 self.url_problems.push(UrlProblem { param: "cut".into(), value: format_millis(cut), reason });
                 self.params.cut = None;
-                self.params.predict = None;
-                self.params.reveal = false;
+                self.params.forget_answer();
                 self.reload_timeline();
             }
         }
@@ -160,24 +159,16 @@ impl LabState {
 pub enum LabAction {
     GoToPart(u8),
     Player(PlayerAction),
-    SetScenario(Scenario),
-    SetPolicy(PolicyKind),
-    SetSyncLatency(Nanos),
-    SetLoad(u64),
-    SetWindow(Nanos),
-    SetQuorum(u8),
-    SetUnitBytes(u32),
+    /// A control set one parameter.
+    Set(Setting),
     /// Choose (or clear) the instant the power fails.
     SetCut(Option<Nanos>),
     /// Pull the power now, at the playhead (in a Part with a power button; elsewhere the
     /// status line says there is none).
     CutAtPlayhead,
-    /// The cut's instant as typed into its field: checked, then used or refused.
-    TypeCut(String),
-    /// A seed as typed into a field.
-    TypeSeed(String),
-    /// The failing batch (branch E1) as typed into its field.
-    TypeEioBatch(String),
+    /// A value as typed into a field (the cut's instant, a seed, the failing batch of
+    /// branch E1): checked as the link's parameter is, then used or refused.
+    Type(Field, String),
     /// The student commits a prediction: the answer shows, and the link keeps it.
     Predict(u32),
     /// The student asks to see the answer without predicting.
@@ -186,13 +177,6 @@ pub enum LabAction {
     LoadQuery(String),
     TogglePresent,
     ShowKeys(bool),
-
-    SetFault(Fault),
-    /// Part 2: run this call on the record.
-    SetCall(crate::url_state::SyncCall),
-    SetHandling(Handling),
-    SetCdc(Option<u64>),
-    SetProtection(PageProtection),
     /// A trace file was read (or failed to parse): the Part that plays it opens (Part 5
     /// a commit trace, 13 or 14 a remote run's); a file that could not be read opens the
     /// Part it says it belongs to, or Part 5, unless a remote chapter is open.
@@ -202,8 +186,63 @@ pub enum LabAction {
     LoadLatency(Rc<MeasuredLatency>),
     ClearLatency,
     DismissUrlProblems,
-    /// Parts 13 and 14: new parameters for the remote WAL's run.
-    SetRemote(crate::remote_params::RemoteParams),
+}
+
+/// One parameter as a control sets it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Setting {
+    Scenario(Scenario),
+    Policy(PolicyKind),
+    SyncLatency(Nanos),
+    Load(u64),
+    Window(Nanos),
+    Quorum(u8),
+    UnitBytes(u32),
+    Fault(Fault),
+    Handling(Handling),
+    Cdc(Option<u64>),
+    Protection(PageProtection),
+    /// The call run on the record, in the chapter on what fsync guarantees.
+    Call(crate::url_state::SyncCall),
+    /// New parameters for the remote WAL's run.
+    Remote(crate::remote_params::RemoteParams),
+}
+
+impl Setting {
+    /// Writes the setting into the parameters; true when the view's runs change (every
+    /// setting but the call, which only picks what the figure shows).
+    fn apply(self, params: &mut LabParams) -> bool {
+        match self {
+            Setting::Scenario(scenario) => params.scenario = scenario,
+            Setting::Policy(policy) => params.policy = policy,
+            Setting::SyncLatency(latency) => params.sync_latency = latency,
+            Setting::Load(load) => params.load_per_second = load,
+            Setting::Window(window) => params.window = window,
+            Setting::Quorum(w) => params.quorum_w = w,
+            Setting::UnitBytes(unit) => params.unit_bytes = unit,
+            Setting::Fault(fault) => params.fault = fault,
+            Setting::Handling(handling) => params.handling = handling,
+            Setting::Cdc(seq) => params.cdc_confirmed_seq = seq,
+            Setting::Protection(protection) => params.protection = protection,
+            Setting::Remote(remote) => params.remote = remote,
+            Setting::Call(call) => {
+                params.call = call;
+                return false;
+            }
+        }
+        true
+    }
+}
+
+impl Field {
+    /// The link's parameter the field types.
+    fn param(self) -> &'static str {
+        match self {
+            Field::Cut => "cut",
+            Field::Seed => "seed",
+            Field::EioBatch => "log_sync_fails",
+        }
+    }
 }
 
 impl LabState {
@@ -216,8 +255,7 @@ impl LabState {
                 self.field_problem = None;
                 if self.params.cut != Some(at) {
                     self.params.cut = Some(at);
-                    self.params.predict = None;
-                    self.params.reveal = false;
+                    self.params.forget_answer();
                     *timeline_changed = true;
                     // The sentence names the new run's numbers, so it is written after the rerun.
                     self.status = None;
@@ -251,8 +289,7 @@ impl Reducible for LabState {
                 if part < PART_COUNT && part != next.params.part {
                     next.params.part = part;
                     next.params.cut = None;
-                    next.params.predict = None;
-                    next.params.reveal = false;
+                    next.params.forget_answer();
                     next.field_problem = None;
                     next.status = None;
                     timeline_changed = true;
@@ -260,41 +297,13 @@ impl Reducible for LabState {
                 }
             }
             LabAction::Player(action) => next.player.apply(action),
-            LabAction::SetScenario(scenario) => {
-                next.params.scenario = scenario;
-                timeline_changed = true;
-            }
-            LabAction::SetPolicy(policy) => {
-                next.params.policy = policy;
-                timeline_changed = true;
-            }
-            LabAction::SetSyncLatency(latency) => {
-                next.params.sync_latency = latency;
-                timeline_changed = true;
-            }
-            LabAction::SetLoad(load) => {
-                next.params.load_per_second = load;
-                timeline_changed = true;
-            }
-            LabAction::SetWindow(window) => {
-                next.params.window = window;
-                timeline_changed = true;
-            }
-            LabAction::SetQuorum(w) => {
-                next.params.quorum_w = w;
-                timeline_changed = true;
-            }
-            LabAction::SetUnitBytes(unit) => {
-                next.params.unit_bytes = unit;
-                timeline_changed = true;
-            }
+            LabAction::Set(setting) => timeline_changed = setting.apply(&mut next.params),
             LabAction::SetCut(None) => {
                 next.player.apply(PlayerAction::Pause);
                 next.field_problem = None;
                 if next.params.cut.is_some() {
                     next.params.cut = None;
-                    next.params.predict = None;
-                    next.params.reveal = false;
+                    next.params.forget_answer();
                     next.status = Some("The power is back on; the run plays to its end.".into());
                     timeline_changed = true;
                 } else {
@@ -315,36 +324,19 @@ impl Reducible for LabState {
                 let at = Nanos(next.player.now.0 / tenth * tenth);
                 next.cut_at(at, &mut timeline_changed);
             }
-            LabAction::TypeCut(text) => match parse_millis_in(&text, Nanos::ZERO, CUT_MAX) {
-                Ok(at) => next.cut_at(at, &mut timeline_changed),
-                Err(reason) => next.field_problem = Some(FieldProblem { field: Field::Cut, message: format!("{}: {reason}", text.trim()) }),
-            },
-            LabAction::TypeSeed(text) => match text.trim().parse::<u64>() {
-                Ok(seed) => {
-                    next.params.seed = seed;
-                    next.field_problem = None;
-                    timeline_changed = true;
+            LabAction::Type(field, text) => {
+                let typed = text.trim();
+                let mut params = next.params.clone();
+                match set_param(&mut params, field.param(), typed) {
+                    Ok(()) if field == Field::Cut => next.cut_at(params.cut.unwrap_or_default(), &mut timeline_changed),
+                    Ok(()) => {
+                        next.params = params;
+                        next.field_problem = None;
+                        timeline_changed = true;
+                    }
+                    Err(reason) => next.field_problem = Some(FieldProblem { field, message: format!("{typed}: {reason}") }),
                 }
-                Err(_) => {
-                    next.field_problem = Some(FieldProblem {
-                        field: Field::Seed,
-                        message: format!("{}: not a seed; give a whole number from 0 to {}", text.trim(), u64::MAX),
-                    })
-                }
-            },
-            LabAction::TypeEioBatch(text) => match text.trim().parse::<u64>() {
-                Ok(batch) if (1..=24).contains(&batch) => {
-                    next.params.eio_batch = batch;
-                    next.field_problem = None;
-                    timeline_changed = true;
-                }
-                _ => {
-                    next.field_problem = Some(FieldProblem {
-                        field: Field::EioBatch,
-                        message: format!("{}: not a batch; give the log batch whose sync fails, 1 to 24", text.trim()),
-                    })
-                }
-            },
+            }
             LabAction::Predict(guess) => {
                 next.params.predict = Some(guess.min(PREDICT_MAX));
                 next.status = next.result_sentence().map(|result| format!("You predicted {guess}. {result}"));
@@ -370,23 +362,6 @@ impl Reducible for LabState {
             LabAction::TogglePresent => next.params.present = !next.params.present,
             LabAction::ShowKeys(open) => next.keys_open = open,
 
-            LabAction::SetCall(call) => next.params.call = call,
-            LabAction::SetFault(fault) => {
-                next.params.fault = fault;
-                timeline_changed = true;
-            }
-            LabAction::SetHandling(handling) => {
-                next.params.handling = handling;
-                timeline_changed = true;
-            }
-            LabAction::SetCdc(seq) => {
-                next.params.cdc_confirmed_seq = seq;
-                timeline_changed = true;
-            }
-            LabAction::SetProtection(protection) => {
-                next.params.protection = protection;
-                timeline_changed = true;
-            }
             LabAction::LoadTrace(result) => {
                 next.params.part = match &result {
                     Ok(dropped) => choice::part_of_dropped(dropped.kind()),
@@ -395,8 +370,7 @@ impl Reducible for LabState {
                     Err(DropError { kind: None, .. }) => choice::COMMIT_PART,
                 };
                 next.dropped = Some(result.map_err(|error| error.message));
-                next.params.predict = None;
-                next.params.reveal = false;
+                next.params.forget_answer();
                 next.status = None;
                 next.params.cut = None;
                 timeline_changed = true;
@@ -405,7 +379,7 @@ impl Reducible for LabState {
             LabAction::LoadLatency(latency) => {
                 next.latency = Some(latency);
                 next.dropped = None;
-                next.params.part = 5;
+                next.params.part = choice::COMMIT_PART;
                 if next.params.scenario == Scenario::Tiny {
                     next.params.scenario = Scenario::Random;
                 }
@@ -422,18 +396,13 @@ impl Reducible for LabState {
                 playhead_kept = false;
             }
             LabAction::DismissUrlProblems => next.url_problems.clear(),
-            LabAction::SetRemote(remote) => {
-                next.params.remote = remote;
-                timeline_changed = true;
-            }
         }
         // Another seed, mode, unit or fault asks the question again.
         let (was, now) = (&self.params, &next.params);
         let question_changed = (was.seed, was.policy, was.unit_bytes, was.fault, was.handling, was.eio_batch, was.sync_latency, was.window)
             != (now.seed, now.policy, now.unit_bytes, now.fault, now.handling, now.eio_batch, now.sync_latency, now.window);
         if question_changed && !matches!(action_kind, ActionKind::Load) {
-            next.params.predict = None;
-            next.params.reveal = false;
+            next.params.forget_answer();
         }
         if timeline_changed {
             let kept = playhead_kept.then_some(next.player.now);
@@ -494,7 +463,7 @@ mod tests {
     #[test]
     fn choosing_the_unit_reruns_the_cut_and_goes_into_the_link() {
         let state = LabState::from_query("?part=7&cut=13.5");
-        let state = reduce(state, LabAction::SetUnitBytes(512));
+        let state = reduce(state, LabAction::Set(Setting::UnitBytes(512)));
         assert_eq!(state.params.cut, Some(Nanos(13_500_000)), "the cut is kept");
         let query = crate::url_state::to_query(&state.params);
         assert_eq!(query, "?part=7&unit=512&cut=13.5");
@@ -524,23 +493,23 @@ mod tests {
         assert_eq!(state.params.cut, None);
         let problem = state.url_problems[0].to_string();
         assert!(problem.starts_with("cut=500: past the end of the run; give 0 to 16 ms"), "{problem}");
-        let state = reduce(state, LabAction::TypeCut("250".into()));
+        let state = reduce(state, LabAction::Type(Field::Cut, "250".into()));
         assert_eq!(state.params.cut, None);
         let field = state.field_problem.clone().unwrap();
         assert_eq!(field.field, Field::Cut);
         assert!(field.message.starts_with("250 ms: past the end of the run; give 0 to 16 ms"), "{}", field.message);
-        let state = reduce(state, LabAction::TypeCut("1e9".into()));
+        let state = reduce(state, LabAction::Type(Field::Cut, "1e9".into()));
         assert_eq!(state.field_problem.unwrap().message, "1e9: out of range; give 0 to 10000 ms");
     }
 
     #[test]
     fn a_typed_cut_in_range_cuts_and_is_announced() {
         let state = LabState::from_query("?part=7");
-        let state = reduce(state, LabAction::TypeCut("13.5".into()));
+        let state = reduce(state, LabAction::Type(Field::Cut, "13.5".into()));
         assert_eq!(state.params.cut, Some(Nanos(13_500_000)));
         assert!(state.field_problem.is_none());
         assert!(state.status.as_deref().unwrap().starts_with("The power failed at 13.5 ms. "), "{:?}", state.status);
-        let state = reduce(state, LabAction::TypeSeed("many".into()));
+        let state = reduce(state, LabAction::Type(Field::Seed, "many".into()));
         assert_eq!(state.field_problem.as_ref().unwrap().field, Field::Seed);
         assert_eq!(state.params.seed, 1, "the seed in use is kept");
     }
@@ -564,10 +533,10 @@ mod tests {
     #[test]
     fn another_seed_or_unit_asks_the_question_again() {
         let state = LabState::from_query("?part=7&cut=13.5&reveal=1");
-        let state = reduce(state, LabAction::SetUnitBytes(512));
+        let state = reduce(state, LabAction::Set(Setting::UnitBytes(512)));
         assert!(!state.params.answer_shown());
         let state = reduce(state, LabAction::Predict(20));
-        let state = reduce(state, LabAction::TypeSeed("4".into()));
+        let state = reduce(state, LabAction::Type(Field::Seed, "4".into()));
         assert!(!state.params.answer_shown());
         let state = reduce(state, LabAction::Reveal);
         let state = reduce(state, LabAction::Player(PlayerAction::StepBack));

@@ -216,6 +216,12 @@ impl LabParams {
         self.predict.is_some() || self.reveal
     }
 
+    /// A new question: the prediction and the revealed answer are forgotten.
+    pub fn forget_answer(&mut self) {
+        self.predict = None;
+        self.reveal = false;
+    }
+
     /// Whether this Part has a power button (and so takes `cut=` and the `p` key).
     pub fn has_power(&self) -> bool {
         POWER_PARTS.contains(&self.part)
@@ -307,126 +313,8 @@ pub fn parse_query(query: &str) -> (LabParams, Vec<UrlProblem>) {
         let (raw_name, raw_value) = pair.split_once('=').unwrap_or((pair, ""));
         let name = percent_decode(raw_name);
         let value = percent_decode(raw_value);
-        let problem = |reason: &str| UrlProblem { param: name.clone(), value: value.clone(), reason: reason.to_string() };
-        let outcome: Result<(), UrlProblem> = match name.as_str() {
-            "part" => match value.parse::<u8>() {
-                Ok(part) if part < PART_COUNT => {
-                    params.part = part;
-                    Ok(())
-                }
-                _ => Err(problem("not a Part; the lab has Parts 0 to 14")),
-            },
-            "scenario" => match Scenario::from_url_name(&value) {
-                Some(scenario) => {
-                    params.scenario = scenario;
-                    Ok(())
-                }
-                None => Err(problem("not a scenario; use tiny, steady or random")),
-            },
-            "sync" => parse_millis_in(&value, SYNC_LATENCY_MIN, SYNC_LATENCY_MAX)
-                .map(|nanos| params.sync_latency = nanos)
-                .map_err(|reason| problem(&reason)),
-            "load" => match value.parse::<u64>() {
-                Ok(load) if (1..=LOAD_PER_SECOND_MAX).contains(&load) => {
-                    params.load_per_second = load;
-                    Ok(())
-                }
-                _ => Err(problem("not a load; give writes per second from 1 to 1000000")),
-            },
-            "policy" => match page_policy(&value) {
-                Some(policy) => {
-                    params.policy = policy;
-                    Ok(())
-                }
-                None => Err(problem("not a policy; use group, per-write, window or no-sync")),
-            },
-            "window" => parse_millis_in(&value, Nanos::ZERO, WINDOW_MAX)
-                .map(|nanos| params.window = nanos)
-                .map_err(|reason| problem(&reason)),
-            "w" => match value.parse::<u8>() {
-                Ok(w) if (1..=3).contains(&w) => {
-                    params.quorum_w = w;
-                    Ok(())
-                }
-                _ => Err(problem("not a quorum; W is 1, 2 or 3 of the 3 replicas")),
-            },
-            "unit" => match value.parse::<u32>() {
-                Ok(unit) if UNIT_BYTES_ALLOWED.contains(&unit) => {
-                    params.unit_bytes = unit;
-                    Ok(())
-                }
-                _ => Err(problem("not an atomic unit; use 32, 512 or 4096 bytes")),
-            },
-            "seed" => match value.parse::<u64>() {
-                Ok(seed) => {
-                    params.seed = seed;
-                    Ok(())
-                }
-                Err(_) => Err(problem("not a seed; give a whole number from 0 to 18446744073709551615")),
-            },
-            "fault" => match Fault::from_url_name(&value) {
-                Some(fault) => {
-                    params.fault = fault;
-                    Ok(())
-                }
-                None => Err(problem("not a fault; use none, e1 or e2")),
-            },
-            "call" => match SyncCall::from_url_name(&value) {
-                Some(call) => {
-                    params.call = call;
-                    Ok(())
-                }
-                None => Err(problem("not a call; use write, fsync, fdatasync, o_sync, o_dsync, o_direct, sync_file_range or fsync_dir")),
-            },
-            "handling" => match Handling::from_url_name(&value) {
-                Some(handling) => {
-                    params.handling = handling;
-                    Ok(())
-                }
-                None => Err(problem("not a way to handle a failed sync; use fail-stop or retry")),
-            },
-            "protection" => match PageProtection::from_name(&value) {
-                Some(protection) => {
-                    params.protection = protection;
-                    Ok(())
-                }
-                None => Err(problem("not a torn-page protection; use fpi, doublewrite or none")),
-            },
-            // `--log-sync-fails`'s name; `eio` is the page's earlier one.
-            "log_sync_fails" | "eio" => match value.parse::<u64>() {
-                Ok(batch) if (1..=24).contains(&batch) => {
-                    params.eio_batch = batch;
-                    Ok(())
-                }
-                _ => Err(problem("not a batch; give the log batch whose sync fails, 1 to 24")),
-            },
-            "cdc" => match value.parse::<u64>() {
-                Ok(seq) if seq <= 24 => {
-                    params.cdc_confirmed_seq = Some(seq);
-                    Ok(())
-                }
-                _ => Err(problem("not a confirmed seq; give 0 to 24")),
-            },
-            "cut" => parse_millis_in(&value, Nanos::ZERO, CUT_MAX)
-                .map(|nanos| params.cut = Some(nanos))
-                .map_err(|reason| problem(&reason)),
-            remote if crate::remote_params::RemoteParams::takes(remote) => {
-                params.remote.parse(remote, &value).map_err(|reason| problem(&reason))
-            }
-            "present" => parse_flag(&value).map(|on| params.present = on).map_err(|reason| problem(&reason)),
-            "reveal" => parse_flag(&value).map(|on| params.reveal = on).map_err(|reason| problem(&reason)),
-            "predict" => match value.parse::<u32>() {
-                Ok(guess) if guess <= PREDICT_MAX => {
-                    params.predict = Some(guess);
-                    Ok(())
-                }
-                _ => Err(problem(&format!("not a prediction; give a whole number from 0 to {PREDICT_MAX}"))),
-            },
-            "server" => parse_server(&value).map(|server| params.server = Some(server)).map_err(|reason| problem(&reason)),
-            _ => Err(problem("unknown parameter; the lab reads part, scenario, sync, load, policy, window, w, unit, seed, cut, fault, handling, call, cdc, protection, log_sync_fails, predict, reveal, present, server and the r... parameters of Parts 13 and 14")),
-        };
-        if let Err(problem) = outcome {
-            problems.push(problem);
+        if let Err(reason) = set_param(&mut params, &name, &value) {
+            problems.push(UrlProblem { param: name, value, reason });
         }
     }
     if let Some(cut) = params.cut.filter(|_| !params.has_power()) {
@@ -438,6 +326,128 @@ pub fn parse_query(query: &str) -> (LabParams, Vec<UrlProblem>) {
         params.cut = None;
     }
     (params, problems)
+}
+
+/// Reads one `name=value` pair of a link into the parameters, or says why not: the one
+/// place a parameter's value is checked (the page's fields use it too).
+pub fn set_param(params: &mut LabParams, name: &str, value: &str) -> Result<(), String> {
+    match name {
+        "part" => match value.parse::<u8>() {
+            Ok(part) if part < PART_COUNT => {
+                params.part = part;
+                Ok(())
+            }
+            _ => Err("not a Part; the lab has Parts 0 to 14".into()),
+        },
+        "scenario" => match Scenario::from_url_name(value) {
+            Some(scenario) => {
+                params.scenario = scenario;
+                Ok(())
+            }
+            None => Err("not a scenario; use tiny, steady or random".into()),
+        },
+        "sync" => parse_millis_in(value, SYNC_LATENCY_MIN, SYNC_LATENCY_MAX)
+            .map(|nanos| params.sync_latency = nanos)
+            ,
+        "load" => match value.parse::<u64>() {
+            Ok(load) if (1..=LOAD_PER_SECOND_MAX).contains(&load) => {
+                params.load_per_second = load;
+                Ok(())
+            }
+            _ => Err("not a load; give writes per second from 1 to 1000000".into()),
+        },
+        "policy" => match page_policy(value) {
+            Some(policy) => {
+                params.policy = policy;
+                Ok(())
+            }
+            None => Err("not a policy; use group, per-write, window or no-sync".into()),
+        },
+        "window" => parse_millis_in(value, Nanos::ZERO, WINDOW_MAX)
+            .map(|nanos| params.window = nanos)
+            ,
+        "w" => match value.parse::<u8>() {
+            Ok(w) if (1..=3).contains(&w) => {
+                params.quorum_w = w;
+                Ok(())
+            }
+            _ => Err("not a quorum; W is 1, 2 or 3 of the 3 replicas".into()),
+        },
+        "unit" => match value.parse::<u32>() {
+            Ok(unit) if UNIT_BYTES_ALLOWED.contains(&unit) => {
+                params.unit_bytes = unit;
+                Ok(())
+            }
+            _ => Err("not an atomic unit; use 32, 512 or 4096 bytes".into()),
+        },
+        "seed" => match value.parse::<u64>() {
+            Ok(seed) => {
+                params.seed = seed;
+                Ok(())
+            }
+            Err(_) => Err("not a seed; give a whole number from 0 to 18446744073709551615".into()),
+        },
+        "fault" => match Fault::from_url_name(value) {
+            Some(fault) => {
+                params.fault = fault;
+                Ok(())
+            }
+            None => Err("not a fault; use none, e1 or e2".into()),
+        },
+        "call" => match SyncCall::from_url_name(value) {
+            Some(call) => {
+                params.call = call;
+                Ok(())
+            }
+            None => Err("not a call; use write, fsync, fdatasync, o_sync, o_dsync, o_direct, sync_file_range or fsync_dir".into()),
+        },
+        "handling" => match Handling::from_url_name(value) {
+            Some(handling) => {
+                params.handling = handling;
+                Ok(())
+            }
+            None => Err("not a way to handle a failed sync; use fail-stop or retry".into()),
+        },
+        "protection" => match PageProtection::from_name(value) {
+            Some(protection) => {
+                params.protection = protection;
+                Ok(())
+            }
+            None => Err("not a torn-page protection; use fpi, doublewrite or none".into()),
+        },
+        // `--log-sync-fails`'s name; `eio` is the page's earlier one.
+        "log_sync_fails" | "eio" => match value.parse::<u64>() {
+            Ok(batch) if (1..=24).contains(&batch) => {
+                params.eio_batch = batch;
+                Ok(())
+            }
+            _ => Err("not a batch; give the log batch whose sync fails, 1 to 24".into()),
+        },
+        "cdc" => match value.parse::<u64>() {
+            Ok(seq) if seq <= 24 => {
+                params.cdc_confirmed_seq = Some(seq);
+                Ok(())
+            }
+            _ => Err("not a confirmed seq; give 0 to 24".into()),
+        },
+        "cut" => parse_millis_in(value, Nanos::ZERO, CUT_MAX)
+            .map(|nanos| params.cut = Some(nanos))
+            ,
+        remote if crate::remote_params::RemoteParams::takes(remote) => {
+            params.remote.parse(remote, value)
+        }
+        "present" => parse_flag(value).map(|on| params.present = on),
+        "reveal" => parse_flag(value).map(|on| params.reveal = on),
+        "predict" => match value.parse::<u32>() {
+            Ok(guess) if guess <= PREDICT_MAX => {
+                params.predict = Some(guess);
+                Ok(())
+            }
+            _ => Err(format!("not a prediction; give a whole number from 0 to {PREDICT_MAX}")),
+        },
+        "server" => parse_server(value).map(|server| params.server = Some(server)),
+        _ => Err("unknown parameter; the lab reads part, scenario, sync, load, policy, window, w, unit, seed, cut, fault, handling, call, cdc, protection, log_sync_fails, predict, reveal, present, server and the r... parameters of Parts 13 and 14".into()),
+    }
 }
 
 fn parse_flag(value: &str) -> Result<bool, String> {

@@ -5,7 +5,7 @@ use walab_core::time::Nanos;
 use yew::prelude::*;
 
 pub use crate::format::group_thousands;
-use crate::state::LabAction;
+use crate::state::{LabAction, Setting};
 use crate::url_state::{format_millis, LabParams, PolicyKind, Scenario, LOAD_PER_SECOND_MAX};
 
 /// Which controls a model shows.
@@ -30,7 +30,7 @@ pub const LOAD_STEPS: [u64; 13] =
 pub fn load_dial(load: u64, on_action: &Callback<LabAction>, said: &str) -> Html {
     let index = LOAD_STEPS.iter().position(|step| *step >= load).unwrap_or(LOAD_STEPS.len() - 1);
     let stops: Vec<AttrValue> = LOAD_STEPS.iter().map(|step| AttrValue::from(format!("{} writes/s", group_thousands(*step)))).collect();
-    let on_change = on_action.reform(|stop: usize| LabAction::SetLoad(LOAD_STEPS[stop.min(LOAD_STEPS.len() - 1)].min(LOAD_PER_SECOND_MAX)));
+    let on_change = on_action.reform(|stop: usize| LabAction::Set(Setting::Load(LOAD_STEPS[stop.min(LOAD_STEPS.len() - 1)].min(LOAD_PER_SECOND_MAX))));
     html! {
         <crate::figures::dial::Dial label="load" stops={stops} index={index} on_change={on_change}
             announce={AttrValue::from(format!("At {} writes/s: {said}.", group_thousands(load)))}
@@ -43,23 +43,23 @@ pub fn load_dial(load: u64, on_action: &Callback<LabAction>, said: &str) -> Html
 pub fn controls(params: &LabParams, shown: Shown, field_problem: Option<&crate::state::FieldProblem>, on_action: &Callback<LabAction>) -> Html {
     let on_scenario = on_action.reform(|event: Event| {
         let select: web_sys::HtmlSelectElement = event.target_unchecked_into();
-        LabAction::SetScenario(Scenario::from_url_name(&select.value()).unwrap_or(Scenario::Tiny))
+        LabAction::Set(Setting::Scenario(Scenario::from_url_name(&select.value()).unwrap_or(Scenario::Tiny)))
     });
     let on_policy = on_action.reform(|event: Event| {
         let select: web_sys::HtmlSelectElement = event.target_unchecked_into();
-        LabAction::SetPolicy(crate::url_state::page_policy(&select.value()).unwrap_or(PolicyKind::Group))
+        LabAction::Set(Setting::Policy(crate::url_state::page_policy(&select.value()).unwrap_or(PolicyKind::Group)))
     });
     let on_load = on_action.reform(|event: InputEvent| {
         let input: web_sys::HtmlInputElement = event.target_unchecked_into();
         let step = input.value().parse::<usize>().unwrap_or(0).min(LOAD_STEPS.len() - 1);
-        LabAction::SetLoad(LOAD_STEPS[step].min(LOAD_PER_SECOND_MAX))
+        LabAction::Set(Setting::Load(LOAD_STEPS[step].min(LOAD_PER_SECOND_MAX)))
     });
     let on_sync = {
         let on_action = on_action.clone();
         Callback::from(move |event: Event| {
             let select: web_sys::HtmlSelectElement = event.target_unchecked_into();
             if let Some(latency) = Nanos::parse_millis(&select.value()) {
-                on_action.emit(LabAction::SetSyncLatency(latency));
+                on_action.emit(LabAction::Set(Setting::SyncLatency(latency)));
             }
         })
     };
@@ -68,7 +68,7 @@ pub fn controls(params: &LabParams, shown: Shown, field_problem: Option<&crate::
         Callback::from(move |event: Event| {
             let select: web_sys::HtmlSelectElement = event.target_unchecked_into();
             if let Some(window) = Nanos::parse_millis(&select.value()) {
-                on_action.emit(LabAction::SetWindow(window));
+                on_action.emit(LabAction::Set(Setting::Window(window)));
             }
         })
     };
@@ -80,7 +80,7 @@ pub fn controls(params: &LabParams, shown: Shown, field_problem: Option<&crate::
             let input: web_sys::HtmlInputElement = event.target_unchecked_into();
             let typed = input.value();
             input.set_value(&in_use);
-            on_action.emit(LabAction::TypeSeed(typed));
+            on_action.emit(LabAction::Type(crate::state::Field::Seed, typed));
         })
     };
     let seed_problem = field_problem.filter(|problem| problem.field == crate::state::Field::Seed).map(|problem| problem.message.clone());

@@ -11,7 +11,7 @@ use crate::model::failed_sync_view::paths_at;
 use crate::figures::failed_sync::{failed_sync_figure, FailedSyncFigureProps};
 use crate::layout::Scene;
 use crate::player::{player, PlayerProps};
-use crate::state::{Field, LabAction};
+use crate::state::{Field, LabAction, Setting};
 use crate::url_state::{Fault, Handling};
 
 fn failed_sync_text() -> Html {
@@ -52,11 +52,11 @@ pub fn failed_sync_chapter(props: &ChapterProps) -> Html {
     let on_player = props.on_action.reform(LabAction::Player);
     let on_fault = props.on_action.reform(|event: Event| {
         let select: web_sys::HtmlSelectElement = event.target_unchecked_into();
-        LabAction::SetFault(Fault::from_url_name(&select.value()).unwrap_or(Fault::None))
+        LabAction::Set(Setting::Fault(Fault::from_url_name(&select.value()).unwrap_or(Fault::None)))
     });
     let on_handling = props.on_action.reform(|event: Event| {
         let select: web_sys::HtmlSelectElement = event.target_unchecked_into();
-        LabAction::SetHandling(if select.value() == "wrong" { Handling::Wrong } else { Handling::Right })
+        LabAction::Set(Setting::Handling(Handling::from_url_name(&select.value()).unwrap_or(Handling::Right)))
     });
     let (acked, failed) = match &model.full {
         Ok((run, _)) => (run.acknowledged(), run.failed()),
@@ -81,14 +81,14 @@ pub fn failed_sync_chapter(props: &ChapterProps) -> Html {
                             let input: web_sys::HtmlInputElement = event.target_unchecked_into();
                             let typed = input.value();
                             input.set_value(&in_use);
-                            on_action.emit(LabAction::TypeEioBatch(typed));
+                            on_action.emit(LabAction::Type(Field::EioBatch, typed));
                         })
                     }} /></label>
                 { field_message(&props.field_problem, Field::EioBatch) }
             }
             <label>{ "when the log's sync fails " }<select class="handling" onchange={on_handling}>
-                <option value="right" selected={props.params.handling == Handling::Right}>{ "fail the waiters and stop (right)" }</option>
-                <option value="wrong" selected={props.params.handling == Handling::Wrong}>{ "retry and carry on (wrong)" }</option>
+                <option value={Handling::Right.url_name()} selected={props.params.handling == Handling::Right}>{ "fail the waiters and stop (right)" }</option>
+                <option value={Handling::Wrong.url_name()} selected={props.params.handling == Handling::Wrong}>{ "retry and carry on (wrong)" }</option>
             </select></label>
         </div>
     };

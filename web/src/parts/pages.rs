@@ -14,7 +14,7 @@ use crate::model::pages_view::{pages_at, wal_at};
 use crate::figures::pages::{PagesFigure, WalModeFigure};
 use crate::layout::Scene;
 use crate::player::{player, Clock, PlayerProps};
-use crate::state::LabAction;
+use crate::state::{LabAction, Setting};
 use crate::url_state::PageProtection;
 
 fn page_cell(page: Option<&Result<Page, PageReadError>>) -> Html {
@@ -54,7 +54,7 @@ pub fn PagesChapter(props: &ChapterProps) -> Html {
     let on_player = props.on_action.reform(LabAction::Player);
     let on_protection = props.on_action.reform(|event: Event| {
         let select: web_sys::HtmlSelectElement = event.target_unchecked_into();
-        LabAction::SetProtection(PageProtection::from_name(&select.value()).unwrap_or(PageProtection::FullPageImages))
+        LabAction::Set(Setting::Protection(PageProtection::from_name(&select.value()).unwrap_or(PageProtection::FullPageImages)))
     });
     let done = model.events_done(props.player.now);
     // Only the steps already taken are listed: the later ones would show the final pages.

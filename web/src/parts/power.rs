@@ -13,7 +13,7 @@ use super::ChapterProps;
 use crate::model::tiny::TinyModel;
 use crate::model::Model;
 use crate::figures::lanes::FateLanes;
-use crate::state::{Field, FieldProblem, LabAction};
+use crate::state::{Field, FieldProblem, LabAction, Setting};
 use crate::url_state::{format_millis, UNIT_BYTES_ALLOWED};
 
 pub(super) fn ids(list: &[u64]) -> String {
@@ -61,7 +61,7 @@ pub(super) fn cut_controls(props: &ChapterProps) -> Html {
             let input: web_sys::HtmlInputElement = event.target_unchecked_into();
             let typed = input.value();
             input.set_value(&in_use);
-            on_action.emit(LabAction::TypeCut(typed));
+            on_action.emit(LabAction::Type(Field::Cut, typed));
         })
     };
     let seed_in_use = seed.to_string();
@@ -71,12 +71,12 @@ pub(super) fn cut_controls(props: &ChapterProps) -> Html {
             let input: web_sys::HtmlInputElement = event.target_unchecked_into();
             let typed = input.value();
             input.set_value(&seed_in_use);
-            on_action.emit(LabAction::TypeSeed(typed));
+            on_action.emit(LabAction::Type(crate::state::Field::Seed, typed));
         })
     };
     let on_unit = props.on_action.reform(|event: Event| {
         let select: web_sys::HtmlSelectElement = event.target_unchecked_into();
-        LabAction::SetUnitBytes(select.value().parse::<u32>().ok().filter(|unit| UNIT_BYTES_ALLOWED.contains(unit)).unwrap_or(UNIT_BYTES as u32))
+        LabAction::Set(Setting::UnitBytes(select.value().parse::<u32>().ok().filter(|unit| UNIT_BYTES_ALLOWED.contains(unit)).unwrap_or(UNIT_BYTES as u32)))
     });
     html! {
         <div class="cut-controls">

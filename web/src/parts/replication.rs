@@ -14,7 +14,7 @@ use crate::figures::lanes::FateLanes;
 use crate::figures::quorum::QuorumFigure;
 use crate::layout::Scene;
 use crate::player::{player, PlayerProps};
-use crate::state::LabAction;
+use crate::state::{LabAction, Setting};
 use crate::url_state::format_millis;
 
 #[component]
@@ -23,7 +23,7 @@ pub fn ReplicationChapter(props: &ChapterProps) -> Html {
     let on_player = props.on_action.reform(LabAction::Player);
     let on_w = props.on_action.reform(|event: Event| {
         let select: web_sys::HtmlSelectElement = event.target_unchecked_into();
-        LabAction::SetQuorum(select.value().parse::<u8>().unwrap_or(2))
+        LabAction::Set(Setting::Quorum(select.value().parse::<u8>().unwrap_or(2)))
     });
     let legs: Vec<String> = model.setup.legs.iter().map(|leg| format!("{} ms", format_millis(*leg))).collect();
     let lanes = match &model.spans {

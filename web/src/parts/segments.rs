@@ -10,7 +10,7 @@ use crate::model::segments::{kept as kept_files, segment_files};
 use crate::figures::segments::SegmentsFigure;
 use crate::layout::Scene;
 use crate::player::{format_fixed_millis, player, PlayerProps};
-use crate::state::LabAction;
+use crate::state::{LabAction, Setting};
 
 #[component]
 pub fn SegmentsChapter(props: &ChapterProps) -> Html {
@@ -43,12 +43,12 @@ pub fn SegmentsChapter(props: &ChapterProps) -> Html {
     let figure = model.full.as_ref().ok().map(|(run, _)| {
         let files = segment_files(run, props.player.now);
         let kept = kept_files(&files);
-        let on_reader = props.on_action.reform(|seq: u64| LabAction::SetCdc(Some(seq)));
+        let on_reader = props.on_action.reform(|seq: u64| LabAction::Set(Setting::Cdc(Some(seq))));
         html! { <SegmentsFigure files={Rc::new(files)} reader={props.params.cdc_confirmed_seq} {kept} {on_reader} /> }
     });
     let on_reader = props.on_action.reform(|event: Event| {
         let select: web_sys::HtmlSelectElement = event.target_unchecked_into();
-        LabAction::SetCdc(select.value().parse::<u64>().ok())
+        LabAction::Set(Setting::Cdc(select.value().parse::<u64>().ok()))
     });
     let reader = props.params.cdc_confirmed_seq;
     // The seqs offered, and the one the reader was dragged to.

@@ -11,7 +11,7 @@ use crate::model::Model;
 use crate::figures::sync_journey::{sync_journey, SyncJourneyProps};
 use crate::layout::Scene;
 use crate::player::{Clock, player, PlayerProps};
-use crate::state::LabAction;
+use crate::state::{LabAction, Setting};
 use crate::url_state::{format_millis, SyncCall};
 use crate::figures::call_path::CallPath;
 
@@ -190,7 +190,7 @@ fn call_scene(props: &ChapterProps) -> Html {
         let pressed = kind == chosen.kind;
         html! {
             <button class={classes!("call", pressed.then_some("primary"))} data-call={kind.url_name()} aria-pressed={pressed.to_string()}
-                onclick={props.on_action.reform(move |_| LabAction::SetCall(kind))}><code>{ call.call }</code></button>
+                onclick={props.on_action.reform(move |_| LabAction::Set(Setting::Call(kind)))}><code>{ call.call }</code></button>
         }
     });
     let survives_power_loss = survives(chosen.leaves_bytes_in, Failure::PowerLoss);

@@ -28,7 +28,7 @@ use crate::model::remote_trace::DroppedRemote;
 use crate::model::Model;
 use crate::remote_params::{event_name, RemoteLatency, RemoteParams, BACKUP_AT, LAB_SEGMENT_BYTES, STANDBY_LAG};
 use crate::player::{player, PlayerProps, PlayerState};
-use crate::state::LabAction;
+use crate::state::{LabAction, Setting};
 use crate::url_state::format_millis;
 
 /// The lanes a projector shows of Part 14's run: the window around the playhead.
@@ -129,7 +129,7 @@ pub(super) fn choice(
         let select: web_sys::HtmlSelectElement = event.target_unchecked_into();
         let mut next = params.clone();
         apply(&mut next, &select.value());
-        LabAction::SetRemote(next)
+        LabAction::Set(Setting::Remote(next))
     });
     let options = options.into_iter().map(|(value, text)| {
         let selected = value == current;
@@ -237,7 +237,7 @@ fn take_over(props: &ChapterProps) -> Callback<Option<Nanos>> {
     Callback::from(move |at: Option<Nanos>| {
         let mut next = params.clone();
         next.takeover_at = at;
-        on_action.emit(LabAction::SetRemote(next));
+        on_action.emit(LabAction::Set(Setting::Remote(next)));
     })
 }
 
@@ -403,7 +403,7 @@ fn losses(props: &ChapterProps, run: &RemoteRun, backend: RemoteBackend) -> Html
     let buttons = events.iter().map(|&(event, text)| {
         let mut next = params.clone();
         next.event = event;
-        let onclick = props.on_action.reform(move |_: MouseEvent| LabAction::SetRemote(next.clone()));
+        let onclick = props.on_action.reform(move |_: MouseEvent| LabAction::Set(Setting::Remote(next.clone())));
         let pressed = params.event == event;
         html! { <button class="event" data-event={event_name(event)} aria-pressed={pressed.to_string()} {onclick}>{ text }</button> }
     });

@@ -10,7 +10,7 @@ use super::{choice, opt, ChapterProps};
 use crate::model::remote::{refusal_name, startup_at, warning_name};
 use crate::remote_params::{timeline_name, RemoteParams, BACKUP_AT};
 use crate::format::{are, count};
-use crate::state::LabAction;
+use crate::state::{LabAction, Setting};
 
 /// What a restart loses, from the core's counts: "Of 80 acknowledged records, 55 were
 /// committed after the backup point (20 ms) and are not in the restored database; none of
@@ -58,7 +58,7 @@ fn toggle(label: &'static str, class: &'static str, checked: bool, params: &Remo
         let input: web_sys::HtmlInputElement = event.target_unchecked_into();
         let mut next = params.clone();
         apply(&mut next, input.checked());
-        LabAction::SetRemote(next)
+        LabAction::Set(Setting::Remote(next))
     });
     html! { <label class={classes!("remote-control", "toggle", class)}><input type="checkbox" {checked} {onchange} />{ " " }{ label }</label> }
 }
