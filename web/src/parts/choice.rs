@@ -32,6 +32,12 @@ pub fn remote_backend(part: u8) -> Option<RemoteBackend> {
     }
 }
 
+/// Whether a Part takes dropped files in its own chapter (the page's footer offers the
+/// drop zone everywhere else).
+pub fn drops_in_chapter(part: u8) -> bool {
+    part == COMMIT_PART || remote_backend(part).is_some()
+}
+
 /// The Part that plays a dropped file of this kind.
 pub fn part_of_dropped(kind: DroppedKind) -> u8 {
     match kind {
