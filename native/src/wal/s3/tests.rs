@@ -66,8 +66,8 @@ fn fenced_on_with_units(store: Arc<dyn ObjectStore>, node: &str, trim_unit_bytes
     Box::new(S3Backend::new(store, location(node), true, trim_unit_bytes).expect("backend").with_fence(fence).with_tuning(plain()))
 }
 
-/// Group commit alone: a bulk starts whenever an upload slot is free, with no cohort
-/// hold, so the tests count the bulks and PUTs that group commit makes by itself.
+/// Group commit alone: a batch starts whenever an upload slot is free, with no cohort
+/// hold, so the tests count the batches and PUTs that group commit makes by itself.
 fn plain() -> Tuning {
     Tuning { pipeline_min_records: Some(0), cohort_hold_percent: Some(0), ..Tuning::default() }
 }
@@ -180,9 +180,9 @@ fn append_then_read_returns_every_record_in_order_from_framed_objects() {
     let stats = wal.stats();
     drop(wal);
     assert_eq!(acked.len(), 240);
-    assert!(stats.persists_ok < 240, "{} PUTs for 240 records: bulks must group", stats.persists_ok);
+    assert!(stats.persists_ok < 240, "{} PUTs for 240 records: batches must group", stats.persists_ok);
 
-    // The objects: one per bulk, named <epoch>/wal/<start>-<end>, tiling the address space.
+    // The objects: one per batch, named <epoch>/wal/<start>-<end>, tiling the address space.
     let objects = wal_objects(&server, "0");
     assert_eq!(objects.len() as u64, stats.persists_ok);
     assert!(objects.iter().all(|o| o.epoch == 1));
@@ -220,7 +220,7 @@ fn recovery_checks_every_crc_and_stops_at_a_damaged_last_object() {
     drop(writer);
     drop(wal);
     let objects = wal_objects(&server, "0");
-    assert_eq!(objects.len(), 5, "one writer, one record per bulk");
+    assert_eq!(objects.len(), 5, "one writer, one record per batch");
     // Flip one body byte of the last object on the server's disk.
     let last = objects.last().unwrap();
     let file = server.bucket_dir().join(last.key(&location("0").node_prefix));
@@ -252,7 +252,7 @@ fn recovery_checks_every_crc_and_stops_at_a_damaged_last_object() {
 #[test]
 fn trim_deletes_only_objects_wholly_below_the_confirmed_seq() {
     let server = LocalS3::start();
-    // Tiny trim units: each holds a few bulks.
+    // Tiny trim units: each holds a few batches.
     let (wal, _) = Wal::open(backend(&server, "0", 512), options()).unwrap();
     let (acked, failed) = append_all(&wal, 4, 25, "t");
     assert!(failed.is_empty());
@@ -503,9 +503,9 @@ fn a_slow_put_in_the_middle_holds_back_later_acks_until_it_is_stored() {
     let server = LocalS3::start();
     let (store, slow_put_reached) = faulty_reporting(&server, 3, Fault::Delay(Duration::from_millis(700)));
     let (wal, _) = Wal::open(backend_on(store, "0", 1 << 20), options()).unwrap();
-    // One writer appends only once the slow PUT is under way, so a later bulk exists
+    // One writer appends only once the slow PUT is under way, so a later batch exists
     // however the others' records were grouped (a loaded machine may put all sixteen
-    // writers' records in the slow bulk, leaving nobody to append beside it).
+    // writers' records in the slow batch, leaving nobody to append beside it).
     let mut late = wal.writer();
     let late_writer = std::thread::spawn(move || {
         let started = std::time::Instant::now();
@@ -519,8 +519,8 @@ fn a_slow_put_in_the_middle_holds_back_later_acks_until_it_is_stored() {
     assert_eq!(acked.len(), 192);
     assert!(late_writer.join().unwrap().iter().all(|outcome| outcome.is_ok()));
     let trace = wal.close().expect("tracing was on");
-    // Fresh log: write ids are seqs. The slow bulk is the one whose upload took longest:
-    // the third PUT *sent*, which need not be the third bulk formed (each upload is a task
+    // Fresh log: write ids are seqs. The slow batch is the one whose upload took longest:
+    // the third PUT *sent*, which need not be the third batch formed (each upload is a task
     // on the backend's runtime, and two of them may call the store in either order).
     let at_of = |wanted: &dyn Fn(&Event) -> bool| trace.events.iter().find(|e| wanted(&e.event)).map(|e| e.at);
     let (slow_batch, slow_start, slow_end) = trace
@@ -535,7 +535,7 @@ fn a_slow_put_in_the_middle_holds_back_later_acks_until_it_is_stored() {
             Some((batch, start, end))
         })
         .max_by_key(|(_, start, end)| end.0 - start.0)
-        .expect("bulks were uploaded");
+        .expect("batches were uploaded");
     let slow_first_write = trace
         .events
         .iter()
@@ -543,18 +543,18 @@ fn a_slow_put_in_the_middle_holds_back_later_acks_until_it_is_stored() {
             Event::BatchFormed { batch, first_write, .. } if *batch == slow_batch => Some(*first_write),
             _ => None,
         })
-        .expect("the slow bulk was formed");
-    // Later bulks were uploaded and stored while the slow one was still in flight...
+        .expect("the slow batch was formed");
+    // Later batches were uploaded and stored while the slow one was still in flight...
     let overtaken = trace.events.iter().any(|e| {
         matches!(&e.event, Event::SyncEnd { sync, ok: true, .. } if *sync > slow_batch) && e.at > slow_start && e.at < slow_end
     });
-    assert!(overtaken, "no later bulk completed during the slow PUT");
-    // ...but nothing at or after the slow bulk's first write was acknowledged before it
+    assert!(overtaken, "no later batch completed during the slow PUT");
+    // ...but nothing at or after the slow batch's first write was acknowledged before it
     // was stored,
     let early_ack = trace.events.iter().any(|e| {
         matches!(&e.event, Event::Ack { first_write, writes } if first_write + writes > slow_first_write) && e.at < slow_end
     });
-    assert!(!early_ack, "an acknowledgement overtook the slow bulk");
+    assert!(!early_ack, "an acknowledgement overtook the slow batch");
     // and acknowledgements came out in write order throughout.
     let acks: Vec<(u64, u64)> = trace
         .events
@@ -595,7 +595,7 @@ fn a_failed_put_fails_its_waiters_and_everything_acked_is_stored_with(fence: Fen
     for key in &acked {
         assert!(recovered_keys.contains(key), "acknowledged {key} was not recovered");
     }
-    // The failed bulk's records were never stored; nothing after the hole is replayed.
+    // The failed batch's records were never stored; nothing after the hole is replayed.
     let failed_keys: HashSet<&String> = failed.iter().map(|(key, _)| key).collect();
     assert!(recovered_keys.iter().all(|key| !failed_keys.contains(key)));
     assert!(recovered.records.windows(2).all(|pair| pair[1].seq == pair[0].seq + 1));
@@ -617,7 +617,7 @@ fn a_takeover_fences_the_old_writer_and_keeps_everything_it_acknowledged() {
 /// acknowledging on its lease until its next renewal meets the claim; all of that must
 /// be in the new owner's recovery. The lease (4 s, renewed every second, acknowledging
 /// up to 3.8 s after a renewal's send) leaves the old owner seconds of slack, so every
-/// one of its bulks is acknowledged on the lease, without a read, on a loaded machine too.
+/// one of its batches is acknowledged on the lease, without a read, on a loaded machine too.
 #[test]
 fn a_takeover_fences_the_old_writer_and_keeps_everything_it_acknowledged_with_a_lease() {
     let lease = FenceMode::Lease(LeaseTerms::new(Nanos::from_millis(4_000), Nanos::from_millis(200)).unwrap());
@@ -772,7 +772,7 @@ fn with_a_lease_no_bulk_waits_for_a_registration_read() {
     assert_eq!(acked.len(), 240);
     drop(wal);
     assert!(counts.wal_puts.load(Ordering::SeqCst) > 0);
-    assert_eq!(counts.fence_reads.load(Ordering::SeqCst), 0, "a bulk read the registration");
+    assert_eq!(counts.fence_reads.load(Ordering::SeqCst), 0, "a batch read the registration");
     // The clean close released the lease, and everything is there.
     assert_eq!(stored_registration(&server, "0").lease, None);
     let (_wal, recovered) = Wal::open(backend(&server, "0", 1 << 20), options()).unwrap();
@@ -844,7 +844,7 @@ fn a_put_returning_after_the_lease_is_not_acknowledged_and_its_object_is_ignored
         matches!(outcome, Err(WalError::Failed(SyncError::Fenced))),
         "the old owner acknowledged a record after its lease ran out (the new owner never saw it): {outcome:?}"
     );
-    // The late bulk was decided by the fallback read, not by a renewal (all held).
+    // The late batch was decided by the fallback read, not by a renewal (all held).
     assert!(old_counts.fence_reads.load(Ordering::SeqCst) >= 1);
     gate.registration_open.store(true, Ordering::SeqCst);
     drop(old);
