@@ -8,7 +8,14 @@ use super::*;
 impl GroupCommit {
     pub(super) fn push_inflight(&mut self, id: BatchId, tickets: Tickets, lsn_end: u64) {
         assert!(self.running < self.config.inflight_max, "running persists <= inflight_max");
-        self.inflight.push_back(Inflight { id, tickets, lsn_end, state: InflightState::Running, submitted: self.last_now });
+        self.inflight.push_back(Inflight {
+            id,
+            tickets,
+            lsn_end,
+            state: InflightState::Running,
+            submitted: self.last_now,
+            next_ticket_then: self.next_ticket,
+        });
         self.running += 1;
         self.counters.persists += 1;
     }
@@ -49,7 +56,12 @@ impl GroupCommit {
                 // Writers answered earlier and not back yet still count.
                 let still_away = self.hold.map_or(0, |hold| hold.answered.saturating_sub(hold.appended));
                 let waiting = self.open.as_ref().map_or(0, |open| open.tickets.count);
-                self.hold = schedule::CohortHold::after_ack(&self.config, now, run.count + still_away, waiting, persisted_in);
+                let opened = self.open.as_ref().map(|open| open.opened);
+                let answered = run.count + still_away;
+                self.hold = schedule::CohortHold::longer(
+                    schedule::CohortHold::after_ack(&self.config, now, answered, waiting, persisted_in),
+                    schedule::CohortHold::paced(&self.config, now, answered, waiting, opened, &self.round_trip),
+                );
             }
         }
     }

@@ -118,6 +118,18 @@ pub struct Config {
     /// `pipeline_min_records` counts.
     #[cfg_attr(feature = "serde", serde(default, skip_serializing_if = "super::schedule::is_zero"))]
     pub pipeline_running_percent: u32,
+    /// [`Policy::Group`] with batches persisting: the next one starts beside them only
+    /// once it holds this percent of the records that arrived while the last persist to
+    /// complete was running, that is a round trip's worth at the arrival rate that
+    /// persist measured ([`schedule::RoundTrip`]). At 100 a batch beside running ones is
+    /// worth a persist of its own when it has gathered for about a round trip: under a
+    /// steady load one persist is in flight and the next starts as it ends, so a record
+    /// waits at most about one extra round trip and the persists per second stay near one
+    /// per round trip however many writers wait; a persist that runs long (or a burst of
+    /// arrivals) lets the next start beside it, so the wait stays bounded. A lone batch
+    /// still starts at once, and a batch closed full does not wait. 0 (the default): off.
+    #[cfg_attr(feature = "serde", serde(default, skip_serializing_if = "super::schedule::is_zero"))]
+    pub pipeline_round_trip_percent: u32,
     /// Whether the driver can persist a batch on its own thread, blocking until it is
     /// durable (a local file's `fdatasync`). The machine then marks the batches for
     /// which that costs nothing as [`Batch::inline`] ([`schedule::persists_inline`]);
@@ -157,6 +169,7 @@ impl Config {
             waiters_max: 1 << 20,
             pipeline_min_records: 0,
             pipeline_running_percent: 0,
+            pipeline_round_trip_percent: 0,
             inline_persists: false,
             window_only_when_busy: false,
             cohort_hold_percent: 0,

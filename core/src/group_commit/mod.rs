@@ -149,6 +149,8 @@ struct Gathering {
     record_ends: Vec<usize>,
     /// When the window closes (window policy only).
     deadline: Option<Nanos>,
+    /// When its first record arrived.
+    opened: Nanos,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -169,6 +171,9 @@ struct Inflight {
     state: InflightState,
     /// The latest instant the machine had been given when the batch was handed out.
     submitted: Nanos,
+    /// The ticket the next append would get when the batch was handed out: the appends
+    /// from it on arrived while the batch was persisting ([`schedule::pipeline_min`]).
+    next_ticket_then: Ticket,
 }
 
 /// Counters a driver or a trace may show.
@@ -230,6 +235,8 @@ pub struct GroupCommit {
     last_now: Nanos,
     /// The cohort hold in force, if any ([`Config::cohort_hold_percent`]).
     hold: Option<schedule::CohortHold>,
+    /// What the persists that returned measured ([`Config::pipeline_round_trip_percent`]).
+    round_trip: schedule::RoundTrip,
 }
 
 /// The earlier of two optional instants.
@@ -286,6 +293,7 @@ impl GroupCommit {
             last_batch_records: 0,
             last_now: Nanos::ZERO,
             hold: None,
+            round_trip: schedule::RoundTrip::default(),
         })
     }
 
@@ -332,6 +340,7 @@ impl GroupCommit {
                 bytes,
                 record_ends,
                 deadline,
+                opened: now,
             });
         }
         let open = self.open.as_mut().expect("an open batch was just ensured");
@@ -400,6 +409,7 @@ impl GroupCommit {
             .ok_or(CompletionError::UnknownBatch(batch))?;
         self.running -= 1;
         let persisted_in = now.saturating_sub(self.inflight[index].submitted);
+        self.round_trip.measure(self.next_ticket.0 - self.inflight[index].next_ticket_then.0, persisted_in);
         if self.inflight[index].state == InflightState::AbandonedRunning {
             self.inflight[index].state = InflightState::AbandonedDone;
             self.release_in_order(now, persisted_in);
@@ -510,19 +520,16 @@ impl GroupCommit {
     }
 
     /// The records a batch needs to start beside the running persists
-    /// ([`Config::pipeline_min_records`], [`Config::pipeline_running_percent`]).
+    /// ([`schedule::pipeline_min`]).
     fn pipeline_min(&self) -> u64 {
-        let percent = u64::from(self.config.pipeline_running_percent);
-        if percent == 0 {
-            return self.config.pipeline_min_records;
-        }
-        let running: u64 = self
-            .inflight
-            .iter()
-            .filter(|inflight| inflight.state == InflightState::Running)
-            .map(|inflight| inflight.tickets.count)
-            .sum();
-        self.config.pipeline_min_records.max(running.saturating_mul(percent) / 100)
+        let running_records = || {
+            self.inflight
+                .iter()
+                .filter(|inflight| inflight.state == InflightState::Running)
+                .map(|inflight| inflight.tickets.count)
+                .sum()
+        };
+        schedule::pipeline_min(&self.config, running_records, &self.round_trip)
     }
 
     /// No-sync and periodic: the open batch goes to the OS and is acknowledged at once.

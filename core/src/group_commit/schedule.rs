@@ -1,5 +1,6 @@
 //! Where and beside what a persist runs: which batch a driver persists on its own
-//! thread, and the cohort hold that merges closed-loop writers into one batch.
+//! thread, when a batch is worth a persist beside running ones, and the cohort hold
+//! that merges closed-loop writers into one batch.
 //!
 //! A driver that can block in a persist (the file WAL, whose `fdatasync` it may run
 //! itself) has two ways to run one: *inline*, blocking the driver until the sync
@@ -13,6 +14,86 @@
 
 use super::Config;
 use crate::time::Nanos;
+
+/// What the persists that returned measured: how long one took, and how many records
+/// were appended while it ran (the arrival rate times the round trip, counted together,
+/// with no clock and no division). Each new persist weighs a quarter, so one persist
+/// that carried every writer (none left to arrive during it) does not make the next
+/// batch worth nothing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RoundTrip {
+    /// Records appended during a round trip.
+    pub arrivals: u64,
+    /// A persist's duration.
+    pub duration: Nanos,
+    /// Whether any persist has returned yet.
+    pub measured: bool,
+}
+
+impl RoundTrip {
+    /// Takes in one returned persist: `arrivals` appended while it ran, for `duration`.
+    pub fn measure(&mut self, arrivals: u64, duration: Nanos) {
+        if !self.measured {
+            *self = RoundTrip { arrivals, duration, measured: true };
+            return;
+        }
+        let blend = |old: u64, new: u64| old.saturating_mul(3).saturating_add(new).saturating_add(2) / 4;
+        self.arrivals = blend(self.arrivals, arrivals);
+        self.duration = Nanos(blend(self.duration.0, duration.0));
+    }
+
+    /// `percent` of a round trip's arrivals.
+    pub fn arrivals_percent(&self, percent: u32) -> u64 {
+        self.arrivals.saturating_mul(u64::from(percent)) / 100
+    }
+
+    /// `percent` of a round trip.
+    pub fn duration_percent(&self, percent: u32) -> Nanos {
+        Nanos(self.duration.0.saturating_mul(u64::from(percent)) / 100)
+    }
+}
+
+/// The records a [`super::Policy::Group`] batch must hold to start beside running
+/// persists (with none running it starts at once, whatever it holds, unless a hold is in
+/// force): the largest of [`Config::pipeline_min_records`],
+/// [`Config::pipeline_running_percent`] of the `running_records` and
+/// [`Config::pipeline_round_trip_percent`] of a [`RoundTrip`]'s arrivals.
+///
+/// # Why a round trip's arrivals
+///
+/// On storage billed per request (an object store's PUT), every persist beside a running
+/// one is a request bought for latency: its records would otherwise wait for the running
+/// persists to end. Started whenever a slot is free, persists follow the slots rather
+/// than the load: with writers arriving all the time (behind an HTTP server, the answers
+/// of one persist come back spread over the server's work for each) every free slot
+/// sends whoever has arrived, `inflight_max` persists per round trip whatever the load.
+///
+/// A batch is worth a persist of its own once it holds what a round trip brings: the
+/// arrivals counted during the persists that returned are the arrival rate times the
+/// round trip, measured together ([`RoundTrip`]). Under a steady load the batch
+/// gathering beside a running persist reaches that count about when the running one
+/// returns, so it starts then, alone: one persist in flight, the persists per second
+/// near one per round trip however many writers wait, and a record waits for at most
+/// the persist running when it arrived and its own (one extra round trip, as with one
+/// persist at a time). What the count adds over one persist at a time is the bound's
+/// other half: when the running persist takes longer than they have (a slow request,
+/// a burst of arrivals), the batch behind it reaches a round trip's worth first and
+/// starts beside it, so no record waits out a slow request and then its own.
+///
+/// Above 100 the percent also sets how long a batch gathers with none running: after an
+/// acknowledgement a hold keeps the next batch until the writers answered are back or
+/// its first record has waited the percent of a round trip ([`CohortHold::paced`]), so
+/// under a steady load a persist starts every percent of a round trip and carries that
+/// much: at 150, two persists per three round trips, a record waiting at most half a
+/// round trip more than with one persist at a time.
+pub fn pipeline_min(config: &Config, running_records: impl FnOnce() -> u64, round_trip: &RoundTrip) -> u64 {
+    let by_round_trip = round_trip.arrivals_percent(config.pipeline_round_trip_percent);
+    let by_running = match config.pipeline_running_percent {
+        0 => 0,
+        percent => running_records().saturating_mul(u64::from(percent)) / 100,
+    };
+    config.pipeline_min_records.max(by_running).max(by_round_trip)
+}
 
 /// Whether the driver persists a batch of `records` inline: the storage allows it
 /// ([`Config::inline_persists`]), and either one persist at a time is all there is
@@ -70,6 +151,50 @@ impl CohortHold {
         Some(CohortHold { answered, appended: 0, until: now + hold })
     }
 
+    /// The hold of [`Config::pipeline_round_trip_percent`] above 100 after an
+    /// acknowledgement of `answered` writers at `now`, with `waiting` records gathered
+    /// behind it since `opened` (none: no batch is gathering yet): the next batch waits
+    /// for the answered writers until its first record has waited the percent of a
+    /// [`RoundTrip`] (from `now` when none has arrived yet). `None` at 100 and below, when
+    /// that time has passed, and when the answered and the waiting together are fewer
+    /// than [`Config::pipeline_min_records`]: a load that brings less than a persist's
+    /// worth in a round trip is not made to wait for more.
+    ///
+    /// Under a steady load the batch behind a persist has gathered a round trip's
+    /// arrivals when that persist returns; gathering for the rest of the percent makes
+    /// every persist carry that much more, and the persists per second fall below one per
+    /// round trip. Measured from the batch's first record, the wait is bounded however
+    /// many acknowledgements come in meanwhile. Closed-loop writers that come back sooner
+    /// end the hold with their appends, as a cohort hold's do: cohorts of any size then
+    /// merge into one persist (the cohort hold leaves cohorts of similar size apart, each
+    /// filling a sync of its own; behind one persist in flight they would take turns
+    /// instead, each waiting for the other's round trip).
+    pub fn paced(
+        config: &Config,
+        now: Nanos,
+        answered: u64,
+        waiting: u64,
+        opened: Option<Nanos>,
+        round_trip: &RoundTrip,
+    ) -> Option<CohortHold> {
+        if config.pipeline_round_trip_percent <= 100 || answered == 0 {
+            return None;
+        }
+        if answered.saturating_add(waiting) < config.pipeline_min_records {
+            return None;
+        }
+        let until = opened.unwrap_or(now) + round_trip.duration_percent(config.pipeline_round_trip_percent);
+        (until > now).then_some(CohortHold { answered, appended: 0, until })
+    }
+
+    /// The longer of two holds (each waits for the same answered writers).
+    pub fn longer(a: Option<CohortHold>, b: Option<CohortHold>) -> Option<CohortHold> {
+        match (a, b) {
+            (Some(a), Some(b)) => Some(if b.until > a.until { b } else { a }),
+            (a, b) => a.or(b),
+        }
+    }
+
     /// Counts one append; true once every answered writer could have appended again,
     /// which ends the hold.
     pub fn count_append(&mut self) -> bool {
@@ -117,6 +242,39 @@ mod tests {
         let object_store = Storage::ObjectStore.config(&Tuning::default());
         assert!(!persists_inline(&object_store, 0, 1, 1), "an object store never blocks the driver");
         assert!(!persists_inline(&Config::file(Policy::Group), 0, 1, 1), "the simulated file leaves it to its driver");
+    }
+
+    #[test]
+    fn a_round_trip_weighs_each_new_persist_a_quarter() {
+        let mut round_trip = RoundTrip::default();
+        round_trip.measure(400, Nanos(30));
+        assert_eq!(round_trip, RoundTrip { arrivals: 400, duration: Nanos(30), measured: true }, "the first is taken whole");
+        round_trip.measure(0, Nanos(50));
+        assert_eq!((round_trip.arrivals, round_trip.duration), (300, Nanos(35)), "a persist that carried everyone");
+        assert_eq!(round_trip.arrivals_percent(150), 450);
+        assert_eq!(round_trip.duration_percent(150), Nanos(52));
+        let config = Config { pipeline_min_records: 32, pipeline_round_trip_percent: 150, ..Config::file(Policy::Group) };
+        assert_eq!(pipeline_min(&config, || 0, &round_trip), 450);
+        assert_eq!(pipeline_min(&config, || 0, &RoundTrip::default()), 32, "nothing measured yet");
+        let off = Config { pipeline_min_records: 32, ..Config::file(Policy::Group) };
+        assert_eq!(pipeline_min(&off, || 0, &round_trip), 32, "off");
+    }
+
+    #[test]
+    fn a_paced_hold_ends_when_the_first_record_has_waited_its_share_of_a_round_trip() {
+        let round_trip = RoundTrip { arrivals: 500, duration: Nanos(1_000), measured: true };
+        let config = Config { pipeline_min_records: 32, pipeline_round_trip_percent: 150, ..Config::file(Policy::Group) };
+        let hold = CohortHold::paced(&config, Nanos(5_000), 600, 450, Some(Nanos(4_000)), &round_trip);
+        assert_eq!(hold, Some(CohortHold { answered: 600, appended: 0, until: Nanos(5_500) }), "opened at 4,000");
+        let nothing_gathered = CohortHold::paced(&config, Nanos(5_000), 600, 0, None, &round_trip);
+        assert_eq!(nothing_gathered.map(|hold| hold.until), Some(Nanos(6_500)), "from now");
+        assert_eq!(CohortHold::paced(&config, Nanos(5_500), 600, 450, Some(Nanos(4_000)), &round_trip), None, "waited enough");
+        assert_eq!(CohortHold::paced(&config, Nanos(5_000), 20, 11, None, &round_trip), None, "less than a persist's worth");
+        assert!(CohortHold::paced(&config, Nanos(5_000), 20, 12, None, &round_trip).is_some(), "32 together");
+        let at_100 = Config { pipeline_round_trip_percent: 100, ..config };
+        assert_eq!(CohortHold::paced(&at_100, Nanos(5_000), 600, 0, None, &round_trip), None, "no hold at 100");
+        let longer = CohortHold::longer(hold, nothing_gathered);
+        assert_eq!(longer, nothing_gathered);
     }
 
     #[test]

@@ -2,6 +2,8 @@
 
 use super::*;
 
+mod served;
+
 const MS: u64 = 1_000_000;
 
 /// Four persists in flight, as the remote WALs run.
@@ -314,6 +316,81 @@ fn with_pipeline_running_percent_a_batch_beside_others_carries_as_many_as_they_d
     assert_eq!(sizes, [1, 2, 2, 2]);
 }
 
+#[test]
+fn with_pipeline_round_trip_percent_a_batch_beside_others_waits_for_a_round_trip_s_arrivals() {
+    let config = Config { pipeline_min_records: 2, pipeline_round_trip_percent: 100, ..pipelined(Policy::Group) };
+    let mut driver = FakeDriver::new(config);
+    driver.append(at(0), 1, 10);
+    driver.drain();
+    driver.append(at(1), 1, 10);
+    driver.append(at(2), 1, 10);
+    driver.drain();
+    assert_eq!(driver.batches(), [vec![1], vec![2, 3]], "no round trip measured yet: pipeline_min_records alone");
+    for tenths in 3..7 {
+        driver.append(at(tenths), 1, 10);
+    }
+    driver.drain();
+    assert_eq!(driver.batches().len(), 3, "four records beside the two running");
+    // Batch 1 returns: records 2 to 7 arrived while it ran, so a round trip brings six.
+    driver.complete(at(10), 1, Ok(()));
+    driver.drain();
+    assert_eq!(driver.batches()[2], vec![4, 5, 6, 7], "started beside with four (before any round trip was measured)");
+    driver.append(at(11), 1, 10);
+    driver.append(at(12), 1, 10);
+    driver.drain();
+    assert_eq!(driver.batches().len(), 3, "two are not a round trip's six");
+    for tenths in 13..17 {
+        driver.append(at(tenths), 1, 10);
+    }
+    driver.drain();
+    assert_eq!(driver.batches().len(), 4, "six are");
+    assert_eq!(driver.batches()[3], (8..=13).collect::<Vec<u64>>());
+    // With none running a batch starts at once, whatever it holds.
+    for batch in 2..=4 {
+        driver.complete(at(30), batch, Ok(()));
+    }
+    driver.append(at(31), 1, 10);
+    driver.drain();
+    assert_eq!(driver.batches()[4], vec![14], "none running: the one record goes");
+}
+
+#[test]
+fn above_100_percent_a_batch_gathers_after_an_acknowledgement_until_its_first_record_waited_that_share() {
+    let config = Config { pipeline_min_records: 2, pipeline_round_trip_percent: 150, ..pipelined(Policy::Group) };
+    let mut driver = FakeDriver::new(config);
+    for _ in 0..3 {
+        driver.append(at(0), 1, 10);
+    }
+    driver.drain();
+    driver.append(at(2), 1, 10);
+    driver.complete(at(10), 1, Ok(()));
+    driver.drain();
+    assert_eq!(driver.acked, [1, 2, 3]);
+    // A round trip is 1 ms: record 4's batch gathers until 1.5 ms after it arrived (at
+    // 0.2 ms), or until the three writers answered are back.
+    assert_eq!(driver.batches().len(), 1, "held");
+    assert_eq!(driver.machine.poll_timeout(), Some(at(17)));
+    driver.machine.handle_timeout(at(17));
+    driver.drain();
+    assert_eq!(driver.batches(), [vec![1, 2, 3], vec![4]], "its first record waited a round trip and a half");
+    // Writers that come back end it sooner, as a cohort hold's do.
+    driver.append(at(18), 1, 10);
+    driver.complete(at(27), 2, Ok(()));
+    driver.drain();
+    assert_eq!(driver.batches().len(), 2, "record 4 answered, record 5 gathering: held");
+    driver.append(at(28), 1, 10);
+    driver.drain();
+    assert_eq!(driver.batches()[2], vec![5, 6], "the answered writer is back");
+    // A load that brings fewer than pipeline_min_records is not held.
+    let mut lone = FakeDriver::new(config);
+    lone.append(at(0), 1, 10);
+    lone.drain();
+    lone.complete(at(10), 1, Ok(()));
+    lone.append(at(12), 1, 10);
+    lone.drain();
+    assert_eq!(lone.batches(), [vec![1], vec![2]], "a lone writer starts at once");
+}
+
 /// Closed-loop writers whose next appends come back spread out after each answer (as
 /// through HTTP): `writers` of them, persists of 10 ms, a writer appending again 0.1 to
 /// 3 ms after its answer. The sizes of the bulks that started in the second second.
@@ -350,11 +427,11 @@ fn closed_loop_bulk_sizes(config: Config, writers: u64) -> Vec<u64> {
 fn closed_loop_writers_share_fewer_larger_bulks_with_pipeline_running_percent() {
     let writers = 1024;
     let by_load = |percent| closed_loop_bulk_sizes(Config { pipeline_min_records: 32, pipeline_running_percent: percent, ..pipelined(Policy::Group) }, writers);
-    let (all, half) = (by_load(100), by_load(crate::session::preset::OBJECT_STORE_BEHIND_HTTP_PIPELINE_RUNNING_PERCENT));
+    let (all, half) = (by_load(100), by_load(50));
     let by_slot = closed_loop_bulk_sizes(Config { pipeline_min_records: 32, ..pipelined(Policy::Group) }, writers);
     let mean = |sizes: &[u64]| sizes.iter().sum::<u64>() as f64 / sizes.len() as f64;
     // By slot each free slot sends whoever came back: bulks of a sixth of the writers.
-    // By load, at 100% two or three bulks take turns, at walab serve's 50% three or four.
+    // By load, at 100% two or three bulks take turns, at 50% three or four.
     let n = writers as f64;
     assert!(mean(&by_slot) <= n / 5.0, "by slot: {} bulks of {:.0}", by_slot.len(), mean(&by_slot));
     assert!(mean(&all) >= n / 3.0, "100%: {} bulks of {:.0}", all.len(), mean(&all));

@@ -72,18 +72,23 @@ pub const OBJECT_STORE_INFLIGHT: usize = 4;
 /// that upload's round trip.
 pub const OBJECT_STORE_COHORT_HOLD_PERCENT: u32 = 10;
 
-/// The object-store WAL behind `walab serve`: a bulk starts beside running uploads only
-/// once it holds half as many records as they carry together
-/// ([`Config::pipeline_running_percent`]). Behind HTTP the writers an upload answered
-/// come back spread over the server's work for each of them (tens of milliseconds for
-/// 1,024 on two cores), longer than the cohort hold, so with only
-/// [`OBJECT_STORE_PIPELINE_MIN_RECORDS`] every free slot sends whoever has come back: four
-/// uploads in flight, each a quarter of the writers, three to four times the PUTs
-/// s2-lite makes. Half rather than all of the running records: waiting for all kept one
-/// upload in flight and left the CPU idle between the bursts of answers (BENCHMARKS.md).
-/// The bare WAL's writers (`walab bench`, the simulator) append again at once and the
-/// cohort hold already merges them, so the preset itself leaves it off.
-pub const OBJECT_STORE_BEHIND_HTTP_PIPELINE_RUNNING_PERCENT: u32 = 50;
+/// The object-store WAL behind `walab serve`: a batch is worth an upload once it has
+/// gathered for one and a half round trips ([`Config::pipeline_round_trip_percent`],
+/// [`crate::group_commit::schedule::pipeline_min`]). Behind HTTP the writers an upload
+/// answered come back spread over the server's work for each of them (tens of
+/// milliseconds for 1,024 on two cores), longer than the cohort hold, so with only
+/// [`OBJECT_STORE_PIPELINE_MIN_RECORDS`] every free slot sent whoever had come back: four
+/// uploads in flight at 1,024 producers, 0.0048 requests per message against s2-lite's
+/// 0.0020 (a PUT every 50 ms). At 100 (a round trip's worth) one upload is in flight and
+/// the PUTs per second are one per round trip, near s2-lite's cost per message only
+/// because walab answers more messages a second; at 150 they fall to two per three round
+/// trips (0.0017 at 1,024 producers, quiet), a record waits at most half a round trip
+/// more, and the hold that goes with it merges 64 producers into one PUT per round trip
+/// where 100 let them split into cohorts taking turns (p50 69 ms against 35 to 37);
+/// 200 took the p99 at 1,024 producers within 5% of s2-lite's (BENCHMARKS.md). The bare
+/// WAL's writers (`walab bench`, the simulator) append again at once and the cohort hold
+/// already merges them, so the preset itself leaves it off.
+pub const OBJECT_STORE_BEHIND_HTTP_PIPELINE_ROUND_TRIP_PERCENT: u32 = 150;
 
 /// The Postgres WAL's cohort hold: off (its window already gathers the writers).
 pub const POSTGRES_COHORT_HOLD_PERCENT: u32 = 0;
@@ -124,8 +129,12 @@ pub struct Tuning {
     /// Records a batch holds before it starts beside a running one (`pipeline_min=`).
     pub pipeline_min_records: Option<u64>,
     /// `--pipeline-running`: percent of the running batches' records a batch holds
-    /// before it starts beside them (0: off; `walab serve` on an object store: 100).
+    /// before it starts beside them (0: off).
     pub pipeline_running_percent: Option<u32>,
+    /// `--pipeline-round-trip`: percent of a round trip a batch gathers for (0: off;
+    /// `walab serve` on an object store:
+    /// [`OBJECT_STORE_BEHIND_HTTP_PIPELINE_ROUND_TRIP_PERCENT`]).
+    pub pipeline_round_trip_percent: Option<u32>,
 }
 
 impl Tuning {
@@ -148,6 +157,7 @@ impl Storage {
             cohort_hold_percent: tuning.cohort_hold_percent.unwrap_or(preset.cohort_hold_percent),
             pipeline_min_records: tuning.pipeline_min_records.unwrap_or(preset.pipeline_min_records),
             pipeline_running_percent: tuning.pipeline_running_percent.unwrap_or(preset.pipeline_running_percent),
+            pipeline_round_trip_percent: tuning.pipeline_round_trip_percent.unwrap_or(preset.pipeline_round_trip_percent),
             ..preset
         }
     }

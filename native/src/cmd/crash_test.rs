@@ -402,6 +402,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             sync_cpus: None,
             cohort_hold: None,
             pipeline_running: None,
+            pipeline_round_trip: None,
         };
         wal_args.backend(true).map_err(CliError::usage)?;
         ("kills", kill_test(&args, &wal_args)?)

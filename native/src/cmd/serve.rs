@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use walab_core::codec::tiny::TinyRecord;
-use walab_core::session::preset::OBJECT_STORE_BEHIND_HTTP_PIPELINE_RUNNING_PERCENT;
+use walab_core::session::preset::OBJECT_STORE_BEHIND_HTTP_PIPELINE_ROUND_TRIP_PERCENT;
 use walab_core::stream_store::meta::MetaCommand;
 use walab_core::stream_store::upload::SealPolicy;
 use walab_core::time::Nanos;
@@ -19,7 +19,7 @@ use crate::serve::store::EXPIRY_SWEEP_EVERY;
 use crate::serve::store::{Found, Replay};
 use crate::serve::{http, Store};
 use crate::wal::file::node_dir;
-use crate::wal::url::{parse_wal_url, WalArgs, WalUrl};
+use crate::wal::url::{parse_wal_url, with_default_s3_option, WalArgs, WalUrl};
 use crate::wal::live::LiveTrace;
 use crate::wal::{Wal, WalOptions};
 
@@ -46,9 +46,10 @@ pub struct Args {
     /// most bytes).
     #[arg(long, value_name = "BYTES", default_value_t = 8 << 20)]
     block_bytes: usize,
-    /// Seal a block once its oldest record has waited this long.
-    #[arg(long, value_name = "MS", default_value_t = 1000)]
-    block_ms: u64,
+    /// Seal a block once its oldest record has waited this long (default 1000, 5000 with
+    /// --objects on s3://).
+    #[arg(long, value_name = "MS")]
+    block_ms: Option<u64>,
     /// Objects are compacted (small ones of one size tier rewritten together) up to this
     /// many data bytes.
     #[arg(long, value_name = "BYTES", default_value_t = crate::serve::uploader::COMPACT_BYTES_DEFAULT)]
@@ -88,6 +89,27 @@ pub struct Args {
     #[arg(long, value_enum, value_delimiter = ',', hide = true)]
     untune: Vec<crate::wal::os::Tuning>,
 }
+
+/// `--block-ms` unless given.
+const BLOCK_MS_DEFAULT: u64 = 1000;
+
+/// `--block-ms` unless given when the objects go to an object store. Each upload costs
+/// requests whatever it carries: its objects' PUTs and the two records of its commit in
+/// the metadata log. At one a second that was 3 to 4 requests a second (0.002 a message at
+/// 64 producers, a tenth of all of walab's requests there); a block waiting five seconds
+/// costs a fifth of that, and nothing a reader sees: until it is uploaded a record is
+/// durable in the WAL and served from the log cache (BENCHMARKS.md).
+const OBJECT_STORE_BLOCK_MS_DEFAULT: u64 = 5000;
+
+/// The fence `walab serve` gives an `s3://` WAL whose URL names none: the lease, rather
+/// than the S3 WAL's own default (`fence=read`). Under `fence=read` every append waits
+/// for a registration read after its PUT: two round trips where s2-lite's append takes
+/// its flush interval and one, and twice the requests (p50 67 ms against s2-lite's 51 at
+/// one producer; BENCHMARKS.md). The lease acknowledges on the PUT alone, under the
+/// clock assumption of `walab_core::remote::lease` (every clock within `skew`, 1 s, of
+/// true time); its price is at start: a server taking over a crashed one's log waits out
+/// that one's lease (10 s) before it serves. `?fence=read` keeps the read.
+const SERVE_S3_FENCE: (&str, &str) = ("fence", "lease");
 
 /// A broken server, for showing that `walab crash-test --serve` notices.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -159,7 +181,7 @@ fn checked_listen(args: &Args) -> Result<SocketAddr, CliError> {
         .listen
         .parse()
         .map_err(|_| CliError::usage(format!("--listen {}: not an address such as 127.0.0.1:7070", args.listen)))?;
-    if args.block_bytes < 1024 || args.block_ms == 0 || args.block_ms > 3_600_000 {
+    if args.block_bytes < 1024 || args.block_ms.is_some_and(|ms| ms == 0 || ms > 3_600_000) {
         return Err(CliError::usage("--block-bytes at least 1024, --block-ms between 1 and 3600000"));
     }
     if !(1..=3_600_000).contains(&args.long_poll_ms) || !(1..=3_600_000).contains(&args.sse_connection_ms) {
@@ -197,9 +219,11 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     crate::wal::os::untune(&args.untune);
     crate::wal::limit_malloc_arenas();
     let listen = checked_listen(&args)?;
+    let objects_on_s3 = args.objects.as_deref().is_some_and(|url| url.starts_with("s3://"));
+    let block_ms = args.block_ms.unwrap_or(if objects_on_s3 { OBJECT_STORE_BLOCK_MS_DEFAULT } else { BLOCK_MS_DEFAULT });
     let policy = SealPolicy {
         block_bytes: args.block_bytes,
-        block_age: Nanos(args.block_ms * 1_000_000),
+        block_age: Nanos(block_ms * 1_000_000),
         stream_object_bytes: args.stream_object_bytes,
     };
     let meta_backend = match &args.meta {
@@ -213,7 +237,9 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let objects = Arc::new(objects);
     let mut wal_args = args.wal.clone();
     if matches!(parse_wal_url(&wal_args.wal), Ok(WalUrl::S3 { .. })) {
-        wal_args.pipeline_running.get_or_insert(OBJECT_STORE_BEHIND_HTTP_PIPELINE_RUNNING_PERCENT);
+        let (option, value) = SERVE_S3_FENCE;
+        wal_args.wal = with_default_s3_option(&wal_args.wal, option, value);
+        wal_args.pipeline_round_trip.get_or_insert(OBJECT_STORE_BEHIND_HTTP_PIPELINE_ROUND_TRIP_PERCENT);
     }
     let backend = wal_args.backend(true).map_err(CliError::usage)?;
     // Opening claims the metadata log (a file's LOCK, a Postgres or S3 node's epoch).

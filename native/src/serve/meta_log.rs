@@ -71,6 +71,7 @@ pub fn backend_at(url: &str, wal: &WalArgs) -> Result<Box<dyn Backend>, String> 
                 sync_cpus: None,
                 cohort_hold: None,
                 pipeline_running: None,
+                pipeline_round_trip: None,
             };
             args.backend(true).map_err(as_meta)
         }

@@ -71,10 +71,16 @@ pub struct WalArgs {
     #[arg(long, value_name = "PERCENT")]
     pub cohort_hold: Option<u32>,
     /// With batches persisting, start the next one beside them only once it holds
-    /// PERCENT of the records they carry (0: off, the default; `walab serve` on s3://:
-    /// 100, so that when many appends wait one upload carries them all).
+    /// PERCENT of the records they carry (0: off, the default).
     #[arg(long, value_name = "PERCENT")]
     pub pipeline_running: Option<u32>,
+    /// Let a batch gather for PERCENT of a round trip: beside running batches it starts
+    /// once it holds PERCENT of the records a round trip brings (as measured), and above
+    /// 100, after an acknowledgement, the next batch waits for the writers it answered
+    /// until its first record has waited PERCENT of a round trip (0: off, the default;
+    /// `walab serve` on s3://: 150).
+    #[arg(long, value_name = "PERCENT")]
+    pub pipeline_round_trip: Option<u32>,
 }
 
 /// A parsed `--wal` URL.
@@ -156,6 +162,23 @@ pub fn s3_fence_mode(text: &str) -> Result<FenceMode, String> {
 pub fn s3_options(text: &str) -> Result<S3Options, String> {
     let query = text.strip_prefix("s3://").and_then(|rest| rest.split_once('?')).map_or("", |(_, query)| query);
     parse_s3_options(text, query)
+}
+
+/// `text` with `option=value` added to its query when the query does not name `option`
+/// (a default a command chooses for an `s3://` URL: `walab serve`'s fence).
+pub fn with_default_s3_option(text: &str, option: &str, value: &str) -> String {
+    let query = text.split_once('?').map_or("", |(_, query)| query);
+    let named = query.split('&').any(|pair| pair.split_once('=').map_or(pair, |(name, _)| name) == option);
+    if named {
+        return text.to_string();
+    }
+    let separator = match text.split_once('?') {
+        None => "?",
+        Some((_, "")) => "",
+        Some(_) if text.ends_with('&') => "",
+        Some(_) => "&",
+    };
+    format!("{text}{separator}{option}={value}")
 }
 
 fn parse_s3_options(text: &str, query: &str) -> Result<S3Options, String> {
@@ -259,6 +282,11 @@ impl WalArgs {
                 return Err(format!("--pipeline-running {percent}: must be between 0 and 1000 (percent of the running batches' records)"));
             }
         }
+        if let Some(percent) = self.pipeline_round_trip {
+            if percent > 1000 {
+                return Err(format!("--pipeline-round-trip {percent}: must be between 0 and 1000 (percent of a round trip's arrivals)"));
+            }
+        }
         let sync_cpus = match &self.sync_cpus {
             Some(text) => {
                 let parsed = SyncCpus::parse(text)?;
@@ -277,6 +305,7 @@ impl WalArgs {
             cohort_hold_percent: self.cohort_hold,
             pipeline_min_records: None,
             pipeline_running_percent: self.pipeline_running,
+            pipeline_round_trip_percent: self.pipeline_round_trip,
         };
         match parse_wal_url(&self.wal)? {
             WalUrl::File(base) => {
@@ -368,6 +397,7 @@ mod tests {
             sync_cpus: None,
             cohort_hold: None,
             pipeline_running: None,
+            pipeline_round_trip: None,
         }
     }
 
@@ -404,6 +434,18 @@ mod tests {
     }
 
     #[test]
+    fn a_default_option_is_added_only_where_the_url_names_none() {
+        let lease = |url: &str| with_default_s3_option(url, "fence", "lease");
+        assert_eq!(lease("s3://bucket/wal"), "s3://bucket/wal?fence=lease");
+        assert_eq!(lease("s3://bucket/wal?"), "s3://bucket/wal?fence=lease");
+        assert_eq!(lease("s3://bucket/wal?pipeline_min=64"), "s3://bucket/wal?pipeline_min=64&fence=lease");
+        assert_eq!(lease("s3://bucket/wal?fence=read"), "s3://bucket/wal?fence=read", "the URL's own fence stays");
+        assert_eq!(lease("s3://bucket/wal?lease=5s&fence=lease"), "s3://bucket/wal?lease=5s&fence=lease");
+        let terms = LeaseTerms::new(LEASE_DEFAULT, SKEW_DEFAULT).unwrap();
+        assert_eq!(s3_fence_mode(&lease("s3://bucket/wal")), Ok(FenceMode::Lease(terms)));
+    }
+
+    #[test]
     fn s3_fence_options_parse_or_name_what_is_wrong() {
         let lease = |lease_ms: u64, skew_ms: u64| {
             FenceMode::Lease(LeaseTerms::new(Nanos::from_millis(lease_ms), Nanos::from_millis(skew_ms)).unwrap())
@@ -426,6 +468,7 @@ mod tests {
         assert!(refusal("s3://b1b/w?lease=5s").ends_with(": lease=5s: only with fence=lease"));
         assert_eq!(s3_options("s3://bucket/wal").map(|o| o.pipeline_min), Ok(None));
         assert_eq!(s3_options("s3://bucket/wal?fence=lease&pipeline_min=64").map(|o| o.pipeline_min), Ok(Some(64)));
+
         assert!(refusal("s3://b1b/w?pipeline_min=0").ends_with(": pipeline_min=0: expected a number of records from 1 to 65536"));
         assert!(refusal("s3://b1b/w?pipeline_min=many").contains("pipeline_min=many: expected a number"));
         assert!(refusal("s3://b1b/w?fence=read&skew=1s").ends_with(": skew=1s: only with fence=lease"));
