@@ -392,12 +392,15 @@ async fn on_postgres_the_metadata_log_compacts_and_a_restart_reads_everything_ba
 #[tokio::test]
 async fn on_s3_a_failing_put_answers_503_unknown_and_stops_appends() {
     let s3 = LocalS3::start();
-    let setup = Setup::s3(&s3, &unique("failed-put")).with(&["--block-ms", "3600000"]);
+    let mut setup = Setup::s3(&s3, &unique("failed-put")).with(&["--block-ms", "3600000"]);
+    // `fence=read` (walab serve's default is the lease): no lease renewals, so that the
+    // next PUTs are this append's alone.
+    setup.args[1].push_str("?fence=read");
     let server = setup.start();
     let s = Streams::of(&server);
     assert_eq!(s.create("s", "text/plain", b"kept ").await.status, 201);
     // The next PUTs the server sends are this append's frame and its retries (no uploads
-    // run): fail more of them than the client retries.
+    // run, no lease renewals): fail more of them than the client retries.
     let next = s3.control().puts_seen() + 1;
     for nth in next..next + S3_CLIENT_ATTEMPTS {
         s3.control().fail_put(nth);

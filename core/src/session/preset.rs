@@ -16,14 +16,17 @@
 //! - [`Storage::ObjectStore`]: one PUT per batch, [`OBJECT_STORE_INFLIGHT`] uploads in
 //!   flight, a batch beside another only once it holds [`OBJECT_STORE_PIPELINE_MIN_RECORDS`]
 //!   (a PUT is billed per request, and costs a round trip whatever it carries), and the
-//!   cohort hold at [`OBJECT_STORE_COHORT_HOLD_PERCENT`].
+//!   cohort hold at [`OBJECT_STORE_COHORT_HOLD_PERCENT`]. Behind `walab serve` a batch
+//!   also gathers for [`OBJECT_STORE_BEHIND_HTTP_PIPELINE_ROUND_TRIP_PERCENT`] of a round
+//!   trip (the server asks for it as a [`Tuning`]; the preset, `walab bench` and the
+//!   simulators keep it off).
 //! - [`Storage::PostgresRing`]: the URL's settings (`batch_interval` as a window that is
 //!   waited out only while every connection is busy, `max_bytes_in_batch`, `inflight`,
 //!   `max_unflushed_bytes`), no cohort hold unless asked for.
 //!
 //! [`Tuning`] is what a user may change on top (`--inflight`, `--cohort-hold`, the
-//! object store's `pipeline_min=`, `--per-write`), applied in [`Storage::config`] and
-//! nowhere else.
+//! object store's `pipeline_min=`, `--pipeline-running`, `--pipeline-round-trip`,
+//! `--per-write`), applied in [`Storage::config`] and nowhere else.
 //!
 //! Why each number is what it is:
 //!
