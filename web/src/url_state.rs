@@ -401,7 +401,8 @@ pub fn set_param(params: &mut LabParams, name: &str, value: &str) -> Result<(), 
             }
             None => Err("not a call; use write, fsync, fdatasync, o_sync, o_dsync, o_direct, sync_file_range or fsync_dir".into()),
         },
-        "handling" => match Handling::from_url_name(value) {
+        // `--on-sync-error`'s name; `handling` is the page's earlier one.
+        "on_sync_error" | "handling" => match Handling::from_url_name(value) {
             Some(handling) => {
                 params.handling = handling;
                 Ok(())
@@ -446,7 +447,7 @@ pub fn set_param(params: &mut LabParams, name: &str, value: &str) -> Result<(), 
             _ => Err(format!("not a prediction; give a whole number from 0 to {PREDICT_MAX}")),
         },
         "server" => parse_server(value).map(|server| params.server = Some(server)),
-        _ => Err("unknown parameter; the lab reads part, scenario, sync, load, policy, window, w, unit, seed, cut, fault, handling, call, cdc, protection, log_sync_fails, predict, reveal, present, server and the r... parameters of Parts 13 and 14".into()),
+        _ => Err("unknown parameter; the lab reads part, scenario, sync, load, policy, window, w, unit, seed, cut, fault, on_sync_error, call, cdc, protection, log_sync_fails, predict, reveal, present, server and the r... parameters of Parts 13 and 14".into()),
     }
 }
 
@@ -538,7 +539,7 @@ pub fn to_query(params: &LabParams) -> String {
         pairs.push(format!("fault={}", params.fault.url_name()));
     }
     if params.handling != defaults.handling {
-        pairs.push(format!("handling={}", params.handling.url_name()));
+        pairs.push(format!("on_sync_error={}", params.handling.url_name()));
     }
     if params.call != defaults.call {
         pairs.push(format!("call={}", params.call.url_name()));
@@ -653,7 +654,7 @@ mod tests {
             server: Some("http://127.0.0.1:8080".into()),
         };
         let query = to_query(&params);
-        assert_eq!(query, "?part=6&scenario=random&sync=1.5&load=2000&policy=window&window=0.5&w=3&unit=4096&seed=42&cut=13.5&fault=e1&handling=retry&call=o_direct&cdc=10&log_sync_fails=9&protection=doublewrite&server=http://127.0.0.1:8080&predict=17&reveal=1&present=1");
+        assert_eq!(query, "?part=6&scenario=random&sync=1.5&load=2000&policy=window&window=0.5&w=3&unit=4096&seed=42&cut=13.5&fault=e1&on_sync_error=retry&call=o_direct&cdc=10&log_sync_fails=9&protection=doublewrite&server=http://127.0.0.1:8080&predict=17&reveal=1&present=1");
         assert_eq!(parse_query(&query), (params, vec![]));
     }
 
@@ -661,10 +662,11 @@ mod tests {
     fn the_failed_sync_reads_the_clis_names_and_its_earlier_ones() {
         // `walab sim power-cut --log-sync-fails 9 --on-sync-error retry` and the page say
         // it with the same words; links written before still open the same view.
-        let (now, problems) = parse_query("?part=3&fault=e1&handling=retry&log_sync_fails=9");
+        let (now, problems) = parse_query("?part=3&fault=e1&on_sync_error=retry&log_sync_fails=9");
         assert!(problems.is_empty(), "{problems:?}");
         assert_eq!((now.handling, now.eio_batch), (Handling::Wrong, 9));
-        assert_eq!(parse_query("?part=3&fault=e1&handling=wrong&eio=9"), (now, vec![]));
+        assert_eq!(parse_query("?part=3&fault=e1&handling=wrong&eio=9"), (now.clone(), vec![]));
+        assert_eq!(parse_query("?part=3&fault=e1&handling=retry&log_sync_fails=9"), (now, vec![]));
         assert_eq!(parse_query("?handling=fail-stop").0.handling, Handling::Right);
         assert_eq!(parse_query("?handling=right").0.handling, Handling::Right);
         assert_eq!(parse_query("?handling=maybe").1[0].to_string(), "handling=maybe: not a way to handle a failed sync; use fail-stop or retry");
