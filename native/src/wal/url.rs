@@ -27,7 +27,8 @@ use walab_core::time::Nanos;
 pub struct WalArgs {
     /// Where the log lives: file:///DIR, s3://BUCKET/PATH or postgres://... An s3://
     /// URL may choose its fence: ?fence=read (the default: a registration read after
-    /// every PUT) or ?fence=lease (with lease=10s&skew=1s, the defaults), and how many
+    /// every PUT) or ?fence=lease (with lease=10s&skew=1s, the defaults; `walab serve`'s
+    /// default), and how many
     /// records a batch holds before it uploads beside another: ?pipeline_min=32.
     #[arg(long)]
     pub wal: String,
