@@ -16,7 +16,8 @@
 //!   claimer waits before it LISTs, with the argument why that loses nothing.
 //! - [`recovery`]: the walk over the objects once read: each one's check
 //!   ([`recovery::decode_object`]), what is kept, left out, deleted, or refused
-//!   ([`recovery::walk_chain`]). The native S3 backend's recovery is its reads plus this.
+//!   ([`recovery::walk_chain`], or one object at a time [`recovery::ChainWalk`]). The
+//!   native S3 backend's recovery is its reads plus this.
 //! - The simulated object store and Postgres that run the same decisions under chosen
 //!   latencies and faults are in [`crate::sim::remote`].
 

@@ -49,8 +49,9 @@ pub trait Backend: Send + 'static {
     /// [`Backend::recover`], every recovered record handed to `visit` in seq order as
     /// recovery finds it instead of kept in [`Recovered::records`] (left empty). A record
     /// handed over before recovery fails (a corrupt log) was read intact, but the log is
-    /// refused. The default recovers and then hands the records over; the file backend
-    /// streams them from its scan, so that recovering holds one segment, not the log.
+    /// refused. The default recovers and then hands the records over; the file, S3 and
+    /// Postgres backends stream them as they read, so that recovering holds one segment,
+    /// a few objects or a page of rows, not the log.
     fn recover_streaming(&mut self, visit: &mut dyn FnMut(TinyRecord)) -> Result<Recovered, WalError> {
         let mut recovered = self.recover()?;
         for record in std::mem::take(&mut recovered.records) {

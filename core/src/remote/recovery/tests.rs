@@ -123,3 +123,36 @@ fn damage_reads_as_one_line() {
     assert_eq!(damage.to_string(), "90 bytes of frame, the key says 100");
     assert_eq!(ObjectDamage::Record(StopReason::Checksum).to_string(), "a record inside stops with checksum");
 }
+
+#[test]
+fn a_chain_walk_hands_over_what_walk_chain_keeps_and_reads_nothing_past_damage() {
+    let a = object(1, 0, 1..3);
+    let mut b = object(1, a.0.end, 3..5);
+    b.1[20] ^= 0x01;
+    let c = object(1, b.0.end, 5..6);
+    let sessions = [session(1, 0, 1)];
+    // A whole chain: the same records, in order, and the same decisions.
+    let whole = walk(&[a.clone(), object(1, a.0.end, 3..5)], &sessions, Some(2)).unwrap();
+    let mut walker = ChainWalk::new();
+    let mut seen = Vec::new();
+    let plan_ab = plan_chain(&[a.0, b.0], &sessions);
+    let good_b = object(1, a.0.end, 3..5);
+    for (object, body) in plan_ab.chain.iter().zip([&a.1, &good_b.1]) {
+        assert!(walker.object(object, body, &mut |record| seen.push(record.seq)));
+    }
+    let summary = walker.finish(&plan_ab, &sessions, Some(2)).unwrap();
+    assert_eq!(seen, seqs(&whole));
+    assert_eq!((summary.start_offset, summary.next_seq, summary.left_out), (whole.start_offset, whole.next_seq, whole.left_out));
+    let record_bytes: u64 = (1..3).map(|seq| tiny::record_len(format!("k{seq}").len(), 1) as u64).sum();
+    assert_eq!(summary.chain[0], KeptObject { object: a.0, record_bytes, last_seq: Some(2) });
+    // Damage: the walk says stop, and hands over nothing of the damaged object.
+    let plan = plan_chain(&[a.0, b.0, c.0], &sessions);
+    let mut walker = ChainWalk::new();
+    let mut seen = Vec::new();
+    assert!(walker.object(&plan.chain[0], &a.1, &mut |record| seen.push(record.seq)));
+    assert!(!walker.object(&plan.chain[1], &b.1, &mut |record| seen.push(record.seq)));
+    assert!(!walker.object(&plan.chain[2], &c.1, &mut |record| seen.push(record.seq)), "nothing is read past damage");
+    assert_eq!(seen, [1, 2]);
+    let refusal = walker.finish(&plan, &sessions, Some(2)).unwrap_err();
+    assert_eq!(refusal, walk(&[a, b, c], &sessions, Some(2)).unwrap_err());
+}

@@ -6,8 +6,8 @@
 //! # Recovery
 //!
 //! Lists the node's prefix, keeps the objects [`layout::plan_chain`] says are valid,
-//! reads them (16 at a time), and hands them to the core's
-//! [`walab_core::remote::recovery::walk_chain`], which checks each: its frame must start at the key's
+//! reads them (16 at a time), and hands each in turn to the core's
+//! [`walab_core::remote::recovery::ChainWalk`], which checks it: its frame must start at the key's
 //! `start`, end at its `end`, carry a matching CRC32, and hold tiny-store records whose
 //! CRC32C and seqs (each one more than the last) check out. The walk stops at the first
 //! gap or bad object. A gap followed by objects of the same session is normal (a later
@@ -32,7 +32,8 @@ pub(super) struct Claim {
 /// A node's state as recovery found it (shared by open and [`reset`]).
 pub(super) struct Found {
     pub(super) claim: Claim,
-    pub(super) chain: Vec<(WalObject, Vec<TinyRecord>)>,
+    /// The objects that form the log, oldest first (their records went to the visitor).
+    pub(super) chain: Vec<KeptObject>,
     /// Where the new session starts and its first seq.
     pub(super) start_offset: u64,
     pub(super) next_seq: u64,
@@ -95,8 +96,11 @@ impl S3Backend {
     }
 
     /// Steps 1 and 2: claim (unless only reading), list, read, and let the core decide
-    /// what the objects read make of the log ([`walk_chain`]).
-    pub(super) async fn find(&self, take_over: bool) -> Result<Found, WalError> {
+    /// what the objects read make of the log ([`ChainWalk`]). Objects are read
+    /// [`RECOVERY_READS_INFLIGHT_MAX`] at a time and checked in chain order, each one's
+    /// records handed to `visit` once it checks out, so recovery holds a few objects,
+    /// not the log; the walk stops reading at the first damaged object.
+    pub(super) async fn find(&self, take_over: bool, visit: &mut dyn FnMut(TinyRecord)) -> Result<Found, WalError> {
         let claim = if take_over { self.claim().await? } else { self.read_claim().await? };
         if take_over {
             // The claim kept the replaced registration's lease: wait it out before the
@@ -105,11 +109,19 @@ impl S3Backend {
         }
         let sessions = &claim.registration.sessions;
         let plan = plan_chain(&self.list_wal_objects().await?, sessions);
-        let bodies = self.read_objects(&plan.chain).await?;
+        let mut walk = ChainWalk::new();
+        let mut bodies = self.read_objects(&plan.chain);
+        for object in &plan.chain {
+            let body = bodies.next().await.expect("one body per object of the chain")?;
+            if !walk.object(object, &body, visit) {
+                break;
+            }
+        }
+        drop(bodies);
         let claimed_epoch = take_over.then_some(claim.registration.epoch);
-        let walked = walk_chain(&plan, &bodies, sessions, claimed_epoch).map_err(|refusal| self.refusal(refusal))?;
+        let walked = walk.finish(&plan, sessions, claimed_epoch).map_err(|refusal| self.refusal(refusal))?;
         let repaired = walked.left_out.as_ref().map(|left_out| self.left_out_note(left_out));
-        let Walked { chain, start_offset, next_seq, garbage, .. } = walked;
+        let WalkedSummary { chain, start_offset, next_seq, garbage, .. } = walked;
         Ok(Found { claim, chain, start_offset, next_seq, repaired, garbage })
     }
 
@@ -143,28 +155,31 @@ impl S3Backend {
         }
     }
 
-    /// Every WAL object under the node prefix (one LIST).
+    /// Every WAL object under the node prefix (one LIST, read a page at a time; only
+    /// the parsed names are kept).
     pub(super) async fn list_wal_objects(&self) -> Result<Vec<WalObject>, WalError> {
         let prefix = &self.location.node_prefix;
         self.counts.other.fetch_add(1, Ordering::Relaxed);
-        let listed: Vec<object_store::ObjectMeta> = self
-            .store
+        self.store
             .list(Some(&Self::path(prefix)))
+            .try_filter_map(|meta| async move {
+                Ok(match parse_key(prefix, meta.location.as_ref()) {
+                    KeyKind::Wal(object) => Some(object),
+                    _ => None,
+                })
+            })
             .try_collect()
             .await
-            .map_err(|e| WalError::Open(store_error(&self.location.describe(), &e)))?;
-        Ok(listed
-            .iter()
-            .filter_map(|meta| match parse_key(prefix, meta.location.as_ref()) {
-                KeyKind::Wal(object) => Some(object),
-                _ => None,
-            })
-            .collect())
+            .map_err(|e| WalError::Open(store_error(&self.location.describe(), &e)))
     }
 
-    /// The objects' bodies, in order, [`RECOVERY_READS_INFLIGHT_MAX`] GETs at a time.
-    pub(super) async fn read_objects(&self, objects: &[WalObject]) -> Result<Vec<bytes::Bytes>, WalError> {
-        let fetches = objects.iter().map(|object| {
+    /// The objects' bodies, in order, [`RECOVERY_READS_INFLIGHT_MAX`] GETs at a time
+    /// (a GET starts as the caller takes a body).
+    pub(super) fn read_objects<'a>(
+        &'a self,
+        objects: &'a [WalObject],
+    ) -> impl futures::Stream<Item = Result<bytes::Bytes, WalError>> + Unpin + 'a {
+        let fetches = objects.iter().map(move |object| {
             let store = Arc::clone(&self.store);
             let path = Self::path(&object.key(&self.location.node_prefix));
             self.counts.other.fetch_add(1, Ordering::Relaxed);
@@ -176,7 +191,7 @@ impl S3Backend {
                 result.map_err(|e| WalError::Open(store_error(path.as_ref(), &e)))
             }
         });
-        futures::stream::iter(fetches).buffered(RECOVERY_READS_INFLIGHT_MAX).try_collect().await
+        Box::pin(futures::stream::iter(fetches).buffered(RECOVERY_READS_INFLIGHT_MAX))
     }
 
     /// The one-line refusal for a log with acknowledged records out of reach.
@@ -254,11 +269,11 @@ pub struct ResetReport {
 /// that starts where the log ended, so the next open finds an empty log whose seqs
 /// continue.
 pub fn reset(backend: &mut S3Backend) -> Result<ResetReport, WalError> {
-    let found = backend.runtime().block_on(backend.find(true))?;
+    let found = backend.runtime().block_on(backend.find(true, &mut |_| {}))?;
     let prefix = backend.location.node_prefix.clone();
     let store = Arc::clone(&backend.store);
     // Oldest first, so that a failure part-way still leaves a log without holes.
-    let mut doomed: Vec<WalObject> = found.chain.iter().map(|(object, _)| *object).collect();
+    let mut doomed: Vec<WalObject> = found.chain.iter().map(|kept| kept.object).collect();
     doomed.extend(found.garbage.iter().copied());
     let deleted = backend.runtime().block_on(async {
         let mut deleted = 0u64;

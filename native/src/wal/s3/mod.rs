@@ -63,11 +63,11 @@ use object_store::aws::AmazonS3Builder;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};
 use walab_core::codec::stream::encode_frame_records;
-use walab_core::codec::tiny::{self, TinyRecord};
+use walab_core::codec::tiny::TinyRecord;
 use walab_core::group_commit::{Batch, Config, SyncError};
 use walab_core::session::preset::{Storage, Tuning};
 use walab_core::remote::lease::{takeover_wait, FenceMode, Lease, LeaseJudgement, OwnerLease};
-use walab_core::remote::recovery::{walk_chain, LeftOut, OutOfReach, WalkStop, Walked};
+use walab_core::remote::recovery::{ChainWalk, KeptObject, LeftOut, OutOfReach, WalkStop, WalkedSummary};
 use walab_core::time::Nanos;
 
 use self::layout::{parse_key, plan_chain, registration_key, KeyKind, Registration, RegistrationJson, WalObject};
@@ -145,8 +145,9 @@ pub struct S3Backend {
     epoch: u64,
     /// WAL address of the next frame.
     next_offset: u64,
-    /// Trim unit (the driver's segment) → the objects in it, oldest first.
-    units: BTreeMap<u64, Vec<Path>>,
+    /// Trim unit (the driver's segment) → the objects in it, oldest first (names, not
+    /// paths: a recovered log of 100,000 objects keeps 24 bytes each).
+    units: BTreeMap<u64, Vec<WalObject>>,
     /// Set once a fence check failed: later uploads are not even sent.
     fenced: Arc<AtomicBool>,
     /// How a batch is fenced: a read after its PUT, or a lease (`fence=` in the URL).
@@ -284,11 +285,18 @@ impl Backend for S3Backend {
     }
 
     fn recover(&mut self) -> Result<Recovered, WalError> {
+        let mut records = Vec::new();
+        let mut recovered = self.recover_streaming(&mut |record| records.push(record))?;
+        recovered.records = records;
+        Ok(recovered)
+    }
+
+    fn recover_streaming(&mut self, visit: &mut dyn FnMut(TinyRecord)) -> Result<Recovered, WalError> {
         // `create` false (dump) only reads: no claim, so a live writer is not fenced,
         // and nothing may be appended.
         let take_over = self.create;
-        let found = self.runtime().block_on(self.find(take_over))?;
-        let lowest_start = found.chain.first().map(|(object, _)| object.start);
+        let found = self.runtime().block_on(self.find(take_over, visit))?;
+        let lowest_start = found.chain.first().map(|kept| kept.object.start);
         let session = if take_over {
             Some(self.runtime().block_on(self.record_session(
                 &found.claim,
@@ -317,12 +325,12 @@ impl Backend for S3Backend {
             }
         });
         let mut recovered = Recovered { next_seq: found.next_seq, repaired: found.repaired, ..Recovered::default() };
-        for (unit, (object, records)) in found.chain.into_iter().enumerate() {
+        recovered.segments.reserve(found.chain.len());
+        for (unit, kept) in found.chain.into_iter().enumerate() {
             let unit = unit as u64;
-            recovered.lsn += records.iter().map(|r| tiny::record_len(r.key.len(), r.value.len()) as u64).sum::<u64>();
-            recovered.segments.push((unit, records.last().map(|r| r.seq)));
-            self.units.insert(unit, vec![Self::path(&object.key(&prefix))]);
-            recovered.records.extend(records);
+            recovered.lsn += kept.record_bytes;
+            recovered.segments.push((unit, kept.last_seq));
+            self.units.insert(unit, vec![kept.object]);
         }
         recovered.segment = recovered.segments.len() as u64;
         recovered.segment_bytes = 0;
@@ -338,7 +346,7 @@ impl Backend for S3Backend {
         let object = WalObject { epoch: self.epoch, start: self.next_offset, end: self.next_offset + bytes.len() as u64 };
         self.next_offset = object.end;
         let path = Self::path(&object.key(&self.location.node_prefix));
-        self.units.entry(batch.segment).or_default().push(path.clone());
+        self.units.entry(batch.segment).or_default().push(object);
         let (store, fenced, counts) = (Arc::clone(&self.store), Arc::clone(&self.fenced), Arc::clone(&self.counts));
         let fence = Arc::clone(&self.fence);
         self.runtime().spawn(async move {
@@ -360,7 +368,8 @@ impl Backend for S3Backend {
     fn remove_segments(&mut self, segments: &[u64]) -> Result<(), WalError> {
         let mut paths = Vec::new();
         for segment in segments {
-            paths.extend(self.units.remove(segment).unwrap_or_default());
+            let objects = self.units.remove(segment).unwrap_or_default();
+            paths.extend(objects.iter().map(|object| Self::path(&object.key(&self.location.node_prefix))));
         }
         match &self.deleter {
             Some(deleter) if !paths.is_empty() => {
