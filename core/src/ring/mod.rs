@@ -201,7 +201,8 @@ pub mod settings;
 pub mod startup;
 
 pub use self::recovery::{
-    clean_up_plan, recover_chain, ring_change, ChainError, ChainRecovery, ChainStop, ResumePoint, RingChange, SlotCleanUp,
+    clean_up_plan, plan_chain, recover_chain, ring_change, seq_before_trim, ChainError, ChainPlan, ChainRecovery, ChainStop,
+    ChainSummary, ChainWalk, KeptRow, ResumePoint, RingChange, RowPlace, SlotCleanUp,
 };
 pub use self::row::{decode_row, encode_row_body, judge_stored_row, RowAt, RowError, SlotRow, StoredRowVerdict};
 pub use self::settings::{

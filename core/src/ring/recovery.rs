@@ -97,16 +97,40 @@ impl ChainRecovery {
     }
 }
 
-/// Follows the chain of rows from `trim_offset`; see the module docs. `claimed_epoch` is
-/// the newest epoch on the node row; no row may carry a newer one.
-pub fn recover_chain(
-    geometry: &RingGeometry,
-    trim_offset: u64,
-    claimed_epoch: u64,
-    rows: &[SlotRow],
-) -> Result<ChainRecovery, ChainError> {
+/// A row's place without its body: what the chain is followed by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RowPlace {
+    pub slot: u64,
+    pub start_offset: u64,
+    pub end_offset: u64,
+}
+
+impl RowPlace {
+    pub fn of(row: &SlotRow) -> RowPlace {
+        RowPlace { slot: row.slot, start_offset: row.start_offset, end_offset: row.end_offset }
+    }
+}
+
+/// The chain as the rows' places alone give it ([`plan_chain`]): the rows to check, in
+/// order, where it ends, and the rows whose last seq the chain continues after.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChainPlan {
+    /// The rows on the chain, oldest first, as indices into the places planned over:
+    /// each is checked ([`ChainWalk::row`]) in this order.
+    pub rows: Vec<usize>,
+    pub head: u64,
+    pub stop: ChainStop,
+    /// The rows that end exactly at the trim offset and start before it: the largest
+    /// last seq among those that decode is [`ChainRecovery::seq_before_trim`].
+    pub before_trim: Vec<RowPlace>,
+}
+
+/// Follows the chain from `trim_offset` over the rows' places (see the module docs);
+/// which row comes next never depends on a row's bytes, so the bytes can be read and
+/// checked afterwards, a few rows at a time ([`ChainWalk`]).
+pub fn plan_chain(geometry: &RingGeometry, trim_offset: u64, places: &[RowPlace]) -> ChainPlan {
     let mut by_start = std::collections::BTreeMap::new();
-    for (index, row) in rows.iter().enumerate() {
+    for (index, row) in places.iter().enumerate() {
         // Two rows at one offset can only be in different slots; prefer the one whose
         // generation maps to its slot, which is the only one the writer could have made.
         let fits = row.slot == geometry.slot(geometry.generation(row.start_offset));
@@ -117,19 +141,12 @@ pub fn recover_chain(
             }
         }
     }
-    let seq_before_trim = rows
-        .iter()
-        .filter(|row| row.end_offset == trim_offset && row.start_offset < trim_offset)
-        .filter_map(|row| decode_row(row).ok())
-        .filter_map(|records| records.last().map(|r| r.seq))
-        .max();
-    let mut recovery =
-        ChainRecovery { records: Vec::new(), rows: Vec::new(), head: trim_offset, stop: ChainStop::End { at: trim_offset }, seq_before_trim };
+    let before_trim =
+        places.iter().filter(|row| row.end_offset == trim_offset && row.start_offset < trim_offset).copied().collect();
+    let mut rows = Vec::new();
     let mut at = trim_offset;
-    let mut epoch_before = 0u64;
-    let mut seq_before = seq_before_trim.unwrap_or(0);
     // Bounded by the rows: each step consumes one and moves `at` forward.
-    for _ in 0..=rows.len() {
+    for _ in 0..=places.len() {
         let next_generation_start = geometry.generation_start(geometry.generation(at) + 1);
         let index = match by_start.get(&at) {
             Some(&(index, _)) => index,
@@ -139,38 +156,162 @@ pub fn recover_chain(
             },
             None => break,
         };
-        let row = &rows[index];
+        rows.push(index);
+        at = places[index].end_offset;
+    }
+    let rows_beyond = places.iter().filter(|row| row.start_offset >= at).count();
+    let stop = if rows_beyond == 0 { ChainStop::End { at } } else { ChainStop::Gap { at, rows_beyond } };
+    ChainPlan { rows, head: at, stop, before_trim }
+}
+
+/// The last seq of the rows that end at the trim offset ([`ChainPlan::before_trim`]),
+/// from those that decode.
+pub fn seq_before_trim(rows: &[SlotRow]) -> Option<u64> {
+    rows.iter().filter_map(|row| decode_row(row).ok()).filter_map(|records| records.last().map(|r| r.seq)).max()
+}
+
+/// One row of the chain as recovery accepted it, without its records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeptRow {
+    pub slot: u64,
+    pub start_offset: u64,
+    pub end_offset: u64,
+    pub records: usize,
+    pub last_seq: Option<u64>,
+}
+
+/// [`recover_chain`] a row at a time: feed [`ChainWalk::row`] the bodies of
+/// [`ChainPlan::rows`] in order; each row's records go to the visitor once the row
+/// passes every check, and the first failed check is the answer [`recover_chain`] gives.
+#[derive(Clone, Debug)]
+pub struct ChainWalk {
+    geometry: RingGeometry,
+    claimed_epoch: u64,
+    epoch_before: u64,
+    seq_before: u64,
+    kept: Vec<KeptRow>,
+}
+
+/// [`ChainRecovery`] without the records: what a [`ChainWalk`] ends with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChainSummary {
+    pub rows: Vec<KeptRow>,
+    pub head: u64,
+    pub stop: ChainStop,
+    pub seq_before_trim: Option<u64>,
+}
+
+impl ChainWalk {
+    /// `claimed_epoch` is the newest epoch on the node row; no row may carry a newer one.
+    pub fn new(geometry: &RingGeometry, claimed_epoch: u64, seq_before_trim: Option<u64>) -> ChainWalk {
+        ChainWalk {
+            geometry: *geometry,
+            claimed_epoch,
+            epoch_before: 0,
+            seq_before: seq_before_trim.unwrap_or(0),
+            kept: Vec::new(),
+        }
+    }
+
+    /// Checks the chain's next row (see the module docs) and hands its records to
+    /// `visit` in order once it passes.
+    pub fn row(&mut self, row: &SlotRow, visit: &mut dyn FnMut(TinyRecord)) -> Result<(), ChainError> {
+        let geometry = &self.geometry;
         let expected = geometry.slot(geometry.generation(row.start_offset));
         if row.slot != expected {
             return Err(ChainError::WrongSlot { slot: row.slot, start_offset: row.start_offset, expected });
         }
         let records = decode_row(row)
             .map_err(|error| ChainError::Row { slot: row.slot, start_offset: row.start_offset, error })?;
-        if row.epoch < epoch_before {
-            return Err(ChainError::EpochWentBack { start_offset: row.start_offset, epoch: row.epoch, before: epoch_before });
+        if row.epoch < self.epoch_before {
+            return Err(ChainError::EpochWentBack { start_offset: row.start_offset, epoch: row.epoch, before: self.epoch_before });
         }
-        if row.epoch > claimed_epoch {
+        if row.epoch > self.claimed_epoch {
             return Err(ChainError::EpochFromTheFuture {
                 start_offset: row.start_offset,
                 epoch: row.epoch,
-                claimed: claimed_epoch,
+                claimed: self.claimed_epoch,
             });
         }
-        epoch_before = row.epoch;
+        self.epoch_before = row.epoch;
         for record in &records {
-            if record.seq <= seq_before {
-                return Err(ChainError::SeqWentBack { start_offset: row.start_offset, seq: record.seq, before: seq_before });
+            if record.seq <= self.seq_before {
+                return Err(ChainError::SeqWentBack { start_offset: row.start_offset, seq: record.seq, before: self.seq_before });
             }
-            seq_before = record.seq;
+            self.seq_before = record.seq;
         }
-        recovery.rows.push((row.slot, row.start_offset, row.end_offset, records.len()));
-        recovery.records.extend(records);
-        at = row.end_offset;
+        let last_seq = records.last().map(|record| record.seq);
+        self.kept.push(KeptRow {
+            slot: row.slot,
+            start_offset: row.start_offset,
+            end_offset: row.end_offset,
+            records: records.len(),
+            last_seq,
+        });
+        records.into_iter().for_each(&mut *visit);
+        Ok(())
     }
-    recovery.head = at;
-    let rows_beyond = rows.iter().filter(|row| row.start_offset >= at).count();
-    recovery.stop = if rows_beyond == 0 { ChainStop::End { at } } else { ChainStop::Gap { at, rows_beyond } };
-    Ok(recovery)
+
+    /// The chain once every row of `plan` passed.
+    pub fn finish(self, plan: &ChainPlan, seq_before_trim: Option<u64>) -> ChainSummary {
+        ChainSummary { rows: self.kept, head: plan.head, stop: plan.stop, seq_before_trim }
+    }
+}
+
+impl ChainSummary {
+    /// The seq the next append gets.
+    pub fn next_seq(&self) -> u64 {
+        self.rows.iter().rev().find_map(|row| row.last_seq).or(self.seq_before_trim).map_or(1, |seq| seq + 1)
+    }
+
+    /// True when the chain holds no record (the WAL is drained).
+    pub fn is_drained(&self) -> bool {
+        self.rows.iter().all(|row| row.records == 0)
+    }
+
+    /// Where appends resume, and what the confirmations map starts with.
+    pub fn resume_point(&self, geometry: &RingGeometry, trim_offset: u64) -> ResumePoint {
+        // A row without records confirms up to the last record before it.
+        let mut last = None;
+        let rows: Vec<(u64, u64, Option<u64>)> = self
+            .rows
+            .iter()
+            .map(|row| {
+                last = row.last_seq.or(last);
+                (row.start_offset, row.end_offset, last)
+            })
+            .collect();
+        resume_point(&rows, self.head, geometry, trim_offset)
+    }
+}
+
+/// Follows the chain of rows from `trim_offset`; see the module docs. `claimed_epoch` is
+/// the newest epoch on the node row; no row may carry a newer one. Keeps every record:
+/// [`plan_chain`] and a [`ChainWalk`] over rows all in memory.
+pub fn recover_chain(
+    geometry: &RingGeometry,
+    trim_offset: u64,
+    claimed_epoch: u64,
+    rows: &[SlotRow],
+) -> Result<ChainRecovery, ChainError> {
+    let places: Vec<RowPlace> = rows.iter().map(RowPlace::of).collect();
+    let plan = plan_chain(geometry, trim_offset, &places);
+    let seq_before_trim = seq_before_trim(
+        &rows.iter().filter(|row| row.end_offset == trim_offset && row.start_offset < trim_offset).cloned().collect::<Vec<_>>(),
+    );
+    let mut walk = ChainWalk::new(geometry, claimed_epoch, seq_before_trim);
+    let mut records = Vec::new();
+    for &index in &plan.rows {
+        walk.row(&rows[index], &mut |record| records.push(record))?;
+    }
+    let summary = walk.finish(&plan, seq_before_trim);
+    Ok(ChainRecovery {
+        records,
+        rows: summary.rows.iter().map(|row| (row.slot, row.start_offset, row.end_offset, row.records)).collect(),
+        head: summary.head,
+        stop: summary.stop,
+        seq_before_trim,
+    })
 }
 
 /// What the writer does to one slot table at start-up, under the fence, once the chain
@@ -242,36 +383,30 @@ impl ChainRecovery {
     /// Where appends resume, and what the confirmations map starts with.
     pub fn resume_point(&self, geometry: &RingGeometry, trim_offset: u64) -> ResumePoint {
         let mut record_index = 0usize;
-        let mut last_seqs = Vec::with_capacity(self.rows.len());
-        for &(_, _, _, count) in &self.rows {
+        let mut rows = Vec::with_capacity(self.rows.len());
+        for &(_, start, end, count) in &self.rows {
             record_index += count;
-            last_seqs.push(self.records[..record_index].last().map(|record| record.seq));
+            rows.push((start, end, self.records[..record_index].last().map(|record| record.seq)));
         }
-        let confirmations = self
-            .rows
-            .iter()
-            .zip(&last_seqs)
-            .filter_map(|(&(_, _, end, _), last_seq)| last_seq.map(|seq| (seq, end)))
-            .collect();
-        let head_generation = geometry.generation(self.head);
-        let first_generation = geometry.first_kept_generation(trim_offset.min(self.head));
-        let segments = (first_generation..=head_generation)
-            .map(|generation| {
-                let last = self
-                    .rows
-                    .iter()
-                    .zip(&last_seqs)
-                    .filter(|((_, start, _, _), _)| geometry.generation(*start) == generation)
-                    .filter_map(|(_, last_seq)| *last_seq)
-                    .next_back();
-                (generation, last)
-            })
-            .collect();
-        ResumePoint {
-            confirmations,
-            segments,
-            segment: head_generation,
-            segment_bytes: self.head - geometry.generation_start(head_generation),
-        }
+        resume_point(&rows, self.head, geometry, trim_offset)
     }
+}
+
+/// Where appends resume after a chain of `rows` (start, end, the last seq of the chain
+/// up to and with the row) ending at `head`.
+fn resume_point(rows: &[(u64, u64, Option<u64>)], head: u64, geometry: &RingGeometry, trim_offset: u64) -> ResumePoint {
+    let confirmations = rows.iter().filter_map(|&(_, end, last_seq)| last_seq.map(|seq| (seq, end))).collect();
+    let head_generation = geometry.generation(head);
+    let first_generation = geometry.first_kept_generation(trim_offset.min(head));
+    let segments = (first_generation..=head_generation)
+        .map(|generation| {
+            let last = rows
+                .iter()
+                .filter(|(start, _, _)| geometry.generation(*start) == generation)
+                .filter_map(|(_, _, last_seq)| *last_seq)
+                .next_back();
+            (generation, last)
+        })
+        .collect();
+    ResumePoint { confirmations, segments, segment: head_generation, segment_bytes: head - geometry.generation_start(head_generation) }
 }

@@ -358,3 +358,32 @@ fn a_retry_takes_only_its_own_row_for_success() {
     assert_eq!(judge_stored_row(&ours, &RowAt { body: b"other", ..ours }), StoredRowVerdict::Mismatch);
     assert_eq!(judge_stored_row(&ours, &RowAt { end: 141, ..ours }), StoredRowVerdict::Mismatch);
 }
+
+#[test]
+fn the_chain_planned_from_places_and_walked_row_by_row_is_recover_chain() {
+    let g = geometry(3, 200);
+    let r1 = row(&g, 600, 1, 1, 2);
+    let r2 = row(&g, r1.end_offset, 1, 3, 2);
+    let r3 = row(&g, 800, 2, 5, 1);
+    let r4 = row(&g, r3.end_offset, 2, 6, 1);
+    let beyond = row(&g, r4.end_offset + 10, 2, 9, 1);
+    let rows = vec![r3.clone(), r2.clone(), r1.clone(), r4.clone(), beyond];
+    for trim in [600, r2.end_offset] {
+        let whole = recover_chain(&g, trim, 2, &rows).unwrap();
+        let places: Vec<RowPlace> = rows.iter().map(RowPlace::of).collect();
+        let plan = plan_chain(&g, trim, &places);
+        let before: Vec<SlotRow> =
+            plan.before_trim.iter().map(|p| rows.iter().find(|r| RowPlace::of(r) == *p).unwrap().clone()).collect();
+        let seq_before = seq_before_trim(&before);
+        let mut walk = ChainWalk::new(&g, 2, seq_before);
+        let mut seqs = Vec::new();
+        for &index in &plan.rows {
+            walk.row(&rows[index], &mut |record| seqs.push(record.seq)).unwrap();
+        }
+        let summary = walk.finish(&plan, seq_before);
+        assert_eq!(seqs, whole.records.iter().map(|r| r.seq).collect::<Vec<_>>());
+        assert_eq!((summary.head, summary.stop, summary.next_seq()), (whole.head, whole.stop, whole.next_seq()));
+        assert_eq!(summary.resume_point(&g, trim), whole.resume_point(&g, trim));
+        assert_eq!(summary.is_drained(), whole.records.is_empty());
+    }
+}

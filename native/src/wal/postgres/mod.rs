@@ -28,8 +28,10 @@
 //! # The parts
 //!
 //! - [`startup`]: the start-up, step by step (server checks, the node row's claim, the
-//!   slots read and the chain followed, clean-up and ring change under the fence, the
+//!   chain followed, clean-up and ring change under the fence, the
 //!   timeline);
+//! - [`read`]: recovery's reads of the slots, the rows' places first, then the chain's
+//!   bodies a page at a time, each row checked and its records handed on in order;
 //! - [`insert`]: one batch's fenced insert, its retries and the judgement of a row
 //!   found at its offset;
 //! - [`trim`]: the trim task, carrying out the trims the session names;
@@ -37,6 +39,7 @@
 
 pub mod cluster;
 pub mod insert;
+pub mod read;
 pub mod sql;
 pub mod startup;
 pub mod trim;
@@ -51,12 +54,13 @@ use futures::future::BoxFuture;
 use tokio::sync::mpsc;
 use tokio_postgres::{Client, NoTls, Statement};
 
+use walab_core::codec::tiny::TinyRecord;
 use walab_core::group_commit::{self, Batch, SyncError};
 use walab_core::session::preset::{Storage, Tuning, POSTGRES_TRIM_PAUSE};
 use walab_core::session::ring::RingTrim;
 use walab_core::session::{RingLayout, RingResume};
 use walab_core::ring::{
-    self, ChainStop, PgWalSettings, RingGeometry, ServerState, SlotRow, StartupWarning, TablePrefix, TimelineVerdict,
+    self, ChainStop, PgWalSettings, RingGeometry, ServerState, StartupWarning, TablePrefix, TimelineVerdict,
 };
 
 use super::{Backend, Completion, Recovered, TrimDone, WalError};
@@ -270,13 +274,20 @@ impl Backend for PgBackend {
     }
 
     fn recover(&mut self) -> Result<Recovered, WalError> {
+        let mut records = Vec::new();
+        let mut recovered = self.recover_streaming(&mut |record| records.push(record))?;
+        recovered.records = records;
+        Ok(recovered)
+    }
+
+    fn recover_streaming(&mut self, visit: &mut dyn FnMut(TinyRecord)) -> Result<Recovered, WalError> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|e| WalError::Open(format!("{}: cannot start a runtime: {e}", self.target.name)))?;
         // Recovery's own connection lives on a throwaway runtime; the backend's runtime
         // keeps only the pool and the trim task.
-        let recovered = runtime.block_on(self.recover_async());
+        let recovered = runtime.block_on(self.recover_async(visit));
         drop(runtime);
         recovered
     }

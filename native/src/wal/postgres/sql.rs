@@ -171,9 +171,15 @@ pub fn current_epoch(prefix: TablePrefix) -> String {
     format!("SELECT epoch FROM {node_table} WHERE cluster = $1 AND node = $2")
 }
 
-/// Every row of a slot that recovery needs: those ending at or after the trim offset.
-pub fn rows_from(table: &str) -> String {
-    format!("SELECT start_offset, end_offset, epoch, body FROM {table} WHERE end_offset >= $1 ORDER BY start_offset")
+/// Where every row of a slot that recovery needs lies (those ending at or after the
+/// trim offset $1), without the bodies: the chain is planned from these.
+pub fn places_from(table: &str) -> String {
+    format!("SELECT start_offset, end_offset FROM {table} WHERE end_offset >= $1 ORDER BY start_offset")
+}
+
+/// The rows of a slot starting at the offsets in $1 (a page of the chain), with bodies.
+pub fn rows_at(table: &str) -> String {
+    format!("SELECT start_offset, end_offset, epoch, body FROM {table} WHERE start_offset = ANY($1) ORDER BY start_offset")
 }
 
 /// Deletes a kept slot's rows at or beyond the chain's head ($1): never acknowledged.

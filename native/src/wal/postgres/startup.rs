@@ -1,9 +1,10 @@
 //! The Postgres WAL's start-up, step by step: judge the server, claim (or for `dump`
-//! read) the node row, read the slots and follow the chain, clean up and apply a new
+//! read) the node row, read the slots and follow the chain ([`super::read`]), clean up and apply a new
 //! ring under the fence, check the timeline. What each step decides is the core's
 //! ([`walab_core::ring`]); this module asks and runs the statements.
 
 use super::*;
+use self::super::read::walk_slots;
 
 /// Something the start-up noticed, in order; also printed to stderr.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -57,7 +58,7 @@ impl PgBackend {
     /// Start-up, step by step: judge the server, claim (or for `dump` read) the node
     /// row, read the slots and follow the chain, clean up and apply a new ring under the
     /// fence, check the timeline, and resume the schedule at the head.
-    pub(super) async fn recover_async(&mut self) -> Result<Recovered, WalError> {
+    pub(super) async fn recover_async(&mut self, visit: &mut dyn FnMut(TinyRecord)) -> Result<Recovered, WalError> {
         let mut client = self.target.connect().await.map_err(|e| self.target.open_error("cannot connect", e))?;
         let synchronous_standby = self.check_server(&client).await?;
         self.find_prefix(&client).await?;
@@ -75,10 +76,7 @@ impl PgBackend {
         if self.create {
             sql::create_tables(&mut client, target.prefix, &tables).await.map_err(|e| target.open_error("cannot create the slot tables", e))?;
         }
-        let rows = read_slots(&client, &target, &tables, trim_offset).await?;
-        let chain = ring::recover_chain(&stored, trim_offset, epoch, &rows)
-            .map_err(|e| WalError::Corrupt(format!("{}: {e}", target.name)))?;
-        drop(rows);
+        let chain = walk_slots(&client, &target, &tables, &stored, trim_offset, epoch, visit).await?;
 
         let mut geometry = stored;
         let mut repaired = None;
@@ -90,7 +88,7 @@ impl PgBackend {
                 self.note(note);
             }
             let requested = target.settings.geometry;
-            match ring::ring_change(&stored, &requested, target.geometry_given, chain.records.is_empty()) {
+            match ring::ring_change(&stored, &requested, target.geometry_given, chain.is_drained()) {
                 ring::RingChange::Unchanged => {}
                 ring::RingChange::Deferred => self.note(StartupNote::GeometryKept { stored, requested }),
                 ring::RingChange::Apply => {
@@ -116,7 +114,7 @@ impl PgBackend {
         }
         Ok(Recovered {
             next_seq: chain.next_seq(),
-            records: chain.records,
+            records: Vec::new(),
             lsn: chain.head,
             segment: resume.segment,
             segment_bytes: resume.segment_bytes,
@@ -239,28 +237,6 @@ impl NodeRow {
     pub(super) fn geometry(&self) -> RingGeometry {
         RingGeometry { segments: self.segments as u64, segment_bytes: self.segment_bytes as u64 }
     }
-}
-
-/// Every row recovery needs (those ending at or after the trim offset), slot by slot.
-pub(super) async fn read_slots(client: &Client, target: &Target, tables: &[String], trim_offset: u64) -> Result<Vec<SlotRow>, WalError> {
-    let mut rows = Vec::new();
-    for (slot, table) in tables.iter().enumerate() {
-        let exists: bool =
-            client.query_one(sql::TABLE_EXISTS, &[&table.as_str()]).await.map_err(|e| target.open_error("catalog", e))?.get(0);
-        if !exists {
-            continue;
-        }
-        for row in client.query(&sql::rows_from(table), &[&to_i64(trim_offset)]).await.map_err(|e| target.open_error(table, e))? {
-            rows.push(SlotRow {
-                slot: slot as u64,
-                start_offset: row.get::<_, i64>(0) as u64,
-                end_offset: row.get::<_, i64>(1) as u64,
-                epoch: row.get::<_, i64>(2) as u64,
-                body: row.get(3),
-            });
-        }
-    }
-    Ok(rows)
 }
 
 /// Carries out [`ring::clean_up_plan`] in one transaction under the fence.
