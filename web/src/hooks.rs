@@ -5,7 +5,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use gloo_events::{EventListener, EventListenerOptions, EventListenerPhase};
+use gloo_events::{EventListener, EventListenerOptions};
 use gloo_render::{request_animation_frame, AnimationFrame};
 use wasm_bindgen::JsCast;
 use yew::prelude::*;
@@ -73,7 +73,7 @@ pub fn use_address(params: &LabParams, dispatch: Callback<LabAction>) {
 
 /// The student's progress: a new Part is titled, opened at its top (or at the scene its
 /// link names) and counted as visited; a committed prediction counts once per Part and
-/// moment; an opened drill counts once.
+/// moment; a drill answered (an answer chosen, not only revealed) counts once.
 #[hook]
 pub fn use_progress(params: &LabParams) -> UseStateHandle<Progress> {
     let progress = use_state(load_progress);
@@ -98,14 +98,14 @@ pub fn use_progress(params: &LabParams) -> UseStateHandle<Progress> {
         });
     }
     {
-        // "toggle" does not bubble, so listen while it descends.
+        // A drill counts once an answer is chosen (a radio button's "change"); revealing
+        // its answer does not count.
         let progress = progress.clone();
         use_effect_with((), move |_| {
             let document = gloo_utils_document();
-            let options = EventListenerOptions { phase: EventListenerPhase::Capture, passive: true };
-            let listener = EventListener::new_with_options(&document, "toggle", options, move |event| {
-                let Some(details) = event.target().and_then(|target| target.dyn_into::<web_sys::HtmlDetailsElement>().ok()) else { return };
-                let (Some(drill), true) = (details.get_attribute("data-drill"), details.open()) else { return };
+            let listener = EventListener::new(&document, "change", move |event| {
+                let Some(input) = event.target().and_then(|target| target.dyn_into::<web_sys::Element>().ok()) else { return };
+                let Some(drill) = input.get_attribute("data-drill") else { return };
                 let part = gloo_utils_document()
                     .get_element_by_id("chapter")
                     .and_then(|chapter| chapter.get_attribute("data-part"))
@@ -194,6 +194,17 @@ pub fn use_focus_on_open(open: bool) {
                     let _ = button.focus();
                 }
             }
+        }
+    });
+}
+
+/// index.html's static page (the title and a loading line, shown before the WebAssembly
+/// has loaded) goes once the app has drawn its first frame.
+#[hook]
+pub fn use_remove_boot() {
+    use_effect_with((), |_| {
+        if let Some(boot) = gloo_utils_document().get_element_by_id("boot") {
+            boot.remove();
         }
     });
 }

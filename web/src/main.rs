@@ -50,6 +50,7 @@ fn App() -> Html {
     hooks::use_keys(dispatch.clone(), menu_open.clone());
     hooks::use_clock(lab.player.playing, dispatch.clone());
     hooks::use_focus_on_open(lab.keys_open);
+    hooks::use_remove_boot();
 
     let (part, present) = (lab.params.part, lab.params.present);
     let events = ShellEvents {
@@ -70,7 +71,7 @@ fn App() -> Html {
         <div class={classes!("lab", present.then_some("present"), menu_open.then_some("menu-open"))}>
             <a class="skip-link" href="#chapter">{ "skip to the Part" }</a>
             { shell::header(part, present, *menu_open, &events) }
-            { shell::parts_nav(part, &progress, &events) }
+            { shell::parts_nav(part, present, &progress, &events) }
             <main id="chapter" data-part={part.to_string()} tabindex="-1">
                 { shell::url_problems(&lab.url_problems, &dispatch) }
                 <h2>{ format!("Part {part}. {}", PART_TITLES[part as usize]) }</h2>

@@ -26,9 +26,14 @@ pub struct ShellEvents {
 }
 
 impl ShellEvents {
+    /// A link's click, taken over by the app; a click meant for a new tab or window (a
+    /// modifier key, the middle button) is left to the browser, which opens the link.
     fn go_to(&self, target: u8) -> Callback<MouseEvent> {
         let go_to = self.go_to.clone();
         Callback::from(move |event: MouseEvent| {
+            if event.ctrl_key() || event.meta_key() || event.shift_key() || event.alt_key() || event.button() != 0 {
+                return;
+            }
             event.prevent_default();
             go_to.emit(target);
         })
@@ -55,19 +60,20 @@ pub fn header(part: u8, present: bool, menu_open: bool, events: &ShellEvents) ->
 }
 
 /// The Parts in the navigation's order, the current one marked, the visited ticked, and
-/// the progress line.
-pub fn parts_nav(part: u8, progress: &Progress, events: &ShellEvents) -> Html {
+/// the progress line. Each Part is a link (`?part=N`), so it opens in a new tab and can
+/// be shared; a plain click is the app's.
+pub fn parts_nav(part: u8, present: bool, progress: &Progress, events: &ShellEvents) -> Html {
     let items = NAV_ORDER.iter().map(|&index| {
         let title = &PART_TITLES[index as usize];
         let current = part == index;
         let visited = progress.visited.contains(&index);
         html! {
             <li>
-                <button class={classes!("nav-part", current.then_some("current"), visited.then_some("visited"))} data-part={index.to_string()}
-                    aria-current={current.then_some("page")} onclick={events.go_to(index)}>
+                <a class={classes!("nav-part", current.then_some("current"), visited.then_some("visited"))} data-part={index.to_string()}
+                    href={part_query(index, present)} aria-current={current.then_some("page")} onclick={events.go_to(index)}>
                     <span class="nav-number">{ index }</span><span class="nav-title">{ *title }</span>
                     if visited { <span class="nav-visited" title="visited">{ "✓" }<span class="visually-hidden">{ " visited" }</span></span> }
-                </button>
+                </a>
             </li>
         }
     });

@@ -60,6 +60,9 @@ test('every label of the figures of Parts 0, 1, 2 and 4 stays inside its figure'
     for (const part of [0, 1, 2, 4]) {
       await page.goto(lab.url + `?part=${part}`);
       await page.waitForSelector('#chapter');
+      // Where things come to rest: a figure laid out again for its measured room moves its marks there.
+      await page.waitForTimeout(100);
+      await page.evaluate(() => document.getAnimations().forEach((animation) => animation.finish()));
       const found = await page.evaluate(() => {
         const out = [];
         for (const svg of document.querySelectorAll('#chapter svg')) {
@@ -183,6 +186,9 @@ test('Parts 0, 1, 2 and 4 are built of scenes: the figure stays in view while it
     for (const part of [0, 1, 2, 4]) {
       await page.goto(lab.url + `?part=${part}`);
       await page.waitForSelector('#chapter');
+      // Where things come to rest: a figure laid out again for its measured room moves its marks there.
+      await page.waitForTimeout(100);
+      await page.evaluate(() => document.getAnimations().forEach((animation) => animation.finish()));
       const found = await page.evaluate(() => {
         const out = [];
         const scenes = document.querySelectorAll('.scene');
@@ -298,5 +304,43 @@ test('Part 2: clicking a call runs it on the record, and the link keeps the call
   await page.click('button.call[data-call="o_sync"]');
   await page.waitForFunction(() => new URL(location.href).searchParams.get('call') === 'o_sync');
   assert.match(await page.textContent('.call-outcome .returns-when'), /^each write\(\) to a file opened with O_SYNC returns when its bytes and the file's metadata are on the device/);
+  await page.close();
+});
+
+test('at 390 px the tables of Parts 0, 1, 2 and 9 reflow into cards: no table scrolls sideways', async () => {
+  const wide = [];
+  const page = await open('?part=0', 390, 844);
+  for (const part of [0, 1, 2, 9]) {
+    await page.goto(lab.url + `?part=${part}`);
+    await page.waitForSelector('#chapter');
+    if (part === 9) await page.keyboard.press('End');
+    await page.evaluate(() => document.querySelectorAll('#chapter details').forEach((d) => { d.open = true; }));
+    const found = await page.evaluate(() => [...document.querySelectorAll('#chapter table.stack')]
+      .filter((table) => table.getBoundingClientRect().width > 0)
+      .map((table) => ({ name: table.className, over: table.scrollWidth - table.clientWidth, right: table.getBoundingClientRect().right }))
+      .filter((table) => table.over > 1 || table.right > innerWidth + 1));
+    const tables = await page.$$eval('#chapter table.stack', (tables) => tables.length);
+    if (tables === 0) wide.push(`Part ${part}: no stacked table`);
+    for (const table of found) wide.push(`Part ${part}: table.${table.name} ${table.over} px too wide`);
+    const page_over = await page.evaluate(() => document.documentElement.scrollWidth - innerWidth);
+    if (page_over > 0) wide.push(`Part ${part}: the page is ${page_over} px too wide`);
+  }
+  await screenshot(page, 'part-09-390-cards');
+  await page.close();
+  assert.deepEqual(wide, []);
+});
+
+test("at 390 px Part 0's write path fits the screen: every station, the current one included, is in view", async () => {
+  const page = await open('?part=0', 390, 844);
+  await page.waitForSelector('[data-figure="write-path"] svg.fitted');
+  const out = await page.$$eval('[data-figure="write-path"] g.station rect', (rects) => rects
+    .map((rect) => rect.getBoundingClientRect())
+    .filter((box) => box.left < 0 || box.right > innerWidth).length);
+  assert.equal(out, 0, 'stations outside the screen');
+  const here = await page.$eval('[data-figure="write-path"] g.station.here rect', (rect) => rect.getBoundingClientRect().right);
+  assert.ok(here <= 390, `the current station ends at ${here}`);
+  const min = await page.$eval('[data-figure="write-path"] text.station-label', (text) => parseFloat(getComputedStyle(text).fontSize) * text.getScreenCTM().a);
+  assert.ok(min >= 13, `station labels drawn at ${min} px`);
+  await screenshot(page, 'part-00-390-write-path');
   await page.close();
 });

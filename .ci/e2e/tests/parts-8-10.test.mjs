@@ -143,6 +143,10 @@ test('Part 9: the log\'s chips are not clipped, the resets are words, an emptied
     const text = await page.textContent('#chapter');
     assert.doesNotMatch(text, /\(s\)/);
     // SQLite's last step: the checkpoint reset the -wal file, and the figure says so.
+    const [done, total] = (await page.textContent('.sqlite-stepper .mark-count')).match(/(\d+) of (\d+)/).slice(1).map(Number);
+    for (let step = done; step < total; step++) await page.click('.sqlite-forward');
+    await page.waitForSelector(`.sqlite-stepper[data-step="${total}"]`);
+    await page.evaluate(() => document.getAnimations().forEach((animation) => animation.finish()));
     const frames = await page.$$('[data-figure="sqlite-wal"] g.frame');
     assert.equal(frames.length, 0, 'the -wal file is empty at the last step');
     assert.equal(await page.getAttribute('[data-figure="sqlite-wal"] text.wal-empty', 'data-empty'), 'reset');

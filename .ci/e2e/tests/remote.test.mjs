@@ -203,7 +203,7 @@ test('Part 14: the start-up toggles give the core\'s verdicts; old timeline link
 test('the new Parts sit before the wrap-up, and part=12 still opens it', async () => {
   const tab = await lab.newPage('?part=12');
   assert.match(await tab.textContent('#chapter h2'), /Part 12\. What you've learned/);
-  const order = await tab.$$eval('nav button.nav-part', (buttons) => buttons.map((b) => b.dataset.part));
+  const order = await tab.$$eval('nav a.nav-part', (buttons) => buttons.map((b) => b.dataset.part));
   assert.deepEqual(order.slice(-4), ['11', '13', '14', '12']);
   await tab.close();
 });

@@ -117,9 +117,9 @@ test('on a phone the Parts are a menu that opens, lists every Part and closes on
   assert.equal(await page.isVisible('nav.parts-nav'), false, 'the list is folded away');
   await page.click('button.menu-button');
   assert.equal(await page.getAttribute('button.menu-button', 'aria-expanded'), 'true');
-  assert.equal(await page.isVisible('button.nav-part[data-part="12"]'), true);
+  assert.equal(await page.isVisible('a.nav-part[data-part="12"]'), true);
   await shoot(page, 'menu-open-390');
-  await page.click('button.nav-part[data-part="4"]');
+  await page.click('a.nav-part[data-part="4"]');
   await page.waitForSelector('#chapter[data-part="4"]');
   assert.equal(await page.isVisible('nav.parts-nav'), false, 'choosing a Part closes the menu');
   await page.close();
@@ -284,7 +284,7 @@ test('Back after Part 2 -> Part 3 returns to Part 2, the title names the Part, a
   const page = await open('?part=2', SIZES[2]);
   assert.equal(await page.title(), 'Part 2. What fsync guarantees · walab');
   await page.evaluate(() => window.scrollTo(0, 600));
-  await page.click('button.nav-part[data-part="3"]');
+  await page.click('a.nav-part[data-part="3"]');
   await page.waitForSelector('#chapter[data-part="3"]');
   assert.equal(await page.title(), 'Part 3. When fsync fails · walab');
   assert.equal(await page.evaluate(() => window.scrollY), 0, 'the new Part opens at its top');
@@ -308,7 +308,7 @@ test('Back after Part 2 -> Part 3 returns to Part 2, the title names the Part, a
 test('the navigation stays in view and shows the progress kept in local storage', async () => {
   const page = await open('?part=0', SIZES[2]);
   for (const part of [1, 2, 7]) {
-    await page.click(`button.nav-part[data-part="${part}"]`);
+    await page.click(`a.nav-part[data-part="${part}"]`);
     await page.waitForSelector(`#chapter[data-part="${part}"]`);
   }
   await page.evaluate(() => window.scrollTo(0, document.body.scrollHeight));
@@ -327,7 +327,7 @@ test('the navigation stays in view and shows the progress kept in local storage'
   assert.ok(Number(await page.getAttribute('nav .progress', 'data-visited')) >= visited);
   await goto(page, '?part=12');
   const drills = Number(await page.getAttribute('nav .progress', 'data-drills'));
-  await page.click('details[data-drill="0"] summary');
+  await page.check('input[data-drill="0"] >> nth=1');
   await page.waitForFunction((count) => Number(document.querySelector('nav .progress').dataset.drills) === count + 1, drills);
   await page.close();
 });

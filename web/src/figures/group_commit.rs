@@ -156,7 +156,8 @@ pub fn GroupCommitFigure(props: &GroupCommitFigureProps) -> Html {
         .map(|batch| ((state.at.0.saturating_sub(batch.start.0)) as f64 / props.sync_latency_ns.max(1) as f64).clamp(0.0, 1.0))
         .unwrap_or(0.0);
     let titles = [
-        format!("queue: {} waiting", state.queue.len()),
+        // "Waiting" means no OK yet: the queue and the running sync's batch together.
+        format!("queue: {} · {} without OK", state.queue.len(), state.queue.len() + running_ids.len()),
         running_label,
         format!("acknowledged: {}", acked_ids.len()),
     ];
@@ -175,8 +176,9 @@ pub fn GroupCommitFigure(props: &GroupCommitFigureProps) -> Html {
         }
     });
     let label = format!(
-        "queue {}; {}; {} acknowledged",
+        "queue {}; {} waiting for their OK; {}; {} acknowledged",
         state.queue.len(),
+        state.queue.len() + running_ids.len(),
         titles[1],
         acked_ids.len()
     );

@@ -36,6 +36,12 @@ pub struct RecordBytesProps {
     /// Names the figure in its `data-order` (which append order it follows).
     #[prop_or_default]
     pub order: Option<AttrValue>,
+    /// A byte the student changed, and the value it holds now.
+    #[prop_or_default]
+    pub changed: Option<(usize, u8)>,
+    /// A click on a byte asks for it to be changed (the figure's cells become targets).
+    #[prop_or_default]
+    pub on_byte: Option<Callback<usize>>,
 }
 
 const ROW_H: f64 = 52.0;
@@ -78,15 +84,16 @@ pub fn RecordBytes(props: &RecordBytesProps) -> Html {
     let cells = owner.iter().enumerate().map(|(byte, owned)| {
         let (x, y) = xy(byte);
         let state = owned.map(|(write, _, _)| at(write));
+        let changed = props.changed.filter(|(at, _)| *at == byte);
         let (class, text, write) = match owned {
-            Some((write, field, value)) if state.is_some_and(in_file) => (field.class(), format!("{value:02x}"), write.to_string()),
+            Some((write, field, value)) if state.is_some_and(in_file) => (field.class(), format!("{:02x}", changed.map_or(*value, |(_, now)| now)), write.to_string()),
             Some((write, _, _)) => ("zero-fill", "00".to_string(), write.to_string()),
-            None => ("zero-fill", "00".to_string(), String::new()),
+            None => ("zero-fill", format!("{:02x}", changed.map_or(0, |(_, now)| now)), String::new()),
         };
         let lit = owned.is_some_and(|(write, _, _)| Some(write) == props.highlight);
         let state_class = state.filter(|at| *at != BytesAt::Media).map(BytesAt::name);
         html! {
-            <g class={classes!("byte", class, lit.then_some("lit"), state_class)} data-byte={byte.to_string()} data-write={write}
+            <g class={classes!("byte", class, lit.then_some("lit"), state_class, changed.map(|_| "changed"))} data-byte={byte.to_string()} data-write={write}
                 data-state={state.map(BytesAt::name).unwrap_or("zero")}>
                 <rect x={x.to_string()} y={y.to_string()} width={cell.to_string()} height="24" />
                 <text x={(x + cell / 2.0).to_string()} y={(y + 16.5).to_string()} text-anchor="middle">{ text }</text>
@@ -150,15 +157,30 @@ pub fn RecordBytes(props: &RecordBytesProps) -> Html {
         Some((record, at)) => format!("wal-1 as record {} is appended: {}", record.write, at.text(record.bytes.len())),
         None => format!("wal-1's {} bytes: {} records ending at byte {end}, then zeros", props.segment_bytes, props.records.len()),
     };
+    // One listener for every cell: the byte is the clicked cell's data-byte.
+    let onclick = props.on_byte.clone().map(|on_byte| {
+        Callback::from(move |event: MouseEvent| {
+            use wasm_bindgen::JsCast;
+            let byte = event
+                .target()
+                .and_then(|target| target.dyn_into::<web_sys::Element>().ok())
+                .and_then(|element| element.closest("[data-byte]").ok().flatten())
+                .and_then(|cell| cell.get_attribute("data-byte"))
+                .and_then(|byte| byte.parse::<usize>().ok());
+            if let Some(byte) = byte {
+                on_byte.emit(byte);
+            }
+        })
+    });
     html! {
-        <div class={classes!("figure", "record-bytes", props.crop.then_some("cropped"))} data-figure="record-bytes"
+        <div class={classes!("figure", "record-bytes", props.crop.then_some("cropped"), props.on_byte.is_some().then_some("editable"))} data-figure="record-bytes"
             data-records={props.records.len().to_string()} data-end={end.to_string()}
             data-order={props.order.clone()} data-appended-state={appended.map(|(_, at)| at.name())}
             aria-label={label.clone()}>
             if let Some((record, at)) = appended {
                 <p class={classes!("bytes-note", (at == BytesAt::Lost).then_some("danger"))}>{ format!("record {}: {}", record.write, at.text(record.bytes.len())) }</p>
             }
-            <svg class={classes!(narrow.then_some("fitted"))} style={narrow.then_some("--text: 13px")}
+            <svg class={classes!(narrow.then_some("fitted"))} style={narrow.then_some("--text: 13px")} {onclick}
                 viewBox={format!("0 {top} {width} {view_height}")} role="img" aria-label={label}>
                 <g class="row-labels">{ for row_labels }</g>
                 <g class="bytes">{ for cells }</g>

@@ -25,22 +25,52 @@ pub struct WritePathProps {
 
 const WIDTH: f64 = 760.0;
 const BOX_W: f64 = 170.0;
-const BOX_H: f64 = 54.0;
-const PER_ROW: usize = 4;
+const GAP_X: f64 = 20.0;
+const GAP_Y: f64 = 46.0;
 
-fn station_xy(index: usize) -> (f64, f64) {
-    let row = index / PER_ROW;
-    let column = index % PER_ROW;
-    // The second row runs right to left, so the path is one continuous snake.
-    let column = if row == 1 { PER_ROW - 1 - column } else { column };
-    (10.0 + column as f64 * (BOX_W + 20.0), 30.0 + row as f64 * (BOX_H + 46.0))
+/// Where the stations go for a drawing `width` wide with text `text` high: four a row
+/// when four boxes fit their labels, else two (a phone), the rows snaking so the path is
+/// one line; the boxes share the width, so the figure never scrolls sideways.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct PathGeometry {
+    per_row: usize,
+    box_w: f64,
+    box_h: f64,
+    top: f64,
 }
 
-pub fn write_path(props: &WritePathProps) -> Html {
-    let height = 30.0 + 2.0 * BOX_H + 46.0 + 10.0;
+impl PathGeometry {
+    fn new(width: f64, text: f64) -> PathGeometry {
+        // A box holds "device cache" and the instant under it.
+        let box_min = 13.0 * text * 0.62 + 20.0;
+        let per_row = if 4.0 * box_min + 3.0 * GAP_X + 20.0 <= width { 4 } else { 2 };
+        let box_w = ((width - 20.0 - GAP_X * (per_row as f64 - 1.0)) / per_row as f64).min(BOX_W * 1.3);
+        PathGeometry { per_row, box_w, box_h: text * 2.0 + 26.0, top: text * 1.3 + 16.0 }
+    }
+
+    fn xy(&self, index: usize) -> (f64, f64) {
+        let row = index / self.per_row;
+        let column = index % self.per_row;
+        // Every other row runs right to left, so the path is one continuous snake.
+        let column = if row % 2 == 1 { self.per_row - 1 - column } else { column };
+        (10.0 + column as f64 * (self.box_w + GAP_X), self.top + row as f64 * (self.box_h + GAP_Y))
+    }
+
+    fn height(&self) -> f64 {
+        let rows = Station::ALL.len().div_ceil(self.per_row);
+        self.top + rows as f64 * (self.box_h + GAP_Y) - GAP_Y + 10.0
+    }
+}
+
+/// Write 1's path, laid out for `room` (a stage's measured figure slot).
+pub fn write_path(props: &WritePathProps, room: crate::layout::FigureRoom) -> Html {
+    let drawing = room.drawing(WIDTH, 14.0, 280.0);
+    let (width, text) = (drawing.width, drawing.text);
+    let g = PathGeometry::new(width, text);
+    let height = g.height();
     let current = props.reached.checked_sub(1).and_then(|index| props.steps.get(index));
     let stations = Station::ALL.iter().enumerate().map(|(index, station)| {
-        let (x, y) = station_xy(index);
+        let (x, y) = g.xy(index);
         let state = if index + 1 < props.reached {
             "passed"
         } else if index + 1 == props.reached {
@@ -51,42 +81,47 @@ pub fn write_path(props: &WritePathProps) -> Html {
         let at = props.steps.iter().find(|step| step.station == *station).map(|step| format!("{} ms", crate::url_state::format_millis(step.at)));
         html! {
             <g class={classes!("station", state, station.durable().then_some("durable"))} data-station={station.name()} data-state={state}>
-                <rect x={x.to_string()} y={y.to_string()} width={BOX_W.to_string()} height={BOX_H.to_string()} rx="8" />
-                <text class="station-label" x={(x + 10.0).to_string()} y={(y + 22.0).to_string()}>{ station.label() }</text>
-                <text class="station-at" x={(x + 10.0).to_string()} y={(y + 42.0).to_string()}>
+                <rect x={x.to_string()} y={y.to_string()} width={g.box_w.to_string()} height={g.box_h.to_string()} rx="8" />
+                <text class="station-label" x={(x + 10.0).to_string()} y={(y + text + 6.0).to_string()}>{ station.label() }</text>
+                <text class="station-at" x={(x + 10.0).to_string()} y={(y + 2.0 * text + 14.0).to_string()}>
                     { if index < props.reached { at.unwrap_or_default() } else { String::new() } }
                 </text>
             </g>
         }
     });
     let arrows = (0..Station::ALL.len() - 1).map(|index| {
-        let (x1, y1) = station_xy(index);
-        let (x2, y2) = station_xy(index + 1);
+        let (x1, y1) = g.xy(index);
+        let (x2, y2) = g.xy(index + 1);
         let (ax, ay, bx, by) = if y1 == y2 {
             if x2 > x1 {
-                (x1 + BOX_W, y1 + BOX_H / 2.0, x2, y2 + BOX_H / 2.0)
+                (x1 + g.box_w, y1 + g.box_h / 2.0, x2, y2 + g.box_h / 2.0)
             } else {
-                (x1, y1 + BOX_H / 2.0, x2 + BOX_W, y2 + BOX_H / 2.0)
+                (x1, y1 + g.box_h / 2.0, x2 + g.box_w, y2 + g.box_h / 2.0)
             }
         } else {
-            (x1 + BOX_W / 2.0, y1 + BOX_H, x2 + BOX_W / 2.0, y2)
+            (x1 + g.box_w / 2.0, y1 + g.box_h, x2 + g.box_w / 2.0, y2)
         };
         html! { <line class={classes!("path-arrow", (index + 1 < props.reached).then_some("passed"))} x1={ax.to_string()} y1={ay.to_string()} x2={bx.to_string()} y2={by.to_string()} marker-end="url(#write-path-head)" /> }
     });
+    let token_w = text * 2.0;
     let (token_x, token_y) = match props.reached.checked_sub(1) {
         Some(index) => {
-            let (x, y) = station_xy(index);
-            (x + BOX_W - 34.0, y + 8.0)
+            let (x, y) = g.xy(index);
+            (x + g.box_w - token_w - 6.0, y + 6.0)
         }
-        None => (station_xy(0).0 + BOX_W - 34.0, station_xy(0).1 - 26.0),
+        None => (g.xy(0).0 + g.box_w - token_w - 6.0, g.xy(0).1 - text - 10.0),
     };
     let station_name = current.map(|step| step.station.name()).unwrap_or("none");
     let label = current.map(|step| step.caption.clone()).unwrap_or_else(|| "the write has not left the client yet".to_string());
-    let (_, durable_y) = station_xy(4);
+    // The note sits over the first durable station's row.
+    let media = Station::ALL.iter().position(|station| station.durable()).unwrap_or(0);
+    let (_, durable_y) = g.xy(media);
+    let note = if width >= 52.0 * drawing.char { "from the media on, the write survives a power loss" } else { "from the media on: survives power loss" };
     html! {
         <div class="figure write-path" data-figure="write-path" data-station={station_name} aria-label={label}>
-            <svg viewBox={format!("0 0 {WIDTH} {height}")} role="img" aria-label="one write's path from the client to its OK">
-                <text class="durable-note" x="10" y={(durable_y - 10.0).to_string()}>{ "from the media on, the write survives a power loss" }</text>
+            <svg class={classes!(drawing.fitted.then_some("fitted"))} style={format!("--text: {text}px")}
+                viewBox={format!("0 0 {width} {height}")} role="img" aria-label="one write's path from the client to its OK">
+                <text class="durable-note" x="10" y={(durable_y - 12.0).to_string()}>{ note }</text>
                 <defs>
                     <marker id="write-path-head" viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" markerWidth="11" markerHeight="11" orient="auto-start-reverse">
                         <path d="M 0 0 L 10 5 L 0 10 z" class="path-head" />
@@ -96,8 +131,8 @@ pub fn write_path(props: &WritePathProps) -> Html {
                 <g class="stations">{ for stations }</g>
                 <g class="token" data-write="1" data-state={station_name}
                     style={format!("transform: translate({token_x:.1}px, {token_y:.1}px); opacity: {};", if props.reached == 0 { 0.4 } else { 1.0 })}>
-                    <rect width="28" height="22" rx="6" />
-                    <text x="14" y="16" text-anchor="middle">{ "w1" }</text>
+                    <rect width={token_w.to_string()} height={(text + 8.0).to_string()} rx="6" />
+                    <text x={(token_w / 2.0).to_string()} y={(text + 2.0).to_string()} text-anchor="middle">{ "w1" }</text>
                 </g>
             </svg>
         </div>

@@ -37,6 +37,74 @@ pub fn wal_1_records() -> Vec<RecordLayout> {
         .collect()
 }
 
+/// wal-1 with one byte changed by the student, and what the core's recovery scan makes of
+/// it: the records it still accepts, where and why it stops, and the records lost.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Corrupted {
+    pub byte: usize,
+    pub was: u8,
+    pub now: u8,
+    /// The writes whose records the scan accepted, in log order.
+    pub accepted: Vec<u64>,
+    pub stop: walab_core::scan::ScanStop,
+    /// The stored and computed checksums, when the scan stopped at a checksum.
+    pub checksums: Option<(u32, u32)>,
+    /// Records that were whole before the change and that the scan no longer replays.
+    pub lost: Vec<u64>,
+}
+
+/// Flips every bit of byte `byte` of the segment holding `records` and scans it.
+pub fn corrupt_and_scan(records: &[RecordLayout], segment_bytes: usize, byte: usize) -> Option<Corrupted> {
+    let mut segment = vec![0u8; segment_bytes];
+    for record in records {
+        segment.get_mut(record.offset..record.offset + record.bytes.len())?.copy_from_slice(&record.bytes);
+    }
+    let was = *segment.get(byte)?;
+    let now = !was;
+    segment[byte] = now;
+    let scan = walab_core::scan::scan_tiny(&[&segment], 0);
+    let accepted: Vec<u64> = scan.records.iter().map(|accepted| accepted.record.seq).collect();
+    let checksums = scan.checks.iter().rev().find_map(|check| match check {
+        walab_core::scan::ScanCheck::Checksum { stored, computed, ok: false, .. } => Some((*stored, *computed)),
+        _ => None,
+    });
+    let lost = records.iter().map(|record| record.write).filter(|write| !accepted.contains(write)).collect();
+    Some(Corrupted { byte, was, now, accepted, stop: scan.stop, checksums, lost })
+}
+
+/// What the scan did with a changed byte, in a sentence or two.
+pub fn corrupted_text(corrupted: &Corrupted, records: &[RecordLayout]) -> String {
+    let owner = records.iter().find(|record| (record.offset..record.offset + record.bytes.len()).contains(&corrupted.byte));
+    let what = match owner {
+        Some(record) => {
+            let field = record.fields.iter().find(|(_, from, to)| (record.offset + from..record.offset + to).contains(&corrupted.byte));
+            format!("byte {} ({} of record {})", corrupted.byte, field.map(|(field, _, _)| field.label()).unwrap_or("a byte"), record.write)
+        }
+        None => format!("byte {} (in the zero fill after the last record)", corrupted.byte),
+    };
+    let changed = format!("You changed {what} from {:02x} to {:02x}.", corrupted.was, corrupted.now);
+    let stop = corrupted.stop;
+    let why = match (stop.reason, corrupted.checksums) {
+        (walab_core::scan::StopReason::Checksum, Some((stored, computed))) => format!(
+            "the record at byte {} stores CRC {stored:08x} but its bytes give {computed:08x}", stop.offset),
+        (reason, _) if reason.is_clean() => format!("it reached the zero fill at byte {}", stop.offset),
+        (reason, _) => format!("the record at byte {} fails its {} check", stop.offset, reason.name()),
+    };
+    let kept = match corrupted.accepted.as_slice() {
+        [] => "no record".to_string(),
+        [one] => format!("record {one}"),
+        [first, second] => format!("records {first} and {second}"),
+        many => format!("records {} to {}", many[0], many[many.len() - 1]),
+    };
+    let lost = match corrupted.lost.as_slice() {
+        [] => "Nothing is lost.".to_string(),
+        [one] => format!("Record {one} is not replayed."),
+        [first, second] => format!("Records {first} and {second} are not replayed."),
+        many => format!("Records {} are not replayed.", many.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")),
+    };
+    format!("{changed} The scan accepts {kept}, then stops: {why}. {lost}")
+}
+
 /// The caption of append step `done` (1-based; 0 is before the first), both orders.
 pub fn caption(done: usize) -> String {
     if done == 0 {
@@ -255,6 +323,22 @@ mod tests {
         assert_eq!(bytes_at(&WRONG_ORDER, 2, Some(2)), NotYet);
         assert_eq!(bytes_at(&WRONG_ORDER, 1, Some(6)), NotYet, "before the cut, the run as it was");
         assert_eq!(APPENDED_WRITE, wal_1_records().last().unwrap().write);
+    }
+
+    #[test]
+    fn a_changed_byte_stops_the_scan_at_its_record() {
+        let records = wal_1_records();
+        // A byte of record 3's value: records 1 and 2 replay, the scan stops at 3 on its CRC.
+        let corrupted = corrupt_and_scan(&records, 128, 80).unwrap();
+        assert_eq!(corrupted.accepted, [1, 2]);
+        assert_eq!(corrupted.stop.reason, walab_core::scan::StopReason::Checksum);
+        assert_eq!(corrupted.stop.offset, 56);
+        assert_eq!(corrupted.lost, [3, 4]);
+        assert!(corrupted_text(&corrupted, &records).contains("stores CRC"), "{}", corrupted_text(&corrupted, &records));
+        // The zero fill: every record replays.
+        let tail = corrupt_and_scan(&records, 128, 127).unwrap();
+        assert_eq!(tail.accepted, [1, 2, 3, 4]);
+        assert!(corrupt_and_scan(&records, 128, 128).is_none());
     }
 
     #[test]

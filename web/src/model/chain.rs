@@ -27,17 +27,6 @@ impl Stage {
             Stage::OtherMachines => "replicas on other machines",
         }
     }
-
-    /// What moves a record into this place.
-    pub fn how(self) -> &'static str {
-        match self {
-            Stage::AppBuffer => "the engine builds the record",
-            Stage::PageCache => "write() returns",
-            Stage::DeviceCache => "the kernel hands the pages to the drive",
-            Stage::Media => "fdatasync() returns (the drive flushed its cache)",
-            Stage::OtherMachines => "followers acknowledge",
-        }
-    }
 }
 
 /// The four classes of failure an OK can be promised against.

@@ -86,6 +86,9 @@ pub fn opening(model: &Model) -> Option<Nanos> {
             Some(failed.unwrap_or(walab_core::tiny_store::POWER_CUT).min(end))
         }
         Model::Quorum(quorum) => quorum.fork_at(),
+        // The power cut has just torn P1's write-back: the page on disk is half old, half
+        // new, and recovery is about to start from the redo point.
+        Model::Redo(redo) if !redo.events.is_empty() => Some(Nanos(super::redo_quorum_budget::PAGE_STEP.0 * redo.recovery_from as u64)),
         // The remote WALs: batches held back behind a slow one, or the ring waiting.
         Model::Remote(remote) => remote.opening(),
         // A dropped recording opens in its busiest moment, the lanes zoomed there.

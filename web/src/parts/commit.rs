@@ -8,7 +8,7 @@ use yew::prelude::*;
 
 use super::controls::{controls, group_thousands, Shown};
 use super::dropzone::DropZone;
-use super::{ChapterProps, source};
+use super::ChapterProps;
 use crate::model::commit::{steady_caption, CommitModel, SteadyCommit, SweepPoint, STEADY_RECORD_BYTES};
 use crate::model::group_steps::{caption_at, group_at};
 use crate::figures::group_commit::GroupCommitFigure;
@@ -62,21 +62,7 @@ pub fn group_commit_chapter(props: &ChapterProps) -> Html {
             controls={html! { { player(&PlayerProps { state: props.player.clone(), on_action: on_player, mark_name: "event".into(), caption: caption_for(model, &props.player), ..PlayerProps::default() }) } }}
             figure={figure}
             outcome={outcome}>
-            <div class="prose">
-            <p>{ "With one sync per write, a log can acknowledge at most 1 ÷ L writes a second, whatever the rest \
-                  of the engine can do: a thousand a second at L = 1 ms. Yet a sync makes durable every byte written \
-                  to the file before it, so writers can share one. That is group commit: while a sync runs, new \
-                  writers queue; when it returns, one of them becomes the leader, takes the whole queue as a batch, \
-                  writes it in one go and syncs once. No timer is involved, and batches grow by themselves with load." }</p>
-            <p>{ "Real engines do exactly this: LevelDB's and RocksDB's write leader merges the queued batches into \
-                  one log record before one sync, and a PostgreSQL backend waiting for the WAL lock first checks whether \
-                  the holder already flushed its record. " }
-               { source("LevelDB db_impl.cc BuildBatchGroup", "https://github.com/google/leveldb/blob/main/db/db_impl.cc") }
-               { source("PostgreSQL xlog.c XLogFlush", "https://github.com/postgres/postgres/blob/master/src/backend/access/transam/xlog.c") }</p>
-            <p>{ "The tiny store's tie rule: a write arriving at the very instant a sync completes was not in that sync; \
-                  it joins the batch the next leader forms at that same instant. In the lanes, L marks each batch's leader, \
-                  a bar runs from a write's arrival to its OK, and its length is the write's wait." }</p>
-            </div>
+            { super::markup(GROUP_COMMIT) }
         </Scene>
         if props.params.scenario == Scenario::Tiny {
             if let Some(trace) = &model.tie_example {
@@ -175,6 +161,7 @@ fn tiny_view(model: &CommitModel, player: &PlayerState, cut: Option<Nanos>) -> (
     let summary = tiny.summary;
     let now = player.now;
     let acked_now = (0..tiny.spans.writes.len()).filter(|index| tiny.spans.phase_at(*index, now) == Phase::Acked).count();
+    let waiting_now = (0..tiny.spans.writes.len()).filter(|index| matches!(tiny.spans.phase_at(*index, now), Phase::Queued | Phase::Syncing)).count();
     let figure = group_at(&tiny.trace, now);
     let drawing = html! {
         <>
@@ -184,13 +171,14 @@ fn tiny_view(model: &CommitModel, player: &PlayerState, cut: Option<Nanos>) -> (
         </>
     };
     let outcome = html! {
-        <table class="summary" data-syncs={summary.syncs.to_string()}>
-            <tr><th>{ "policy" }</th><td>{ model.policy.label() }</td></tr>
-            <tr><th>{ "syncs for 24 writes" }</th><td class="num syncs">{ summary.syncs }</td></tr>
-            <tr><th>{ "mean wait" }</th><td class="num">{ format!("{} ÷ {} = {:.2} ms", format_millis(summary.wait_total), summary.acked, summary.wait_total.as_millis_f64() / summary.acked.max(1) as f64) }</td></tr>
-            <tr><th>{ "best / worst wait" }</th><td class="num">{ format!("{} ms / {} ms", format_millis(summary.wait_min), format_millis(summary.wait_max)) }</td></tr>
-            <tr><th>{ "acknowledged at the playhead" }</th><td class="num acked-now">{ acked_now }</td></tr>
-        </table>
+        <table class="summary" data-syncs={summary.syncs.to_string()}>{ stat_rows(vec![
+            ("policy", "", model.policy.label().to_string()),
+            ("syncs for 24 writes", "syncs", summary.syncs.to_string()),
+            ("mean wait", "", format!("{} ÷ {} = {:.2} ms", format_millis(summary.wait_total), summary.acked, summary.wait_total.as_millis_f64() / summary.acked.max(1) as f64)),
+            ("best / worst wait", "", format!("{} ms / {} ms", format_millis(summary.wait_min), format_millis(summary.wait_max))),
+            ("acknowledged at the playhead", "acked-now", acked_now.to_string()),
+            ("waiting for their OK at the playhead", "waiting-now", waiting_now.to_string()),
+        ]) }</table>
     };
     (drawing, outcome)
 }
@@ -320,7 +308,12 @@ fn steady_view(model: &CommitModel, props: &ChapterProps) -> (Html, Html) {
             .collect(),
     );
     // The load is dragged on the figure; the run at the new load is announced.
-    let said = format!("{:.1} writes per sync, mean wait {:.2} ms", summary.batch_mean(), summary.wait_mean().as_millis_f64());
+    // In the steady state (the warm-up's lone first sync and the drain left out), as the
+    // outcome's first table shows it.
+    let said = match steady.steady_state {
+        Some(window) => format!("steady state: {:.1} writes per sync, mean wait {:.2} ms", window.writes_per_sync, window.wait_mean.as_millis_f64()),
+        None => format!("whole run, warm-up included: {:.1} writes per sync, mean wait {:.2} ms", summary.batch_mean(), summary.wait_mean().as_millis_f64()),
+    };
     let drawing = html! {
         <>
         { super::controls::load_dial(props.params.load_per_second, &props.on_action, &said) }
@@ -331,34 +324,31 @@ fn steady_view(model: &CommitModel, props: &ChapterProps) -> (Html, Html) {
     };
     let outcome = html! {
         <div class="steady-stats">
-            <table class="summary live">
-                <tr><th>{ "at the playhead" }</th><td class="num">{ format!("t = {} ms", format_fixed_millis(player.now)) }</td></tr>
-                <tr><th>{ "arrived / acknowledged" }</th><td class="num">{ format!("{} / {}", at.arrived, at.acked) }</td></tr>
-                <tr><th>{ "in flight (waiting for OK)" }</th><td class="num in-flight">{ at.in_flight }</td></tr>
-                <tr><th>{ "batch in the running sync" }</th><td class="num">{ at.running_batch.map(|(writes, bytes)| format!("{writes} writes, {bytes} bytes")).unwrap_or_else(|| "none".into()) }</td></tr>
-                <tr><th>{ "mean wait so far" }</th><td class="num">{ format!("{:.2} ms", at.wait_mean_ms) }</td></tr>
-            </table>
+            <table class="summary live">{ stat_rows(vec![
+                ("at the playhead", "", format!("t = {} ms", format_fixed_millis(player.now))),
+                ("arrived / acknowledged", "", format!("{} / {}", at.arrived, at.acked)),
+                ("in flight (waiting for OK)", "in-flight", at.in_flight.to_string()),
+                ("batch in the running sync", "", at.running_batch.map(|(writes, bytes)| format!("{writes} writes, {bytes} bytes")).unwrap_or_else(|| "none".into())),
+                ("mean wait so far", "", format!("{:.2} ms", at.wait_mean_ms)),
+            ]) }</table>
             if let Some(window) = steady.steady_state {
                 <table class="summary steady-state" data-syncs-per-s={format!("{:.0}", window.syncs_per_s)}
                     data-writes-per-sync={format!("{:.1}", window.writes_per_sync)} data-bytes-per-sync={format!("{:.0}", window.bytes_per_sync)}
                     data-in-flight={format!("{:.0}", window.in_flight_mean)} data-wait-mean-ms={format!("{:.2}", window.wait_mean.as_millis_f64())}
                     data-wait-max-ms={format!("{:.1}", window.wait_max.as_millis_f64())}>
                     <caption>{ format!("steady state: B{} to B{} ({} syncs). The first sync, a lone write, and the last, the drain, are left out.", window.first_batch, window.last_batch, window.syncs) }</caption>
-                    <tr><th>{ "syncs per second" }</th><td class="num">{ group_thousands(window.syncs_per_s.round() as u64) }</td></tr>
-                    <tr><th>{ "writes per sync" }</th><td class="num">{ format!("{:.1}", window.writes_per_sync) }</td></tr>
-                    <tr><th>{ "bytes per sync" }</th><td class="num">{ group_thousands(window.bytes_per_sync.round() as u64) }</td></tr>
-                    <tr><th>{ "writes in flight, on average" }</th><td class="num">{ format!("{:.0}", window.in_flight_mean) }</td></tr>
-                    <tr><th>{ "mean / worst wait" }</th><td class="num">{ format!("{:.2} ms / {:.1} ms", window.wait_mean.as_millis_f64(), window.wait_max.as_millis_f64()) }</td></tr>
+                    { stat_rows(vec![
+                        ("syncs per second", "", group_thousands(window.syncs_per_s.round() as u64)),
+                        ("writes per sync", "", format!("{:.1}", window.writes_per_sync)),
+                        ("bytes per sync", "", group_thousands(window.bytes_per_sync.round() as u64)),
+                        ("writes in flight, on average", "", format!("{:.0}", window.in_flight_mean)),
+                        ("mean / worst wait", "", format!("{:.2} ms / {:.1} ms", window.wait_mean.as_millis_f64(), window.wait_max.as_millis_f64())),
+                    ]) }
                 </table>
             }
-            <table class="summary whole" data-batch-mean={format!("{:.1}", summary.batch_mean())}>
-                <tr><th>{ format!("whole run, warm-up included: {} writes at {}/s", summary.writes, group_thousands(steady.rate_per_s)) }</th><td></td></tr>
-                <tr><th>{ "syncs per second" }</th><td class="num syncs-per-s">{ format!("{:.0}", summary.syncs_per_s()) }</td></tr>
-                <tr><th>{ "writes per batch" }</th><td class="num batch-mean">{ format!("{:.1}", summary.batch_mean()) }</td></tr>
-                <tr><th>{ "bytes per sync" }</th><td class="num">{ format!("{:.0}", summary.bytes_per_sync_mean()) }</td></tr>
-                <tr><th>{ "mean / worst wait" }</th><td class="num wait-mean">{ format!("{:.2} ms / {:.2} ms", summary.wait_mean().as_millis_f64(), summary.wait_max.as_millis_f64()) }</td></tr>
-                <tr><th>{ "writes in flight, on average" }</th><td class="num">{ format!("{:.0}", summary.in_flight_mean()) }</td></tr>
-            </table>
+            <p class="note steady-whole" data-batch-mean={format!("{:.1}", summary.batch_mean())}>{ format!(
+                "The whole run, warm-up and drain included: {} writes at {}/s, {:.1} writes per sync, mean wait {:.2} ms.",
+                group_thousands(summary.writes), group_thousands(steady.rate_per_s), summary.batch_mean(), summary.wait_mean().as_millis_f64()) }</p>
         </div>
     };
     (drawing, outcome)
@@ -447,4 +437,12 @@ fn draw_steady(canvas: &web_sys::HtmlCanvasElement, steady: &SteadyCommit, now: 
     context.move_to(x(now.0), 0.0);
     context.line_to(x(now.0), height);
     context.stroke();
+}
+
+/// What group commit is, and who does it.
+const GROUP_COMMIT: &str = "<div class=\"prose\"><p>With one sync per write, a log can acknowledge at most 1 ÷ L writes a second, whatever the rest of the engine can do: a thousand a second at L = 1 ms. Yet a sync makes durable every byte written to the file before it, so writers can share one. That is group commit: while a sync runs, new writers queue; when it returns, one of them becomes the leader, takes the whole queue as a batch, writes it in one go and syncs once. No timer is involved, and batches grow by themselves with load.</p><p>Real engines do exactly this: LevelDB's and RocksDB's write leader merges the queued batches into one log record before one sync, and a PostgreSQL backend waiting for the WAL lock first checks whether the holder already flushed its record. <a class=\"source\" href=\"https://github.com/google/leveldb/blob/main/db/db_impl.cc\" target=\"_blank\" rel=\"noopener\">[LevelDB db_impl.cc BuildBatchGroup]</a><a class=\"source\" href=\"https://github.com/postgres/postgres/blob/master/src/backend/access/transam/xlog.c\" target=\"_blank\" rel=\"noopener\">[PostgreSQL xlog.c XLogFlush]</a></p><p>The tiny store's tie rule: a write arriving at the very instant a sync completes was not in that sync; it joins the batch the next leader forms at that same instant. In the lanes, L marks each batch's leader, a bar runs from a write's arrival to its OK, and its length is the write's wait.</p></div>";
+
+/// A summary table's rows: a label, the value cell's class, the value.
+fn stat_rows(rows: Vec<(&'static str, &'static str, String)>) -> Html {
+    rows.into_iter().map(|(label, class, value)| html! { <tr><th>{ label }</th><td class={classes!("num", (!class.is_empty()).then_some(class))}>{ value }</td></tr> }).collect()
 }

@@ -7,7 +7,7 @@ use yew::prelude::*;
 
 use super::controls::{controls, group_thousands, Shown};
 use super::{ChapterProps, source};
-use crate::model::chain::{needed_before_ok, survives, Failure, Stage};
+use crate::model::chain::{needed_before_ok, Failure};
 use crate::model::commit::keeps_up;
 use crate::model::write_path::reached;
 use crate::model::Model;
@@ -40,12 +40,12 @@ pub fn start_chapter(props: &ChapterProps) -> Html {
                     };
                     html! {
                         <tr data-policy={policy.name()} data-steady={(!whole).to_string()}>
-                            <td>{ policy.label() }{ if whole { " (whole run, warm-up included)" } else { "" } }</td>
-                            <td class="num syncs">{ group_thousands(syncs.round() as u64) }</td>
-                            <td class="num batch">{ format!("{batch:.1}") }</td>
-                            <td class="num">{ format!("{:.2} ms", wait_mean.as_millis_f64()) }</td>
-                            <td class="num worst">{ format!("{:.2} ms", wait_max.as_millis_f64()) }</td>
-                            <td class={classes!("verdict", if keeps_up { "ok" } else { "danger" })} data-keeps-up={keeps_up.to_string()}>
+                            <td data-label="policy">{ policy.label() }{ if whole { " (whole run, warm-up included)" } else { "" } }</td>
+                            <td class="num syncs" data-label="syncs/s">{ group_thousands(syncs.round() as u64) }</td>
+                            <td class="num batch" data-label="writes per sync">{ format!("{batch:.1}") }</td>
+                            <td class="num" data-label="mean wait">{ format!("{:.2} ms", wait_mean.as_millis_f64()) }</td>
+                            <td class="num worst" data-label="worst wait">{ format!("{:.2} ms", wait_max.as_millis_f64()) }</td>
+                            <td class={classes!("verdict", if keeps_up { "ok" } else { "danger" })} data-label="verdict" data-keeps-up={keeps_up.to_string()}>
                                 { if keeps_up {
                                     format!("keeps up: no write waits over {} ms", format_millis(bound))
                                 } else {
@@ -78,7 +78,7 @@ pub fn start_chapter(props: &ChapterProps) -> Html {
                 if let Model::Commit(model) = &*props.model.0 {
                     <LogQueue queue={Rc::new(model.per_write_queue.clone())} load_per_second={params.load_per_second} ceiling_per_second={ceiling as u64} />
                 }
-                <table class="problem">
+                <table class="problem stack">
                     <caption>{ steady_note }</caption>
                     <thead><tr><th>{ "policy" }</th><th class="num">{ "syncs/s" }</th><th class="num">{ "writes per sync" }</th><th class="num">{ "mean wait" }</th><th class="num">{ "worst wait" }</th><th>{ format!("at {} writes/s", group_thousands(params.load_per_second)) }</th></tr></thead>
                     <tbody>{ rows }</tbody>
@@ -100,20 +100,7 @@ pub fn start_chapter(props: &ChapterProps) -> Html {
                   the log and lets you change it. Part 2 shows how to measure the real figure on your own volume. " }
                { source("AWS: EBS General Purpose SSD volumes", "https://docs.aws.amazon.com/ebs/latest/userguide/general-purpose.html") }</p>
         </div>
-        <h3>{ "What you will be able to do" }</h3>
-        <ol class="goals">
-            <li>{ "State what an OK promises, and against which failure (Part 1)." }</li>
-            <li>{ "Say what fsync and its relatives guarantee, and what one sync costs (Part 2)." }</li>
-            <li>{ "Handle a failed fsync without losing acknowledged writes (Part 3)." }</li>
-            <li>{ "Lay out a log record and append it in the right order (Part 4)." }</li>
-            <li>{ "Size group commit: batch size, syncs per second, the wait (Part 5)." }</li>
-            <li>{ "Pick a durability mode for a kind of data, and say what it can lose (Part 6)." }</li>
-            <li>{ "Recover a log whose last write was torn by a power loss (Part 7)." }</li>
-            <li>{ "Decide when a log segment may be deleted (Part 8)." }</li>
-            <li>{ "Explain the WAL of a page-based engine: pageLSN, checkpoints, torn pages (Part 9)." }</li>
-            <li>{ "Say what replication adds, and what a quorum's latency is (Part 10)." }</li>
-            <li>{ "Fit it all into an AWS budget (Part 11)." }</li>
-        </ol>
+        { super::markup(GOALS) }
         </>
     }
 }
@@ -149,15 +136,11 @@ fn write_path_view(props: &ChapterProps) -> Html {
     html! {
         <Scene name="write-path" title="One write's path"
             controls={player(&PlayerProps { state: props.player.clone(), on_action: props.on_action.reform(LabAction::Player), mark_name: "station".into(), clock: Clock::Steps, caption: Some(AttrValue::from(caption)), ..PlayerProps::default() })}
-            figure={html! { { write_path(&WritePathProps { steps: Rc::new(model.write_path.clone()), reached }) } }}>
-            <div class="prose">
-                <p>{ "A write-ahead log (WAL) is an append-only file in which every change is recorded before it is applied \
-                      anywhere else. Follow one write from the client to its OK, a station per step: the log record is \
-                      built, copied into the kernel's page cache, sent to the drive's cache, and only on the media does it \
-                      survive a power loss." }</p>
-                <p>{ "This lab takes that path apart, one Part at a time, on one small running example, the tiny store: \
-                      24 writes, few enough to show every byte and every sync." }</p>
-            </div>
+            drawn={{
+                let steps = Rc::new(model.write_path.clone());
+                Callback::from(move |room| write_path(&WritePathProps { steps: steps.clone(), reached }, room))
+            }}>
+            { super::markup(WRITE_PATH) }
         </Scene>
     }
 }
@@ -177,61 +160,35 @@ pub fn AckChapter(_props: &ChapterProps) -> Html {
     });
     let failure = *selected;
     let needed = needed_before_ok(failure);
-    let chain = Stage::ALL.iter().map(|stage| {
-        let alive = survives(*stage, failure);
-        html! {
-            <li class={classes!("link", if alive { "survives" } else { "wiped" }, (*stage == needed).then_some("needed"))}
-                data-survives={alive.to_string()}>
-                <strong>{ stage.label() }</strong>
-                <span class="how">{ stage.how() }{ if *stage == Stage::OtherMachines { " (Part 10)" } else { "" } }</span>
-                <span class="verdict">{ if alive { "survives" } else { "gone" } }</span>
-            </li>
-        }
-    });
-    let table_rows = Failure::ALL.iter().map(|failure| {
-        html! {
-            <tr>
-                <td>{ failure.label() }</td>
-                <td>{ failure.example() }</td>
-                <td>{ needed_before_ok(*failure).label() }</td>
-            </tr>
-        }
-    });
+    // A static table: written as markup, not as elements.
+    let table_rows: String = Failure::ALL.iter().map(|failure| format!(
+        "<tr><td data-label=\"failure\">{}</td><td data-label=\"for example\">{}</td><td data-label=\"must have reached\">{}</td></tr>",
+        failure.label(), failure.example(), needed_before_ok(*failure).label())).collect();
     html! {
         <>
-        <div class="prose">
-            <p>{ "An OK is a promise, and a promise needs terms: survive what? Every engine follows one rule with two halves:" }</p>
-            <ol>
-                <li>{ "Log the change before applying it: the record enters the log before the MemTable, the page or anything else changes." }</li>
-                <li>{ "Make the log durable before acknowledging: the record must survive the failures the OK covers." }</li>
-            </ol>
-            <p>{ "Durable is not one thing. A record passes through several places on its way to safety, and each \
-                  place survives a different set of failures." }</p>
-        </div>
-        <h3>{ "Four ways to fail" }</h3>
-        <table class="failures">
-            <thead><tr><th>{ "failure" }</th><th>{ "for example" }</th><th>{ "the record must have reached, before the OK" }</th></tr></thead>
-            <tbody>{ for table_rows }</tbody>
-        </table>
+        { super::markup(ACK) }
+        { Html::from_html_unchecked(AttrValue::from(format!("<table class=\"failures stack\"><thead><tr><th>failure</th><th>for example</th>\
+            <th>the record must have reached, before the OK</th></tr></thead><tbody>{table_rows}</tbody></table>"))) }
         <Scene name="chain" title="The durability chain"
             controls={html! { <>
                 <div class="failure-buttons" role="group" aria-label="the failure">{ for buttons }</div>
                 <p class="verdict-line" aria-live="polite">{ format!("If {}, an OK is safe only once the record has reached {}.", failure.label(), needed.label()) }</p>
             </> }}
-            drawn={Callback::from(move |room| chain_figure(&ChainFigureProps { failure }, room))}
-            figure={html! { <ol class="chain" data-failure={failure.url_name()}>{ for chain }</ol> }}>
-            <div class="prose">
-                <p>{ "Pick a failure and watch what it wipes: each place a record passes through survives some failures \
-                      and not others, and the OK may only go out once the record is in a place the failure cannot reach." }</p>
-                <p class="note">
-                    { "A write() puts data in the page cache and promises nothing about the disk; fsync() returns only when the \
-                       data is on the device, cache flush included. " }
-                    { source("write(2)", "https://man7.org/linux/man-pages/man2/write.2.html") }
-                    { source("fsync(2)", "https://man7.org/linux/man-pages/man2/fsync.2.html") }
-                    { " Other machines are the subject of Part 10." }
-                </p>
-            </div>
+            drawn={Callback::from(move |room| chain_figure(&ChainFigureProps { failure }, room))}>
+            { super::markup(CHAIN) }
         </Scene>
         </>
     }
 }
+
+/// What the lab teaches, a line per Part.
+const GOALS: &str = "<h3>What you will be able to do</h3><ol class=\"goals\"><li>State what an OK promises, and against which failure (Part 1).</li><li>Say what fsync and its relatives guarantee, and what one sync costs (Part 2).</li><li>Handle a failed fsync without losing acknowledged writes (Part 3).</li><li>Lay out a log record and append it in the right order (Part 4).</li><li>Size group commit: batch size, syncs per second, the wait (Part 5).</li><li>Pick a durability mode for a kind of data, and say what it can lose (Part 6).</li><li>Recover a log whose last write was torn by a power loss (Part 7).</li><li>Decide when a log segment may be deleted (Part 8).</li><li>Explain the WAL of a page-based engine: pageLSN, checkpoints, torn pages (Part 9).</li><li>Say what replication adds, and what a quorum's latency is (Part 10).</li><li>Fit it all into an AWS budget (Part 11).</li><li>Run the WAL with no local disk, on S3 or in Postgres (Parts 13 and 14).</li></ol>";
+
+/// Part 1's opening: the rule with two halves.
+const ACK: &str = "<div class=\"prose\"><p>An OK is a promise, and a promise needs terms: survive what? Every engine follows one rule with two halves:</p><ol><li>Log the change before applying it: the record enters the log before the MemTable, the page or anything else changes.</li><li>Make the log durable before acknowledging: the record must survive the failures the OK covers.</li></ol><p>Durable is not one thing. A record passes through several places on its way to safety, and each place survives a different set of failures.</p></div><h3>Four ways to fail</h3>";
+
+/// Beside the durability chain.
+const CHAIN: &str = "<div class=\"prose\"><p>Pick a failure and watch what it wipes: each place a record passes through survives some failures and not others, and the OK may only go out once the record is in a place the failure cannot reach.</p><p class=\"note\">A write() puts data in the page cache and promises nothing about the disk; fsync() returns only when the data is on the device, cache flush included. <a class=\"source\" href=\"https://man7.org/linux/man-pages/man2/write.2.html\" target=\"_blank\" rel=\"noopener\">[write(2)]</a><a class=\"source\" href=\"https://man7.org/linux/man-pages/man2/fsync.2.html\" target=\"_blank\" rel=\"noopener\">[fsync(2)]</a> Other machines are the subject of Part 10.</p></div>";
+
+/// Beside write 1's path.
+const WRITE_PATH: &str = "<div class=\"prose\"><p>A write-ahead log (WAL) is an append-only file in which every change is recorded before it is applied anywhere else. Follow one write from the client to its OK, a station per step: the log record is built, copied into the kernel's page cache, sent to the drive's cache, and only on the media does it survive a power loss.</p><p>This lab takes that path apart, one Part at a time, on one small running example, the tiny store: 24 writes, few enough to show every byte and every sync.</p></div>";

@@ -78,6 +78,12 @@ pub fn source(name: &'static str, href: &'static str) -> Html {
     html! { <a class="source" {href} target="_blank" rel="noopener">{ format!("[{name}]") }</a> }
 }
 
+/// Static prose written as markup: one string on the page, drawn once, where the same
+/// text as `html!` nodes would cost code for every element.
+pub fn markup(html: &'static str) -> Html {
+    Html::from_html_unchecked(AttrValue::Static(html))
+}
+
 /// The chapter for a Part.
 #[component]
 pub fn Chapter(props: &ChapterProps) -> Html {

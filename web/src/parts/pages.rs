@@ -7,7 +7,7 @@ use walab_core::pages::page::{Page, PageNo, PageReadError};
 use walab_core::pages::sqlite_wal::WalEvent;
 use yew::prelude::*;
 
-use super::{ChapterProps, source};
+use super::ChapterProps;
 use crate::model::redo_quorum_budget::describe_page_event;
 use crate::model::Model;
 use crate::model::pages_view::{pages_at, wal_at};
@@ -17,35 +17,29 @@ use crate::player::{player, Clock, PlayerProps};
 use crate::state::{LabAction, Setting};
 use crate::url_state::PageProtection;
 
-fn page_cell(page: Option<&Result<Page, PageReadError>>) -> Html {
-    match page {
-        Some(Ok(page)) => html! { <td>{ format!("pageLSN {}: {}", page.page_lsn, page.describe_entries()) }</td> },
-        Some(Err(PageReadError::Checksum)) => html! { <td class="danger">{ "torn: checksum fails" }</td> },
-        Some(Err(PageReadError::Malformed)) => html! { <td class="danger">{ "malformed" }</td> },
-        None => html! { <td>{ "-" }</td> },
-    }
+/// A page's cell: its pageLSN and entries, or why it cannot be read.
+fn page_cell(page: Option<&Result<Page, PageReadError>>, label: &str) -> String {
+    let (class, text) = match page {
+        Some(Ok(page)) => ("", format!("pageLSN {}: {}", page.page_lsn, page.describe_entries())),
+        Some(Err(PageReadError::Checksum)) => ("danger", "torn: checksum fails".to_string()),
+        Some(Err(PageReadError::Malformed)) => ("danger", "malformed".to_string()),
+        None => ("", "-".to_string()),
+    };
+    format!("<td class=\"{class}\" data-label=\"{label}\">{text}</td>")
 }
 
+/// Each page at the cut, after recovery and as it was in memory: markup (the keys and
+/// values are the tiny store's, plain words).
 fn pages_table(at_cut: &BTreeMap<PageNo, Result<Page, PageReadError>>, after: &BTreeMap<PageNo, Result<Page, PageReadError>>, expected: &BTreeMap<PageNo, Page>) -> Html {
-    let rows = expected.keys().map(|page_no| {
-        let want = expected.get(page_no).map(|page| format!("pageLSN {}: {}", page.page_lsn, page.describe_entries())).unwrap_or_default();
-        let good = after.get(page_no).and_then(|page| page.as_ref().ok()) == expected.get(page_no);
-        html! {
-            <tr data-page={page_no.0.to_string()} data-recovered={good.to_string()}>
-                <td>{ format!("P{}", page_no.0) }</td>
-                { page_cell(at_cut.get(page_no)) }
-                { page_cell(after.get(page_no)) }
-                <td>{ want }</td>
-                <td class={classes!(if good { "ok" } else { "danger" })}>{ if good { "yes" } else { "NO" } }</td>
-            </tr>
-        }
-    });
-    html! {
-        <table class="pages">
-            <thead><tr><th>{ "page" }</th><th>{ "on disk at the power cut" }</th><th>{ "after recovery" }</th><th>{ "before the cut, in memory" }</th><th>{ "recovered?" }</th></tr></thead>
-            <tbody>{ for rows }</tbody>
-        </table>
-    }
+    let rows: String = expected.iter().map(|(page_no, page)| {
+        let good = after.get(page_no).and_then(|page| page.as_ref().ok()) == Some(page);
+        format!("<tr data-page=\"{0}\" data-recovered=\"{good}\"><td data-label=\"page\">P{0}</td>{1}{2}<td data-label=\"in memory before\">pageLSN {3}: {4}</td>\
+            <td class=\"{5}\" data-label=\"recovered?\">{6}</td></tr>", page_no.0, page_cell(at_cut.get(page_no), "on disk at the cut"),
+            page_cell(after.get(page_no), "after recovery"), page.page_lsn, page.describe_entries(),
+            if good { "ok" } else { "danger" }, if good { "yes" } else { "NO" })
+    }).collect();
+    Html::from_html_unchecked(AttrValue::from(format!("<table class=\"pages stack\"><thead><tr><th>page</th><th>on disk at the power cut</th>\
+        <th>after recovery</th><th>before the cut, in memory</th><th>recovered?</th></tr></thead><tbody>{rows}</tbody></table>")))
 }
 
 #[component]
@@ -104,23 +98,7 @@ pub fn PagesChapter(props: &ChapterProps) -> Html {
         <Scene name="pages" controls={player(&PlayerProps { state: props.player.clone(), on_action: on_player, mark_name: "step".into(), caption: Some(caption), clock: Clock::Steps, ..PlayerProps::default() })}
             {settings} figure={figure.unwrap_or_default()} outcome={result}>
             <div class="prose">
-                <p>{ "PostgreSQL, InnoDB and SQLite keep data in fixed-size pages (8 KB in PostgreSQL, 16 KB in InnoDB) and \
-                      change them in place. They log first too, and add one rule: a dirty page may be written back only \
-                      once the log is durable up to that page's last change. A commit waits for its log record, never for its \
-                      pages (no-force), and a page may be written before its transaction commits (steal): ARIES-style \
-                      recovery. " }{ source("PostgreSQL: WAL introduction", "https://www.postgresql.org/docs/current/wal-intro.html") }</p>
-                <p>{ "Each page stores the LSN of the last record applied to it, its pageLSN. REDO applies a record only when \
-                      the record's LSN is above the page's, so replaying twice changes nothing. A checkpoint writes dirty pages \
-                      back and records a redo point, where the next recovery starts." }</p>
-                <p>{ "A page spans many sectors, so a power cut during its write-back can tear it, and a small log record \
-                      cannot repair half a page. PostgreSQL logs a full-page image with the first change to each page after a \
-                      checkpoint; InnoDB writes every page first to a doublewrite buffer and syncs it before writing the page \
-                      in place. " }
-                   { source("PostgreSQL: full_page_writes", "https://www.postgresql.org/docs/current/runtime-config-wal.html#GUC-FULL-PAGE-WRITES") }
-                   { source("MySQL: doublewrite buffer", "https://dev.mysql.com/doc/refman/8.4/en/innodb-doublewrite-buffer.html") }</p>
-                <p>{ "Beside this: writes 1 to 8 on two pages (P1 holds the order: keys, P2 the user: keys), a checkpoint after write 4, \
-                      P2 written back after write 6, and P1's write-back after write 8 torn by a power cut. Step through the run \
-                      and then recovery." }</p>
+                { super::markup(PAGES) }
                 <ol class="page-events" data-done={done.to_string()}>{ for events }</ol>
             </div>
         </Scene>
@@ -146,7 +124,8 @@ struct SqliteStepperProps {
 /// SQLite's run, stepped on its own (its steps are not the page engine's).
 #[component]
 fn SqliteStepper(props: &SqliteStepperProps) -> Html {
-    let step = use_state(|| props.events.len());
+    // It opens on the power cut: the checkpoint's copy of P1 torn, the -wal file still whole.
+    let step = use_state(|| props.events.iter().position(|event| matches!(event, WalEvent::PowerCut)).map_or(props.events.len(), |cut| cut + 1));
     let total = props.events.len();
     let at = wal_at(&props.events, *step, SECTORS_PER_PAGE);
     let caption = match step.checked_sub(1).and_then(|index| props.events.get(index)) {
@@ -177,3 +156,6 @@ fn SqliteStepper(props: &SqliteStepperProps) -> Html {
         </div>
     }
 }
+
+/// Pages, pageLSN, checkpoints and torn pages.
+const PAGES: &str = "<p>PostgreSQL, InnoDB and SQLite keep data in fixed-size pages (8 KB in PostgreSQL, 16 KB in InnoDB) and change them in place. They log first too, and add one rule: a dirty page may be written back only once the log is durable up to that page's last change. A commit waits for its log record, never for its pages (no-force), and a page may be written before its transaction commits (steal): ARIES-style recovery. <a class=\"source\" href=\"https://www.postgresql.org/docs/current/wal-intro.html\" target=\"_blank\" rel=\"noopener\">[PostgreSQL: WAL introduction]</a></p><p>Each page stores the LSN of the last record applied to it, its pageLSN. REDO applies a record only when the record's LSN is above the page's, so replaying twice changes nothing. A checkpoint writes dirty pages back and records a redo point, where the next recovery starts.</p><p>A page spans many sectors, so a power cut during its write-back can tear it, and a small log record cannot repair half a page. PostgreSQL logs a full-page image with the first change to each page after a checkpoint; InnoDB writes every page first to a doublewrite buffer and syncs it before writing the page in place. <a class=\"source\" href=\"https://www.postgresql.org/docs/current/runtime-config-wal.html#GUC-FULL-PAGE-WRITES\" target=\"_blank\" rel=\"noopener\">[PostgreSQL: full_page_writes]</a><a class=\"source\" href=\"https://dev.mysql.com/doc/refman/8.4/en/innodb-doublewrite-buffer.html\" target=\"_blank\" rel=\"noopener\">[MySQL: doublewrite buffer]</a></p><p>Beside this: writes 1 to 8 on two pages (P1 holds the order: keys, P2 the user: keys), a checkpoint after write 4, P2 written back after write 6, and P1's write-back after write 8 torn by a power cut. The figure opens just after the cut; step back to watch the run, or on through recovery.</p>";

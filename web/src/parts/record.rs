@@ -6,12 +6,12 @@ use walab_core::codec::tiny::HEADER_BYTES;
 use walab_core::tiny_store;
 use yew::prelude::*;
 
-use super::{ChapterProps, source};
+use super::ChapterProps;
 use crate::model::append::{self, Step};
 use crate::figures::record_bytes::RecordBytes;
 use crate::layout::Scene;
 use crate::player::{Clock, player, PlayerProps, PlayerAction};
-use crate::record_layout::{tiny_record_fields, Field};
+use crate::record_layout::Field;
 use crate::state::LabAction;
 
 #[component]
@@ -29,26 +29,25 @@ pub fn RecordChapter(props: &ChapterProps) -> Html {
         let (first, last) = (record.offset / tiny_store::UNIT_BYTES, (record.offset + record.bytes.len() - 1) / tiny_store::UNIT_BYTES);
         if first == last { format!("unit {first}") } else { format!("units {first} to {last}") }
     }).unwrap_or_default();
+    // A byte the student changed in wal-1, and what the core's scan makes of it.
+    let changed = use_state(|| None::<usize>);
+    let segment_bytes = walab_core::sim::tiny::SEGMENT_BYTES;
+    let corrupted = changed.and_then(|byte| append::corrupt_and_scan(&records, segment_bytes, byte));
+    let on_byte = {
+        let changed = changed.clone();
+        Callback::from(move |byte: usize| changed.set(if *changed == Some(byte) { None } else { Some(byte) }))
+    };
+    let corrupt_outcome = corruption_outcome(corrupted.as_ref(), &records, segment_bytes, &changed);
     html! {
         <>
-        <div class="prose">
-            <p>{ "After a crash, recovery reads the log back and may find half a record at its end. \
-                  So each record carries its own length and a checksum of its bytes: the reader can tell \
-                  a whole record from a torn one without any outside help." }</p>
-            <p>{ "The header is the one LevelDB and RocksDB use: a CRC32C over the type byte and the payload, \
-                  the payload's length as two little-endian bytes, and a type byte (FULL = 1 for a record in one piece). \
-                  The payload is the tiny store's own: the sequence number as eight little-endian bytes, the operation \
-                  (PUT = 1, DEL = 0), then the key and the value, each behind a LEB128 length. The checksum is shown \
-                  unmasked here; LevelDB and RocksDB store it masked. " }
-               { source("LevelDB log_format.md", "https://github.com/google/leveldb/blob/main/doc/log_format.md") }</p>
-        </div>
-        <Scene name="record-bytes" title="wal-1 after write 4"
-            figure={html! { <RecordBytes records={records.clone()} segment_bytes={walab_core::sim::tiny::SEGMENT_BYTES} unit_bytes={tiny_store::UNIT_BYTES} /> }}>
-            <div class="prose"><p>{ "Each square is one byte of wal-1, in rows of one 32-byte unit (two rows a unit on a phone); a thick bar marks where a record starts. \
-                Records do not line up with units: record 2 starts inside unit 0 and ends in unit 1." }</p>
-                <p>{ "The table below gives the same bytes in hex, field by field, as the core's codec wrote them." }</p></div>
+        { super::markup(RECORD) }
+        <Scene name="record-bytes" title="wal-1 after write 4: change a byte, and the checksum stops the scan"
+            figure={html! { <RecordBytes records={records.clone()} segment_bytes={segment_bytes} unit_bytes={tiny_store::UNIT_BYTES}
+                changed={corrupted.as_ref().map(|c| (c.byte, c.now))} on_byte={Some(on_byte)} /> }}
+            outcome={corrupt_outcome}>
+            { super::markup(BYTES) }
         </Scene>
-        { wal_bytes() }
+        { wal_bytes(&records) }
         <Scene name="append" title="The append, in order and out of order" opens_here={props.params.cut.is_some()}
             controls={html! { <>
                 { player(&PlayerProps { state: props.player.clone(), on_action: on_player, mark_name: "step".into(), clock: Clock::Steps, caption: Some(AttrValue::from(append::caption(done_wrong))), ..PlayerProps::default() }) }
@@ -73,57 +72,20 @@ pub fn RecordChapter(props: &ChapterProps) -> Html {
                         order={AttrValue::from("wrong")} highlight={Some(append::APPENDED_WRITE)} />
                 </div>
             </> }}>
-            <div class="prose">
-                <p>{ "Both columns run the same steps for one write. On the left the OK waits for the sync; on the \
-                      right the OK goes out first and the sync follows later." }</p>
-                <p>{ "Step through, then pull the power (the button or the p key): only one of them can tell a client OK \
-                      and then lose the write." }</p>
-            </div>
+            { super::markup(APPEND) }
         </Scene>
         </>
     }
 }
 
-/// The 114 bytes of wal-1, record by record, each field coloured.
-fn wal_bytes() -> Html {
-    let mut offset = 0usize;
-    let rows = tiny_store::WRITES[..tiny_store::MEMTABLE_WRITES].iter().map(|write| {
-        let record = write.record();
-        let start = offset;
-        offset += record.len();
-        let cells = match tiny_record_fields(&record) {
-            Ok(spans) => spans
-                .iter()
-                .map(|span| {
-                    let hex: Vec<String> = record[span.start..span.end].iter().map(|byte| format!("{byte:02x}")).collect();
-                    html! { <span class={classes!("field", span.field.class())} title={span.field.label()}>{ hex.join(" ") }</span> }
-                })
-                .collect::<Html>(),
-            Err(error) => html! { <span class="error">{ format!("cannot lay out record: {error:?}") }</span> },
-        };
-        let op = match write.op {
-            walab_core::codec::Op::Put => format!("put {} {}", write.key, write.value),
-            walab_core::codec::Op::Del => format!("del {}", write.key),
-        };
-        html! {
-            <tr class="record-row" data-write={write.id.to_string()} data-offset={start.to_string()}>
-                <td class="num">{ start }</td>
-                <td class="num">{ record.len() }</td>
-                <td>{ format!("{}: {op}", write.id) }</td>
-                <td class="hex"><code>{ cells }</code></td>
-            </tr>
-        }
-    });
-    let rows: Html = rows.collect();
+/// The figure's key: each field's colour, and where wal-1 ends.
+fn wal_bytes(records: &[append::RecordLayout]) -> Html {
+    let end = records.last().map_or(0, |record| record.offset + record.bytes.len());
     let legend = Field::ALL.iter().map(|field| html! { <span class={classes!("field", field.class())}>{ field.label() }</span> });
     html! {
         <div class="wal-bytes">
-            <table class="records">
-                <thead><tr><th>{ "offset" }</th><th>{ "bytes" }</th><th>{ "write" }</th><th>{ "record (hex)" }</th></tr></thead>
-                <tbody>{ rows }</tbody>
-            </table>
             <p class="legend">{ for legend }</p>
-            <p class="note">{ format!("wal-1 ends at byte {offset}; the rest of the zero-filled segment stays zero. \
+            <p class="note">{ format!("wal-1 ends at byte {end}; the rest of the zero-filled segment stays zero. \
                 The header is {HEADER_BYTES} bytes on every record, about {HEADER_BYTES}% of a 100-byte write.") }</p>
         </div>
     }
@@ -198,3 +160,48 @@ fn power_report(cut_steps: Option<usize>, on_clear: Callback<MouseEvent>, on_res
         </div>
     }
 }
+
+/// The changed byte's field, and the scan's verdict (announced); a field to type a byte's
+/// number into (the keyboard's way to change one) and a button to put it back.
+fn corruption_outcome(corrupted: Option<&append::Corrupted>, records: &[append::RecordLayout], segment_bytes: usize, changed: &UseStateHandle<Option<usize>>) -> Html {
+    let last = segment_bytes.saturating_sub(1);
+    let on_change = {
+        let changed = changed.clone();
+        Callback::from(move |event: Event| {
+            let input: web_sys::HtmlInputElement = event.target_unchecked_into();
+            match input.value().trim().parse::<usize>() {
+                Ok(byte) if byte <= last => changed.set(Some(byte)),
+                _ => changed.set(None),
+            }
+        })
+    };
+    let restore = {
+        let changed = changed.clone();
+        Callback::from(move |_: MouseEvent| changed.set(None))
+    };
+    let verdict = match corrupted {
+        Some(corrupted) => append::corrupted_text(corrupted, records),
+        None => format!("All {} records pass their checks: the scan replays records 1 to {} and stops at the zero fill.", records.len(), records.len()),
+    };
+    let stopped_early = corrupted.is_some_and(|corrupted| !corrupted.lost.is_empty());
+    html! {
+        <div class="corrupt" data-changed={corrupted.map(|c| c.byte.to_string())}
+            data-accepted={corrupted.map(|c| c.accepted.len()).unwrap_or(records.len()).to_string()}
+            data-stop={corrupted.map(|c| c.stop.reason.name())}>
+            <label class="corrupt-field">{ format!("change byte (0 to {last}): ") }
+                <input type="number" class="corrupt-byte" min="0" max={last.to_string()} inputmode="numeric"
+                    value={corrupted.map(|c| c.byte.to_string()).unwrap_or_default()} onchange={on_change} /></label>
+            if corrupted.is_some() { <button class="corrupt-restore" onclick={restore}>{ "put it back" }</button> }
+            <p class={classes!("corrupt-verdict", stopped_early.then_some("danger"))} role="status" aria-live="polite">{ verdict }</p>
+        </div>
+    }
+}
+
+/// Why a record describes itself, and its layout.
+const RECORD: &str = "<div class=\"prose\"><p>After a crash, recovery reads the log back and may find half a record at its end. So each record carries its own length and a checksum of its bytes: the reader can tell a whole record from a torn one without any outside help.</p><p>The header is the one LevelDB and RocksDB use: a CRC32C over the type byte and the payload, the payload's length as two little-endian bytes, and a type byte (FULL = 1 for a record in one piece). The payload is the tiny store's own: the sequence number as eight little-endian bytes, the operation (PUT = 1, DEL = 0), then the key and the value, each behind a LEB128 length. The checksum is shown unmasked here; LevelDB and RocksDB store it masked. <a class=\"source\" href=\"https://github.com/google/leveldb/blob/main/doc/log_format.md\" target=\"_blank\" rel=\"noopener\">[LevelDB log_format.md]</a></p></div>";
+
+/// Beside wal-1's bytes.
+const BYTES: &str = "<div class=\"prose\"><p>Click any byte (or type its number) to change it, as a bad sector or a torn write would: the recovery scan, the core's own, reads the records back, checks each one's CRC and stops at the first that fails. Every record after it is not replayed, even the ones whose bytes are fine.</p><p>Each square is one byte of wal-1, in rows of one 32-byte unit (two rows a unit on a phone); a thick bar marks where a record starts. Records do not line up with units: record 2 starts inside unit 0 and ends in unit 1.</p><p>The bytes are the core's codec's, coloured by field (the key is under the figure); hover over a record for what it holds.</p></div>";
+
+/// Beside the two append orders.
+const APPEND: &str = "<div class=\"prose\"><p>Both columns run the same steps for one write. On the left the OK waits for the sync; on the right the OK goes out first and the sync follows later.</p><p>Step through, then pull the power (the button or the p key): only one of them can tell a client OK and then lose the write.</p></div>";

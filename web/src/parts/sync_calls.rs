@@ -4,7 +4,7 @@ use std::rc::Rc;
 
 use yew::prelude::*;
 
-use super::{ChapterProps, source};
+use super::{markup, ChapterProps, source};
 use crate::model::chain::{survives, Failure, Stage};
 use crate::model::journey::{power_loss_after, CallAt, JourneyModel};
 use crate::model::Model;
@@ -33,15 +33,7 @@ fn journey(props: &ChapterProps) -> Html {
                     records: Rc::new(model.records.clone()) };
                 Callback::from(move |room| sync_journey(&journey, room))
             }}>
-            <div class="prose">
-                <p>{ "When the tiny store opens, it creates wal-1 filled with zeros and syncs it and its directory. Then the \
-                      writes arrive." }</p>
-                <p>{ "Step through: each record is built in the process, copied into the page cache by write() (its units \
-                      turn dirty), sent to the drive by fdatasync(), put on the media by the drive's cache flush, and only \
-                      then acknowledged." }</p>
-                <p>{ "Each step is one event of the run (the sync takes 1.0 ms; write() takes no time here). The page opens \
-                      just after the first write(): the record is in the page cache, and a power loss now would lose it." }</p>
-            </div>
+            { markup(JOURNEY) }
         </Scene>
     }
 }
@@ -210,12 +202,7 @@ fn call_scene(props: &ChapterProps) -> Html {
                     <p class="note">{ format!("Metadata: {}. ", chosen.metadata) }{ source(chosen.source.0, chosen.source.1) }</p>
                 </div>
             }}>
-            <div class="prose">
-                <p>{ "\"We fsync the log\" hides a choice between several calls, each promising something different. Pick \
-                      one and run it on a record: the record goes as far as the call waits for, and no further." }</p>
-                <p>{ "Only the calls that wait for the drive's cache flush leave the bytes on the stable media, the one \
-                      place a power loss cannot wipe. The table below puts them side by side." }</p>
-            </div>
+            { markup(CALLS_PROSE) }
         </Scene>
     }
 }
@@ -234,12 +221,12 @@ pub fn SyncChapter(props: &ChapterProps) -> Html {
         };
         html! {
             <tr data-survives={survives_power_loss.to_string()}>
-                <td><code>{ call.call }</code></td>
-                <td>{ call.waits_for }</td>
-                <td>{ call.drive_cache }</td>
-                <td>{ call.metadata }</td>
-                <td class={classes!("power-loss-after", if survives_power_loss { "ok" } else { "danger" })}>{ after }</td>
-                <td>{ source(call.source.0, call.source.1) }</td>
+                <td data-label="call"><code>{ call.call }</code></td>
+                <td data-label="returns when">{ call.waits_for }</td>
+                <td data-label="drive's cache">{ call.drive_cache }</td>
+                <td data-label="metadata">{ call.metadata }</td>
+                <td class={classes!("power-loss-after", if survives_power_loss { "ok" } else { "danger" })} data-label="power loss after it">{ after }</td>
+                <td data-label="source">{ source(call.source.0, call.source.1) }</td>
             </tr>
         }
     });
@@ -247,54 +234,15 @@ pub fn SyncChapter(props: &ChapterProps) -> Html {
     let ceiling = 1e9 / latency.0.max(1) as f64;
     html! {
         <>
-        <div class="prose">
-            <p>{ "A write() is not a promise: the bytes it copies sit in memory until something pushes them to the \
-                  device, and a cache inside the drive can undo even that without an error. The table of calls below says \
-                  what each call waits for, from the Linux man pages." }</p>
-        </div>
+        { markup(OPENING) }
         { journey(props) }
         { call_scene(props) }
         <h3>{ "The calls" }</h3>
-        <table class="sync-calls">
+        <table class="sync-calls stack">
             <thead><tr><th>{ "call" }</th><th>{ "returns when" }</th><th>{ "drive's volatile cache" }</th><th>{ "metadata" }</th><th>{ "a power loss right after it returns" }</th><th>{ "source" }</th></tr></thead>
             <tbody>{ for rows }</tbody>
         </table>
-        <div class="prose">
-            <p>{ "O_DIRECT is about caching, not durability: it skips the kernel's cache, but the drive may still hold the \
-                  bytes in its own, and the file's metadata may still be pending. An engine using direct I/O still needs \
-                  fdatasync or O_DSYNC. sync_file_range's man page itself warns that it gives no durability: it neither \
-                  flushes the drive's cache nor writes the metadata. " }
-               { source("open(2)", OPEN) }{ source("sync_file_range(2)", SYNC_FILE_RANGE) }</p>
-            <p>{ "What engines use: PostgreSQL's wal_sync_method defaults to fdatasync on Linux; RocksDB issues fdatasync \
-                  unless use_fsync is set. " }
-               { source("PostgreSQL: wal_sync_method", "https://www.postgresql.org/docs/current/runtime-config-wal.html#GUC-WAL-SYNC-METHOD") }
-               { source("RocksDB options.h: use_fsync", "https://github.com/facebook/rocksdb/blob/main/include/rocksdb/options.h") }</p>
-        </div>
-        <h3>{ "The drive's own cache" }</h3>
-        <div class="prose">
-            <p>{ "A drive with a volatile write cache can report a write as done while the bytes are only in its RAM. \
-                  So a sync has two jobs: get the dirty pages to the drive, then make the drive put them on stable media \
-                  (a cache flush, or writes marked to bypass the cache). Linux shows what it believes about a device in \
-                  /sys/block/<dev>/queue/write_cache: \"write back\" means a volatile cache that needs flushing, \"write \
-                  through\" means none. " }
-               { source("Linux sysfs-block ABI", "https://www.kernel.org/doc/Documentation/ABI/stable/sysfs-block") }</p>
-            <p>{ "Every promise above assumes each layer honours the flush: the file system, any hypervisor, any RAID \
-                  controller, the drive. A layer that acknowledges a flush without doing it breaks every promise above \
-                  it silently, until a power loss. The only test is to pull the power under load on the stack you run \
-                  and count the acknowledged writes afterwards." }</p>
-        </div>
-        <h3>{ "Creating and growing the log" }</h3>
-        <ul class="prose">
-            <li>{ "A new segment's name lives in its directory, and fsync of the file does not make the directory entry \
-                   durable: after creating or renaming a segment, sync the directory too. " }{ source("fsync(2) NOTES", FSYNC) }</li>
-            <li>{ "An append that extends a file changes its size, so each such sync also writes metadata. Engines give \
-                   the log its space ahead of time: PostgreSQL fills each new 16 MB segment with zeros and recycles old \
-                   ones; RocksDB can recycle log files so that fdatasync has no inode update to make. A bare fallocate \
-                   is usually not enough, because the reserved extents start out unwritten and the first write into \
-                   each one still changes metadata. " }
-                { source("PostgreSQL: WAL configuration", "https://www.postgresql.org/docs/current/wal-configuration.html") }
-                { source("RocksDB options.h: recycle_log_file_num", "https://github.com/facebook/rocksdb/blob/main/include/rocksdb/options.h") }</li>
-        </ul>
+        { markup(NOTES) }
         <h3>{ "What a sync costs" }</h3>
         <div class="prose">
             <p>{ format!("One log runs one sync at a time and a sync takes L, so it completes at most 1 ÷ L syncs a \
@@ -303,22 +251,22 @@ pub fn SyncChapter(props: &ChapterProps) -> Html {
                   merges small sequential I/Os where it can.", ceiling, format_millis(latency)) }
                { source("AWS: EBS I/O characteristics", "https://docs.aws.amazon.com/ebs/latest/userguide/ebs-io-characteristics.html") }</p>
         </div>
-        <h3>{ "Measure, don't assume" }</h3>
-        <div class="prose"><p>{ "Run these on the volume and instance type you will use, and watch the engine's own sync latency in production:" }</p></div>
-        <pre class="commands"><code>{ "fio --name=walsync --filename=/data/fio.test --size=256m --rw=write --bs=4k --ioengine=sync --fdatasync=1\n\
-pg_test_fsync -f /data/pg_test_fsync.out\n\
-cat /sys/block/nvme1n1/queue/write_cache\n\
-walab fsync-test --dir /data      # walab's own: every sync method, percentiles, a latency file for the lab" }</code></pre>
-        <ul class="prose">
-            <li>{ "fio writes 4 KiB blocks and calls fdatasync after each; its report has a \"sync\" latency line (min, max, \
-                   average, deviation, in microseconds) and a table of sync latency percentiles. The percentiles from \
-                   the 50th to the 99.9th are your L. " }{ source("fio documentation: fdatasync", "https://fio.readthedocs.io/en/latest/fio_doc.html") }</li>
-            <li>{ "pg_test_fsync times every sync method PostgreSQL can use (open_datasync, fdatasync, fsync, \
-                   fsync_writethrough, open_sync) with one and with two 8 kB writes per sync, and prints operations per \
-                   second and microseconds per operation for each. " }{ source("PostgreSQL: pg_test_fsync", "https://www.postgresql.org/docs/current/pgtestfsync.html") }</li>
-            <li>{ "The last line prints \"write back\" or \"write through\": whether the kernel believes the device has a \
-                   volatile cache to flush." }</li>
-        </ul>
+        { markup(MEASURE) }
         </>
     }
 }
+
+/// The notes after the table of calls: direct I/O, what engines use, the drive's cache, the log's files.
+const NOTES: &str = "<div class=\"prose\"><p>O_DIRECT is about caching, not durability: it skips the kernel's cache, but the drive may still hold the bytes in its own, and the file's metadata may still be pending. An engine using direct I/O still needs fdatasync or O_DSYNC. sync_file_range's man page itself warns that it gives no durability: it neither flushes the drive's cache nor writes the metadata. <a class=\"source\" href=\"https://man7.org/linux/man-pages/man2/open.2.html\" target=\"_blank\" rel=\"noopener\">[open(2)]</a><a class=\"source\" href=\"https://man7.org/linux/man-pages/man2/sync_file_range.2.html\" target=\"_blank\" rel=\"noopener\">[sync_file_range(2)]</a></p><p>What engines use: PostgreSQL's wal_sync_method defaults to fdatasync on Linux; RocksDB issues fdatasync unless use_fsync is set. <a class=\"source\" href=\"https://www.postgresql.org/docs/current/runtime-config-wal.html#GUC-WAL-SYNC-METHOD\" target=\"_blank\" rel=\"noopener\">[PostgreSQL: wal_sync_method]</a><a class=\"source\" href=\"https://github.com/facebook/rocksdb/blob/main/include/rocksdb/options.h\" target=\"_blank\" rel=\"noopener\">[RocksDB options.h: use_fsync]</a></p></div><h3>The drive's own cache</h3><div class=\"prose\"><p>A drive with a volatile write cache can report a write as done while the bytes are only in its RAM. So a sync has two jobs: get the dirty pages to the drive, then make the drive put them on stable media (a cache flush, or writes marked to bypass the cache). Linux shows what it believes about a device in /sys/block/&lt;dev&gt;/queue/write_cache: \"write back\" means a volatile cache that needs flushing, \"write through\" means none. <a class=\"source\" href=\"https://www.kernel.org/doc/Documentation/ABI/stable/sysfs-block\" target=\"_blank\" rel=\"noopener\">[Linux sysfs-block ABI]</a></p><p>Every promise above assumes each layer honours the flush: the file system, any hypervisor, any RAID controller, the drive. A layer that acknowledges a flush without doing it breaks every promise above it silently, until a power loss. The only test is to pull the power under load on the stack you run and count the acknowledged writes afterwards.</p></div><h3>Creating and growing the log</h3><ul class=\"prose\"><li>A new segment's name lives in its directory, and fsync of the file does not make the directory entry durable: after creating or renaming a segment, sync the directory too. <a class=\"source\" href=\"https://man7.org/linux/man-pages/man2/fsync.2.html\" target=\"_blank\" rel=\"noopener\">[fsync(2) NOTES]</a></li><li>An append that extends a file changes its size, so each such sync also writes metadata. Engines give the log its space ahead of time: PostgreSQL fills each new 16 MB segment with zeros and recycles old ones; RocksDB can recycle log files so that fdatasync has no inode update to make. A bare fallocate is usually not enough, because the reserved extents start out unwritten and the first write into each one still changes metadata. <a class=\"source\" href=\"https://www.postgresql.org/docs/current/wal-configuration.html\" target=\"_blank\" rel=\"noopener\">[PostgreSQL: WAL configuration]</a><a class=\"source\" href=\"https://github.com/facebook/rocksdb/blob/main/include/rocksdb/options.h\" target=\"_blank\" rel=\"noopener\">[RocksDB options.h: recycle_log_file_num]</a></li></ul>";
+
+/// How to measure L on a real volume.
+const MEASURE: &str = "<h3>Measure, don't assume</h3><div class=\"prose\"><p>Run these on the volume and instance type you will use, and watch the engine's own sync latency in production:</p></div><pre class=\"commands\"><code>fio --name=walsync --filename=/data/fio.test --size=256m --rw=write --bs=4k --ioengine=sync --fdatasync=1\npg_test_fsync -f /data/pg_test_fsync.out\ncat /sys/block/nvme1n1/queue/write_cache\nwalab fsync-test --dir /data      # walab's own: every sync method, percentiles, a latency file for the lab</code></pre><ul class=\"prose\"><li>fio writes 4 KiB blocks and calls fdatasync after each; its report has a \"sync\" latency line (min, max, average, deviation, in microseconds) and a table of sync latency percentiles. The percentiles from the 50th to the 99.9th are your L. <a class=\"source\" href=\"https://fio.readthedocs.io/en/latest/fio_doc.html\" target=\"_blank\" rel=\"noopener\">[fio documentation: fdatasync]</a></li><li>pg_test_fsync times every sync method PostgreSQL can use (open_datasync, fdatasync, fsync, fsync_writethrough, open_sync) with one and with two 8 kB writes per sync, and prints operations per second and microseconds per operation for each. <a class=\"source\" href=\"https://www.postgresql.org/docs/current/pgtestfsync.html\" target=\"_blank\" rel=\"noopener\">[PostgreSQL: pg_test_fsync]</a></li><li>The last line prints \"write back\" or \"write through\": whether the kernel believes the device has a volatile cache to flush.</li></ul>";
+
+/// Beside the journey of wal-1's first writes.
+const JOURNEY: &str = "<div class=\"prose\"><p>When the tiny store opens, it creates wal-1 filled with zeros and syncs it and its directory. Then the writes arrive.</p><p>Step through: each record is built in the process, copied into the page cache by write() (its units turn dirty), sent to the drive by fdatasync(), put on the media by the drive's cache flush, and only then acknowledged.</p><p>Each step is one event of the run (the sync takes 1.0 ms; write() takes no time here). The page opens just after the first write(): the record is in the page cache, and a power loss now would lose it.</p></div>";
+
+/// Beside the call run on a record.
+const CALLS_PROSE: &str = "<div class=\"prose\"><p>\"We fsync the log\" hides a choice between several calls, each promising something different. Pick one and run it on a record: the record goes as far as the call waits for, and no further.</p><p>Only the calls that wait for the drive's cache flush leave the bytes on the stable media, the one place a power loss cannot wipe. The table below puts them side by side.</p></div>";
+
+/// Part 2's opening.
+const OPENING: &str = "<div class=\"prose\"><p>A write() is not a promise: the bytes it copies sit in memory until something pushes them to the device, and a cache inside the drive can undo even that without an error. The table of calls below says what each call waits for, from the Linux man pages.</p></div>";
