@@ -79,7 +79,7 @@ test("a byte changed in wal-1's figure stops the core's scan at its record's CRC
   assert.equal(await page.getAttribute(`${scene} .corrupt`, 'data-stop'), 'checksum');
   assert.equal(await page.getAttribute(`${scene} .corrupt-verdict`, 'aria-live'), 'polite');
   const verdict = await page.textContent(`${scene} .corrupt-verdict`);
-  assert.match(verdict, /value of record 3/);
+  assert.match(verdict, /byte 82 \(record 3\)/);
   assert.match(verdict, /stores CRC [0-9a-f]{8} but its bytes give [0-9a-f]{8}/);
   assert.match(verdict, /Records 3 and 4 are not replayed/);
   assert.ok(await page.$(`${scene} g.byte.changed[data-byte="82"]`), 'the changed byte is marked in the figure');

@@ -116,7 +116,7 @@ pub fn write_path(props: &WritePathProps, room: crate::layout::FigureRoom) -> Ht
     // The note sits over the first durable station's row.
     let media = Station::ALL.iter().position(|station| station.durable()).unwrap_or(0);
     let (_, durable_y) = g.xy(media);
-    let note = if width >= 52.0 * drawing.char { "from the media on, the write survives a power loss" } else { "from the media on: survives power loss" };
+    let note = "from the media on: survives power loss";
     html! {
         <div class="figure write-path" data-figure="write-path" data-station={station_name} aria-label={label}>
             <svg class={classes!(drawing.fitted.then_some("fitted"))} style={format!("--text: {text}px")}

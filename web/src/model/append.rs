@@ -76,11 +76,8 @@ pub fn corrupt_and_scan(records: &[RecordLayout], segment_bytes: usize, byte: us
 pub fn corrupted_text(corrupted: &Corrupted, records: &[RecordLayout]) -> String {
     let owner = records.iter().find(|record| (record.offset..record.offset + record.bytes.len()).contains(&corrupted.byte));
     let what = match owner {
-        Some(record) => {
-            let field = record.fields.iter().find(|(_, from, to)| (record.offset + from..record.offset + to).contains(&corrupted.byte));
-            format!("byte {} ({} of record {})", corrupted.byte, field.map(|(field, _, _)| field.label()).unwrap_or("a byte"), record.write)
-        }
-        None => format!("byte {} (in the zero fill after the last record)", corrupted.byte),
+        Some(record) => format!("byte {} (record {})", corrupted.byte, record.write),
+        None => format!("byte {} (the zero fill)", corrupted.byte),
     };
     let changed = format!("You changed {what} from {:02x} to {:02x}.", corrupted.was, corrupted.now);
     let stop = corrupted.stop;

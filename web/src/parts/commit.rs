@@ -189,8 +189,7 @@ fn tie_view(trace: &walab_core::trace::Trace, sync_latency: Nanos) -> Html {
     let state = group_at(trace, tie_at);
     html! {
         <div class="tie-example" data-tie-at-ns={tie_at.0.to_string()}>
-            <h4>{ "The tie rule, at the instant it applies" }</h4>
-            <p class="note">{ format!("A run of its own: writes at 0, 0.5 and 1.0 ms, L = {} ms. {}", format_millis(sync_latency), caption_at(trace, tie_at)) }</p>
+            <p class="note">{ format!("The tie rule, on a run of its own (writes at 0, 0.5 and 1.0 ms, L = {} ms): {}", format_millis(sync_latency), caption_at(trace, tie_at)) }</p>
             <GroupCommitFigure state={Rc::new(state)} sync_latency_ns={sync_latency.0} />
         </div>
     }
@@ -329,7 +328,6 @@ fn steady_view(model: &CommitModel, props: &ChapterProps) -> (Html, Html) {
                 ("arrived / acknowledged", "", format!("{} / {}", at.arrived, at.acked)),
                 ("in flight (waiting for OK)", "in-flight", at.in_flight.to_string()),
                 ("batch in the running sync", "", at.running_batch.map(|(writes, bytes)| format!("{writes} writes, {bytes} bytes")).unwrap_or_else(|| "none".into())),
-                ("mean wait so far", "", format!("{:.2} ms", at.wait_mean_ms)),
             ]) }</table>
             if let Some(window) = steady.steady_state {
                 <table class="summary steady-state" data-syncs-per-s={format!("{:.0}", window.syncs_per_s)}

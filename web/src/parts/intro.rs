@@ -100,7 +100,6 @@ pub fn start_chapter(props: &ChapterProps) -> Html {
                   the log and lets you change it. Part 2 shows how to measure the real figure on your own volume. " }
                { source("AWS: EBS General Purpose SSD volumes", "https://docs.aws.amazon.com/ebs/latest/userguide/general-purpose.html") }</p>
         </div>
-        { super::markup(GOALS) }
         </>
     }
 }
@@ -180,9 +179,6 @@ pub fn AckChapter(_props: &ChapterProps) -> Html {
         </>
     }
 }
-
-/// What the lab teaches, a line per Part.
-const GOALS: &str = "<h3>What you will be able to do</h3><ol class=\"goals\"><li>State what an OK promises, and against which failure (Part 1).</li><li>Say what fsync and its relatives guarantee, and what one sync costs (Part 2).</li><li>Handle a failed fsync without losing acknowledged writes (Part 3).</li><li>Lay out a log record and append it in the right order (Part 4).</li><li>Size group commit: batch size, syncs per second, the wait (Part 5).</li><li>Pick a durability mode for a kind of data, and say what it can lose (Part 6).</li><li>Recover a log whose last write was torn by a power loss (Part 7).</li><li>Decide when a log segment may be deleted (Part 8).</li><li>Explain the WAL of a page-based engine: pageLSN, checkpoints, torn pages (Part 9).</li><li>Say what replication adds, and what a quorum's latency is (Part 10).</li><li>Fit it all into an AWS budget (Part 11).</li><li>Run the WAL with no local disk, on S3 or in Postgres (Parts 13 and 14).</li></ol>";
 
 /// Part 1's opening: the rule with two halves.
 const ACK: &str = "<div class=\"prose\"><p>An OK is a promise, and a promise needs terms: survive what? Every engine follows one rule with two halves:</p><ol><li>Log the change before applying it: the record enters the log before the MemTable, the page or anything else changes.</li><li>Make the log durable before acknowledging: the record must survive the failures the OK covers.</li></ol><p>Durable is not one thing. A record passes through several places on its way to safety, and each place survives a different set of failures.</p></div><h3>Four ways to fail</h3>";

@@ -209,7 +209,7 @@ pub fn LearnedChapter(props: &ChapterProps) -> Html {
                 { Html::from_html_unchecked(AttrValue::from(body)) }
                 <p class="drill-verdict" aria-live="polite">{ match picked {
                     Some(p) if p == drill.right => format!("Right. {}", drill.why),
-                    Some(_) => format!("Not quite: {}. {}", drill.choices[drill.right], drill.why),
+                    Some(_) => format!("Not quite (the right answer is marked). {}", drill.why),
                     None => String::new(),
                 } }</p>
             </li>
@@ -217,18 +217,12 @@ pub fn LearnedChapter(props: &ChapterProps) -> Html {
     });
     html! {
         <>
-        <div class="prose">
-            <p>{ "Back to the node that had to acknowledge 100,000 writes a second, each surviving a crash, with a log \
-                  whose sync takes about 1 ms and so allows about 1,000 syncs a second:" }</p>
-        </div>
-        <Scene name="one-ok" title="The path of one OK"
+        <Scene name="one-ok" title="The path of one OK: each card below is a Part's number, computed again by the same runs"
             controls={html! { <p class="caption scene-caption">{ "Write 1 has its OK: it passed every station below, and each Part of the lab was one of them." }</p> }}
             drawn={{
                 let steps = path_steps.clone();
                 Callback::from(move |room| write_path(&WritePathProps { reached: steps.len(), steps: steps.clone() }, room))
             }}>
-            <div class="prose"><p>{ "The same write as in Part 0, now at the end of its path. From the media on it survives a power \
-                loss; the cards below give each Part's number, computed again here by the same runs, in the order an OK meets them." }</p></div>
         </Scene>
         { ok_path(props) }
         <h3>{ "The cheat card" }</h3>
