@@ -259,9 +259,17 @@ pub fn player(props: &PlayerProps) -> Html {
             <span class="mark-count" data-mark={passed.to_string()} title="the steps (events) the playhead has passed">{ format!("step {passed} of {}", state.marks.len()) }</span>
             <label class="speed">{ "speed " }<select onchange={on_speed}>{ for speeds }</select></label>
             if let Some(caption) = props.caption.clone() {
-                <p class="caption" aria-live="polite" data-mark={passed.to_string()}>{ caption }</p>
+                <p class="caption" aria-live="polite" data-mark={passed.to_string()}>{ caption_html(&caption) }</p>
             }
         </div>
+    }
+}
+
+/// A caption's one idea (its first line, when it has two), then its details.
+fn caption_html(caption: &str) -> Html {
+    match caption.split_once('\n') {
+        Some((idea, details)) => html! { <><strong class="idea">{ idea.to_string() }</strong>{ " " }<span class="details">{ details.to_string() }</span></> },
+        None => html! { { caption.to_string() } },
     }
 }
 

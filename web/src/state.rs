@@ -288,6 +288,7 @@ impl Reducible for LabState {
             LabAction::GoToPart(part) => {
                 if part < PART_COUNT && part != next.params.part {
                     next.params.part = part;
+                    next.params.part_defaults(part);
                     next.params.cut = None;
                     next.params.forget_answer();
                     next.field_problem = None;

@@ -222,11 +222,35 @@ impl LabParams {
         self.reveal = false;
     }
 
+    /// The parameters a link to Part `part` names by leaving them out: the defaults, but
+    /// Part 3 opens on its lesson, a failing log sync (E1), and Part 8 on a reader
+    /// pinning segments (a CDC reader stuck at seq 10). `fault=none` and `cdc=none` ask
+    /// for the plain run.
+    pub fn defaults_for(part: u8) -> LabParams {
+        let mut params = LabParams { part, ..LabParams::default() };
+        match part {
+            3 => params.fault = Fault::LogSync,
+            8 => params.cdc_confirmed_seq = Some(PART_8_READER_SEQ),
+            _ => {}
+        }
+        params
+    }
+
+    /// Puts the Part-dependent parameters back to Part `part`'s own (going to another Part).
+    pub fn part_defaults(&mut self, part: u8) {
+        let defaults = LabParams::defaults_for(part);
+        self.fault = defaults.fault;
+        self.cdc_confirmed_seq = defaults.cdc_confirmed_seq;
+    }
+
     /// Whether this Part has a power button (and so takes `cut=` and the `p` key).
     pub fn has_power(&self) -> bool {
         POWER_PARTS.contains(&self.part)
     }
 }
+
+/// The seq Part 8's change-data-capture reader is stuck at when the link names none.
+pub const PART_8_READER_SEQ: u64 = 10;
 
 /// The Parts with a power button.
 pub const POWER_PARTS: [u8; 5] = [3, 4, 6, 7, 8];
@@ -309,13 +333,24 @@ pub fn parse_query(query: &str) -> (LabParams, Vec<UrlProblem>) {
     let mut params = LabParams::default();
     let mut problems = Vec::new();
     let query = query.strip_prefix('?').unwrap_or(query);
+    let mut named: Vec<String> = Vec::new();
     for pair in query.split('&').filter(|pair| !pair.is_empty()) {
         let (raw_name, raw_value) = pair.split_once('=').unwrap_or((pair, ""));
         let name = percent_decode(raw_name);
         let value = percent_decode(raw_value);
         if let Err(reason) = set_param(&mut params, &name, &value) {
             problems.push(UrlProblem { param: name, value, reason });
+        } else {
+            named.push(name);
         }
+    }
+    // What the link leaves out is the Part's own default.
+    let defaults = LabParams::defaults_for(params.part);
+    if !named.iter().any(|name| name == "fault") {
+        params.fault = defaults.fault;
+    }
+    if !named.iter().any(|name| name == "cdc") {
+        params.cdc_confirmed_seq = defaults.cdc_confirmed_seq;
     }
     if let Some(cut) = params.cut.filter(|_| !params.has_power()) {
         problems.push(UrlProblem {
@@ -424,12 +459,16 @@ pub fn set_param(params: &mut LabParams, name: &str, value: &str) -> Result<(), 
             }
             _ => Err("not a batch; give the log batch whose sync fails, 1 to 24".into()),
         },
+        "cdc" if value == "none" => {
+            params.cdc_confirmed_seq = None;
+            Ok(())
+        }
         "cdc" => match value.parse::<u64>() {
             Ok(seq) if seq <= 24 => {
                 params.cdc_confirmed_seq = Some(seq);
                 Ok(())
             }
-            _ => Err("not a confirmed seq; give 0 to 24".into()),
+            _ => Err("not a confirmed seq; give 0 to 24, or none".into()),
         },
         "cut" => parse_millis_in(value, Nanos::ZERO, CUT_MAX)
             .map(|nanos| params.cut = Some(nanos))
@@ -506,7 +545,7 @@ pub fn parse_server(value: &str) -> Result<String, String> {
 /// Writes the query string for a view: only the parameters that differ from the
 /// defaults (the Part always), so links stay short.
 pub fn to_query(params: &LabParams) -> String {
-    let defaults = LabParams::default();
+    let defaults = LabParams::defaults_for(params.part);
     let mut pairs = vec![format!("part={}", params.part)];
     if params.scenario != defaults.scenario {
         pairs.push(format!("scenario={}", params.scenario.url_name()));
@@ -544,8 +583,8 @@ pub fn to_query(params: &LabParams) -> String {
     if params.call != defaults.call {
         pairs.push(format!("call={}", params.call.url_name()));
     }
-    if let Some(seq) = params.cdc_confirmed_seq {
-        pairs.push(format!("cdc={seq}"));
+    if params.cdc_confirmed_seq != defaults.cdc_confirmed_seq {
+        pairs.push(format!("cdc={}", params.cdc_confirmed_seq.map_or("none".to_string(), |seq| seq.to_string())));
     }
     if params.eio_batch != defaults.eio_batch {
         pairs.push(format!("log_sync_fails={}", params.eio_batch));
@@ -708,6 +747,22 @@ mod tests {
         assert_eq!(params.cut, None);
         assert_eq!(problems[0].to_string(), "cut=4: Part 2 has no power button; Parts 3, 4, 6, 7 and 8 have one");
         assert_eq!(parse_query("cut=4&part=7").0.cut, Some(Nanos::from_millis(4)), "order does not matter");
+    }
+
+    #[test]
+    fn parts_3_and_8_open_on_their_lessons_unless_the_link_says_none() {
+        assert_eq!(parse_query("?part=3").0.fault, Fault::LogSync);
+        assert_eq!(to_query(&parse_query("?part=3").0), "?part=3");
+        let plain = parse_query("?part=3&fault=none").0;
+        assert_eq!(plain.fault, Fault::None);
+        assert_eq!(to_query(&plain), "?part=3&fault=none");
+        assert_eq!(parse_query("?part=6").0.fault, Fault::None);
+        assert_eq!(parse_query("?part=8").0.cdc_confirmed_seq, Some(PART_8_READER_SEQ));
+        let without = parse_query("?part=8&cdc=none");
+        assert_eq!((without.0.cdc_confirmed_seq, without.1), (None, vec![]));
+        assert_eq!(to_query(&without.0), "?part=8&cdc=none");
+        assert_eq!(to_query(&parse_query("?part=8&cdc=4").0), "?part=8&cdc=4");
+        assert_eq!(parse_query("?part=7").0.cdc_confirmed_seq, None);
     }
 
     #[test]

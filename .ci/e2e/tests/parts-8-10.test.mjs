@@ -93,7 +93,7 @@ test('Part 8: the reader is dragged along the files; the kept files follow while
 });
 
 test('Part 8: a click on a file puts the reader there; with no reader, a click adds one', async () => {
-  const page = await lab.newPage('?part=8');
+  const page = await lab.newPage('?part=8&cdc=none');
   assert.equal(await page.$('[data-figure="segments"] g.reader'), null, 'no reader drawn');
   const box = await (await page.$('[data-figure="segments"] g.segment-file[data-file="wal-2"] rect.file-box')).boundingBox();
   await page.mouse.click(box.x + box.width * 0.5, box.y + box.height / 2);

@@ -120,13 +120,7 @@ pub fn failed_sync_figure(props: &FailedSyncFigureProps) -> Html {
     html! {
         <figure class="figure failed-sync-figure" data-figure="failed-sync" aria-label="the failed sync: the page cache against the media, on each path">
             <div class="paths">{ for props.paths.iter().map(panel) }</div>
-            <figcaption class="legend">
-                { for CacheUnit::ALL.iter().map(|place| html! { <span class={classes!("key", "cache-key", place.class())}>{ format!("page cache: {}", place.words()) }</span> }) }
-                <span class="key cache-key on-media">{ "media: holds the new bytes" }</span>
-                <span class="key cache-key not-on-media">{ "media: does not" }</span>
-                <span class="key edit-durable">{ "manifest edit durable" }</span>
-                <span class="key edit-absent">{ "manifest edit not written" }</span>
-            </figcaption>
+            { crate::parts::markup(r#"<figcaption class="legend"><span class="key cache-key empty">page cache: empty</span><span class="key cache-key dirty">page cache: dirty</span><span class="key cache-key syncing">page cache: being synced</span><span class="key cache-key clean">page cache: clean</span><span class="key cache-key marked-clean">page cache: marked clean, NOT on the media</span><span class="key cache-key on-media">media: holds the new bytes</span><span class="key cache-key not-on-media">media: does not</span><span class="key edit-durable">manifest edit durable</span><span class="key edit-absent">manifest edit not written</span></figcaption>"#) }
         </figure>
     }
 }

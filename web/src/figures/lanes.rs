@@ -262,17 +262,11 @@ pub fn FateLanes(props: &FateLanesProps) -> Html {
                 { overlay.emit(TimeAxis { left: left / width, right: (width - right) / width, end: axis_end, ruler: (height - text - 12.0) / height }) }
             }
             </div>
-            <figcaption class="legend">
-                <span class="key log-sync">{ "B4: batch 4 written to the log; its bar is the batch's fdatasync (a dash where the mode does not sync)" }</span>
-                <span class="key other-sync">{ "F7: a flushed file's fsync · M: the manifest's fsync · S·wal-k: a background sync of the log" }</span>
-                <span class="key queued">{ "waiting" }</span>
-                <span class="key syncing">{ "in a running sync" }</span>
-                <span class="key acked">{ "told OK" }</span>
-                <span class="key failed">{ "told \"unknown\"" }</span>
-                if fates.is_some() {
-                    { for Fate::ALL.iter().map(|fate| html! { <span class={classes!("key", fate.class())}>{ fate.words() }</span> }) }
-                }
-            </figcaption>
+            if fates.is_some() {
+                { crate::parts::markup(concat!(r#"<figcaption class="legend"><span class="key log-sync">B4: batch 4 written to the log; its bar is the batch&#39;s fdatasync (a dash where the mode does not sync)</span><span class="key other-sync">F7: a flushed file&#39;s fsync · M: the manifest&#39;s fsync · S·wal-k: a background sync of the log</span><span class="key queued">waiting</span><span class="key syncing">in a running sync</span><span class="key acked">told OK</span><span class="key failed">told &quot;unknown&quot;</span>"#, crate::model::fates::fate_keys!(), r#"</figcaption>"#)) }
+            } else {
+                { crate::parts::markup(r#"<figcaption class="legend"><span class="key log-sync">B4: batch 4 written to the log; its bar is the batch&#39;s fdatasync (a dash where the mode does not sync)</span><span class="key other-sync">F7: a flushed file&#39;s fsync · M: the manifest&#39;s fsync · S·wal-k: a background sync of the log</span><span class="key queued">waiting</span><span class="key syncing">in a running sync</span><span class="key acked">told OK</span><span class="key failed">told &quot;unknown&quot;</span></figcaption>"#) }
+            }
         </figure>
     }
 }

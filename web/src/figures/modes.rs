@@ -21,6 +21,18 @@ pub struct ModesFigureProps {
     pub at: AttrValue,
     /// Writes in the scenario (cells per row).
     pub writes: u64,
+    /// Whether the fates are shown: before the answer each cell says only whether the
+    /// write had been told OK when the power failed (what the student predicts from).
+    #[prop_or(true)]
+    pub revealed: bool,
+}
+
+/// A cell's class and words before the answer: told OK or not, nothing about survival.
+fn before_answer(fate: Fate) -> (&'static str, &'static str) {
+    match fate {
+        Fate::Survived | Fate::Lost => ("told-ok", "told OK before the power failed"),
+        Fate::SurvivedWithoutOk | Fate::Absent => ("no-ok", "not told OK yet"),
+    }
 }
 
 /// Where the cells go for a figure `width` wide with text `text` high: the mode's name
@@ -68,7 +80,12 @@ pub fn ModesFigure(props: &ModesFigureProps) -> Html {
     let longest = props.rows.iter().map(|row| row.name.chars().count()).max().unwrap_or(10);
     let geometry = ModesGeometry::new(drawing.width, drawing.text, props.writes, longest);
     let ModesGeometry { text, cell, left, per_line, names_above, line } = geometry;
-    let title_lines = crate::layout::wrap_words("writes 1 to 24, after the cut (the worst legal outcome of each mode)", ((drawing.width - 8.0) / drawing.char).max(10.0) as usize);
+    let title = if props.revealed {
+        "writes 1 to 24, after the cut (the worst legal outcome of each mode)".to_string()
+    } else {
+        format!("writes 1 to 24 when the power fails at {} ms: which were told OK", props.at)
+    };
+    let title_lines = crate::layout::wrap_words(&title, ((drawing.width - 8.0) / drawing.char).max(10.0) as usize);
     let top = 6.0 + title_lines.len() as f64 * (text + 4.0) + 4.0;
     let row_height = geometry.row_height(props.writes);
     let width = drawing.width;
@@ -78,19 +95,23 @@ pub fn ModesFigure(props: &ModesFigureProps) -> Html {
         let cells_top = if names_above { y0 + text + 6.0 } else { y0 };
         let cells = (1..=props.writes).map(|id| {
             let fate = mode.fates.iter().find(|(each, _)| *each == id).map(|(_, fate)| *fate);
-            let state = fate.map(Fate::class).unwrap_or("not-arrived");
+            let (state, words) = match fate {
+                Some(fate) if props.revealed => (fate.class(), fate.words()),
+                Some(fate) => before_answer(fate),
+                None => ("not-arrived", "had not arrived"),
+            };
             let index = id - 1;
             let cx = left + (index % per_line) as f64 * cell;
             let y = cells_top + (index / per_line) as f64 * line;
             html! {
                 <g class={classes!("cell", state)} data-write={id.to_string()} data-state={state}>
-                    <title>{ format!("write {id}: {}", fate.map(Fate::words).unwrap_or("had not arrived")) }</title>
+                    <title>{ format!("write {id}: {words}") }</title>
                     <rect x={cx.to_string()} y={y.to_string()} width={(cell - 3.0).to_string()} height={(line - 4.0).to_string()} rx="3" />
                     <text x={(cx + (cell - 3.0) / 2.0).to_string()} y={(y + (line - 4.0) / 2.0 + text * 0.35).to_string()} text-anchor="middle">{ id }</text>
                 </g>
             }
         });
-        let lost = mode.fates.iter().filter(|(_, fate)| *fate == Fate::Lost).count();
+        let lost = mode.fates.iter().filter(|(_, fate)| *fate == Fate::Lost && props.revealed).count();
         let name_y = if names_above { y0 + text } else { y0 + (line - 4.0) / 2.0 + text * 0.35 };
         html! {
             <g class="mode-row" data-policy={mode.url_name.clone()} data-lost={lost.to_string()}>
@@ -103,15 +124,16 @@ pub fn ModesFigure(props: &ModesFigureProps) -> Html {
         <text class="axis-title" x="4" y={(4.0 + text + index as f64 * (text + 4.0)).to_string()}>{ words.clone() }</text>
     });
     html! {
-        <figure class="figure modes-figure" data-figure="modes" aria-label={format!("each write's fate after a power cut at {} ms, under four durability modes", props.at)}>
+        <figure class="figure modes-figure" data-figure="modes" data-revealed={props.revealed.to_string()} aria-label={format!("each write's fate after a power cut at {} ms, under four durability modes", props.at)}>
             <svg class={classes!(drawing.fitted.then_some("fitted"))} viewBox={format!("0 0 {width} {height}")} style={format!("--text: {text}px")} aria-hidden="true">
                 { for title }
                 { for rows }
             </svg>
-            <figcaption class="legend">
-                { for Fate::ALL.iter().map(|fate| html! { <span class={classes!("key", fate.class())}>{ fate.words() }</span> }) }
-                <span class="key not-arrived">{ "had not arrived" }</span>
-            </figcaption>
+            if props.revealed {
+                { crate::parts::markup(concat!(r#"<figcaption class="legend">"#, crate::model::fates::fate_keys!(), r#"<span class="key not-arrived">had not arrived</span></figcaption>"#)) }
+            } else {
+                { crate::parts::markup(r#"<figcaption class="legend"><span class="key told-ok">told OK before the power failed</span><span class="key no-ok">not told OK yet</span><span class="key not-arrived">had not arrived</span></figcaption>"#) }
+            }
         </figure>
     }
 }

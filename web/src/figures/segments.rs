@@ -227,13 +227,7 @@ pub fn SegmentsFigure(props: &SegmentsFigureProps) -> Html {
                 </svg>
                 { handle }
             </div>
-            <figcaption class="legend">
-                <span class="key gate-open">{ "gate open" }</span>
-                <span class="key gate-closed">{ "gate closed" }</span>
-                <span class="key file-kept">{ "file kept" }</span>
-                <span class="key file-deleted">{ "file deleted" }</span>
-                <span class="key reader-key">{ "drag the reader, or focus it and use the arrows" }</span>
-            </figcaption>
+            { crate::parts::markup(r#"<figcaption class="legend"><span class="key gate-open">gate open</span><span class="key gate-closed">gate closed</span><span class="key file-kept">file kept</span><span class="key file-deleted">file deleted</span><span class="key reader-key">drag the reader, or focus it and use the arrows</span></figcaption>"#) }
         </figure>
     }
 }

@@ -154,6 +154,110 @@ fn describe_events(trace: &Trace, from: usize, to: usize, sync_batch: &mut Sorte
     sentences
 }
 
+/// The one idea of the events `events[from..to]`, in plain words a newcomer follows,
+/// told before the step's details: the event that changes the story most (the power
+/// failing, a sync failing, a batch's sync starting, writes told OK, ...). `None` when
+/// the step holds nothing worth a headline.
+pub fn step_idea(trace: &Trace, from: usize, to: usize) -> Option<String> {
+    let name = |file: u32| trace.files.get(file as usize).map(|file| file.name.clone()).unwrap_or_else(|| format!("file {file}"));
+    let events = &trace.events[from..to.min(trace.events.len())];
+    // A batch's writes, from the event that formed it (in this step or before).
+    let batch_writes = |batch: u64| {
+        trace.events[..to.min(trace.events.len())].iter().find_map(|event| match event.event {
+            Event::BatchFormed { batch: formed, first_write, writes, .. } if formed == batch => Some(id_span(first_write, writes)),
+            _ => None,
+        })
+    };
+    let sync_of = |sync: u64| {
+        trace.events[..to.min(trace.events.len())].iter().find_map(|event| match &event.event {
+            Event::SyncStart { sync: started, batch, file, .. } if *started == sync => Some((*batch, *file)),
+            _ => None,
+        })
+    };
+    let find = |wanted: fn(&Event) -> bool| events.iter().map(|event| &event.event).find(|event| wanted(event));
+    if find(|event| matches!(event, Event::PowerCut)).is_some() {
+        return Some("The power fails: whatever was only in memory is gone, and only what reached the disk survives.".into());
+    }
+    if let Some(Event::SyncEnd { sync, file, .. }) = find(|event| matches!(event, Event::SyncEnd { ok: false, .. })) {
+        return Some(match sync_of(*sync) {
+            Some((Some(batch), _)) => format!(
+                "The disk reports an error (EIO): B{batch}'s {} may never have been stored.",
+                batch_writes(batch).unwrap_or_else(|| "writes".into())
+            ),
+            _ => format!("The disk reports an error (EIO): {} may not be stored.", name(*file)),
+        });
+    }
+    if let Some(Event::Fail { first_write, writes, .. }) = find(|event| matches!(event, Event::Fail { .. })) {
+        return Some(format!("{} told the outcome is unknown: not OK, and maybe not stored.", capitalized(&id_span(*first_write, *writes), *writes)));
+    }
+    if let Some(Event::SyncStart { batch: Some(batch), .. }) = find(|event| matches!(event, Event::SyncStart { batch: Some(_), .. })) {
+        return Some(format!(
+            "B{batch} asks the disk to store {} (a sync): until the disk answers, {} not safe.",
+            batch_writes(*batch).unwrap_or_else(|| "its writes".into()),
+            if batch_writes(*batch).is_some_and(|span| span.starts_with("write ")) { "it is" } else { "they are" }
+        ));
+    }
+    let deleted: Vec<String> = events.iter().filter_map(|event| match event.event { Event::Delete { file } => Some(name(file)), _ => None }).collect();
+    if !deleted.is_empty() {
+        return Some(format!(
+            "{} deleted: every record in {} is stored elsewhere, and no reader still needs {}.",
+            if deleted.len() == 1 { format!("The log file {} is", deleted[0]) } else { format!("The log files {} are", deleted.join(", ")) },
+            if deleted.len() == 1 { "it" } else { "them" },
+            if deleted.len() == 1 { "it" } else { "them" }
+        ));
+    }
+    if let Some(Event::Ack { first_write, writes }) = find(|event| matches!(event, Event::Ack { .. })) {
+        let synced = events.iter().any(|event| matches!(event.event, Event::SyncEnd { ok: true, .. }));
+        let who = capitalized(&id_span(*first_write, *writes), *writes);
+        return Some(if synced {
+            format!("{who} told OK: the disk has confirmed {} stored.", if *writes == 1 { "it is" } else { "they are" })
+        } else {
+            format!("{who} told OK although {} only in memory: nothing has asked the disk to store {} yet.",
+                if *writes == 1 { "it is" } else { "they are" }, if *writes == 1 { "it" } else { "them" })
+        });
+    }
+    if let Some(Event::ManifestDurable { edit }) = find(|event| matches!(event, Event::ManifestDurable { .. })) {
+        return Some(format!("Manifest edit {edit} is on the disk: the flushed file now counts, so the log before it may go."));
+    }
+    if let Some(Event::FlushStart { file, first_write, last_write }) = find(|event| matches!(event, Event::FlushStart { .. })) {
+        return Some(format!("The MemTable is full: writes {first_write}-{last_write} are written out to a new file, {}.", name(*file)));
+    }
+    if let Some(Event::BatchFormed { first_write, writes, .. }) = find(|event| matches!(event, Event::BatchFormed { .. })) {
+        return Some(format!("{} copied into memory (the page cache): not on the disk yet.", capitalized(&id_span(*first_write, *writes), *writes)));
+    }
+    let arrived: Vec<u64> = events.iter().filter_map(|event| match event.event { Event::Arrive { write } => Some(write), _ => None }).collect();
+    match arrived.as_slice() {
+        [] => None,
+        [write] => Some(format!("Write {write} arrives and waits its turn.")),
+        _ => Some(format!("Writes {} arrive and wait their turn.", id_runs(&arrived))),
+    }
+}
+
+/// "Writes 18-20 are", "Write 5 is": a span of writes as a sentence's subject.
+fn capitalized(span: &str, writes: u64) -> String {
+    // ASCII only: `char::to_uppercase` would bring Unicode's case tables into the page.
+    let mut subject = span.to_string();
+    if let Some(first) = subject.get_mut(..1) {
+        first.make_ascii_uppercase();
+    }
+    format!("{subject} {}", if writes == 1 { "is" } else { "are" })
+}
+
+/// One idea per mark (as [`trace_captions`] tells the details): the headline of the
+/// events after the previous mark up to and including this one.
+pub fn trace_ideas(trace: &Trace, marks: &[Nanos]) -> Vec<Option<String>> {
+    let mut from = 0;
+    marks
+        .iter()
+        .map(|mark| {
+            let to = trace.events_through(*mark).max(from);
+            let idea = step_idea(trace, from, to);
+            from = to;
+            idea
+        })
+        .collect()
+}
+
 /// Joins sentences into one caption: "A; b; c."
 fn sentence(at: Nanos, parts: &[String]) -> String {
     let body = if parts.is_empty() { "nothing new happens".to_string() } else { parts.join("; ") };
@@ -221,6 +325,20 @@ mod tests {
         assert!(first.starts_with("0.00 ms: "), "{first}");
         assert!(captions.iter().any(|caption| caption.contains("B1 takes write 1 and write() copies")), "{captions:#?}");
         assert!(captions.iter().any(|caption| caption.contains("writes 2-3 are told OK") || caption.contains("are told OK")));
+    }
+
+    #[test]
+    fn every_step_of_the_tiny_run_has_one_plain_idea() {
+        let run = tiny::run(&TinySetup::new(Policy::Group)).unwrap();
+        let marks = marks_of(&run.trace);
+        let ideas = trace_ideas(&run.trace, &marks);
+        assert_eq!(ideas.len(), marks.len());
+        for idea in ideas.iter().flatten() {
+            assert!(idea.ends_with('.') && idea.chars().next().is_some_and(char::is_uppercase), "{idea}");
+            assert!(!idea.contains("fdatasync") && !idea.contains("  "), "{idea}");
+        }
+        assert!(ideas.iter().flatten().any(|idea| idea.starts_with("B14 asks the disk to store writes 23-24")), "{ideas:#?}");
+        assert!(ideas.iter().flatten().any(|idea| idea.contains("told OK: the disk has confirmed")), "{ideas:#?}");
     }
 
     #[test]

@@ -49,6 +49,7 @@ impl CacheUnit {
         self == CacheUnit::Clean
     }
 
+    #[cfg(test)]
     pub const ALL: [CacheUnit; 5] = [CacheUnit::Empty, CacheUnit::Dirty, CacheUnit::Syncing, CacheUnit::Clean, CacheUnit::MarkedClean];
 }
 

@@ -50,8 +50,19 @@ impl Fate {
         }
     }
 
+    /// Every fate (the figures' legends spell them out as markup; a test keeps them equal).
+    #[cfg(test)]
     pub const ALL: [Fate; 4] = [Fate::Survived, Fate::Lost, Fate::SurvivedWithoutOk, Fate::Absent];
 }
+
+/// The fates' keys as markup, for the figures' legends (a test keeps them equal to
+/// [`Fate::words`]).
+macro_rules! fate_keys {
+    () => {
+        r#"<span class="key survived">told OK and found by recovery</span><span class="key lost">told OK and lost: a broken promise</span><span class="key survived-without-ok">never told OK, yet found by recovery</span><span class="key absent">never told OK, and gone</span>"#
+    };
+}
+pub(crate) use fate_keys;
 
 /// The writes that had arrived strictly before the cut.
 pub fn arrived_before(trace: &Trace, at: Nanos) -> Vec<u64> {
@@ -79,4 +90,16 @@ pub fn fates(arrived: &[u64], crash: &CrashState) -> Vec<(u64, Fate)> {
 /// The ids with one fate.
 pub fn with_fate(fates: &[(u64, Fate)], fate: Fate) -> Vec<u64> {
     fates.iter().filter(|(_, each)| *each == fate).map(|(id, _)| *id).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_legends_name_every_fate_in_its_words() {
+        for fate in Fate::ALL {
+            assert!(fate_keys!().contains(&format!("<span class=\"key {}\">{}</span>", fate.class(), fate.words())), "{fate:?}");
+        }
+    }
 }

@@ -11,7 +11,7 @@ use walab_core::scan::ScanCheck;
 use walab_core::sim::tiny::{self, CdcReader, CrashState, LogSyncFault, SegmentGates, SyncErrorHandling, TinyRun, TinySetup};
 use walab_core::time::Nanos;
 
-use super::captions::{caption_at, trace_captions};
+use super::captions::{caption_at, trace_captions, trace_ideas};
 use super::commit::core_policy;
 use super::captions::id_runs;
 use super::fates::{arrived_before, fates, with_fate, Fate};
@@ -181,6 +181,12 @@ impl TinyModel {
         marks.dedup();
         let Some(trace) = self.trace() else { return (marks, Vec::new()) };
         let mut captions = trace_captions(trace, &marks);
+        // Each step says its one idea first, in plain words, then what happened in detail.
+        for (caption, idea) in captions.iter_mut().zip(trace_ideas(trace, &marks)) {
+            if let Some(idea) = idea {
+                *caption = format!("{idea}\n{caption}");
+            }
+        }
         if let Some(Ok(outcome)) = &self.cut {
             let checks = &outcome.crash.recovery.scan.checks;
             let segments = &outcome.crash.recovery.segments;
@@ -190,7 +196,7 @@ impl TinyModel {
                 } else if *mark > outcome.at {
                     let step = ((mark.0 - outcome.at.0) / RECOVERY_STEP.0) as usize;
                     if let Some(check) = step.checked_sub(1).and_then(|step| checks.get(step)) {
-                        captions[index] = format!("Recovery, check {step} of {}: {}.", checks.len(), describe_check(check, segments));
+                        captions[index] = format!("{}\nRecovery, check {step} of {}: {}.", check_idea(check), checks.len(), describe_check(check, segments));
                     }
                 }
             }
@@ -262,12 +268,18 @@ pub fn cut_caption(outcome: &CutOutcome, revealed: bool) -> String {
     let at = crate::url_state::format_millis(outcome.at);
     let acknowledged = outcome.crash.acknowledged.len();
     if !revealed {
-        return format!("{at} ms: the power fails. The page cache and the drive's cache are gone; only what reached the media remains. \
-            {} been told OK: predict how many recovery finds, then reveal.", had(acknowledged));
+        return format!("The power fails at {at} ms: only what reached the disk survives. {} been told OK: how many will recovery find?\n\
+            The page cache and the drive's cache are gone; only what reached the media remains. Predict, then reveal.", had(acknowledged));
     }
     let lost = with_fate(&outcome.fates, Fate::Lost);
     let without_ok = with_fate(&outcome.fates, Fate::SurvivedWithoutOk);
-    let mut text = format!("{at} ms: the power fails. Of the {} told OK, {} survive", crate::format::count(acknowledged, "write"), outcome.crash.survived.len());
+    let idea = if lost.is_empty() {
+        format!("The power fails at {at} ms, and every write told OK survives.")
+    } else {
+        format!("The power fails at {at} ms, and {} told OK {} lost: {} only in memory.", crate::format::count(lost.len(), "write"),
+            if lost.len() == 1 { "is" } else { "are" }, if lost.len() == 1 { "it was" } else { "they were" })
+    };
+    let mut text = format!("{idea}\n{at} ms: the power fails. Of the {} told OK, {} survive", crate::format::count(acknowledged, "write"), outcome.crash.survived.len());
     if lost.is_empty() {
         text.push_str(" and none is lost");
     } else {
@@ -292,6 +304,22 @@ fn mode_at_cut(params: &LabParams, mode: PolicyKind, at: Nanos) -> Result<ModeAt
     .unwrap_or_else(|| run.sample_post_crash(params.seed));
     let fates = fates(&arrived_before(&run.trace, at), &worst);
     Ok(ModeAtCut { policy: mode, acknowledged: worst.acknowledged, lost_acknowledged: worst.lost_acknowledged, fates })
+}
+
+/// A scan check's one idea, in plain words (the step's headline).
+fn check_idea(check: &ScanCheck) -> &'static str {
+    match check {
+        ScanCheck::SegmentStart { .. } => "Recovery opens the next log file and reads it from its start.",
+        ScanCheck::Accept { .. } => "Recovery reads a whole record back: it counts.",
+        ScanCheck::Checksum { ok: false, .. } => "This record's checksum does not match its bytes: part of it never reached the disk (a torn write).",
+        ScanCheck::Checksum { ok: true, .. } => "The record's checksum matches its bytes: it is whole.",
+        ScanCheck::HeaderZero { .. } | ScanCheck::HeaderShort { .. } => "Recovery finds only zeros: nothing was written here.",
+        ScanCheck::PayloadPresent { ok: false, .. } | ScanCheck::LengthBound { ok: false, .. } => "This record is cut short: part of it never reached the disk.",
+        ScanCheck::Stop { .. } => "Recovery stops here: the log is what came before this point.",
+        ScanCheck::AlreadyFlushed { .. } => "This record is already in a flushed file: recovery skips it.",
+        ScanCheck::SegmentEnd { .. } => "This log file ends cleanly; recovery moves to the next.",
+        _ => "Recovery checks the next record.",
+    }
 }
 
 /// A scan check in words, for the step list.

@@ -10,7 +10,7 @@
 //! - the plug in the corner of the drawing pulls the power at the playhead, or plugs it
 //!   back in;
 //! - the keyboard: the grip is a slider; the arrows move it to the previous or next event,
-//!   Shift+arrows by 1 ms, Home and End to the ends, Enter cuts the power there, Escape
+//!   Shift+arrows by 1 ms (the events are the whole run's, also after a cut), Home and End to the ends, Enter cuts the power there, Escape
 //!   puts it back. Its value is spoken (`aria-valuetext`) and the chosen moment is said
 //!   in a live region; the cut itself is announced by the lab's status line.
 //!
@@ -70,7 +70,8 @@ pub fn key_move(key: &str, shift: bool, at: Nanos, marks: &[Nanos], end: Nanos) 
     Some(match (key, shift) {
         ("ArrowRight" | "ArrowUp", true) => Nanos(at.0.saturating_add(millisecond)).min(end),
         ("ArrowLeft" | "ArrowDown", true) => Nanos(at.0.saturating_sub(millisecond)),
-        ("ArrowRight" | "ArrowUp", false) => marks.iter().copied().find(|mark| *mark > at).unwrap_or(end).min(end),
+        // Past the last event, a millisecond at a time (never a leap to the axis' end).
+        ("ArrowRight" | "ArrowUp", false) => marks.iter().copied().find(|mark| *mark > at).unwrap_or(Nanos(at.0.saturating_add(millisecond))).min(end),
         ("ArrowLeft" | "ArrowDown", false) => marks.iter().rev().copied().find(|mark| *mark < at).unwrap_or(Nanos::ZERO),
         ("PageUp", _) => Nanos(at.0.saturating_add(millisecond)).min(end),
         ("PageDown", _) => Nanos(at.0.saturating_sub(millisecond)),
@@ -277,7 +278,7 @@ mod tests {
         assert_eq!(key_move("ArrowLeft", false, at, &marks, END), Some(Nanos(1_000_000)));
         assert_eq!(key_move("ArrowRight", true, at, &marks, END), Some(Nanos(3_500_000)));
         assert_eq!(key_move("ArrowLeft", true, Nanos(500_000), &marks, END), Some(Nanos::ZERO));
-        assert_eq!(key_move("ArrowRight", false, Nanos(4_000_000), &marks, END), Some(END), "after the last event, the end");
+        assert_eq!(key_move("ArrowRight", false, Nanos(4_000_000), &marks, END), Some(Nanos(5_000_000)), "after the last event, 1 ms on");
         assert_eq!(key_move("End", false, at, &marks, END), Some(END));
         assert_eq!(key_move("x", false, at, &marks, END), None);
     }

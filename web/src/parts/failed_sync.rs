@@ -6,7 +6,7 @@ use yew::prelude::*;
 
 use super::power::{answer_revealed, cut_controls, field_message, id_ranges, lanes, power_report, tiny_model};
 use super::predict::{answer_pending, Predict};
-use super::{ChapterProps, source};
+use super::ChapterProps;
 use crate::model::failed_sync_view::paths_at;
 use crate::figures::failed_sync::{failed_sync_figure, FailedSyncFigureProps};
 use crate::layout::Scene;
@@ -14,36 +14,8 @@ use crate::player::{player, PlayerProps};
 use crate::state::{Field, LabAction, Setting};
 use crate::url_state::{Fault, Handling};
 
-fn failed_sync_text() -> Html {
-    html! {
-        <div class="prose">
-            <p>{ "A sync can fail: EIO from a failing device or a lost network volume, ENOSPC from a full disk. The \
-                  natural reaction, trying again, is exactly wrong. When Linux fails to write dirty pages back, it may \
-                  mark them clean anyway and report the error once, to the next sync that asks. The bytes may never have \
-                  reached the disk, yet the kernel no longer holds them as waiting to be written, so a second sync finds \
-                  nothing to do and returns success. " }
-               { source("fsync(2) ERRORS", "https://man7.org/linux/man-pages/man2/fsync.2.html") }</p>
-            <p>{ "This bit PostgreSQL in 2018 (\"fsyncgate\"). Its fix was to stop retrying: by default a failed data sync \
-                  now raises a PANIC, and the server restarts and recovers from its WAL (data_sync_retry = off). A study \
-                  at USENIX ATC 2020 tested five widely used systems (PostgreSQL, LMDB, LevelDB, SQLite, Redis) and found \
-                  that none handled a failed fsync safely in every case. " }
-               { source("PostgreSQL: data_sync_retry", "https://www.postgresql.org/docs/current/runtime-config-error-handling.html#GUC-DATA-SYNC-RETRY") }
-               { source("Rebello et al., Can Applications Recover from fsync Failures? (ATC '20)", "https://www.usenix.org/conference/atc20/presentation/rebello") }</p>
-            <h3>{ "The rule" }</h3>
-            <ol>
-                <li>{ "A failed sync is fatal to the log: never retry it and carry on." }</li>
-                <li>{ "Fail every writer waiting on that sync; none of them was acknowledged." }</li>
-                <li>{ "Stop taking writes, restart, and recover from what is on the disk." }</li>
-                <li>{ "A client that got an error does not know the outcome: the write may or may not exist after \
-                       recovery. Its retry must be idempotent." }</li>
-            </ol>
-            <p>{ "One more trap: after a write-back error the kernel may keep the pages' contents in memory. A process \
-                  that restarts without a reboot and reads its log through the page cache can see records the disk does \
-                  not have, replay them as durable, and lose them at the next power cut. Recover after a reboot, or read \
-                  the log with direct I/O." }</p>
-        </div>
-    }
-}
+/// The Part's text, as static markup (see `super::markup`).
+const FAILED_SYNC_TEXT: &str = r#"<div class="prose"><p>A sync can fail: EIO from a failing device or a lost network volume, ENOSPC from a full disk. The natural reaction, trying again, is exactly wrong. When Linux fails to write dirty pages back, it may mark them clean anyway and report the error once, to the next sync that asks. The bytes may never have reached the disk, yet the kernel no longer holds them as waiting to be written, so a second sync finds nothing to do and returns success. <a class="source" href="https://man7.org/linux/man-pages/man2/fsync.2.html" target="_blank" rel="noopener">[fsync(2) ERRORS]</a></p><p>This bit PostgreSQL in 2018 ("fsyncgate"). Its fix was to stop retrying: by default a failed data sync now raises a PANIC, and the server restarts and recovers from its WAL (data_sync_retry = off). A study at USENIX ATC 2020 tested five widely used systems (PostgreSQL, LMDB, LevelDB, SQLite, Redis) and found that none handled a failed fsync safely in every case. <a class="source" href="https://www.postgresql.org/docs/current/runtime-config-error-handling.html#GUC-DATA-SYNC-RETRY" target="_blank" rel="noopener">[PostgreSQL: data_sync_retry]</a><a class="source" href="https://www.usenix.org/conference/atc20/presentation/rebello" target="_blank" rel="noopener">[Rebello et al., Can Applications Recover from fsync Failures? (ATC &#39;20)]</a></p><h3>The rule</h3><ol><li>A failed sync is fatal to the log: never retry it and carry on.</li><li>Fail every writer waiting on that sync; none of them was acknowledged.</li><li>Stop taking writes, restart, and recover from what is on the disk.</li><li>A client that got an error does not know the outcome: the write may or may not exist after recovery. Its retry must be idempotent.</li></ol><p>One more trap: after a write-back error the kernel may keep the pages&#39; contents in memory. A process that restarts without a reboot and reads its log through the page cache can see records the disk does not have, replay them as durable, and lose them at the next power cut. Recover after a reboot, or read the log with direct I/O.</p></div>"#;
 
 pub fn failed_sync_chapter(props: &ChapterProps) -> Html {
     let (revealed, _) = answer_revealed(props);
@@ -119,15 +91,14 @@ pub fn failed_sync_chapter(props: &ChapterProps) -> Html {
             controls={player(Some(caption))}
             figure={figure.unwrap_or_default()}
             outcome={whole_run}>
-            { failed_sync_text() }
+            { super::markup(FAILED_SYNC_TEXT) }
         </Scene>
         <Scene name="power-cut" title="Pull the power" opens_here={props.params.cut.is_some()}
             controls={player(None)}
             actions={cut_controls(props)}
             figure={lanes(model, props, revealed)}
             outcome={html! { <>{ power_report(props) }{ page_cache.unwrap_or_default() }</> }}>
-            <div class="prose"><p>{ "Then pull the power, before or after F11's flush completes, and compare the paths: on the wrong \
-                path the retried sync 'succeeded' without writing, so whether B11's acknowledged writes survive depends on timing." }</p></div>
+            { super::markup(r#"<div class="prose"><p>Then pull the power, before or after F11&#39;s flush completes, and compare the paths: on the wrong path the retried sync &quot;succeeded&quot; without writing, so whether B11&#39;s acknowledged writes survive depends on timing.</p></div>"#) }
         </Scene>
         </>
     }

@@ -8,12 +8,15 @@ use yew::prelude::*;
 use super::controls::{controls, Shown};
 use super::power::{answer_revealed, cut_controls, id_ranges, lanes, power_report, tiny_model};
 use super::predict::{answer_pending, Predict};
-use super::{ChapterProps, source};
+use super::ChapterProps;
 use crate::figures::modes::{ModeRow, ModesFigure};
 use crate::layout::Scene;
 use crate::player::{player, PlayerProps};
 use crate::state::LabAction;
 use crate::url_state::{format_millis, PolicyKind};
+
+/// The Part's opening text and the ladder of modes, as static markup (see `super::markup`).
+const MODES_INTRO: &str = r#"<div class="modes-intro"><div class="prose"><p>Not every write deserves a sync before its OK: a second of metrics can be lost, a payment cannot. Every engine lets you choose, and the classic mistake is to choose without saying what the choice can lose.</p></div><h3>The ladder, and what engines call each rung</h3><table class="ladder"><thead><tr><th>OK is sent when</th><th>a power loss can lose</th><th>engines&#39; settings</th></tr></thead><tbody><tr><td>the record is in the page cache (no sync)</td><td>everything the kernel has not yet written back</td><td>RocksDB WriteOptions.sync = false (its default); Redis appendfsync no <a class="source" href="https://github.com/facebook/rocksdb/blob/main/include/rocksdb/options.h" target="_blank" rel="noopener">[RocksDB options.h]</a> <a class="source" href="https://redis.io/docs/latest/operate/oss_and_stack/management/persistence/" target="_blank" rel="noopener">[Redis persistence]</a></td></tr><tr><td>the record is written; a background sync runs about every second</td><td>about the last second</td><td>InnoDB innodb_flush_log_at_trx_commit = 2 (or 0); PostgreSQL synchronous_commit = off (up to three wal_writer_delay); Redis appendfsync everysec; Cassandra commitlog_sync periodic <a class="source" href="https://dev.mysql.com/doc/refman/8.4/en/innodb-parameters.html#sysvar_innodb_flush_log_at_trx_commit" target="_blank" rel="noopener">[MySQL: innodb_flush_log_at_trx_commit]</a> <a class="source" href="https://www.postgresql.org/docs/current/runtime-config-wal.html#GUC-SYNCHRONOUS-COMMIT" target="_blank" rel="noopener">[PostgreSQL: synchronous_commit]</a> <a class="source" href="https://cassandra.apache.org/doc/latest/cassandra/managing/configuration/cass_yaml_file.html" target="_blank" rel="noopener">[Cassandra: commitlog_sync]</a></td></tr><tr><td>the record&#39;s sync returned (per write or group commit)</td><td>no acknowledged write</td><td>InnoDB innodb_flush_log_at_trx_commit = 1 (default); PostgreSQL synchronous_commit = on (default); RocksDB sync = true; SQLite synchronous = FULL (in WAL mode NORMAL can lose the last commits on power loss) <a class="source" href="https://www.sqlite.org/pragma.html#pragma_synchronous" target="_blank" rel="noopener">[SQLite: PRAGMA synchronous]</a></td></tr><tr><td>a quorum of replicas has the record</td><td>no acknowledged write even if a machine is lost (Part 10)</td><td>PostgreSQL synchronous_standby_names with synchronous_commit = on or remote_apply; Kafka acks = all with min.insync.replicas <a class="source" href="https://kafka.apache.org/documentation/#producerconfigs_acks" target="_blank" rel="noopener">[Kafka: producer acks]</a></td></tr></tbody></table><div class="prose"><p>Losing writes is not the same as corrupting data. PostgreSQL&#39;s synchronous_commit = off can lose the last few commits after a crash but always comes back consistent; fsync = off can leave pages and log out of step, and its documentation warns of unrecoverable corruption. <a class="source" href="https://www.postgresql.org/docs/current/runtime-config-wal.html#GUC-FSYNC" target="_blank" rel="noopener">[PostgreSQL: fsync]</a></p></div></div>"#;
 
 pub fn modes_chapter(props: &ChapterProps) -> Html {
     let (revealed, _) = answer_revealed(props);
@@ -40,65 +43,48 @@ pub fn modes_chapter(props: &ChapterProps) -> Html {
         .iter()
         .filter_map(|(policy, mode)| mode.as_ref().ok().map(|mode| ModeRow { name: policy.label().to_string(), url_name: policy.name().to_string(), fates: mode.fates.clone() }))
         .collect();
+    // The figure is always drawn: before the answer it shows which writes each mode had
+    // told OK when the power failed (what the prediction starts from), after it their fates.
+    let figure = html! { <ModesFigure rows={Rc::new(rows)} at={format_millis(at)} writes={tiny_store::WRITES.len() as u64} {revealed} /> };
     let table = html! {
-        <>
         <table class="modes">
             <thead><tr><th>{ "mode" }</th><th class="num">{ "acknowledged" }</th><th class="num">{ "acknowledged and lost" }</th><th>{ "lost writes" }</th></tr></thead>
             <tbody>{ for modes }</tbody>
         </table>
-        <ModesFigure rows={Rc::new(rows)} at={format_millis(at)} writes={tiny_store::WRITES.len() as u64} />
-        </>
+    };
+    // The scene's one idea, with the run's numbers: what each mode promised, then what it kept.
+    let counts = |kind: PolicyKind| model.modes.iter().find(|(policy, _)| *policy == kind).and_then(|(_, mode)| mode.as_ref().ok())
+        .map(|mode| (mode.acknowledged.len(), mode.lost_acknowledged.len()));
+    let idea = match (counts(PolicyKind::Group), counts(PolicyKind::NoSync)) {
+        (Some((group_ok, group_lost)), Some((fast_ok, fast_lost))) if revealed => format!(
+            "The power fails at {} ms. Group commit told {} OK and loses {}; no sync told {} OK and loses {}: an OK sent before the disk has the write is a promise the power can break.",
+            format_millis(at), crate::format::count(group_ok, "write"), group_lost, crate::format::count(fast_ok, "write"), fast_lost),
+        (Some((group_ok, _)), Some((fast_ok, _))) => format!(
+            "The power fails at {} ms. Group commit had told {} OK, each after the disk stored it; no sync had told {} OK the moment they reached memory. Which of them come back?",
+            format_millis(at), crate::format::count(group_ok, "write"), crate::format::count(fast_ok, "write")),
+        _ => String::new(),
     };
     html! {
         <>
-        <div class="prose">
-            <p>{ "Not every write deserves a sync before its OK: a second of metrics can be lost, a payment cannot. Every \
-                  engine lets you choose, and the classic mistake is to choose without saying what the choice can lose." }</p>
-        </div>
-        <h3>{ "The ladder, and what engines call each rung" }</h3>
-        <table class="ladder">
-            <thead><tr><th>{ "OK is sent when" }</th><th>{ "a power loss can lose" }</th><th>{ "engines' settings" }</th></tr></thead>
-            <tbody>
-                <tr><td>{ "the record is in the page cache (no sync)" }</td><td>{ "everything the kernel has not yet written back" }</td>
-                    <td>{ "RocksDB WriteOptions.sync = false (its default); Redis appendfsync no " }
-                        { source("RocksDB options.h", "https://github.com/facebook/rocksdb/blob/main/include/rocksdb/options.h") }
-                        { source("Redis persistence", "https://redis.io/docs/latest/operate/oss_and_stack/management/persistence/") }</td></tr>
-                <tr><td>{ "the record is written; a background sync runs about every second" }</td><td>{ "about the last second" }</td>
-                    <td>{ "InnoDB innodb_flush_log_at_trx_commit = 2 (or 0); PostgreSQL synchronous_commit = off (up to three wal_writer_delay); Redis appendfsync everysec; Cassandra commitlog_sync periodic " }
-                        { source("MySQL: innodb_flush_log_at_trx_commit", "https://dev.mysql.com/doc/refman/8.4/en/innodb-parameters.html#sysvar_innodb_flush_log_at_trx_commit") }
-                        { source("PostgreSQL: synchronous_commit", "https://www.postgresql.org/docs/current/runtime-config-wal.html#GUC-SYNCHRONOUS-COMMIT") }
-                        { source("Cassandra: commitlog_sync", "https://cassandra.apache.org/doc/latest/cassandra/managing/configuration/cass_yaml_file.html") }</td></tr>
-                <tr><td>{ "the record's sync returned (per write or group commit)" }</td><td>{ "no acknowledged write" }</td>
-                    <td>{ "InnoDB innodb_flush_log_at_trx_commit = 1 (default); PostgreSQL synchronous_commit = on (default); RocksDB sync = true; SQLite synchronous = FULL (in WAL mode NORMAL can lose the last commits on power loss) " }
-                        { source("SQLite: PRAGMA synchronous", "https://www.sqlite.org/pragma.html#pragma_synchronous") }</td></tr>
-                <tr><td>{ "a quorum of replicas has the record" }</td><td>{ "no acknowledged write even if a machine is lost (Part 10)" }</td>
-                    <td>{ "PostgreSQL synchronous_standby_names with synchronous_commit = on or remote_apply; Kafka acks = all with min.insync.replicas " }
-                        { source("Kafka: producer acks", "https://kafka.apache.org/documentation/#producerconfigs_acks") }</td></tr>
-            </tbody>
-        </table>
-        <div class="prose"><p>{ "Losing writes is not the same as corrupting data. PostgreSQL's synchronous_commit = off can lose \
-            the last few commits after a crash but always comes back consistent; fsync = off can leave pages and log out of step, \
-            and its documentation warns of unrecoverable corruption. " }
-            { source("PostgreSQL: fsync", "https://www.postgresql.org/docs/current/runtime-config-wal.html#GUC-FSYNC") }</p></div>
+        { super::markup(MODES_INTRO) }
         <Scene name="modes" title={AttrValue::from(format!("One power cut, four modes: at {} ms", format_millis(at)))}
-            figure={html! {
+            controls={html! { <p class="scene-idea" aria-live="polite">{ idea }</p> }}
+            figure={figure}
+            outcome={html! {
                 if props.params.cut.is_some() && !revealed {
-                    { answer_pending("The four modes at your cut appear once you predict what recovery finds (below), or ask to see the answer.") }
+                    { answer_pending("What each mode keeps at your cut appears once you predict what recovery finds (below), or ask to see the answer.") }
                 } else if props.params.cut.is_some() {
                     // The link's prediction answers the cut's question (the power report's),
                     // so the four modes are shown without a second verdict on the same guess.
                     { table }
                 } else {
-                    <Predict question={format!("cut at {} ms, how many acknowledged writes does “{}” lose?", format_millis(at), PolicyKind::NoSync.label())}
+                    <Predict question={format!("how many of the writes “{}” told OK does recovery lose?", PolicyKind::NoSync.label())}
                         answer={no_sync_lost} params={props.params.clone()} on_action={props.on_action.clone()}>
                         { table }
                     </Predict>
                 }
             }}>
-            <div class="prose"><p>{ "The same 24 arrivals under each mode, cut at the same instant. The two fast modes send OK before any sync: \
-                one never syncs the log, the other syncs it in the background once a second (InnoDB's 2, PostgreSQL's \
-                synchronous_commit = off). Flushed files are synced in every mode. \
-                Each row is the core's run; for the modes with syncs in flight, the row shows the worst legal outcome of the units in flight." }</p></div>
+            { super::markup(r#"<div class="prose"><p>The same 24 arrivals under each mode, cut at the same instant. The two fast modes send OK before any sync: one never syncs the log, the other syncs it in the background once a second (InnoDB&#39;s 2, PostgreSQL&#39;s synchronous_commit = off). Flushed files are synced in every mode. Each row is the core&#39;s run; for the modes with syncs in flight, the row shows the worst legal outcome of the units in flight.</p></div>"#) }
         </Scene>
         <Scene name="power-cut" title="Your own cut" opens_here={props.params.cut.is_some()}
             settings={html! { { controls(&props.params, shown, None, &props.on_action) } }}
@@ -106,8 +92,7 @@ pub fn modes_chapter(props: &ChapterProps) -> Html {
             actions={cut_controls(props)}
             figure={lanes(model, props, revealed)}
             outcome={power_report(props)}>
-            <div class="prose"><p>{ "Choose a mode, play the run and pull the power at any moment (the button, the p key, or a \
-                millisecond typed in). Before the answer shows, predict how many of the acknowledged writes recovery finds." }</p></div>
+            { super::markup(r#"<div class="prose"><p>Choose a mode, play the run and pull the power at any moment (the button, the p key, or a millisecond typed in). Before the answer shows, predict how many of the acknowledged writes recovery finds.</p></div>"#) }
         </Scene>
         </>
     }

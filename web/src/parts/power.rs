@@ -133,20 +133,34 @@ pub(super) fn power_report(props: &ChapterProps) -> Html {
                     data-lost={ids(&crash.lost_acknowledged)} data-recovered={ids(&crash.recovery.recovered)}
                     data-stop-reason={stop.reason.name()} data-stop-segment={stop.segment.clone().unwrap_or_default()}
                     data-stop-offset={stop.offset.to_string()}>
-                    <table class="summary">
-                        <tr><th>{ "acknowledged before the cut" }</th><td>{ id_ranges(&crash.acknowledged) }</td></tr>
-                        <tr><th>{ "survived" }</th><td>{ id_ranges(&crash.survived) }</td></tr>
-                        <tr><th>{ "acknowledged and lost" }</th><td class={classes!((!crash.lost_acknowledged.is_empty()).then_some("danger"))}>{ id_ranges(&crash.lost_acknowledged) }</td></tr>
-                        <tr><th>{ "recovered (acknowledged or not)" }</th><td>{ id_ranges(&crash.recovery.recovered) }</td></tr>
-                        <tr><th>{ "the log scan stopped" }</th><td>{ format!("{} at {}:{}", stop.reason.name(), stop.segment.clone().unwrap_or_else(|| "-".into()), stop.offset) }</td></tr>
-                        <tr><th>{ "in-flight units that reached the media" }</th><td>{
-                            if crash.kept_units.is_empty() { "none".to_string() } else {
-                                crash.kept_units.iter().map(|(file, unit)| format!("{file} unit {unit}")).collect::<Vec<_>>().join(", ") } }</td></tr>
-                    </table>
+                    { super::markup_owned(format!(
+                        "<table class=\"summary\"><tr><th>acknowledged before the cut</th><td>{}</td></tr><tr><th>survived</th><td>{}</td></tr>\
+                        <tr><th>acknowledged and lost</th><td{}>{}</td></tr><tr><th>recovered (acknowledged or not)</th><td>{}</td></tr>\
+                        <tr><th>the log scan stopped</th><td>{}</td></tr><tr><th>in-flight units that reached the media</th><td>{}</td></tr></table>",
+                        id_ranges(&crash.acknowledged), id_ranges(&crash.survived),
+                        if crash.lost_acknowledged.is_empty() { "" } else { " class=\"danger\"" }, id_ranges(&crash.lost_acknowledged),
+                        id_ranges(&crash.recovery.recovered),
+                        super::escape(&format!("{} at {}:{}", stop.reason.name(), stop.segment.clone().unwrap_or_else(|| "-".into()), stop.offset)),
+                        super::escape(&if crash.kept_units.is_empty() { "none".to_string() } else {
+                            crash.kept_units.iter().map(|(file, unit)| format!("{file} unit {unit}")).collect::<Vec<_>>().join(", ") }))) }
                     { cli }
                 </div>
             </Predict>
         </div>
+    }
+}
+
+/// The step's caption, except at the moment the view opens on (no cut chosen yet): there
+/// the Part's lesson, `idea`, is the one idea said first, and the step's details follow.
+pub(super) fn opening_caption(props: &ChapterProps, model: &TinyModel, revealed: bool, idea: Option<String>) -> AttrValue {
+    let caption = model.caption_now(props.player.now, revealed);
+    let at_opening = props.params.cut.is_none() && crate::model::moments::opening(&props.model.0) == Some(props.player.now);
+    match idea.filter(|_| at_opening) {
+        Some(idea) => {
+            let details = caption.split_once('\n').map_or(caption.as_str(), |(_, details)| details);
+            AttrValue::from(format!("{idea}\n{details}"))
+        }
+        None => AttrValue::from(caption),
     }
 }
 
@@ -168,8 +182,19 @@ pub(super) fn lanes(model: &TinyModel, props: &ChapterProps, revealed: bool) -> 
     let now = props.player.now.min(model.cut_at().unwrap_or(Nanos::MAX));
     let cut = model.cut_at();
     // The cut is acted on in the lanes: its line's grip and the plug.
+    // The arrows step between the events of the whole run, not only those before a cut
+    // (after a cut the player's steps end there, and → would leap to the axis' end).
+    let marks = match &model.full {
+        Ok((_, spans)) => {
+            let mut marks = spans.marks();
+            walab_core::sort::sort(&mut marks);
+            marks.dedup();
+            Rc::new(marks)
+        }
+        Err(_) => props.player.marks.clone(),
+    };
     let overlay = {
-        let (marks, on_action) = (props.player.marks.clone(), props.on_action.clone());
+        let on_action = props.on_action.clone();
         Callback::from(move |axis: TimeAxis| html! { <CutHandle {axis} {now} {cut} marks={marks.clone()} on_action={on_action.clone()} /> })
     };
     let axis_end = model.full.as_ref().ok().map(|(_, spans)| spans.end);

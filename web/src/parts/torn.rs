@@ -20,7 +20,16 @@ use crate::url_state::{format_millis, to_query};
 pub fn torn_chapter(props: &ChapterProps) -> Html {
     let (revealed, _) = answer_revealed(props);
     let Some(model) = tiny_model(props) else { return Html::default() };
-    let caption = AttrValue::from(model.caption_now(props.player.now, revealed));
+    // The view opens while B14's sync is writing wal-6: the moment a cut tears a record.
+    let in_flight = model.trace().and_then(|trace| trace.events.iter().rev().find_map(|event| match &event.event {
+        walab_core::trace::Event::SyncStart { batch: Some(batch), units, .. } if event.at <= props.player.now && !units.is_empty() => Some((*batch, units.clone())),
+        _ => None,
+    }));
+    let idea = in_flight.map(|(batch, units)| format!(
+        "The disk is writing B{batch}'s {} one {}-byte unit at a time, and a multi-unit write is not atomic: pull the power now and some units may land while others do not.",
+        if units.len() == 1 { format!("unit {}", units[0]) } else { format!("units {}", crate::model::captions::unit_list(&units)) },
+        props.params.unit_bytes));
+    let caption = super::power::opening_caption(props, model, revealed, idea);
     let on_player = props.on_action.reform(LabAction::Player);
     let outcome = model.cut.as_ref().and_then(|cut| cut.as_ref().ok());
     let checks_done = model.checks_done(props.player.now);
@@ -51,21 +60,13 @@ pub fn torn_chapter(props: &ChapterProps) -> Html {
         (title, figure)
     });
     let states = outcome.and_then(|outcome| outcome.all_states.as_ref()).map(|states| {
-        let rows = states.iter().map(|state| html! {
-            <tr>
-                <td>{ if state.kept_units.is_empty() { "none".to_string() } else { state.kept_units.iter().map(|(file, unit)| format!("{file}:{unit}")).collect::<Vec<_>>().join(" ") } }</td>
-                <td>{ id_ranges(&state.recovery.recovered) }</td>
-                <td class={classes!((!state.lost_acknowledged.is_empty()).then_some("danger"))}>{ id_ranges(&state.lost_acknowledged) }</td>
-                <td>{ format!("{} at {}:{}", state.recovery.stop.reason.name(), state.recovery.stop.segment.clone().unwrap_or_default(), state.recovery.stop.offset) }</td>
-            </tr>
-        });
-        html! {
-            <>
-            <h4>{ "Every legal outcome of this cut" }</h4>
-            <table class="states"><thead><tr><th>{ "in-flight units that landed" }</th><th>{ "recovered" }</th><th>{ "acknowledged and lost" }</th><th>{ "scan stop" }</th></tr></thead>
-            <tbody>{ for rows }</tbody></table>
-            </>
-        }
+        let rows: String = states.iter().map(|state| format!("<tr><td>{}</td><td>{}</td><td{}>{}</td><td>{}</td></tr>",
+            super::escape(&if state.kept_units.is_empty() { "none".to_string() } else { state.kept_units.iter().map(|(file, unit)| format!("{file}:{unit}")).collect::<Vec<_>>().join(" ") }),
+            id_ranges(&state.recovery.recovered),
+            if state.lost_acknowledged.is_empty() { "" } else { " class=\"danger\"" }, id_ranges(&state.lost_acknowledged),
+            super::escape(&format!("{} at {}:{}", state.recovery.stop.reason.name(), state.recovery.stop.segment.clone().unwrap_or_default(), state.recovery.stop.offset)))).collect();
+        super::markup_owned(format!("<div class=\"all-states\"><h4>Every legal outcome of this cut</h4><table class=\"states\"><thead><tr>\
+            <th>in-flight units that landed</th><th>recovered</th><th>acknowledged and lost</th><th>scan stop</th></tr></thead><tbody>{rows}</tbody></table></div>"))
     });
     let unit_bytes = props.params.unit_bytes as usize;
     let unit_text = if unit_bytes < SEGMENT_BYTES {
@@ -119,18 +120,14 @@ pub fn torn_chapter(props: &ChapterProps) -> Html {
             figure={html! { <>{ lanes(model, props, revealed) }{ media.unwrap_or_default() }</> }}
             outcome={power_report(props)}>
             <div class="prose">
-                <p>{ "A device persists data in atomic units (sectors): each unit is written whole or not at all, but a write \
-                      of several units is not atomic. If the power fails during a sync, some units hold the new bytes and some \
-                      the old, in any combination: a torn write. The tiny store uses 32-byte units so the effect shows in a few \
-                      bytes; real devices use 512 bytes or 4 KiB (choose the unit next to the power button)." }</p>
+                { super::markup(r#"<p>A device persists data in atomic units (sectors): each unit is written whole or not at all, but a write of several units is not atomic. If the power fails during a sync, some units hold the new bytes and some the old, in any combination: a torn write. The tiny store uses 32-byte units so the effect shows in a few bytes; real devices use 512 bytes or 4 KiB (choose the unit next to the power button).</p>"#) }
                 <p class="unit-text" data-unit-bytes={unit_bytes.to_string()}>{ unit_text }</p>
                 { cases.unwrap_or_default() }
             </div>
         </Scene>
         if let (true, Some((title, figure))) = (revealed, recovery_figure) {
             <Scene name="recovery" title={AttrValue::from(title)} controls={player(None)} figure={html! { <>{ figure }{ states.unwrap_or_default() }</> }}>
-                <div class="prose"><p>{ "Play on past the cut: the scan reads the segments that remain, oldest first, checking each \
-                    record's header, length and checksum, and stops at the first one that fails." }</p></div>
+                { super::markup(r#"<div class="prose"><p>Play on past the cut: the scan reads the segments that remain, oldest first, checking each record&#39;s header, length and checksum, and stops at the first one that fails.</p></div>"#) }
             </Scene>
         } else if outcome.is_some() {
             { answer_pending("wal-6 on the media, the recovery scan check by check and every legal outcome of this cut appear once you predict above (or ask to see the answer).") }
@@ -164,20 +161,15 @@ fn units_view(outcome: &UnitsData) -> Html {
         return html! { <p class="note">{ "wal-6 did not exist at the cut." }</p> };
     };
     let unit_bytes = outcome.unit_bytes.max(1);
-    let units = bytes.chunks(unit_bytes).enumerate().map(|(unit, chunk)| {
+    let rows: String = bytes.chunks(unit_bytes).enumerate().map(|(unit, chunk)| {
         let hex: Vec<String> = chunk.iter().map(|byte| format!("{byte:02x}")).collect();
         let zero = chunk.iter().all(|byte| *byte == 0);
         let landed = outcome.kept_units.contains(&(unit as u32));
-        html! {
-            <tr class={classes!("unit", zero.then_some("zero"), landed.then_some("landed"))} data-unit={unit.to_string()}>
-                <td class="num">{ format!("unit {unit}") }</td>
-                <td class="num">{ unit_range(unit, unit_bytes, chunk.len()) }</td>
-                <td class="hex"><code>{ hex.join(" ") }</code></td>
-                <td>{ if landed { "reached the media during the cut sync" } else if zero { "zeros" } else { "on the media" } }</td>
-            </tr>
-        }
-    });
-    html! { <table class="units" data-unit-bytes={unit_bytes.to_string()}>{ for units }</table> }
+        format!("<tr class=\"unit{}{}\" data-unit=\"{unit}\"><td class=\"num\">unit {unit}</td><td class=\"num\">{}</td><td class=\"hex\"><code>{}</code></td><td>{}</td></tr>",
+            if zero { " zero" } else { "" }, if landed { " landed" } else { "" }, unit_range(unit, unit_bytes, chunk.len()), hex.join(" "),
+            if landed { "reached the media during the cut sync" } else if zero { "zeros" } else { "on the media" })
+    }).collect();
+    super::markup_owned(format!("<table class=\"units\" data-unit-bytes=\"{unit_bytes}\">{rows}</table>"))
 }
 
 /// A unit's byte range, and how much of it the file holds when the file ends inside it:
