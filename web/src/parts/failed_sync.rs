@@ -64,12 +64,8 @@ pub fn failed_sync_chapter(props: &ChapterProps) -> Html {
             </select></label>
         </div>
     };
-    let whole_run_table = html! {
-        <table class="summary" data-acked={acked.len().to_string()} data-failed={failed.len().to_string()}>
-            <tr><th>{ "acknowledged (whole run)" }</th><td>{ id_ranges(&acked) }</td></tr>
-            <tr><th>{ "told \"outcome unknown\"" }</th><td>{ id_ranges(&failed) }</td></tr>
-        </table>
-    };
+    let whole_run_table = super::markup_owned(format!("<table class=\"summary\" data-acked=\"{}\" data-failed=\"{}\"><tr><th>acknowledged (whole run)</th><td>{}</td></tr>\
+        <tr><th>told &quot;outcome unknown&quot;</th><td>{}</td></tr></table>", acked.len(), failed.len(), id_ranges(&acked), id_ranges(&failed)));
     let whole_run = html! {
         if props.params.cut.is_some() && !revealed {
             { answer_pending("The whole run's acknowledgements appear once you predict what recovery finds (below), or ask to see the answer.") }

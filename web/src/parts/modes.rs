@@ -24,17 +24,12 @@ pub fn modes_chapter(props: &ChapterProps) -> Html {
     let caption = AttrValue::from(model.caption_now(props.player.now, revealed));
     let on_player = props.on_action.reform(LabAction::Player);
     let shown = Shown { policy: true, sync: true, ..Shown::default() };
-    let modes = model.modes.iter().map(|(policy, mode)| match mode {
-        Ok(mode) => html! {
-            <tr data-policy={policy.name()} data-acknowledged={mode.acknowledged.len().to_string()} data-lost={mode.lost_acknowledged.len().to_string()}>
-                <td>{ policy.label() }</td>
-                <td class="num">{ mode.acknowledged.len() }</td>
-                <td class={classes!("num", (!mode.lost_acknowledged.is_empty()).then_some("danger"))}>{ mode.lost_acknowledged.len() }</td>
-                <td>{ id_ranges(&mode.lost_acknowledged) }</td>
-            </tr>
-        },
-        Err(error) => html! { <tr><td>{ policy.label() }</td><td colspan="3" class="error">{ error.clone() }</td></tr> },
-    });
+    let modes: String = model.modes.iter().map(|(policy, mode)| match mode {
+        Ok(mode) => format!("<tr data-policy=\"{}\" data-acknowledged=\"{}\" data-lost=\"{}\"><td>{}</td><td class=\"num\">{}</td><td class=\"num{}\">{}</td><td>{}</td></tr>",
+            policy.name(), mode.acknowledged.len(), mode.lost_acknowledged.len(), super::escape(policy.label()), mode.acknowledged.len(),
+            if mode.lost_acknowledged.is_empty() { "" } else { " danger" }, mode.lost_acknowledged.len(), id_ranges(&mode.lost_acknowledged)),
+        Err(error) => format!("<tr><td>{}</td><td colspan=\"3\" class=\"error\">{}</td></tr>", super::escape(policy.label()), super::escape(error)),
+    }).collect();
     let at = props.params.cut.unwrap_or(tiny_store::POWER_CUT);
     let no_sync_lost = model.modes.iter().find(|(policy, _)| *policy == PolicyKind::NoSync)
         .and_then(|(_, mode)| mode.as_ref().ok()).map(|mode| mode.lost_acknowledged.len() as u32);
@@ -46,12 +41,8 @@ pub fn modes_chapter(props: &ChapterProps) -> Html {
     // The figure is always drawn: before the answer it shows which writes each mode had
     // told OK when the power failed (what the prediction starts from), after it their fates.
     let figure = html! { <ModesFigure rows={Rc::new(rows)} at={format_millis(at)} writes={tiny_store::WRITES.len() as u64} {revealed} /> };
-    let table = html! {
-        <table class="modes">
-            <thead><tr><th>{ "mode" }</th><th class="num">{ "acknowledged" }</th><th class="num">{ "acknowledged and lost" }</th><th>{ "lost writes" }</th></tr></thead>
-            <tbody>{ for modes }</tbody>
-        </table>
-    };
+    let table = super::markup_owned(format!("<table class=\"modes\"><thead><tr><th>mode</th><th class=\"num\">acknowledged</th>\
+        <th class=\"num\">acknowledged and lost</th><th>lost writes</th></tr></thead><tbody>{modes}</tbody></table>"));
     // The scene's one idea, with the run's numbers: what each mode promised, then what it kept.
     let counts = |kind: PolicyKind| model.modes.iter().find(|(policy, _)| *policy == kind).and_then(|(_, mode)| mode.as_ref().ok())
         .map(|mode| (mode.acknowledged.len(), mode.lost_acknowledged.len()));

@@ -210,7 +210,9 @@ pub(super) fn answer_revealed(props: &ChapterProps) -> (bool, Callback<()>) {
 
 fn reveal_key(props: &ChapterProps) -> String {
     let params = &props.params;
-    format!("{}-{:?}-{}-{:?}-{}-{:?}-{:?}-{}", params.part, params.cut, params.seed, params.policy, params.unit_bytes, params.fault, params.handling, params.eio_batch)
+    // Names, not Debug: a derived Debug costs the page code.
+    format!("{}-{}-{}-{}-{}-{}-{}-{}", params.part, params.cut.map_or(u64::MAX, |cut| cut.0), params.seed, params.policy.name(), params.unit_bytes,
+        params.fault.url_name(), params.handling.url_name(), params.eio_batch)
 }
 
 impl TinyModel {

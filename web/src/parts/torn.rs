@@ -102,7 +102,7 @@ pub fn torn_chapter(props: &ChapterProps) -> Html {
             };
             html! {
                 <a class={classes!("named-cut", current.then_some("current"))} href={query} onclick={on_click}
-                    data-case={format!("{:?}", named.case)} data-seed={named.seed.to_string()} aria-current={current.then_some("true")}>
+                    data-case={if named.case == crate::model::torn::NamedCase::TornRecord { "TornRecord" } else { "SyncFinished" }} data-seed={named.seed.to_string()} aria-current={current.then_some("true")}>
                     { format!("{} (cut at {} ms, seed {})", named.case.label(), format_millis(named.at), named.seed) }
                 </a>
             }
