@@ -263,3 +263,20 @@ fn a_run_in_json_with_the_old_bulk_names_reads_back_the_same() {
     let back: RemoteRun = serde_json::from_value(old).unwrap();
     assert_eq!(back, run);
 }
+
+#[test]
+fn under_the_lease_a_single_append_on_an_idle_stream_pays_one_round_trip() {
+    let idle = Load::Rate { rate_per_s: 1, poisson: false };
+    let read = run(&s3(idle, 1)).unwrap();
+    let lease = run(&RemoteSetup { fence_read: false, ..s3(idle, 1) }).unwrap();
+    let waited = |run: &RemoteRun| {
+        let record = &run.records[0];
+        Nanos(record.acked.unwrap().0 - record.arrived.unwrap().0)
+    };
+    assert_eq!(waited(&lease), ms(25), "one PUT, acknowledged as it returns");
+    assert_eq!(waited(&read), ms(50), "the PUT, then the fence read");
+    assert_eq!(lease.fence_checks, 0);
+    // A takeover needs the fence read: the simulator does not wait out a lease.
+    let taken = run(&RemoteSetup { fence_read: false, takeover_at: Some(ms(10)), ..s3(idle, 1) }).unwrap();
+    assert_eq!(taken.fence_checks, read.fence_checks);
+}

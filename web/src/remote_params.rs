@@ -349,6 +349,11 @@ impl RemoteParams {
             setup.takeover_at = Some(at);
             cli.push_str(&format!(" --takeover-at-ms {}", format_millis(at)));
         }
+        if backend == RemoteBackend::S3 {
+            // walab serve's fence: a batch is acknowledged as its PUT returns.
+            setup.fence_read = false;
+            cli.push_str(" --fence lease");
+        }
         if backend == RemoteBackend::Postgres {
             setup.ring = RingGeometry { segments: self.segments, segment_bytes: LAB_SEGMENT_BYTES };
             cli.push_str(&format!(" --segments {} --segment-bytes {LAB_SEGMENT_BYTES}", self.segments));

@@ -179,3 +179,26 @@ test("Part 13's totals count one record as one record", async () => {
   assert.match(await tab.textContent('.remote-totals'), /, 1 record acknowledged,/);
   await tab.close();
 });
+
+test('Part 13: a commit is one round trip: an append on an idle stream is acknowledged when its PUT returns', async () => {
+  const tab = await lab.newPage('?part=13&rlat=25&rrate=1&rcount=3');
+  const batches = await tab.$$eval('.remote-lanes g.batch', (gs) => gs.map((g) => ({ ...g.dataset })));
+  assert.ok(batches.length > 0);
+  for (const batch of batches) {
+    assert.ok(!batch.checked, `batch ${batch.batch} waits for a fence read: ${JSON.stringify(batch)}`);
+    if (batch.acked && batch.sent) assert.ok(Math.abs(Number(batch.acked) - Number(batch.sent) - 25) < 1e-6, JSON.stringify(batch));
+  }
+  assert.match(await tab.textContent('code.cli'), /--fence lease/);
+  assert.match(await tab.textContent('#chapter'), /acknowledged when that PUT returns: one round trip/);
+  await tab.close();
+});
+
+test("Part 14's restore before the backup point says the database holds every record", async () => {
+  const tab = await lab.newPage('?part=14&rtl=lower');
+  await seek(tab, 10000);
+  const verdict = await tab.$eval('.timeline-verdict', (el) => ({ ...el.dataset, text: el.textContent }));
+  assert.equal(verdict.past, '0');
+  assert.match(verdict.text, /every one was committed before the backup point \(20 ms\)/);
+  assert.match(verdict.text, /Play past 20 ms/);
+  await tab.close();
+});

@@ -4,7 +4,7 @@
 //! record once its last is acknowledged) or open-loop (`--rate R`, evenly spaced or
 //! `--poisson`). Faults at chosen requests: `--slow-put K:MS`, `--fail-put K`,
 //! `--takeover-at-ms T` (node B claims epoch + 1), `--stall-upload-ms FROM:UNTIL` (the
-//! Postgres ring fills). The run is `walab_core::sim::remote`'s; this file only parses,
+//! Postgres ring fills). `--fence lease` acknowledges a batch as its PUT returns. The run is `walab_core::sim::remote`'s; this file only parses,
 //! and prints the run as a table or as JSON (the shape the browser lab reads back).
 
 use std::io::Write;
@@ -68,6 +68,11 @@ pub struct Args {
     /// Node B claims the node (epoch + 1) at T ms.
     #[arg(long, value_name = "T", allow_hyphen_values = true)]
     takeover_at_ms: Option<String>,
+    /// s3: read (a HEAD of the registration after every PUT before the batch is reported)
+    /// or lease (reported as its PUT returns, walab serve's default); a run with
+    /// --takeover-at-ms reads the fence either way.
+    #[arg(long, value_name = "F", default_value = "read")]
+    fence: String,
     /// Each record's size in bytes.
     #[arg(long, value_name = "B", default_value_t = 110)]
     record_bytes: u32,
@@ -155,6 +160,12 @@ fn parse(args: &Args) -> Result<RemoteSetup, CliError> {
     if let Some(text) = &args.takeover_at_ms {
         setup.takeover_at = Some(millis("takeover-at-ms", text)?);
     }
+    setup.fence_read = match args.fence.as_str() {
+        "read" => true,
+        "lease" if backend == RemoteBackend::S3 => false,
+        "lease" => return Err(CliError::usage("--fence: applies only to --backend s3 (Postgres checks the epoch inside each insert)")),
+        other => return Err(CliError::usage(format!("--fence: unknown fence '{other}' (expected read or lease)"))),
+    };
     let ring_flags_given = args.segments != walab_core::ring::SEGMENTS_DEFAULT
         || args.segment_bytes != walab_core::ring::SEGMENT_BYTES_DEFAULT
         || args.stall_upload_ms.is_some();

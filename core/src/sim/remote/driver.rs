@@ -570,13 +570,14 @@ impl Simulation for Driver<'_> {
 
     fn complete(&mut self, now: Nanos) -> ControlFlow<Infallible> {
         // S3: a stored object is reported only after a fence read (a HEAD of the
-        // registration) answers; reads answered now see the registration as it is now,
-        // after any claim answered at this instant.
+        // registration) answers, when the run reads the fence; reads answered now see the
+        // registration as it is now, after any claim answered at this instant. Without
+        // fence reads (the lease) it is reported as its PUT returns.
         let mut heard = Vec::new();
         let mut landed = std::mem::take(&mut self.landed);
         for (batch, result) in landed.drain(..) {
             match (self.setup.backend, result) {
-                (RemoteBackend::S3, Ok(())) => {
+                (RemoteBackend::S3, Ok(())) if self.setup.reads_fence() => {
                     self.fence_checks += 1;
                     let answered = now + self.setup.latency.draw(&mut self.control_rng);
                     self.checks.push((answered, batch));

@@ -219,6 +219,13 @@ pub struct RemoteSetup {
     pub trim_every: Nanos,
     /// The upload stalls from `.0` until `.1` (no trims in between).
     pub upload_stall: Option<(Nanos, Nanos)>,
+    /// S3: node A reads the registration after every PUT and reports the batch stored
+    /// only when that read answers (`fence=read`, a second round trip per batch). Off, a
+    /// batch is reported stored when its PUT returns, as under `walab serve`'s lease
+    /// (`fence=lease`, renewed in the background, off the acknowledgement path). The
+    /// lease's other half, a new owner waiting it out before it lists, is not simulated,
+    /// so a run with a takeover reads the fence whatever this says.
+    pub fence_read: bool,
 }
 
 impl RemoteSetup {
@@ -241,7 +248,14 @@ impl RemoteSetup {
             ring: RingGeometry::default(),
             trim_every: Nanos::from_millis(50),
             upload_stall: None,
+            fence_read: true,
         }
+    }
+
+    /// Whether node A reads the fence after each PUT in this run: asked for, or a takeover
+    /// is in it ([`RemoteSetup::fence_read`]).
+    pub fn reads_fence(&self) -> bool {
+        self.fence_read || self.takeover_at.is_some()
     }
 
     /// The group-commit machine's settings: the storage's preset

@@ -286,20 +286,7 @@ fn upload_section(props: &ChapterProps, model: &RemoteModel, run: &Rc<RemoteRun>
     let control = if model.trace.is_some() { Html::default() } else { html! { <div class="controls remote-controls">{ control }</div> } };
     html! {
         <>
-        <h3>{ "From WAL to committed objects" }</h3>
-        <div class="prose">
-            <p>{ "The WAL is only a staging area: reading a stream back from thousands of small WAL objects would be slow. \
-                  So a background task copies acknowledged records into read-optimized objects. It works on sealed blocks of \
-                  the log cache (the memory that also serves tail reads). A block holds records of many streams side by side; \
-                  the streams with little data in it share one stream-set object, and a stream with a long run gets a stream \
-                  object of its own." }</p>
-            <p>{ "Order matters. First the task asks the metadata log to reserve an id for every object. Then it uploads the \
-                  objects; an object that nothing references yet is invisible, because readers find objects only through the \
-                  metadata. Then one commit registers all the objects and moves every stream's committed end forward at \
-                  once: a reader sees none of it or all of it. Only then are the WAL objects below it deleted. Step the player \
-                  above (→ steps from anywhere on the page) and watch the figure below; then crash the upload \
-                  between an upload and its commit." }</p>
-        </div>
+        { super::markup("<h3>From WAL to committed objects</h3><div class=\"prose\"><p>The WAL is only a staging area. A background task copies acknowledged records, a sealed block of the log cache at a time, into read-optimized objects: one stream-set object for the streams with little data in the block, a stream object of its own for a stream with a long run.</p><p>Order matters: reserve an id for every object, upload the objects (invisible, as readers find objects only through the metadata), then one commit registers them all and moves every stream's end at once. Only then are the WAL objects below it deleted. Step the player and watch; then crash the upload between an upload and its commit.</p></div>") }
         { control }
         { figure }
         </>
@@ -311,12 +298,7 @@ fn live_section(feed: &self::live::LiveFeed) -> Html {
     html! {
         <>
         <h3 id="live">{ "Watch a real server" }</h3>
-        <div class="prose">
-            <p>{ "Everything above is simulated. walab serve is the real stream store: the same group commit over a real WAL \
-                  (a file with fdatasync, an S3 bucket, or Postgres) and the same upload into objects. When this page is served \
-                  by it, this section watches it as it runs: every batch forming and going durable, every block sealed, uploaded \
-                  and committed, and the WAL trimmed behind the commits, with one sentence per step." }</p>
-        </div>
+        { super::markup("<div class=\"prose\"><p>Everything above is simulated. When walab serve, the real stream store, serves this page, this section watches it run: batches going durable, blocks sealed, uploaded and committed, the WAL trimmed behind them.</p></div>") }
         { self::live::live_view(feed) }
         </>
     }
@@ -454,24 +436,11 @@ pub fn ObjectStoreChapter(props: &ChapterProps) -> Html {
     html! {
         <>
         { trace_banner(props, model.trace.as_ref()) }
-        <div class="prose">
-            <p>{ "So far the log lived in a file on the machine's own disk, and an OK meant the disk had confirmed the bytes \
-                  (the fsync of Part 2). A stream store can keep its write-ahead log somewhere else entirely: in an object store \
-                  such as Amazon S3 (a service that keeps files, called objects, behind a web interface: a PUT request stores one) \
-                  or in a Postgres database. Then no disk of the node is in the write path: a node that dies loses nothing it \
-                  acknowledged, because every acknowledged record is already in the remote log. The price is a network round \
-                  trip per write to that log, tens of milliseconds to S3, so the write path pays it once for many records: the \
-                  records that arrive together travel as one batch." }</p>
-        </div>
+        { super::markup("<div class=\"prose\"><p>So far the log lived in a file on the machine's own disk. A stream store can keep its write-ahead log elsewhere: in an object store such as Amazon S3 (files, called objects, stored by PUT requests) or in Postgres. No disk of the node is then in the write path: a node that dies loses nothing it acknowledged. The price is a network round trip, tens of milliseconds to S3, so records that arrive together travel as one batch.</p></div>") }
         <h3>{ "The write path" }</h3>
         <WritePathFigure />
         <h3 id={RUN_SECTION_ID}>{ "Batches in flight, acknowledgements in order" }</h3>
-        <div class="prose">
-            <p>{ "Each batch is one PUT. Up to \"in flight\" PUTs run at once (4 by default), and a batch starts beside another \
-                  upload only once it holds 32 records, so a request is worth its price. PUTs may finish in any order, but a \
-                  record is acknowledged only when its batch and every batch before it are stored: a reader must never find a \
-                  hole. Slow one PUT down and watch the batches behind it: stored (striped) but not acknowledged, until it lands." }</p>
-        </div>
+        { super::markup("<div class=\"prose\"><p>Each batch is one PUT, and its records are acknowledged when that PUT returns: one round trip, however many records the batch carries (a single append on an idle stream pays exactly one). Up to \"in flight\" PUTs run at once (4 by default); a batch starts beside another only once it holds 32 records. PUTs may finish in any order, but a record is acknowledged only when its batch and every batch before it are stored. Slow one PUT down: the batches behind it are stored (striped) but not acknowledged until it lands.</p></div>") }
         { controls }
         { player(&PlayerProps { state: props.player.clone(), on_action: on_player, mark_name: "event".into(), caption: caption_s3(model, &run, &props.player), ..PlayerProps::default() }) }
         <BatchLanes run={run.clone()} now={props.player.now} on_take={model.trace.is_none().then(|| take_over(props))} announce={takeover_said(&run)} />
@@ -482,12 +451,10 @@ pub fn ObjectStoreChapter(props: &ChapterProps) -> Html {
         { live_section(&live_feed) }
         <h3>{ "What a PUT costs" }</h3>
         <div class="prose">
-            <p>{ "S3 bills every request. S3 Standard charges $0.005 per 1,000 PUT requests in us-east-1 " }
+            <p>{ "S3 Standard charges $0.005 per 1,000 PUT requests in us-east-1 " }
                { source("AWS S3 pricing", PRICE_PAGE) }
-               { format!(", so one PUT per record costs $5 per million appends. Group commit shares a PUT among every record \
-                  that arrived while the previous upload was in flight: with closed-loop writers (each appends again once \
-                  acknowledged) the batch holds about one record per writer. Each row is a run of {COST_RECORDS} records at \
-                  {cost_latency}.") }</p>
+               { format!(": $5 per million appends at one PUT per record. With closed-loop writers a batch holds about one record per \
+                  writer. Each row is a run of {COST_RECORDS} records at {cost_latency}.") }</p>
         </div>
         <table class="remote-costs">
             <thead><tr><th>{ "writers" }</th><th>{ "PUTs" }</th><th>{ "PUTs per record" }</th><th>{ "PUT bill per million appends" }</th></tr></thead>
@@ -495,25 +462,9 @@ pub fn ObjectStoreChapter(props: &ChapterProps) -> Html {
         </table>
         <p class="note">{ "Latencies: S3 Standard takes tens of milliseconds per request; S3 Express One Zone promises single-digit \
             milliseconds " }{ source("AWS S3 Express performance", EXPRESS_PAGE) }{ "; a Postgres commit a millisecond or two." }</p>
-        <h3>{ "Fencing: two nodes, one log" }</h3>
-        <div class="prose">
-            <p>{ "A node's log has one writer at a time, identified by its epoch: a number that grows by one each time a process \
-                  takes the node over. Every object's key carries the writer's epoch: {prefix}{epoch}/wal/{start}-{end}. When node B takes the node \
-                  over it raises the epoch in a registration object (5 becomes 6), reads it back, lists what is there, and records \
-                  where its own objects begin: four requests, each as slow as any other. After each upload A reads the \
-                  registration (a HEAD, one more request) before it reports the batch; the first read that shows epoch 6 fences \
-                  it, and it stops. An upload of A's that is slower than B's claim and LIST lands under epoch 5 at or past B's \
-                  start: a straggler, which every recovery ignores. Pick the moment of the takeover above, and slow down a PUT \
-                  that is in flight then to make a straggler." }</p>
-        </div>
+        { super::markup("<h3>Fencing: two nodes, one log</h3><div class=\"prose\"><p>A node's log has one writer at a time, named by its epoch, which every object's key carries: {prefix}{epoch}/wal/{start}-{end}. Node B takes over by raising the epoch in a registration object (5 becomes 6), reading it back, listing what is there and recording where its own objects begin: four requests. walab serve gives the owner a lease on the registration, renewed in the background, so an OK costs only its PUT and a new owner waits the lease out before it lists. The lab's run is too short for a 10-second lease, so with a takeover chosen A reads the registration after each upload instead (a HEAD, fence=read: one more round trip before each OK); the first read that shows epoch 6 fences it. An upload of A's slower than B's claim and LIST lands under epoch 5 past B's start: a straggler, which recovery ignores. Slow down a PUT in flight at the takeover to make one.</p></div>") }
         { takeover_panel(&run, props.player.now, model.trace.is_some()) }
-        <h3>{ "Recovery" }</h3>
-        <div class="prose">
-            <p>{ "After a crash the next owner lists the objects under the previous session's prefix, walks them from the lowest \
-                  start, each beginning where the last ended, stops at the first gap, and checks a CRC over every record. \
-                  Acknowledged records are all there, because an OK waited for the PUT. Records that were in flight may be \
-                  missing: they were never promised." }</p>
-        </div>
+        { super::markup("<h3>Recovery</h3><div class=\"prose\"><p>The next owner lists the objects under the previous session's prefix, walks them from the lowest start, stops at the first gap and checks every record's CRC. Acknowledged records are all there; records in flight were never promised.</p></div>") }
         <h3>{ "What each event loses" }</h3>
         { losses(props, &run, RemoteBackend::S3) }
         { own_run_section(props) }
@@ -555,15 +506,11 @@ pub fn PostgresChapter(props: &ChapterProps) -> Html {
         <>
         { trace_banner(props, model.trace.as_ref()) }
         <div class="prose">
-            <p>{ "The same log can live in Postgres: each batch of records is one row, written by one INSERT whose COMMIT is the \
-                  batch's sync (a millisecond or two). Rows must go away again once their records are uploaded to data objects, \
-                  and deleting rows one by one is what makes tables bloat, so the WAL spreads its rows over a few slot tables \
-                  and empties a whole table at once with TRUNCATE." }</p>
-            <p>{ format!("Offsets are cut into generations of segment_bytes; generation g lives in slot table g % segments. \
-                  When the trim offset passes the end of a generation, its slot is truncated. If the head reaches a slot whose \
-                  generation is not trimmed yet, appends wait. So the ring can run at most (segments − 1) × segment_bytes ahead \
-                  of the upload: 7 × 64 MiB = 448 MiB at the defaults. The lab's ring is tiny ({LAB_SEGMENT_BYTES} bytes a \
-                  generation) so that you can watch it fill: stall the upload.") }</p>
+            <p>{ format!("The same log can live in Postgres: each batch is one row, written by one INSERT whose COMMIT is the batch's \
+                  sync. Deleting rows one by one bloats tables, so the WAL spreads its rows over slot tables and empties a whole table \
+                  with TRUNCATE: generation g (offsets cut into segment_bytes) lives in slot g % segments, a slot is truncated once the \
+                  trim passes its generation, and appends wait when the head reaches a slot not yet trimmed. The lab's ring is tiny \
+                  ({LAB_SEGMENT_BYTES} bytes a generation) so that you can watch it fill: stall the upload.") }</p>
         </div>
         <div id={RUN_SECTION_ID}>{ controls }</div>
         { player(&PlayerProps { state: props.player.clone(), on_action: on_player, mark_name: "event".into(), caption: caption(&run, &props.player), ..PlayerProps::default() }) }
@@ -572,28 +519,10 @@ pub fn PostgresChapter(props: &ChapterProps) -> Html {
         { outcome_line(&run, props.player.now) }
         { lanes_note(&run) }
         { totals(&run, model) }
-        <h3>{ "The fenced insert" }</h3>
-        <div class="prose">
-            <p>{ "Every batch goes in as INSERT … SELECT … FROM walab_node WHERE epoch = $epoch FOR SHARE. If a newer process \
-                  has claimed the node row with a higher epoch, the SELECT finds no row, the INSERT writes nothing, and the writer \
-                  knows it is fenced. The claim itself is an upsert that succeeds only when the new epoch is at least the stored \
-                  one, and it waits for the inserts holding the row." }</p>
-            <p>{ "A failed insert is retried against the same table. If a row already exists at that offset (the first attempt \
-                  committed but its answer was lost), it is compared with the batch: the same bytes mean success, different bytes \
-                  mean corruption. Choose a lost INSERT answer above and look for the longer bar." }</p>
-        </div>
+        { super::markup("<h3>The fenced insert</h3><div class=\"prose\"><p>Every batch goes in as INSERT … SELECT … FROM walab_node WHERE epoch = $epoch FOR SHARE: once a newer process has claimed the node row with a higher epoch, the INSERT writes nothing and the writer knows it is fenced. The claim is an upsert that succeeds only when the new epoch is at least the stored one.</p><p>A failed insert is retried against the same table; a row already at that offset (its answer was lost) is compared with the batch: the same bytes mean success, different bytes corruption. Choose a lost INSERT answer above.</p></div>") }
         <h3>{ "Fencing" }</h3>
         { takeover_panel(&run, props.player.now, model.trace.is_some()) }
-        <h3>{ "Recovery and the start-up checks" }</h3>
-        <div class="prose">
-            <p>{ "Recovery scans from the trim offset across the slot tables, each row starting where the last ended, and stops \
-                  at the first gap; every record's CRC is checked and each row's epoch must match the epoch framed inside it. \
-                  Before any of that, the WAL asks the server two questions and refuses to start on a wrong answer: is it a \
-                  standby (pg_is_in_recovery()), which cannot take writes, and is fsync off, which lets a COMMIT return before its bytes \
-                  are safe on disk? Then it compares the database's timeline (a number Postgres raises at every promotion) \
-                  with the one recorded at the last start. Set the server up below; the verdicts are the core's start-up \
-                  checks, the same code the native backend runs, and the restart happens at the playhead." }</p>
-        </div>
+        { super::markup("<h3>Recovery and the start-up checks</h3><div class=\"prose\"><p>Recovery scans from the trim offset across the slot tables to the first gap, checking every record's CRC and each row's epoch. First the WAL refuses a standby (pg_is_in_recovery()) and fsync = off, then compares the database's timeline (raised at every promotion) with the one recorded at the last start. Set the server up below: the verdicts are the core's start-up checks, for a restart at the playhead.</p></div>") }
         { startup_panel(props, &run) }
         <p class="note">{ format!("(The backup point is {} ms and the asynchronous standby replays {} ms behind.)", format_millis(BACKUP_AT), format_millis(STANDBY_LAG)) }</p>
         <table class="startup-checks"><thead><tr><th>{ "at start" }</th><th>{ "the WAL" }</th></tr></thead><tbody>{ for startup }</tbody></table>

@@ -18,8 +18,13 @@ use crate::state::{LabAction, Setting};
 pub fn restart_words(restart: &RestartOutcome, case: TimelineCase) -> String {
     let acked = count(restart.acked, "acknowledged record");
     if restart.past_database == 0 && restart.lost.is_empty() {
-        return match restart.acked {
-            0 => "Nothing was acknowledged yet, so nothing is lost.".into(),
+        return match (restart.acked, case) {
+            (0, _) => "Nothing was acknowledged yet, so nothing is lost.".into(),
+            (_, TimelineCase::Lower { backup_at }) => format!(
+                "Of {acked}, every one was committed before the backup point ({}) and is in the restored database, so none are lost. \
+                 Play past {} to see what a restore loses.",
+                crate::format::ms(backup_at), crate::format::ms(backup_at)
+            ),
             _ => format!("Of {acked}, every one is still in the database, so none are lost."),
         };
     }
