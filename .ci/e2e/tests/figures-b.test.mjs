@@ -107,7 +107,7 @@ test('Part 7, case 1 (cut at 13.5 ms, seed 9): unit 3 never reached the media an
   assert.equal(await page.getAttribute('[data-figure="log-media"]', 'data-stop-record'), '24');
   assert.equal(await state(page, '[data-figure="log-media"] g.record[data-record="23"]'), 'accepted');
   assert.equal(await state(page, '[data-figure="log-media"] g.record[data-record="24"]'), 'stopped');
-  assert.match(await page.textContent('.player .caption'), /^Recovery, check \d+ of \d+: stop: checksum/);
+  assert.match(await page.textContent('.player .caption'), /Recovery, check \d+ of \d+: stop: checksum/);
   assert.equal(await page.$('.player .now'), null, 'the scan is labelled by steps, not times');
   await screenshot(page, 'figure-part7');
   // Walk the scan back: the cursor moves check by check.

@@ -54,7 +54,9 @@ const UNIT_GAP: f64 = 10.0;
 #[component]
 pub fn RecordBytes(props: &RecordBytesProps) -> Html {
     let room = crate::layout::use_figure_room();
-    let narrow = room.measured() && room.width < NARROW_BELOW && props.unit_bytes >= 2;
+    // A projector's large type (presenter mode) takes the narrow layout too: half a unit a
+    // row, so each byte's text is drawn large enough to read from the back of a room.
+    let narrow = room.measured() && (room.width < NARROW_BELOW || room.text >= 16.0) && props.unit_bytes >= 2;
     let unit = props.unit_bytes.max(1);
     // (bytes per row, rows per unit, a byte's width, the row labels' column)
     let (per_row, rows_per_unit, cell, left) = if narrow { (unit / 2, 2, 21.0, 30.0) } else { (unit, 1, 22.0, 56.0) };
