@@ -20,7 +20,7 @@ use walab_core::trace::Trace;
 use super::backend::Backend;
 use super::error::WalError;
 use super::inbox::{Completion, Event, Reply, ReplyTo, TrimDone};
-use super::os::{pin_current_thread, precise_timers, tuned, yield_to_a_waking_thread, Tuning};
+use super::os::{pin_current_thread, precise_timers, short_time_slice, tuned, yield_to_a_waking_thread, Tuning};
 use super::stats::WalStats;
 use super::trace::Tracer;
 use super::writer::seal_record;
@@ -107,6 +107,7 @@ impl Driver {
 
     pub(super) fn run(mut self, pin_to: Option<Vec<usize>>) -> DriverResult {
         precise_timers();
+        short_time_slice();
         if let Some(cpus) = &pin_to {
             // The driver syncs inline (a lone writer's batches): where the device's
             // completions land, like the backend's sync threads.
@@ -325,6 +326,7 @@ impl Driver {
             // It ends once the driver (the only sender) is gone and the inbox is empty,
             // so every answer handed to it is delivered.
             let spawned = std::thread::Builder::new().name("wal-answer".to_string()).spawn(move || {
+                short_time_slice();
                 for answers in inbox {
                     for (reply, answer) in answers {
                         reply.send(answer);

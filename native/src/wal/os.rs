@@ -20,6 +20,8 @@ pub enum Tuning {
     WriterPoll,
     /// A thread's poll giving up its core between looks ([`yield_to_a_waking_thread`]).
     PollYield,
+    /// A short scheduler time slice on the threads that sync and answer ([`short_time_slice`]).
+    ShortSlice,
 }
 
 static UNTUNED: AtomicU32 = AtomicU32::new(0);
@@ -66,6 +68,65 @@ pub(crate) fn precise_timers() {
     // SAFETY: PR_SET_TIMERSLACK only sets this thread's timer slack.
     unsafe {
         libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0 as libc::c_ulong, 0 as libc::c_ulong, 0 as libc::c_ulong);
+    }
+}
+
+/// Asks Linux's scheduler (EEVDF, 6.12 and later) for a 100 us time slice on the calling
+/// thread, its shortest. A thread that wakes with a shorter slice than the one running
+/// preempts it at once; with the default slice the woken thread may wait until the
+/// running one's slice or the next tick ends, even when that one is a `nice 19` batch
+/// job. The driver wakes for every write a lone writer makes (and again when its sync
+/// returns), so on a busy machine those waits are its latency (a scheduler trace of them:
+/// BENCHMARKS.md, "Measurements behind the code"). The slice only shortens how long these
+/// threads run before the scheduler looks again; it takes nothing from other processes'
+/// share. Older kernels and other systems ignore it.
+pub(crate) fn short_time_slice() {
+    if !tuned(Tuning::ShortSlice) {
+        return;
+    }
+    #[cfg(target_os = "linux")]
+    {
+        /// The kernel's `struct sched_attr` (its first version, 56 bytes).
+        #[repr(C)]
+        struct SchedAttr {
+            size: u32,
+            policy: u32,
+            flags: u64,
+            nice: i32,
+            priority: u32,
+            runtime: u64,
+            deadline: u64,
+            period: u64,
+            util_min: u32,
+            util_max: u32,
+        }
+        // SAFETY: sched_getattr fills a SchedAttr we own, of the size we pass.
+        let nice = unsafe {
+            let mut current: SchedAttr = std::mem::zeroed();
+            let size = std::mem::size_of::<SchedAttr>() as libc::c_uint;
+            if libc::syscall(libc::SYS_sched_getattr, 0, &mut current as *mut SchedAttr, size, 0) != 0
+                || current.policy != libc::SCHED_OTHER as u32
+            {
+                return;
+            }
+            current.nice
+        };
+        let attr = SchedAttr {
+            size: std::mem::size_of::<SchedAttr>() as u32,
+            policy: libc::SCHED_OTHER as u32,
+            flags: 0,
+            nice,
+            priority: 0,
+            runtime: 100_000,
+            deadline: 0,
+            period: 0,
+            util_min: 0,
+            util_max: 0,
+        };
+        // SAFETY: sched_setattr on the calling thread (pid 0) reads the SchedAttr we own.
+        unsafe {
+            libc::syscall(libc::SYS_sched_setattr, 0, &attr as *const SchedAttr, 0);
+        }
     }
 }
 

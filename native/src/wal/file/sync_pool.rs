@@ -122,6 +122,7 @@ impl SyncPool {
                 if let Some(cpus) = cpus {
                     super::affinity::pin_current_thread(&cpus);
                 }
+                crate::wal::os::short_time_slice();
                 run(&shared)
             })?;
             pool.threads.push(handle);
