@@ -101,7 +101,7 @@ pub fn chain_figure(props: &ChainFigureProps, room: crate::layout::FigureRoom) -
         let is_needed = *stage == needed;
         html! {
             <g class={classes!("place", if alive { "survives" } else { "wiped" }, is_needed.then_some("needed"))}
-                data-place={format!("{stage:?}").to_ascii_lowercase()} data-state={if alive { "survives" } else { "wiped" }} data-needed={is_needed.to_string()}>
+                data-place={stage.data_name()} data-state={if alive { "survives" } else { "wiped" }} data-needed={is_needed.to_string()}>
                 <rect x={x.to_string()} y={y.to_string()} width={w.to_string()} height={h.to_string()} rx="6" />
                 <text class="place-label" x={(x + 8.0).to_string()} y={(y + 22.0).to_string()}>{ short_label(*stage) }</text>
                 <text class="place-verdict" x={(x + 8.0).to_string()} y={(y + 40.0).to_string()}>{ if alive { "survives" } else { "wiped" } }</text>
@@ -123,7 +123,7 @@ pub fn chain_figure(props: &ChainFigureProps, room: crate::layout::FigureRoom) -
     // The svg is keyed by its layout: when the stage's measured room switches it, the
     // figure is drawn afresh instead of sliding every place from the other layout.
     html! {
-        <div class="figure chain" data-figure="chain" data-failure={failure.url_name()} data-needed={format!("{needed:?}").to_ascii_lowercase()}
+        <div class="figure chain" data-figure="chain" data-failure={failure.url_name()} data-needed={needed.data_name()}
             aria-label={format!("If {}, everything in the red outline is wiped; the record must reach {} before the OK.", failure.label(), needed.label())}>
             <svg key={if narrow { "narrow" } else { "wide" }} class={classes!(narrow.then_some("fitted"))} viewBox={format!("0 0 {width} {height}")} role="img" aria-label="the places a record passes through, and what the chosen failure wipes">
                 <g class="enclosures">{ for boxes }</g>

@@ -18,6 +18,17 @@ pub enum Stage {
 impl Stage {
     pub const ALL: [Stage; 5] = [Stage::AppBuffer, Stage::PageCache, Stage::DeviceCache, Stage::Media, Stage::OtherMachines];
 
+    /// The name a test reads back (`data-place`, `data-needed`).
+    pub fn data_name(self) -> &'static str {
+        match self {
+            Stage::AppBuffer => "appbuffer",
+            Stage::PageCache => "pagecache",
+            Stage::DeviceCache => "devicecache",
+            Stage::Media => "media",
+            Stage::OtherMachines => "othermachines",
+        }
+    }
+
     pub fn label(self) -> &'static str {
         match self {
             Stage::AppBuffer => "the process's buffer",

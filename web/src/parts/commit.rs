@@ -170,16 +170,14 @@ fn tiny_view(model: &CommitModel, player: &PlayerState, cut: Option<Nanos>) -> (
         <TraceLanes spans={Rc::new(tiny.spans.clone())} now={now} cut={cut} />
         </>
     };
-    let outcome = html! {
-        <table class="summary" data-syncs={summary.syncs.to_string()}>{ stat_rows(vec![
-            ("policy", "", model.policy.label().to_string()),
-            ("syncs for 24 writes", "syncs", summary.syncs.to_string()),
-            ("mean wait", "", format!("{} ÷ {} = {:.2} ms", format_millis(summary.wait_total), summary.acked, summary.wait_total.as_millis_f64() / summary.acked.max(1) as f64)),
-            ("best / worst wait", "", format!("{} ms / {} ms", format_millis(summary.wait_min), format_millis(summary.wait_max))),
-            ("acknowledged at the playhead", "acked-now", acked_now.to_string()),
-            ("waiting for their OK at the playhead", "waiting-now", waiting_now.to_string()),
-        ]) }</table>
-    };
+    let outcome = super::markup_owned(format!("<table class=\"summary\" data-syncs=\"{}\">{}</table>", summary.syncs, stat_rows(vec![
+        ("policy", "", model.policy.label().to_string()),
+        ("syncs for 24 writes", "syncs", summary.syncs.to_string()),
+        ("mean wait", "", format!("{} ÷ {} = {:.2} ms", format_millis(summary.wait_total), summary.acked, summary.wait_total.as_millis_f64() / summary.acked.max(1) as f64)),
+        ("best / worst wait", "", format!("{} ms / {} ms", format_millis(summary.wait_min), format_millis(summary.wait_max))),
+        ("acknowledged at the playhead", "acked-now", acked_now.to_string()),
+        ("waiting for their OK at the playhead", "waiting-now", waiting_now.to_string()),
+    ])));
     (drawing, outcome)
 }
 
@@ -321,34 +319,27 @@ fn steady_view(model: &CommitModel, props: &ChapterProps) -> (Html, Html) {
         { bar_chart(&BarChartProps { title: "batch sizes in this run: writes per batch".into(), y_label: "batches".into(), bars: sizes, ..BarChartProps::default() }) }
         </>
     };
-    let outcome = html! {
-        <div class="steady-stats">
-            <table class="summary live">{ stat_rows(vec![
-                ("at the playhead", "", format!("t = {} ms", format_fixed_millis(player.now))),
-                ("arrived / acknowledged", "", format!("{} / {}", at.arrived, at.acked)),
-                ("in flight (waiting for OK)", "in-flight", at.in_flight.to_string()),
-                ("batch in the running sync", "", at.running_batch.map(|(writes, bytes)| format!("{writes} writes, {bytes} bytes")).unwrap_or_else(|| "none".into())),
-            ]) }</table>
-            if let Some(window) = steady.steady_state {
-                <table class="summary steady-state" data-syncs-per-s={format!("{:.0}", window.syncs_per_s)}
-                    data-writes-per-sync={format!("{:.1}", window.writes_per_sync)} data-bytes-per-sync={format!("{:.0}", window.bytes_per_sync)}
-                    data-in-flight={format!("{:.0}", window.in_flight_mean)} data-wait-mean-ms={format!("{:.2}", window.wait_mean.as_millis_f64())}
-                    data-wait-max-ms={format!("{:.1}", window.wait_max.as_millis_f64())}>
-                    <caption>{ format!("steady state: B{} to B{} ({} syncs). The first sync, a lone write, and the last, the drain, are left out.", window.first_batch, window.last_batch, window.syncs) }</caption>
-                    { stat_rows(vec![
-                        ("syncs per second", "", group_thousands(window.syncs_per_s.round() as u64)),
-                        ("writes per sync", "", format!("{:.1}", window.writes_per_sync)),
-                        ("bytes per sync", "", group_thousands(window.bytes_per_sync.round() as u64)),
-                        ("writes in flight, on average", "", format!("{:.0}", window.in_flight_mean)),
-                        ("mean / worst wait", "", format!("{:.2} ms / {:.1} ms", window.wait_mean.as_millis_f64(), window.wait_max.as_millis_f64())),
-                    ]) }
-                </table>
-            }
-            <p class="note steady-whole" data-batch-mean={format!("{:.1}", summary.batch_mean())}>{ format!(
-                "The whole run, warm-up and drain included: {} writes at {}/s, {:.1} writes per sync, mean wait {:.2} ms.",
-                group_thousands(summary.writes), group_thousands(steady.rate_per_s), summary.batch_mean(), summary.wait_mean().as_millis_f64()) }</p>
-        </div>
-    };
+    let live = stat_rows(vec![
+        ("at the playhead", "", format!("t = {} ms", format_fixed_millis(player.now))),
+        ("arrived / acknowledged", "", format!("{} / {}", at.arrived, at.acked)),
+        ("in flight (waiting for OK)", "in-flight", at.in_flight.to_string()),
+        ("batch in the running sync", "", at.running_batch.map(|(writes, bytes)| format!("{writes} writes, {bytes} bytes")).unwrap_or_else(|| "none".into())),
+    ]);
+    let steady_table = steady.steady_state.map(|window| format!(
+        "<table class=\"summary steady-state\" data-syncs-per-s=\"{:.0}\" data-writes-per-sync=\"{:.1}\" data-bytes-per-sync=\"{:.0}\" data-in-flight=\"{:.0}\" \
+         data-wait-mean-ms=\"{:.2}\" data-wait-max-ms=\"{:.1}\"><caption>steady state: B{} to B{} ({} syncs). The first sync, a lone write, and the last, the drain, are left out.</caption>{}</table>",
+        window.syncs_per_s, window.writes_per_sync, window.bytes_per_sync, window.in_flight_mean, window.wait_mean.as_millis_f64(), window.wait_max.as_millis_f64(),
+        window.first_batch, window.last_batch, window.syncs, stat_rows(vec![
+            ("syncs per second", "", group_thousands(window.syncs_per_s.round() as u64)),
+            ("writes per sync", "", format!("{:.1}", window.writes_per_sync)),
+            ("bytes per sync", "", group_thousands(window.bytes_per_sync.round() as u64)),
+            ("writes in flight, on average", "", format!("{:.0}", window.in_flight_mean)),
+            ("mean / worst wait", "", format!("{:.2} ms / {:.1} ms", window.wait_mean.as_millis_f64(), window.wait_max.as_millis_f64())),
+        ]))).unwrap_or_default();
+    let outcome = super::markup_owned(format!(
+        "<div class=\"steady-stats\"><table class=\"summary live\">{live}</table>{steady_table}<p class=\"note steady-whole\" data-batch-mean=\"{:.1}\">\
+         The whole run, warm-up and drain included: {} writes at {}/s, {:.1} writes per sync, mean wait {:.2} ms.</p></div>",
+        summary.batch_mean(), group_thousands(summary.writes), group_thousands(steady.rate_per_s), summary.batch_mean(), summary.wait_mean().as_millis_f64()));
     (drawing, outcome)
 }
 
@@ -441,6 +432,7 @@ fn draw_steady(canvas: &web_sys::HtmlCanvasElement, steady: &SteadyCommit, now: 
 const GROUP_COMMIT: &str = "<div class=\"prose\"><p>With one sync per write, a log can acknowledge at most 1 ÷ L writes a second, whatever the rest of the engine can do: a thousand a second at L = 1 ms. Yet a sync makes durable every byte written to the file before it, so writers can share one. That is group commit: while a sync runs, new writers queue; when it returns, one of them becomes the leader, takes the whole queue as a batch, writes it in one go and syncs once. No timer is involved, and batches grow by themselves with load.</p><p>Real engines do exactly this: LevelDB's and RocksDB's write leader merges the queued batches into one log record before one sync, and a PostgreSQL backend waiting for the WAL lock first checks whether the holder already flushed its record. <a class=\"source\" href=\"https://github.com/google/leveldb/blob/main/db/db_impl.cc\" target=\"_blank\" rel=\"noopener\">[LevelDB db_impl.cc BuildBatchGroup]</a><a class=\"source\" href=\"https://github.com/postgres/postgres/blob/master/src/backend/access/transam/xlog.c\" target=\"_blank\" rel=\"noopener\">[PostgreSQL xlog.c XLogFlush]</a></p><p>The tiny store's tie rule: a write arriving at the very instant a sync completes was not in that sync; it joins the batch the next leader forms at that same instant. In the lanes, L marks each batch's leader, a bar runs from a write's arrival to its OK, and its length is the write's wait.</p></div>";
 
 /// A summary table's rows: a label, the value cell's class, the value.
-fn stat_rows(rows: Vec<(&'static str, &'static str, String)>) -> Html {
-    rows.into_iter().map(|(label, class, value)| html! { <tr><th>{ label }</th><td class={classes!("num", (!class.is_empty()).then_some(class))}>{ value }</td></tr> }).collect()
+/// A table's rows as markup: each a name, the value cell's extra class and the value.
+fn stat_rows(rows: Vec<(&'static str, &'static str, String)>) -> String {
+    rows.into_iter().map(|(label, class, value)| format!("<tr><th>{label}</th><td class=\"num {class}\">{}</td></tr>", super::escape(&value))).collect()
 }

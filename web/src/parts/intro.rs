@@ -6,7 +6,7 @@ use walab_core::time::Nanos;
 use yew::prelude::*;
 
 use super::controls::{controls, group_thousands, Shown};
-use super::{ChapterProps, source};
+use super::ChapterProps;
 use crate::model::chain::{needed_before_ok, Failure};
 use crate::model::commit::keeps_up;
 use crate::model::write_path::reached;
@@ -23,7 +23,8 @@ pub fn start_chapter(props: &ChapterProps) -> Html {
     let shown = Shown { sync: true, ..Shown::default() };
     let params = &props.params;
     let ceiling = 1e9 / params.sync_latency.0.max(1) as f64;
-    let rows = match &*props.model.0 {
+    // The rows as markup made from the runs' numbers (cheaper than elements, see `super::markup_owned`).
+    let rows: String = match &*props.model.0 {
         Model::Commit(model) => model
             .steady_by_policy
             .iter()
@@ -32,43 +33,31 @@ pub fn start_chapter(props: &ChapterProps) -> Html {
                     // The verdict is read from the same run as the row's numbers.
                     let window = if *policy == PolicyKind::Window { params.window } else { Nanos::ZERO };
                     let keeps_up = keeps_up(&run.summary, params.sync_latency, window);
-                    let bound = Nanos(2 * params.sync_latency.0 + window.0);
+                    let bound = format_millis(Nanos(2 * params.sync_latency.0 + window.0));
                     // The steady state; a run too short to have one shows its whole run, said so.
                     let (syncs, batch, wait_mean, wait_max, whole) = match run.steady {
                         Some(steady) => (steady.syncs_per_s, steady.writes_per_sync, steady.wait_mean, steady.wait_max, false),
                         None => (run.summary.syncs_per_s(), run.summary.batch_mean(), run.summary.wait_mean(), run.summary.wait_max, true),
                     };
-                    html! {
-                        <tr data-policy={policy.name()} data-steady={(!whole).to_string()}>
-                            <td data-label="policy">{ policy.label() }{ if whole { " (whole run, warm-up included)" } else { "" } }</td>
-                            <td class="num syncs" data-label="syncs/s">{ group_thousands(syncs.round() as u64) }</td>
-                            <td class="num batch" data-label="writes per sync">{ format!("{batch:.1}") }</td>
-                            <td class="num" data-label="mean wait">{ format!("{:.2} ms", wait_mean.as_millis_f64()) }</td>
-                            <td class="num worst" data-label="worst wait">{ format!("{:.2} ms", wait_max.as_millis_f64()) }</td>
-                            <td class={classes!("verdict", if keeps_up { "ok" } else { "danger" })} data-label="verdict" data-keeps-up={keeps_up.to_string()}>
-                                { if keeps_up {
-                                    format!("keeps up: no write waits over {} ms", format_millis(bound))
-                                } else {
-                                    format!("falls behind: waits grow past {} ms", format_millis(bound))
-                                } }
-                            </td>
-                        </tr>
-                    }
+                    format!("<tr data-policy=\"{}\" data-steady=\"{}\"><td data-label=\"policy\">{}{}</td><td class=\"num syncs\" data-label=\"syncs/s\">{}</td>\
+                        <td class=\"num batch\" data-label=\"writes per sync\">{batch:.1}</td><td class=\"num\" data-label=\"mean wait\">{:.2} ms</td>\
+                        <td class=\"num worst\" data-label=\"worst wait\">{:.2} ms</td><td class=\"verdict {}\" data-label=\"verdict\" data-keeps-up=\"{keeps_up}\">{}</td></tr>",
+                        policy.name(), !whole, super::escape(policy.label()), if whole { " (whole run, warm-up included)" } else { "" },
+                        group_thousands(syncs.round() as u64), wait_mean.as_millis_f64(), wait_max.as_millis_f64(), if keeps_up { "ok" } else { "danger" },
+                        if keeps_up { format!("keeps up: no write waits over {bound} ms") } else { format!("falls behind: waits grow past {bound} ms") })
                 }
-                Err(error) => html! { <tr><td>{ policy.label() }</td><td colspan="5" class="error">{ error.clone() }</td></tr> },
+                Err(error) => format!("<tr><td>{}</td><td colspan=\"5\" class=\"error\">{}</td></tr>", super::escape(policy.label()), super::escape(error)),
             })
-            .collect::<Html>(),
-        _ => Html::default(),
+            .collect(),
+        _ => String::new(),
     };
     let steady_note = "Each row is the run's steady state: its first sync (a lone write, nothing queued yet, the warm-up) and \
         its last (the drain after the arrivals stop) are left out.";
     html! {
         <>
-        <div class="prose">
-            <p>{ "Picture a storage node that must take 100,000 small writes a second, each about 100 bytes, on an \
-                  EBS gp3 volume, and reply OK to each one only when the write would survive a crash. Before it \
-                  replies, the write's log record has to be synced: pushed out of memory onto the device itself." }</p>
-        </div>
+        { super::markup("<div class=\"prose\"><p>Picture a storage node that must take 100,000 small writes a second, each about 100 bytes, on an \
+            EBS gp3 volume, and reply OK to each one only when the write would survive a crash. Before it \
+            replies, the write&#39;s log record has to be synced: pushed out of memory onto the device itself.</p></div>") }
         { write_path_view(props) }
         <Scene name="arithmetic" title="The arithmetic, run on the simulator"
             controls={html! { <div class="arithmetic-controls">{ load_dial(props) }
@@ -78,11 +67,9 @@ pub fn start_chapter(props: &ChapterProps) -> Html {
                 if let Model::Commit(model) = &*props.model.0 {
                     <LogQueue queue={Rc::new(model.per_write_queue.clone())} load_per_second={params.load_per_second} ceiling_per_second={ceiling as u64} />
                 }
-                <table class="problem stack">
-                    <caption>{ steady_note }</caption>
-                    <thead><tr><th>{ "policy" }</th><th class="num">{ "syncs/s" }</th><th class="num">{ "writes per sync" }</th><th class="num">{ "mean wait" }</th><th class="num">{ "worst wait" }</th><th>{ format!("at {} writes/s", group_thousands(params.load_per_second)) }</th></tr></thead>
-                    <tbody>{ rows }</tbody>
-                </table>
+                { super::markup_owned(format!("<table class=\"problem stack\"><caption>{steady_note}</caption><thead><tr><th>policy</th><th class=\"num\">syncs/s</th>\
+                    <th class=\"num\">writes per sync</th><th class=\"num\">mean wait</th><th class=\"num\">worst wait</th><th>at {} writes/s</th></tr></thead><tbody>{rows}</tbody></table>",
+                    group_thousands(params.load_per_second))) }
                 </>
             }}>
             <div class="scene-prose-inner prose">
@@ -90,16 +77,14 @@ pub fn start_chapter(props: &ChapterProps) -> Html {
                     most {} writes a second. Past that, writes queue faster than the log can sync them: the bars are \
                     sync per write's queue, the writes still waiting for their OK, sampled once per L.",
                     format_millis(params.sync_latency), group_thousands(ceiling as u64)) }</p>
-                <p>{ "Change the load and L; each row of the table is a run of the core's group-commit simulator at that \
-                      load. Group commit shares one sync among every write that queued while the previous sync ran, so \
-                      at a load the log keeps up with, syncs a second times writes per sync is the load." }</p>
+                { super::markup("<p>Change the load and L; each row of the table is a run of the core&#39;s group-commit simulator at that \
+                    load. Group commit shares one sync among every write that queued while the previous sync ran, so \
+                    at a load the log keeps up with, syncs a second times writes per sync is the load.</p>") }
             </div>
         </Scene>
-        <div class="prose">
-            <p>{ "AWS describes gp3's latency only as single-digit milliseconds, so walab assumes 1 ms per sync of \
-                  the log and lets you change it. Part 2 shows how to measure the real figure on your own volume. " }
-               { source("AWS: EBS General Purpose SSD volumes", "https://docs.aws.amazon.com/ebs/latest/userguide/general-purpose.html") }</p>
-        </div>
+        { super::markup("<div class=\"prose\"><p>AWS describes gp3&#39;s latency only as single-digit milliseconds, so walab assumes 1 ms per sync of \
+            the log and lets you change it. Part 2 shows how to measure the real figure on your own volume. \
+            <a class=\"source\" href=\"https://docs.aws.amazon.com/ebs/latest/userguide/general-purpose.html\" target=\"_blank\" rel=\"noopener\">[AWS: EBS General Purpose SSD volumes]</a></p></div>") }
         </>
     }
 }
