@@ -79,8 +79,14 @@ pub fn format_millis(nanos: Nanos) -> String {
 
 /// The playhead's time: always two decimals ("12.00"), rounded to the nearest hundredth.
 pub fn format_fixed_millis(nanos: Nanos) -> String {
-    let hundredths = (nanos.0 + 5_000) / 10_000;
+    let hundredths = shown_instant(nanos).0 / 10_000;
     format!("{}.{:02}", hundredths / 100, hundredths % 100)
+}
+
+/// The instant the player shows for `nanos`: rounded to the nearest hundredth of a
+/// millisecond, so `p` pulls the power at exactly the time on screen.
+pub fn shown_instant(nanos: Nanos) -> Nanos {
+    Nanos((nanos.0 + 5_000) / 10_000 * 10_000)
 }
 
 #[cfg(test)]
@@ -107,5 +113,6 @@ mod tests {
         assert_eq!(ms(Nanos(1_234_567)), "1.235 ms");
         assert_eq!(ms(Nanos::from_millis(7)), "7 ms");
         assert_eq!(format_fixed_millis(Nanos(11_996_000)), "12.00");
+        assert_eq!(format_millis(shown_instant(Nanos(9_584_000))), "9.58");
     }
 }

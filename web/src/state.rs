@@ -320,9 +320,11 @@ impl Reducible for LabState {
                 ));
             }
             LabAction::CutAtPlayhead => {
-                // Cut on a 0.1 ms grid, so the link and the CLI's --at-ms name the same instant.
-                let tenth = 100_000;
-                let at = Nanos(next.player.now.0 / tenth * tenth);
+                // The instant the player shows (to the hundredth of a millisecond), so the
+                // link, the CLI's --at-ms and the screen name the same instant.
+                let now = next.player.now;
+                let shown = crate::format::shown_instant(now);
+                let at = if next.check_cut(shown).is_ok() { shown } else { Nanos(now.0 / 10_000 * 10_000) };
                 next.cut_at(at, &mut timeline_changed);
             }
             LabAction::Type(field, text) => {
@@ -459,6 +461,16 @@ mod tests {
         state = reduce(state, LabAction::CutAtPlayhead);
         assert_eq!(state.params.cut, Some(at));
         assert!(!state.player.playing);
+    }
+
+    #[test]
+    fn p_cuts_at_the_millisecond_the_player_shows() {
+        let mut state = LabState::from_query("?part=6");
+        state = reduce(state, LabAction::Player(PlayerAction::Seek(Nanos(9_584_000))));
+        assert_eq!(crate::format::format_fixed_millis(state.player.now), "9.58");
+        state = reduce(state, LabAction::CutAtPlayhead);
+        assert_eq!(state.params.cut, Some(Nanos(9_580_000)));
+        assert_eq!(crate::url_state::to_query(&state.params), "?part=6&cut=9.58");
     }
 
     #[test]

@@ -192,8 +192,9 @@ test("Part 5's steady run draws the queue and the leader's batch at the player's
 test('Part 0: write 1 travels the path, and at 1,000 writes/s sync per write keeps up with its 1.00 ms wait', async () => {
   const page = await open('?part=0&load=1000');
   assert.equal(await page.$('.player .now'), null);
-  // It opens with write 1 in the page cache; follow it from the client.
-  assert.equal(await page.getAttribute('[data-figure="write-path"]', 'data-station'), 'page-cache');
+  // It opens at step 1 of 8, write 1 in the client, and says so.
+  assert.equal(await page.getAttribute('[data-figure="write-path"]', 'data-station'), 'client');
+  assert.match(await page.textContent('.scene[data-scene="write-path"] .player'), /step 1 of 8/);
   await page.keyboard.press('Home');
   for (let step = 0; step < 5; step++) await stepForward(page);
   assert.equal(await page.getAttribute('[data-figure="write-path"]', 'data-station'), 'media');

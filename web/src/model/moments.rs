@@ -63,8 +63,8 @@ fn failed_syncs(trace: &Trace) -> Vec<Nanos> {
 }
 
 /// Where a figure opens when its link names no moment: a moment with something to look
-/// at, not an empty run at t = 0. Write 1's path and journey open on write 1 in the page
-/// cache; the tiny store on its failed sync, else just before the power cut (B14's sync
+/// at, not an empty run at t = 0. Write 1's path opens at its first station, the journey on write 1 in the
+/// page cache; the tiny store on its failed sync, else just before the power cut (B14's sync
 /// running), or as its last write is told OK when the view asks; group commit as its
 /// largest batch forms; the quorum as the log forks onto the replicas. `None`: the start.
 pub fn opening(model: &Model) -> Option<Nanos> {
@@ -72,7 +72,7 @@ pub fn opening(model: &Model) -> Option<Nanos> {
         // Write 1's record has just been copied into the page cache: its units are dirty,
         // and nothing is on the media yet.
         Model::Journey(Ok(journey)) => journey.opening(),
-        // Write 1 in the page cache: written, not yet durable.
+        // Write 1 at its first station, the client: step 1 of the path.
         Model::Commit(model) if !model.write_path.is_empty() => Some(super::write_path::opening()),
         // As the last write is told OK, when every segment has been created and the first
         // ones have passed their gates.

@@ -128,11 +128,10 @@ pub fn timeline() -> Timeline {
     Timeline { end: Nanos(STEP.0 * count), marks }
 }
 
-/// The step the path opens on: write 1 has just been copied into the page cache, the moment
-/// where "written" and "durable" part ways.
+/// The step the path opens on: its first, write 1 leaving the client (step 1 of 8), so a
+/// student follows it from the start.
 pub fn opening() -> Nanos {
-    let index = Station::ALL.iter().position(|station| *station == Station::PageCache).unwrap_or(0);
-    Nanos(STEP.0 * (index as u64 + 1))
+    STEP
 }
 
 /// How many stations the write has reached at the playhead (0 before the first).

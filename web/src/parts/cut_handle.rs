@@ -213,7 +213,7 @@ pub fn CutHandle(props: &CutHandleProps) -> Html {
     };
     // The plug: pulled, the power fails at the playhead; pushed back in, it returns.
     let (plug_label, plug_action, plug_state) = match props.cut {
-        None => (format!("pull the plug at {} ms (p)", format_millis(snap(props.now, Nanos::MAX))), LabAction::CutAtPlayhead, "in"),
+        None => (format!("pull the plug at {} ms (p)", format_millis(crate::format::shown_instant(props.now))), LabAction::CutAtPlayhead, "in"),
         Some(cut) => (format!("power failed at {} ms: plug back in (r)", format_millis(cut)), LabAction::SetCut(None), "pulled"),
     };
     let on_plug = props.on_action.reform(move |_: MouseEvent| plug_action.clone());
