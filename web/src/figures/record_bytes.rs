@@ -157,7 +157,7 @@ pub fn RecordBytes(props: &RecordBytesProps) -> Html {
     };
     let label = match appended {
         Some((record, at)) => format!("wal-1 as record {} is appended: {}", record.write, at.text(record.bytes.len())),
-        None => format!("wal-1's {} bytes: {} records ending at byte {end}, then zeros", props.segment_bytes, props.records.len()),
+        None => format!("wal-1's {} bytes: {} ending at byte {end}, then zeros", props.segment_bytes, crate::format::count(props.records.len(), "record")),
     };
     // One listener for every cell: the byte is the clicked cell's data-byte.
     let onclick = props.on_byte.clone().map(|on_byte| {

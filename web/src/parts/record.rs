@@ -181,6 +181,7 @@ fn corruption_outcome(corrupted: Option<&append::Corrupted>, records: &[append::
     };
     let verdict = match corrupted {
         Some(corrupted) => append::corrupted_text(corrupted, records),
+        None if records.len() == 1 => "Record 1 passes its checks: the scan replays it and stops at the zero fill.".to_string(),
         None => format!("All {} records pass their checks: the scan replays records 1 to {} and stops at the zero fill.", records.len(), records.len()),
     };
     let stopped_early = corrupted.is_some_and(|corrupted| !corrupted.lost.is_empty());
