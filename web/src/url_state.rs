@@ -85,8 +85,8 @@ impl Fault {
     pub fn label(self) -> &'static str {
         match self {
             Fault::None => "no fault",
-            Fault::LogSync => "E1: a log sync returns EIO (B11 on the page)",
-            Fault::FlushSync => "E2: the sync of flushed file F11 fails",
+            Fault::LogSync => "E1: a log sync returns EIO",
+            Fault::FlushSync => "E2: F11's fsync fails",
         }
     }
 

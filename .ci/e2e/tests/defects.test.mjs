@@ -47,6 +47,44 @@ test('Part 7 offers its two cases by name: the torn record (units 1 and 2 land, 
   await page.close();
 });
 
+test("Part 7's outcome is chosen by name beside the seed: the torn record or the finished sync", async () => {
+  const page = await lab.newPage('?part=7', { width: 1366, height: 800 });
+  const options = await page.$$eval('select.named-case option', (all) => all.map((option) => option.textContent));
+  assert.ok(options.some((text) => /torn record/.test(text)) && options.some((text) => /sync finished/.test(text)), options.join(' | '));
+  const torn = await page.getAttribute('a.named-cut[data-case="TornRecord"]', 'data-seed');
+  await page.selectOption('select.named-case', { label: options.find((text) => /torn record/.test(text)) });
+  await page.waitForFunction(() => new URL(location.href).searchParams.get('cut') === '13.5');
+  assert.equal(new URL(page.url()).searchParams.get('seed'), torn, 'the name chooses the seed, which stays in the link and its field');
+  assert.equal(await page.inputValue('.cut-controls input.seed'), torn);
+  await page.close();
+});
+
+test("Part 7: no unit border runs through a record's label in wal-6's strip", async () => {
+  const crossed = [];
+  for (const width of [1366, 1024, 390]) {
+    for (const view of ['?part=7', '?part=7&cut=13.5&seed=9&reveal=1', '?part=7&present=1']) {
+      const page = await lab.newPage(view, { width, height: 800 });
+      await page.waitForSelector('.log-media g.record');
+      await page.evaluate(() => document.getAnimations().forEach((animation) => animation.finish()));
+      const found = await page.evaluate(() => {
+        const out = [];
+        for (const row of document.querySelectorAll('.log-media g.segment-row')) {
+          const borders = [...row.querySelectorAll('g.unit rect')].map((rect) => rect.getBoundingClientRect().left);
+          for (const label of row.querySelectorAll('g.record text.record-label')) {
+            const box = label.getBoundingClientRect();
+            if (box.width === 0) continue;
+            for (const border of borders) if (border > box.left + 1 && border < box.right - 1) out.push(`"${label.textContent}" (${Math.round(box.left)}-${Math.round(box.right)}) crosses the unit border at ${Math.round(border)}`);
+          }
+        }
+        return out;
+      });
+      for (const each of found) crossed.push(`${width} ${view}: ${each}`);
+      await page.close();
+    }
+  }
+  assert.deepEqual(crossed, []);
+});
+
 test('Part 7: the "unit N: landed" labels stay inside the figure, even as the units slide into place', async () => {
   const page = await lab.newPage('?part=7&cut=13.5&seed=9&reveal=1');
   await page.waitForSelector('.log-media .unit.arrival');

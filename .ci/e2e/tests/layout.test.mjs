@@ -106,3 +106,57 @@ test('on a wide screen the figure stays in view while its text is read', async (
   assert.deepEqual(lost, []);
   await page.close();
 });
+
+// The results' tables (a cut's report, the four modes, every legal outcome of a cut) wrap
+// their cells at spaces and hyphens, never inside a word ("acknowledge / d"), on a laptop
+// and a projector; on a phone they still fit the screen's width.
+const RESULT_VIEWS = [
+  '?part=3&fault=e1&handling=wrong&cut=11.5&seed=0&reveal=1',
+  '?part=6&cut=13.5&seed=0&reveal=1',
+  '?part=6&policy=no-sync&cut=13.5&seed=2&reveal=1',
+  '?part=7&cut=13.5&seed=9&reveal=1',
+];
+
+test('results tables break lines between words, never inside one, and fit a phone', async () => {
+  const broken = [];
+  for (const [width, height] of [[1366, 768], [1024, 768], [390, 844]]) {
+    for (const view of RESULT_VIEWS) {
+      const page = await open(view, width, height);
+      // The stage lays out again once it has measured its room: read the settled layout.
+      await page.waitForSelector('main table');
+      await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+      await page.waitForTimeout(400);
+      const found = await page.evaluate(() => {
+        const out = [];
+        for (const cell of document.querySelectorAll('main table :is(th, td)')) {
+          if (cell.offsetParent === null || cell.closest('.hex, code')) continue;
+          const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+          for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+            // Each word between spaces and hyphens: its letters on one line.
+            for (const match of node.textContent.matchAll(/[^\s\-–]+/g)) {
+              const range = document.createRange();
+              range.setStart(node, match.index);
+              range.setEnd(node, match.index + match[0].length);
+              const tops = new Set([...range.getClientRects()].filter((rect) => rect.width > 0).map((rect) => Math.round(rect.top)));
+              if (tops.size > 1) out.push(`"${match[0]}"`);
+            }
+          }
+        }
+        const wide = [...document.querySelectorAll('main table')].filter((table) => table.offsetParent !== null
+          && table.getBoundingClientRect().right > document.documentElement.clientWidth + 1 && !table.closest('.lanes-scroll, .scroll-x'));
+        for (const table of wide) out.push(`table.${table.className} ends at ${Math.round(table.getBoundingClientRect().right)}`);
+        // Nor past the box it is shown in (a cut's report, the outcome's column).
+        for (const table of document.querySelectorAll('.stage table')) {
+          const holder = table.parentElement.closest('.report, .stage-outcome, .stage-figure');
+          if (table.offsetParent === null || !holder) continue;
+          const over = table.getBoundingClientRect().right - holder.getBoundingClientRect().right;
+          if (over > 1) out.push(`table.${table.className} runs ${Math.round(over)} px out of its box`);
+        }
+        return out;
+      });
+      for (const each of found.slice(0, 4)) broken.push(`${width} ${view}: ${each}`);
+      await page.close();
+    }
+  }
+  assert.deepEqual(broken, []);
+});

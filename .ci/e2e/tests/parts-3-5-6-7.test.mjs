@@ -77,3 +77,58 @@ for (const part of [3, 5, 6, 7]) {
     await page.close();
   });
 }
+
+// Part 3 in a student's words: the writers the step's sentence says were told "unknown"
+// are the ones the figure draws so; no error text of the log's own (its Rust Display)
+// reaches a caption; the citations stay inside their paragraph and the fault menu shows
+// its whole choice.
+test('Part 3: the caption and the figure name the same writers, in plain sentences, nothing clipped', async () => {
+  const page = await lab.newPage('?part=3', { width: 1024, height: 768 });
+  await page.keyboard.press('Home');
+  const internal = [];
+  let compared = false;
+  for (let step = 0; step < 40; step++) {
+    const caption = await page.textContent('.scene[data-scene="failed-sync"] .player .caption');
+    if (/log failed earlier|i\/o error \(/i.test(caption)) internal.push(`step ${step}: ${caption.slice(0, 160)}`);
+    const told = caption.match(/writes (\d+)-(\d+) are told the outcome is unknown/);
+    if (told) {
+      const said = [];
+      for (let id = Number(told[1]); id <= Number(told[2]); id++) said.push(String(id));
+      const drawn = await page.$$eval('[data-path="right"] g.told[data-state="failed"]', (all) => all.map((each) => each.dataset.write));
+      assert.deepEqual(drawn, said, 'the figure draws as told "unknown" the writes the caption names');
+      compared = true;
+    }
+    await page.keyboard.press('ArrowRight');
+  }
+  assert.ok(compared, 'some step tells writers the outcome is unknown');
+  assert.deepEqual(internal, []);
+  const clipped = [];
+  for (const [width, view] of [[1366, '?part=3'], [1024, '?part=3'], [390, '?part=3'], [1024, '?part=3&present=1']]) {
+    await page.setViewportSize({ width, height: 800 });
+    await page.goto(lab.url + view);
+    await page.waitForSelector('#chapter');
+    await page.waitForTimeout(150);
+    const found = await page.evaluate(() => {
+      const out = [];
+      for (const source of document.querySelectorAll('main .prose a.source')) {
+        const box = source.parentElement.getBoundingClientRect();
+        for (const rect of source.getClientRects()) if (rect.right > box.right + 1) out.push(`${source.textContent.slice(0, 30)} ends ${Math.round(rect.right - box.right)} px past its paragraph`);
+      }
+      for (const select of document.querySelectorAll('main select')) {
+        if (select.offsetParent === null) continue;
+        // Its width as laid out against the width its longest choice asks for.
+        const shown = select.getBoundingClientRect().width;
+        const saved = select.getAttribute('style');
+        select.style.maxWidth = 'none';
+        select.style.width = 'max-content';
+        const wanted = select.getBoundingClientRect().width;
+        if (saved === null) select.removeAttribute('style'); else select.setAttribute('style', saved);
+        if (wanted > shown + 1) out.push(`select.${select.className}: "${select.selectedOptions[0]?.textContent}" is clipped (${Math.round(shown)} of ${Math.round(wanted)} px)`);
+      }
+      return out;
+    });
+    for (const each of found) clipped.push(`${width} ${view}: ${each}`);
+  }
+  assert.deepEqual(clipped, []);
+  await page.close();
+});

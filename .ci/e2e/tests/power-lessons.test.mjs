@@ -113,6 +113,44 @@ test('after a cut, → moves the cut line to the next event of the run, not to i
   await page.close();
 });
 
+test("Part 6: a student's own cut leaves the four modes' lesson as it was, at 13.5 ms with its own question", async () => {
+  const page = await lab.newPage('?part=6');
+  const lesson = '.scene[data-scene="modes"]';
+  const own = '.scene[data-scene="power-cut"]';
+  await page.fill(`${own} input.cut-ms`, '12.7');
+  await page.press(`${own} input.cut-ms`, 'Enter');
+  await page.waitForSelector(`${own} .power.report .headline`);
+  await page.click(`${own} .power.report button.reveal`);
+  await page.waitForSelector(`${own} .power.report .revealed`);
+  // The lesson is not redrawn at the student's instant, and its answer stays hidden.
+  assert.match(await page.textContent(`${lesson} .scene-title`), /at 13\.5 ms/);
+  assert.equal(await page.getAttribute('[data-figure="modes"]', 'data-revealed'), 'false');
+  assert.ok(await page.$(`${lesson} .predict button.reveal`), "the lesson's question is still open");
+  // Answered, the lesson shows its answer; the student's own cut keeps its own.
+  await page.click(`${lesson} .predict button.reveal`);
+  await page.waitForSelector('[data-figure="modes"][data-revealed="true"]');
+  assert.ok(await page.$(`${own} .power.report .revealed`));
+  assert.match(await page.textContent(`${own} .power.report .headline`), /12\.7 ms/);
+  // A new cut of the student's asks its own question again; the lesson keeps its answer.
+  await page.fill(`${own} input.cut-ms`, '11');
+  await page.press(`${own} input.cut-ms`, 'Enter');
+  await page.waitForFunction(() => /11 ms/.test(document.querySelector('.scene[data-scene="power-cut"] .power.report .headline')?.textContent));
+  assert.equal(await page.$(`${own} .power.report .revealed`), null);
+  assert.equal(await page.getAttribute('[data-figure="modes"]', 'data-revealed'), 'true');
+  await page.close();
+});
+
+test("Part 6's fields say what they take: the cut's millisecond, the seed, the failing mode's guess", async () => {
+  const page = await lab.newPage('?part=6');
+  // The label around a field reads "or at ... ms" or "seed": its own name says more.
+  const names = await page.$$eval('main input:is([type="number"], [type="text"])', (inputs) =>
+    inputs.map((input) => [input.className, input.getAttribute('aria-label') ?? input.closest('label')?.textContent.trim() ?? '']));
+  const weak = names.filter(([, name]) => name.split(/\s+/).length < 3);
+  assert.deepEqual(weak, []);
+  assert.match(Object.fromEntries(names)['cut-ms'], /millisecond/);
+  await page.close();
+});
+
 test('the browser console stays free of errors', () => {
   assert.deepEqual(lab.consoleErrors, []);
 });

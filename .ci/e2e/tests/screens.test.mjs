@@ -147,7 +147,7 @@ test('presenter mode at 1024x768: the player, the figure, the power button and t
       };
       return {
         player: box('.player'),
-        figure: box('svg.lanes'),
+        figure: box('.stage-figure'),
         power: box('.power-button'),
         result: box('.power.report .revealed'),
         prose: [...document.querySelectorAll('main > .prose')].some((element) => element.offsetParent !== null),

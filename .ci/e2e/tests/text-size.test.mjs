@@ -46,12 +46,11 @@ for (const width of [1024, 390]) test(`figure text is at least 12 px at ${width}
 
 // On a projector the instructor presents the lanes: at 1366 wide, read from the back of a
 // room, their text is at least 14 px (it was squeezed to 42% of the screen's height).
-// (Part 10 presents its replicas' figure, not the lanes.)
+// (Part 10 presents its replicas' figure, not the lanes; Part 7 presents wal-6's bytes.)
 const LANES_PRESENTED = [
-  ...[3, 6, 7, 8].map((part) => `?part=${part}&present=1`),
+  ...[3, 6, 8].map((part) => `?part=${part}&present=1`),
   '?part=3&fault=e1&handling=wrong&cut=11.5&seed=0&reveal=1&present=1',
   '?part=6&cut=13.5&seed=0&reveal=1&present=1',
-  '?part=7&cut=13.5&seed=0&reveal=1&present=1',
 ];
 
 test('in presenter mode at 1366 px the lanes text is at least 14 px', async () => {
@@ -179,4 +178,50 @@ for (const [part, view] of PRESENTER_VIEWS) test(`presenter mode at 1024x768, ${
   await page.close();
   assert.deepEqual(found.small.slice(0, 12), [], `Part ${part}: ${found.small.length} figure texts under 16 px`);
   assert.deepEqual(found.off, [], `Part ${part}`);
+});
+
+// Presenter mode at 1024x768 in the Parts whose figures are tallest (the failed sync's two
+// paths, the lanes of 24 writes, wal-6's bytes): the stage the view opens on shows its
+// figure, the step's sentence and the outcome whole, inside the 768 px, with no scrolling
+// by the presenter (the page's own scroll to the scene a link opens on is allowed).
+const PRESENTER_FITS = [
+  '?part=3&present=1',
+  '?part=3&fault=e1&handling=wrong&cut=11.5&seed=0&reveal=1&present=1',
+  '?part=6&present=1',
+  '?part=6&cut=13.5&seed=0&reveal=1&present=1',
+  '?part=6&policy=no-sync&cut=13.5&seed=2&reveal=1&present=1',
+  '?part=7&present=1',
+  '?part=7&cut=13.5&seed=0&reveal=1&present=1',
+  '?part=7&cut=13.5&seed=9&present=1',
+];
+
+test('presenter mode at 1024x768: Parts 3, 6 and 7 fit their figure, caption and outcome in 768 px', async () => {
+  const page = await lab.context.newPage();
+  await page.setViewportSize({ width: 1024, height: 768 });
+  const misfits = [];
+  for (const view of PRESENTER_FITS) {
+    await page.goto(lab.url + view);
+    await page.waitForSelector('#chapter');
+    await page.waitForTimeout(300);
+    const found = await page.evaluate(() => {
+      const stage = document.querySelector('.scene[data-opens-here] .stage')
+        ?? [...document.querySelectorAll('.stage')].find((each) => each.querySelector('.stage-figure svg'));
+      if (!stage) return ['no stage with a figure'];
+      const out = [];
+      const whole = (element, name) => {
+        if (!element && name === 'the outcome') return; // no cut yet: nothing to report
+        if (!element || element.offsetParent === null || element.getBoundingClientRect().height === 0) { out.push(`no ${name} on screen`); return; }
+        const rect = element.getBoundingClientRect();
+        if (rect.top < 0 || rect.bottom > innerHeight + 0.5) out.push(`${name} spans ${Math.round(rect.top)}-${Math.round(rect.bottom)} of ${innerHeight}`);
+      };
+      whole(stage.querySelector('.stage-figure'), 'the figure');
+      const caption = [...stage.querySelectorAll('.player .caption, .scene-idea')].find((each) => each.offsetParent !== null && each.textContent.trim().length > 10);
+      whole(caption, "the step's caption");
+      whole(stage.querySelector('.stage-outcome'), 'the outcome');
+      return out;
+    });
+    for (const each of found) misfits.push(`${view}: ${each}`);
+  }
+  await page.close();
+  assert.deepEqual(misfits, []);
 });

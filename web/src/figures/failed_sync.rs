@@ -61,11 +61,11 @@ fn panel(path: &PathAt) -> Html {
     };
     let failing = path.sync_story.contains("EIO") || path.sync_story.contains("retry");
     let writes = path.batch_writes.iter().enumerate().map(|(index, write)| {
-        let x = 10.0 + index as f64 * 168.0;
-        let state = match write.told { "told OK" => "acked", "told \"unknown\"" => "failed", _ => "waiting" };
+        let x = 10.0 + index as f64 * 125.0;
+        let state = match write.told { "OK" => "acked", "\"unknown\"" => "failed", _ => "waiting" };
         html! {
             <g class={classes!("told", state)} data-write={write.id.to_string()} data-state={state}>
-                <rect x={x.to_string()} y="196" width="162" height="24" rx="4" />
+                <rect x={x.to_string()} y="196" width="120" height="24" rx="4" />
                 <text x={(x + 6.0).to_string()} y="213">{ format!("{}: {}", write.id, write.told) }</text>
             </g>
         }
@@ -100,7 +100,7 @@ fn panel(path: &PathAt) -> Html {
             if let Some(batch) = path.batch {
                 <text class={classes!("sync-story", failing.then_some("danger"))} x="10" y="170" data-batch={batch.to_string()} data-sync-state={path.sync_story.clone()}>
                     { format!("B{batch}: {}", path.sync_story) }</text>
-                <text class="row-title" x="10" y="188">{ format!("B{batch}'s writers:") }</text>
+                <text class="row-title" x="10" y="188">{ format!("B{batch}'s writers, then any queued behind it, told:") }</text>
                 { for writes }
             }
             <g class={classes!("flushed-file", path.flush.class())} data-file={path.flush_name.clone()} data-state={path.flush.class()}>

@@ -87,14 +87,24 @@ pub fn LogMedia(props: &LogMediaProps) -> Html {
                 RecordMark::Skipped => vec![format!("rec {write} (flushed)"), format!("{write} (flushed)"), format!("{write}")],
                 RecordMark::Unread => vec![format!("rec {write}"), format!("{write}")],
             };
-            let label = fitting(&candidates, x(record.end) - x(record.start) - 4.0, char);
+            // The label sits in the record's widest stretch between unit borders, so no
+            // border runs through it; a record too short for that is labelled across them.
+            let unit_bytes = segment.unit_bytes.max(1);
+            let mut cuts = vec![record.start];
+            cuts.extend((record.start / unit_bytes + 1..).map(|unit| unit * unit_bytes).take_while(|border| *border < record.end));
+            cuts.push(record.end);
+            let (from, to) = cuts.windows(2).map(|pair| (pair[0], pair[1])).max_by_key(|(from, to)| to - from).unwrap_or((record.start, record.end));
+            let (label, middle) = match fitting(&candidates, x(to) - x(from) - 4.0, char) {
+                Some(label) => (Some(label), (x(from) + x(to)) / 2.0),
+                None => (fitting(&candidates, x(record.end) - x(record.start) - 4.0, char), (x(record.start) + x(record.end)) / 2.0),
+            };
             html! {
                 <g class={classes!("record", record.mark.class())} data-record={write.to_string()} data-state={record.mark.class()}
                     data-start={record.start.to_string()} data-end={record.end.to_string()}>
                     <title>{ format!("record {write} at bytes {}-{}", record.start, record.end) }</title>
                     <rect x={x(record.start).to_string()} y={(y + bar_top + 0.25 * bar_height).to_string()} width={(x(record.end) - x(record.start) - 1.0).to_string()} height={(0.5 * bar_height).to_string()} />
                     if let Some(label) = label {
-                        <text class="record-label" x={((x(record.start) + x(record.end)) / 2.0).to_string()} y={(y + bar_top + 0.5 * bar_height + 0.35 * text).to_string()} text-anchor="middle">{ label }</text>
+                        <text class="record-label" x={middle.to_string()} y={(y + bar_top + 0.5 * bar_height + 0.35 * text).to_string()} text-anchor="middle">{ label }</text>
                     }
                     <text class="offset" x={x(record.start).to_string()} y={(y + offsets).to_string()} text-anchor="middle">{ record.start }</text>
                 </g>

@@ -68,6 +68,9 @@ fn describe_events(trace: &Trace, from: usize, to: usize, sync_batch: &mut Sorte
         }
         match &event.event {
             Event::Arrive { write } => arrivals.push(*write),
+            // In words for a student, not the log's error text: a log that failed a sync.
+            Event::Refuse { write, reason } if reason.starts_with("log failed earlier") =>
+                sentences.push(format!("write {write} is refused: the log stopped at its failed sync and takes no write until it is recovered")),
             Event::Refuse { write, reason } => sentences.push(format!("write {write} is refused ({reason})")),
             Event::BatchFormed { batch, segment, first_write, writes, offset, bytes } => sentences.push(format!(
                 "B{batch} takes {} and write() copies its {bytes} bytes into wal-{segment}'s page cache at byte {offset}, where they are dirty",

@@ -79,6 +79,9 @@ impl FlushStage {
     }
 }
 
+/// The writers a path's panel has room for (one row of boxes).
+pub const WRITERS_DRAWN_MAX: usize = 4;
+
 /// A write of the failing batch and what its writer was told.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BatchWrite {
@@ -146,21 +149,20 @@ pub fn path_at(name: &'static str, run: &TinyRun, now: Nanos, batch: Option<u64>
         .map(|file| (0..tiny::SEGMENT_BYTES.div_ceil(unit_bytes)).map(|unit| unit_at(&state, file, unit, unit * unit_bytes < extent)).collect())
         .unwrap_or_default();
     let batch_info = batch.and_then(|batch| failing_batch(trace, batch));
+    // The batch's writes, then the writes queued behind it while they wait or once the
+    // failure reached them too (fail-stop tells every waiter), as the caption counts them.
+    let told_of = |id: u64| match state.writes.get((id - 1) as usize) {
+        Some(walab_core::trace::WriteState::Acked) => "OK",
+        Some(walab_core::trace::WriteState::Failed) => "\"unknown\"",
+        Some(walab_core::trace::WriteState::InBatch { .. }) => "syncing",
+        Some(walab_core::trace::WriteState::Queued) => "queued",
+        Some(walab_core::trace::WriteState::Refused) => "refused",
+        _ => "not yet",
+    };
     let batch_writes = batch_info
         .map(|(_, first, count)| {
-            (first..first + count)
-                .map(|id| {
-                    let told = match state.writes.get((id - 1) as usize) {
-                        Some(walab_core::trace::WriteState::Acked) => "told OK",
-                        Some(walab_core::trace::WriteState::Failed) => "told \"unknown\"",
-                        Some(walab_core::trace::WriteState::InBatch { .. }) => "waiting for the sync",
-                        Some(walab_core::trace::WriteState::Queued) => "queued",
-                        Some(walab_core::trace::WriteState::Refused) => "refused",
-                        _ => "not arrived",
-                    };
-                    BatchWrite { id, told }
-                })
-                .collect()
+            let behind = (first + count..).take_while(|id| matches!(told_of(*id), "queued" | "\"unknown\"")).take(WRITERS_DRAWN_MAX.saturating_sub(count as usize)).count() as u64;
+            (first..first + count + behind).map(|id| BatchWrite { id, told: told_of(id) }).collect()
         })
         .unwrap_or_default();
     // The failing batch's syncs, in order: (ok, ended).
@@ -293,14 +295,14 @@ mod tests {
         assert_eq!((segment, first, count), (5, 18, 3), "B11 carries writes 18-20 into wal-5");
         let wrong = path_at("wrong", &outcome.run, outcome.at, Some(11), segment, 11);
         assert!(wrong.units.contains(&CacheUnit::MarkedClean), "{:?}", wrong.units);
-        assert!(wrong.batch_writes.iter().all(|write| write.told == "told OK"), "{:?}", wrong.batch_writes);
+        assert!(wrong.batch_writes.iter().all(|write| write.told == "OK"), "{:?}", wrong.batch_writes);
         let cache = of_segment(model.through_page_cache.as_ref().unwrap(), segment);
         let disk = of_segment(&outcome.crash.recovery.recovered, segment);
         assert!(cache.len() > disk.len());
         let right_setup = other_path(&setup_for(&params, params.policy)).unwrap();
         let right_run = tiny::run(&right_setup.with_power_cut(outcome.at)).unwrap();
         let right = path_at("right", &right_run, outcome.at, Some(11), segment, 11);
-        assert!(right.batch_writes.iter().all(|write| write.told == "told \"unknown\""), "{:?}", right.batch_writes);
+        assert!(right.batch_writes.iter().all(|write| write.told == "\"unknown\""), "{:?}", right.batch_writes);
         assert_eq!(right.sync_story, "fdatasync returned EIO");
         assert_eq!(wrong.sync_story, "the retry returned OK, having written nothing");
     }

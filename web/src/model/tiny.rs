@@ -74,7 +74,7 @@ pub struct TinyModel {
     pub shows: TinyShows,
     pub full: Result<(TinyRun, TraceSpans), String>,
     pub cut: Option<Result<CutOutcome, String>>,
-    /// Every mode at the same cut (`TinyShows::modes_at_cut`).
+    /// Every mode cut at Part 6's lesson instant, 13.5 ms (`TinyShows::modes_at_cut`).
     pub modes: Vec<(PolicyKind, Result<ModeAtCut, String>)>,
     /// What a process restarting without a reboot reads through the page cache.
     pub through_page_cache: Option<Vec<u64>>,
@@ -120,7 +120,8 @@ impl TinyModel {
         });
         let cut = params.cut.map(|at| cut_outcome(&setup, at, params.seed, shows.recovery_scan));
         let modes = if shows.modes_at_cut {
-            let at = params.cut.unwrap_or(walab_core::tiny_store::POWER_CUT);
+            // Part 6's lesson: always its own instant, whatever the student's own cut.
+            let at = walab_core::tiny_store::POWER_CUT;
             // The teaching page's four: the two that sync before OK and the two fast ones.
             [PolicyKind::Group, PolicyKind::PerWrite, PolicyKind::NoSync, PolicyKind::Periodic]
                 .into_iter()

@@ -344,6 +344,14 @@ impl NamedCase {
             NamedCase::SyncFinished => "Case 2: the sync finished first",
         }
     }
+
+    /// The case by what the device did, for the menu beside the seed.
+    pub fn choice(self) -> &'static str {
+        match self {
+            NamedCase::TornRecord => "all but its last: torn record",
+            NamedCase::SyncFinished => "all: the sync finished",
+        }
+    }
 }
 
 /// Seeds tried when looking for a named case's seed.

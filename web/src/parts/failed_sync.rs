@@ -79,18 +79,20 @@ pub fn failed_sync_chapter(props: &ChapterProps) -> Html {
             </Predict>
         }
     };
+    // The step's sentence goes with the scene the view opens on (a cut's, when the link has one).
+    let cut_opens = props.params.cut.is_some();
     let player = |caption: Option<AttrValue>| player(&PlayerProps { state: props.player.clone(), on_action: on_player.clone(), caption, ..PlayerProps::default() });
     html! {
         <>
         <Scene name="failed-sync" title="The branches, on the simulated device"
             settings={settings}
-            controls={player(Some(caption))}
+            controls={player((!cut_opens).then(|| caption.clone()))}
             figure={figure.unwrap_or_default()}
             outcome={whole_run}>
             { super::markup(FAILED_SYNC_TEXT) }
         </Scene>
         <Scene name="power-cut" title="Pull the power" opens_here={props.params.cut.is_some()}
-            controls={player(None)}
+            controls={player(cut_opens.then(|| caption.clone()))}
             actions={cut_controls(props)}
             figure={lanes(model, props, revealed)}
             outcome={html! { <>{ power_report(props) }{ page_cache.unwrap_or_default() }</> }}>

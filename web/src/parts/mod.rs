@@ -107,7 +107,7 @@ pub fn Chapter(props: &ChapterProps) -> Html {
         3 => failed_sync::failed_sync_chapter(&props),
         4 => html! { <record::RecordChapter ..props /> },
         5 => commit::group_commit_chapter(&props),
-        6 => modes::modes_chapter(&props),
+        6 => html! { <modes::ModesChapter ..props /> },
         7 => torn::torn_chapter(&props),
         8 => html! { <segments::SegmentsChapter ..props /> },
         9 => html! { <pages::PagesChapter ..props /> },

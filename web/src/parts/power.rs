@@ -81,11 +81,11 @@ pub(super) fn cut_controls(props: &ChapterProps) -> Html {
     html! {
         <div class="cut-controls">
             <button class="power-button" title="pull the power at the playhead (p)" onclick={on_now}>{ "pull the power (p)" }</button>
-            <label>{ "or at " }<input class="cut-ms" type="text" inputmode="decimal" size="6"
+            <label>{ "or at " }<input class="cut-ms" type="text" inputmode="decimal" size="6" aria-label="the millisecond the power fails"
                 value={cut.map(format_millis).unwrap_or_default()} placeholder="13.5" onchange={on_typed} />{ " ms" }</label>
             { field_message(&props.field_problem, Field::Cut) }
             <label title="chooses which units of the running syncs reached the media">{ "seed " }
-                <input class="seed" type="number" min="0" value={seed.to_string()} onchange={on_seed} /></label>
+                <input class="seed" type="number" min="0" aria-label="seed: which in-flight units reach the media" value={seed.to_string()} onchange={on_seed} /></label>
             { field_message(&props.field_problem, Field::Seed) }
             <label title="the device's atomic unit: each unit reaches the media whole or not at all">{ "atomic unit " }
                 <select class="unit" onchange={on_unit}>

@@ -60,7 +60,7 @@ pub fn torn_chapter(props: &ChapterProps) -> Html {
         (title, figure)
     });
     let states = outcome.and_then(|outcome| outcome.all_states.as_ref()).map(|states| {
-        let rows: String = states.iter().map(|state| format!("<tr><td>{}</td><td>{}</td><td{}>{}</td><td>{}</td></tr>",
+        let rows: String = states.iter().map(|state| format!("<tr><td data-label=\"units that landed\">{}</td><td data-label=\"recovered\">{}</td><td data-label=\"acknowledged and lost\"{}>{}</td><td data-label=\"scan stop\">{}</td></tr>",
             super::escape(&if state.kept_units.is_empty() { "none".to_string() } else { state.kept_units.iter().map(|(file, unit)| format!("{file}:{unit}")).collect::<Vec<_>>().join(" ") }),
             id_ranges(&state.recovery.recovered),
             if state.lost_acknowledged.is_empty() { "" } else { " class=\"danger\"" }, id_ranges(&state.lost_acknowledged),
@@ -83,15 +83,37 @@ pub fn torn_chapter(props: &ChapterProps) -> Html {
             32 bytes to see the tear.")
     };
     // The two outcomes the lesson is about, one click away: each is a link (a cut and a seed).
+    // Each named case's link, and whether the view is it.
+    let named: Vec<(String, bool)> = model.named_cuts.iter().map(|named| {
+        let mut params = props.params.clone();
+        params.cut = Some(named.at);
+        params.seed = named.seed;
+        params.forget_answer();
+        (to_query(&params), props.params.cut == Some(named.at) && props.params.seed == named.seed)
+    }).collect();
+    // Beside the seed, the same cases by what they do: the seed stays for engineers.
+    let choice = (!named.is_empty()).then(|| {
+        let queries: Vec<String> = named.iter().map(|(query, _)| query.clone()).collect();
+        let on_action = props.on_action.clone();
+        let on_change = Callback::from(move |event: Event| {
+            let select: web_sys::HtmlSelectElement = event.target_unchecked_into();
+            if let Some(query) = select.value().parse::<usize>().ok().and_then(|index| queries.get(index)) {
+                on_action.emit(LabAction::LoadQuery(query.clone()));
+            }
+        });
+        let other = !named.iter().any(|(_, current)| *current);
+        html! {
+            <label class="named-case" title="the cases the lesson is about; the seed above chooses any other">{ "sync's units that land " }
+                <select class="named-case" onchange={on_change}>
+                    { for model.named_cuts.iter().zip(&named).enumerate().map(|(index, (cut, (_, current)))| html! {
+                        <option value={index.to_string()} selected={*current}>{ cut.case.choice() }</option> }) }
+                    if other { <option value="" selected=true>{ format!("seed {}: other", props.params.seed) }</option> }
+                </select></label>
+        }
+    });
     let cases = (!model.named_cuts.is_empty()).then(|| {
-        let buttons = model.named_cuts.iter().map(|named| {
-            let mut params = props.params.clone();
-            params.cut = Some(named.at);
-            params.seed = named.seed;
-            params.predict = None;
-            params.reveal = false;
-            let query = to_query(&params);
-            let current = props.params.cut == Some(named.at) && props.params.seed == named.seed;
+        let buttons = model.named_cuts.iter().zip(&named).map(|(named, (query, current))| {
+            let (query, current) = (query.clone(), *current);
             let on_click = {
                 let on_action = props.on_action.clone();
                 let query = query.clone();
@@ -116,7 +138,7 @@ pub fn torn_chapter(props: &ChapterProps) -> Html {
         <>
         <Scene name="torn" opens_here={outcome.is_some()}
             controls={player(Some(caption))}
-            actions={cut_controls(props)}
+            actions={html! { <>{ cut_controls(props) }{ choice.unwrap_or_default() }</> }}
             figure={html! { <>{ lanes(model, props, revealed) }{ media.unwrap_or_default() }</> }}
             outcome={power_report(props)}>
             <div class="prose">
