@@ -35,6 +35,17 @@ test('the table of sync calls names a source for every row', async () => {
   await page.close();
 });
 
+test('on a phone Part 2 keeps its lesson short: the notes beside the calls fold into details', async () => {
+  const page = await lab.newPage('?part=2', { width: 390, height: 844 });
+  await page.waitForSelector('table.sync-calls');
+  const height = await page.evaluate(() => document.documentElement.scrollHeight);
+  // The journey, the call on a record, the table of calls and the cost of a sync stay open.
+  for (const open of ['[data-figure="sync-journey"]', 'table.sync-calls', 'pre.commands']) assert.ok(await page.isVisible(open), open);
+  assert.ok(await page.$('details.more summary'), 'the secondary notes are a click away');
+  assert.ok(height <= 6200, `Part 2 is ${height} px tall at 390 px`);
+  await page.close();
+});
+
 test('the browser console stays free of errors', () => {
   assert.deepEqual(lab.consoleErrors, []);
 });

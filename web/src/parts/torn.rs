@@ -70,8 +70,8 @@ pub fn torn_chapter(props: &ChapterProps) -> Html {
     });
     let unit_bytes = props.params.unit_bytes as usize;
     let unit_text = if unit_bytes < SEGMENT_BYTES {
-        format!("Cut the power while B14's sync is running (it runs from 13.0 to 14.0 ms) and change the seed to choose \
-            which of its {unit_bytes}-byte units reached the media. In one outcome record 23 is whole and record 24 has its \
+        format!("Cut the power while B14's sync is running (it runs from 13.0 to 14.0 ms) and choose, in the menu beside \
+            the seed (or by the seed), which of its {unit_bytes}-byte units reached the media. In one outcome record 23 is whole and record 24 has its \
             header and a few payload bytes before zeros: its checksum fails and the scan stops there. In another the sync \
             completed just before the power went, and writes 23 and 24 survive although nobody was told OK: a timeout is \
             an unknown outcome.")
