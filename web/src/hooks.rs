@@ -29,12 +29,17 @@ fn write_query(query: &str) {
         return;
     }
     let Ok(history) = window.history() else { return };
-    let new_part = parse_query(&shown).0.part != parse_query(query).0.part;
-    let _ = if new_part {
+    let (before, after) = (parse_query(&shown).0, parse_query(query).0);
+    let _ = if before.part != after.part {
         history.push_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(query))
     } else {
         history.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(query))
     };
+    // A power cut pulled on the projector (presenter mode's p, the button, a typed
+    // instant) brings its scene and report into view: nobody scrolls in front of a class.
+    if after.present && after.cut.is_some() && after.cut != before.cut {
+        crate::layout::scroll_to_opening();
+    }
 }
 
 fn local_storage() -> Option<web_sys::Storage> {

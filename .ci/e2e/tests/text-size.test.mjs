@@ -193,16 +193,26 @@ const PRESENTER_FITS = [
   '?part=7&present=1',
   '?part=7&cut=13.5&seed=0&reveal=1&present=1',
   '?part=7&cut=13.5&seed=9&present=1',
+  // The presenter pulls the power with p: the cut's stage and its report come into view.
+  '?part=3&present=1 p',
+  '?part=6&present=1 p',
+  '?part=7&present=1 p',
 ];
 
 test('presenter mode at 1024x768: Parts 3, 6 and 7 fit their figure, caption and outcome in 768 px', async () => {
   const page = await lab.context.newPage();
   await page.setViewportSize({ width: 1024, height: 768 });
   const misfits = [];
-  for (const view of PRESENTER_FITS) {
+  for (const entry of PRESENTER_FITS) {
+    const [view, key] = entry.split(' ');
     await page.goto(lab.url + view);
     await page.waitForSelector('#chapter');
     await page.waitForTimeout(300);
+    if (key) {
+      await page.keyboard.press(key);
+      await page.waitForSelector('.scene[data-opens-here] .power.report');
+      await page.waitForTimeout(300);
+    }
     const found = await page.evaluate(() => {
       const stage = document.querySelector('.scene[data-opens-here] .stage')
         ?? [...document.querySelectorAll('.stage')].find((each) => each.querySelector('.stage-figure svg'));
@@ -220,7 +230,7 @@ test('presenter mode at 1024x768: Parts 3, 6 and 7 fit their figure, caption and
       whole(stage.querySelector('.stage-outcome'), 'the outcome');
       return out;
     });
-    for (const each of found) misfits.push(`${view}: ${each}`);
+    for (const each of found) misfits.push(`${entry}: ${each}`);
   }
   await page.close();
   assert.deepEqual(misfits, []);
