@@ -79,7 +79,7 @@ mod tests {
         assert_eq!(command("part=3&fault=e2&cut=12").unwrap(), "walab sim power-cut --at-ms 12 --policy group --seed 1 --flush-sync-fails 11");
         assert_eq!(
             command("part=7&policy=window&window=0.5&unit=512&cut=13").unwrap(),
-            "walab sim power-cut --at-ms 13 --policy window --window-ms 0.5 --seed 1 --unit-bytes 512"
+            "walab sim power-cut --at-ms 13 --policy window --window-ms 0.5 --seed 9 --unit-bytes 512"
         );
         assert_eq!(command("part=6&policy=window&cut=13").unwrap(), "walab sim power-cut --at-ms 13 --policy window --seed 1");
         assert_eq!(command("part=6&policy=no-sync&cut=13").unwrap(), "walab sim power-cut --at-ms 13 --policy no-sync --seed 1");

@@ -524,7 +524,7 @@ mod tests {
         assert!(state.status.as_deref().unwrap().starts_with("The power failed at 13.5 ms. "), "{:?}", state.status);
         let state = reduce(state, LabAction::Type(Field::Seed, "many".into()));
         assert_eq!(state.field_problem.as_ref().unwrap().field, Field::Seed);
-        assert_eq!(state.params.seed, 1, "the seed in use is kept");
+        assert_eq!(state.params.seed, crate::url_state::PART_7_TORN_SEED, "the seed in use is kept");
     }
 
     #[test]

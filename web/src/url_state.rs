@@ -230,6 +230,7 @@ impl LabParams {
         let mut params = LabParams { part, ..LabParams::default() };
         match part {
             3 => params.fault = Fault::LogSync,
+            7 => params.seed = PART_7_TORN_SEED,
             8 => params.cdc_confirmed_seq = Some(PART_8_READER_SEQ),
             _ => {}
         }
@@ -241,6 +242,7 @@ impl LabParams {
         let defaults = LabParams::defaults_for(part);
         self.fault = defaults.fault;
         self.cdc_confirmed_seq = defaults.cdc_confirmed_seq;
+        self.seed = defaults.seed;
     }
 
     /// Whether this Part has a power button (and so takes `cut=` and the `p` key).
@@ -248,6 +250,11 @@ impl LabParams {
         POWER_PARTS.contains(&self.part)
     }
 }
+
+/// Part 7's seed when the link names none: at the lesson's cut (13.5 ms, 32-byte units) its
+/// sample lands units 1 and 2 of B14's sync and not unit 3, the textbook torn record
+/// (`model::torn`'s tests check it), so a student who pulls the power there sees the tear.
+pub const PART_7_TORN_SEED: u64 = 9;
 
 /// The seq Part 8's change-data-capture reader is stuck at when the link names none.
 pub const PART_8_READER_SEQ: u64 = 10;
@@ -351,6 +358,9 @@ pub fn parse_query(query: &str) -> (LabParams, Vec<UrlProblem>) {
     }
     if !named.iter().any(|name| name == "cdc") {
         params.cdc_confirmed_seq = defaults.cdc_confirmed_seq;
+    }
+    if !named.iter().any(|name| name == "seed") {
+        params.seed = defaults.seed;
     }
     if let Some(cut) = params.cut.filter(|_| !params.has_power()) {
         problems.push(UrlProblem {

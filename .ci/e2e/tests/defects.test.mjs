@@ -41,8 +41,8 @@ test('Part 7 offers its two cases by name: the torn record (units 1 and 2 land, 
   }
   await page.click('a.named-cut[data-case="TornRecord"]');
   await page.waitForFunction(() => new URL(location.href).searchParams.get('cut') === '13.5');
-  const url = new URL(page.url());
-  assert.equal(Number(url.searchParams.get('seed')), links[0].seed);
+  // The seed in use (the link leaves it out when it is Part 7's own, the torn record's).
+  assert.equal(Number(await page.inputValue('.cut-controls input.seed')), links[0].seed);
   assert.ok(await page.$('a.named-cut.current[data-case="TornRecord"]'));
   await page.close();
 });
@@ -54,8 +54,23 @@ test("Part 7's outcome is chosen by name beside the seed: the torn record or the
   const torn = await page.getAttribute('a.named-cut[data-case="TornRecord"]', 'data-seed');
   await page.selectOption('select.named-case', { label: options.find((text) => /torn record/.test(text)) });
   await page.waitForFunction(() => new URL(location.href).searchParams.get('cut') === '13.5');
-  assert.equal(new URL(page.url()).searchParams.get('seed'), torn, 'the name chooses the seed, which stays in the link and its field');
-  assert.equal(await page.inputValue('.cut-controls input.seed'), torn);
+  assert.equal(await page.inputValue('.cut-controls input.seed'), torn, 'the name chooses the seed, shown in its field');
+  // The other case is a link with its own seed.
+  const finished = await page.getAttribute('a.named-cut[data-case="SyncFinished"]', 'data-seed');
+  await page.selectOption('select.named-case', { label: options.find((text) => /sync finished/.test(text)) });
+  await page.waitForFunction((seed) => new URL(location.href).searchParams.get('seed') === seed, finished);
+  await page.close();
+});
+
+test('Part 7 starts from the textbook case: p at its opening tears record 24, and the menu names it', async () => {
+  const page = await lab.newPage('?part=7', { width: 1366, height: 800 });
+  await page.keyboard.press('p');
+  await page.waitForSelector('.power.report');
+  await page.click('.power.report button.reveal');
+  await page.waitForSelector('.power.report .revealed');
+  assert.equal(await page.getAttribute('.power.report .revealed', 'data-stop-reason'), 'checksum');
+  assert.equal(await page.getAttribute('.power.report .revealed', 'data-stop-offset'), '82');
+  assert.match(await page.$eval('select.named-case', (select) => select.selectedOptions[0].textContent), /torn record/);
   await page.close();
 });
 

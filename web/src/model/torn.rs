@@ -427,6 +427,7 @@ mod tests {
             })
             .expect("some seed tears record 24");
         assert_eq!(seed, 9, "figures-b.test.mjs opens this outcome with seed=9");
+        assert_eq!(seed, crate::url_state::PART_7_TORN_SEED, "Part 7's own seed is the torn record");
         let model = crate::model::tiny::for_link(&format!("part=7&cut=13.5&seed={seed}"));
         let outcome = model.cut.as_ref().unwrap().as_ref().unwrap();
         let end = model.timeline().end;
