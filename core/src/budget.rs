@@ -18,9 +18,11 @@
 //! 3. **Log bytes.** 3 or 4 whole pages per sync, 1,000 times a second: 12 to 16 MB/s,
 //!    although the bare records are only 100,000 x 107 B = 10.7 MB/s.
 //! 4. **LSM bytes and I/Os.** The tree's flush and compaction bandwidth is an input
-//!    (200 MB/s on the teaching page, from its LSM companion page). It moves in large
-//!    sequential writes, which EBS merges up to 256 KiB per I/O: 200 MB/s / 256 KiB is
-//!    about 763 IOPS.
+//!    (200 MB/s at 100,000 writes a second on the teaching page, from its LSM companion
+//!    page). The tree rewrites what the log takes in, so the lab scales it with the load:
+//!    [`LSM_BYTES_PER_WRITE`], 2,000 bytes of flushes and compaction a write. It moves in
+//!    large sequential writes, which EBS merges up to 256 KiB per I/O: 200 MB/s / 256 KiB
+//!    is about 763 IOPS.
 //! 5. **Against the volume.** About 1,000 + 763 = 1,763 IOPS is well inside gp3's
 //!    baseline of 3,000, but 12-16 MB/s + 200 MB/s is above its 125 MiB/s baseline
 //!    throughput: provision more gp3 throughput, or move the log to its own volume.
@@ -134,16 +136,26 @@ pub struct BudgetInput {
     pub volume: VolumeKind,
 }
 
+/// The LSM tree's flush and compaction bytes per write taken in: the teaching page's
+/// 200 MB/s at its 100,000 writes a second.
+pub const LSM_BYTES_PER_WRITE: u64 = 2_000;
+
 impl BudgetInput {
     /// The teaching page's opening problem: 100,000 writes of 100 bytes a second, 1 ms
     /// syncs, 4 KiB pages, 200 MB/s of flushes and compaction, one gp3 volume.
     pub fn page() -> BudgetInput {
+        BudgetInput::at_load(100_000, Nanos::from_millis(1))
+    }
+
+    /// The page's problem at another load and sync latency: the tree's flushes and
+    /// compaction grow with the load ([`LSM_BYTES_PER_WRITE`] a write).
+    pub fn at_load(rate_per_s: u64, sync_latency: Nanos) -> BudgetInput {
         BudgetInput {
-            rate_per_s: 100_000,
+            rate_per_s,
             record_bytes: 100,
-            sync_latency: Nanos::from_millis(1),
+            sync_latency,
             log_page_bytes: 4096,
-            lsm_bytes_per_s: 200_000_000,
+            lsm_bytes_per_s: rate_per_s.saturating_mul(LSM_BYTES_PER_WRITE),
             volume: VolumeKind::Gp3,
         }
     }
@@ -442,6 +454,18 @@ mod tests {
         assert!(writes[steady.clone()].iter().all(|&count| count as f64 == budget.writes_per_batch_mean));
         assert_eq!(pages[steady.clone()].iter().min(), Some(&budget.pages_per_sync_min));
         assert_eq!(pages[steady].iter().max(), Some(&budget.pages_per_sync_max));
+    }
+
+    /// At a light load the tree's flushes shrink with the log's: 200 writes a second
+    /// need 0.4 MB/s of flushes and compaction, well within gp3's baseline.
+    #[test]
+    fn the_trees_bytes_follow_the_load() {
+        let light = compute(BudgetInput::at_load(200, Nanos::from_millis(1))).unwrap();
+        assert_eq!(light.input.lsm_bytes_per_s, 400_000);
+        assert_eq!((light.pages_per_sync_min, light.pages_per_sync_max), (1, 1));
+        assert_eq!(light.shared.throughput_fit, Fit::Included);
+        assert_eq!(light.shared.iops_fit, Fit::Included);
+        assert_eq!(compute(BudgetInput::page()).unwrap().input.lsm_bytes_per_s, 200_000_000);
     }
 
     #[test]

@@ -186,6 +186,9 @@ pub struct PlayerProps {
     /// How the playhead is labelled: a simulated time, or (for runs whose marks are steps
     /// of an algorithm rather than instants) the step number alone.
     pub clock: Clock,
+    /// Where the scrubber starts: the run's start, or (a run whose steps begin later, as
+    /// Part 10's at the fork) the first step, so the scrubber and the steps agree.
+    pub scrub_from: Nanos,
 }
 
 impl Default for PlayerProps {
@@ -196,6 +199,7 @@ impl Default for PlayerProps {
             mark_name: AttrValue::Static("event"),
             caption: None,
             clock: Clock::default(),
+            scrub_from: Nanos::ZERO,
         }
     }
 }
@@ -251,7 +255,7 @@ pub fn player(props: &PlayerProps) -> Html {
             <button class="step-forward" title={format!("next {mark_name} (→)")} onclick={send(PlayerAction::StepForward)}>{ "step ▶" }</button>
             <button class="to-end" title="to the end (End)" aria-label="to the end (End)" onclick={send(PlayerAction::ToEnd)}>{ "⇥" }</button>
             <input class="scrub" type="range" aria-label="playhead" aria-valuetext={format!("t = {} ms, step {passed} of {}", format_fixed_millis(state.now), state.marks.len())}
-                min="0" max={(state.end.0 / 1_000).to_string()} step="10"
+                min={(props.scrub_from.0 / 1_000).to_string()} max={(state.end.0 / 1_000).to_string()} step="10"
                 value={(state.now.0 / 1_000).to_string()} oninput={on_scrub} />
             if props.clock == Clock::Millis {
                 <span class="now" data-now-ns={state.now.0.to_string()}>{ format!("t = {} ms", format_fixed_millis(state.now)) }</span>

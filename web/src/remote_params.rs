@@ -186,7 +186,7 @@ impl RemoteParams {
                     _ => return Err("not a standby; use none, async or sync".into()),
                 }
             }
-            "rzone" => self.one_zone_bucket = value == "1",
+            "rzone" => self.one_zone_bucket = flag(value, "1", "0")?,
             "rtl" => {
                 self.timeline = match value {
                     "equal" => TimelineCase::Equal,

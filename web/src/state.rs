@@ -197,6 +197,8 @@ pub enum Setting {
     Load(u64),
     Window(Nanos),
     Quorum(u8),
+    /// Part 10's lost followers (bit i for replica i).
+    LostFollowers(u8),
     UnitBytes(u32),
     Fault(Fault),
     Handling(Handling),
@@ -219,6 +221,7 @@ impl Setting {
             Setting::Load(load) => params.load_per_second = load,
             Setting::Window(window) => params.window = window,
             Setting::Quorum(w) => params.quorum_w = w,
+            Setting::LostFollowers(lost) => params.lost_followers = lost,
             Setting::UnitBytes(unit) => params.unit_bytes = unit,
             Setting::Fault(fault) => params.fault = fault,
             Setting::Handling(handling) => params.handling = handling,
@@ -369,12 +372,12 @@ impl Reducible for LabState {
                 next.params.part = match &result {
                     Ok(dropped) => choice::part_of_dropped(dropped.kind()),
                     Err(DropError { kind: Some(kind), .. }) => choice::part_of_dropped(*kind),
-                    Err(DropError { kind: None, .. }) if choice::remote_backend(next.params.part).is_some() => next.params.part,
-                    Err(DropError { kind: None, .. }) => choice::COMMIT_PART,
+                    // A file that is no trace at all leaves the student where they are.
+                    Err(DropError { kind: None, .. }) => next.params.part,
                 };
+                next.status = result.as_ref().err().map(|error| format!("That file was not opened: {}. The page stays on Part {}.", error.message, next.params.part));
                 next.dropped = Some(result.map_err(|error| error.message));
                 next.params.forget_answer();
-                next.status = None;
                 next.params.cut = None;
                 timeline_changed = true;
                 playhead_kept = false;
@@ -603,12 +606,14 @@ mod tests {
     }
 
     #[test]
-    fn an_unreadable_file_opens_the_part_it_names_or_stays_in_a_remote_chapter() {
+    fn an_unreadable_file_opens_the_part_it_names_or_stays_where_it_was() {
         use crate::model::dropped::DroppedKind;
         use walab_core::sim::remote::RemoteBackend;
         let error = |kind| LabAction::LoadTrace(Err(DropError { message: "x.json: the file is empty".into(), kind }));
         assert_eq!(reduce(LabState::from_query("?part=13"), error(None)).params.part, 13);
-        assert_eq!(reduce(LabState::from_query("?part=2"), error(None)).params.part, 5);
+        let stays = reduce(LabState::from_query("?part=2"), error(None));
+        assert_eq!(stays.params.part, 2);
+        assert_eq!(stays.status.as_deref(), Some("That file was not opened: x.json: the file is empty. The page stays on Part 2."));
         let state = reduce(LabState::from_query("?part=2"), error(Some(DroppedKind::Remote(RemoteBackend::Postgres))));
         assert_eq!(state.params.part, 14);
         assert_eq!(state.dropped, Some(Err("x.json: the file is empty".to_string())));

@@ -183,6 +183,8 @@ pub struct LabParams {
     pub policy: PolicyKind,
     pub window: Nanos,
     pub quorum_w: u8,
+    /// Part 10: the followers lost (bit i for replica i: 2 = B, 4 = C); `lost=b,c`.
+    pub lost_followers: u8,
     pub unit_bytes: u32,
     pub seed: u64,
     /// The instant the instructor pulls the power, if one is chosen.
@@ -282,6 +284,7 @@ impl Default for LabParams {
             policy: PolicyKind::Group,
             window: Nanos::from_millis(2),
             quorum_w: 2,
+            lost_followers: 0,
             unit_bytes: 32,
             seed: 1,
             cut: None,
@@ -345,6 +348,11 @@ pub fn parse_query(query: &str) -> (LabParams, Vec<UrlProblem>) {
         let (raw_name, raw_value) = pair.split_once('=').unwrap_or((pair, ""));
         let name = percent_decode(raw_name);
         let value = percent_decode(raw_value);
+        // A parameter given twice is read once, the first time, and the second is named.
+        if named.contains(&name) {
+            problems.push(UrlProblem { reason: format!("{name} is given more than once; the lab uses the first"), param: name, value });
+            continue;
+        }
         if let Err(reason) = set_param(&mut params, &name, &value) {
             problems.push(UrlProblem { param: name, value, reason });
         } else {
@@ -418,6 +426,18 @@ pub fn set_param(params: &mut LabParams, name: &str, value: &str) -> Result<(), 
             }
             _ => Err("not a quorum; W is 1, 2 or 3 of the 3 replicas".into()),
         },
+        "lost" => {
+            let mut lost = 0;
+            for name in value.split(',').filter(|name| !name.is_empty() && *name != "none") {
+                lost |= match name {
+                    "b" => 2,
+                    "c" => 4,
+                    _ => return Err("not a follower; give b, c or b,c (the leader, a, stays)".into()),
+                };
+            }
+            params.lost_followers = lost;
+            Ok(())
+        }
         "unit" => match value.parse::<u32>() {
             Ok(unit) if UNIT_BYTES_ALLOWED.contains(&unit) => {
                 params.unit_bytes = unit;
@@ -496,7 +516,7 @@ pub fn set_param(params: &mut LabParams, name: &str, value: &str) -> Result<(), 
             _ => Err(format!("not a prediction; give a whole number from 0 to {PREDICT_MAX}")),
         },
         "server" => parse_server(value).map(|server| params.server = Some(server)),
-        _ => Err("unknown parameter; the lab reads part, scenario, sync, load, policy, window, w, unit, seed, cut, fault, on_sync_error, call, cdc, protection, log_sync_fails, predict, reveal, present, server and the r... parameters of Parts 13 and 14".into()),
+        _ => Err("unknown parameter; the lab reads part, scenario, sync, load, policy, window, w, lost, unit, seed, cut, fault, on_sync_error, call, cdc, protection, log_sync_fails, predict, reveal, present, server and the r... parameters of Parts 13 and 14".into()),
     }
 }
 
@@ -574,6 +594,10 @@ pub fn to_query(params: &LabParams) -> String {
     }
     if params.quorum_w != defaults.quorum_w {
         pairs.push(format!("w={}", params.quorum_w));
+    }
+    if params.lost_followers != 0 {
+        let names: Vec<&str> = [(2, "b"), (4, "c")].iter().filter(|(bit, _)| params.lost_followers & bit != 0).map(|(_, name)| *name).collect();
+        pairs.push(format!("lost={}", names.join(",")));
     }
     if params.unit_bytes != defaults.unit_bytes {
         pairs.push(format!("unit={}", params.unit_bytes));
@@ -687,6 +711,7 @@ mod tests {
             policy: PolicyKind::Window,
             window: Nanos::from_micros(500),
             quorum_w: 3,
+            lost_followers: 4,
             unit_bytes: 4096,
             seed: 42,
             cut: Some(Nanos(13_500_000)),
@@ -703,7 +728,7 @@ mod tests {
             server: Some("http://127.0.0.1:8080".into()),
         };
         let query = to_query(&params);
-        assert_eq!(query, "?part=6&scenario=random&sync=1.5&load=2000&policy=window&window=0.5&w=3&unit=4096&seed=42&cut=13.5&fault=e1&on_sync_error=retry&call=o_direct&cdc=10&log_sync_fails=9&protection=doublewrite&server=http://127.0.0.1:8080&predict=17&reveal=1&present=1");
+        assert_eq!(query, "?part=6&scenario=random&sync=1.5&load=2000&policy=window&window=0.5&w=3&lost=c&unit=4096&seed=42&cut=13.5&fault=e1&on_sync_error=retry&call=o_direct&cdc=10&log_sync_fails=9&protection=doublewrite&server=http://127.0.0.1:8080&predict=17&reveal=1&present=1");
         assert_eq!(parse_query(&query), (params, vec![]));
     }
 

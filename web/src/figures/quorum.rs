@@ -23,6 +23,9 @@ pub struct QuorumFigureProps {
     /// Write 23's wait: the batch in flight, then its own.
     pub write_23: Option<WriteBudget>,
     pub now: Nanos,
+    /// A follower's row was pressed: lose it, or bring it back (its index).
+    #[prop_or_default]
+    pub on_replica: Callback<usize>,
 }
 
 const WIDTH: f64 = 900.0;
@@ -73,7 +76,7 @@ pub fn QuorumFigure(props: &QuorumFigureProps) -> Html {
     let fitted = crate::layout::use_figure_room().measured();
     let (width, text, char) = (g.width, g.text, g.char);
     let line = text * 1.45;
-    let longest = props.modes.iter().flat_map(|mode| mode.legs.iter().map(|leg| leg.ends_after())).max().unwrap_or(Nanos(1)).max(props.modes.first().map_or(Nanos(1), |mode| mode.sum));
+    let longest = props.modes.iter().flat_map(|mode| mode.legs.iter().filter(|leg| !leg.lost()).map(|leg| leg.ends_after())).max().unwrap_or(Nanos(1)).max(props.modes.first().map_or(Nanos(1), |mode| mode.sum));
     let longest = longest.max(props.write_23.as_ref().map_or(Nanos(1), |budget| budget.naive_sum));
     let scale = (width - g.left - 12.0) / longest.0.max(1) as f64;
     let x = |t: Nanos| g.left + t.0 as f64 * scale;
@@ -94,10 +97,14 @@ pub fn QuorumFigure(props: &QuorumFigureProps) -> Html {
         let rows = batch.legs.iter().enumerate().map(|(index, leg)| {
             let bar_top = g.bar_top(rows_top + index as f64 * g.row);
             let elapsed = props.elapsed.map(|elapsed| Nanos(elapsed.0.saturating_sub(leg.starts_after.0).min(leg.length.0)));
-            let words = format!("{:.1} ms{}", leg.length.as_millis_f64(), if leg.decisive { " ← commit" } else if !leg.waited { " (not waited for)" } else { "" });
+            let words = if leg.lost() {
+                "lost: never answers (press to bring it back)".to_string()
+            } else {
+                format!("{:.1} ms{}", leg.length.as_millis_f64(), if leg.decisive { " ← commit" } else if !leg.waited { " (not waited for)" } else { "" })
+            };
+            let end_x = if leg.lost() { x(leg.starts_after) } else { x(leg.ends_after()) };
             // The label goes right of the bar, past the commit line when that line would cross
             // it, or inside the bar's end when the bar reaches the edge.
-            let end_x = x(leg.ends_after());
             let words_width = words.chars().count() as f64 * char;
             let crosses = end_x < commit_x && end_x + words_width + 10.0 > commit_x;
             let (label_x, anchor) = if crosses && commit_x + words_width + 8.0 <= width {
@@ -108,13 +115,14 @@ pub fn QuorumFigure(props: &QuorumFigureProps) -> Html {
                 (end_x + 5.0, "start")
             };
             let (name_x, name_y) = g.name_at(bar_top);
+            let onclick = (index > 0).then(|| props.on_replica.reform(move |_: MouseEvent| index));
             html! {
-                <g class={classes!("leg", leg.waited.then_some("waited"), leg.decisive.then_some("decisive"))} data-mode={mode_name(batch.mode)}
+                <g class={classes!("leg", leg.waited.then_some("waited"), leg.decisive.then_some("decisive"), leg.lost().then_some("lost"), (index > 0).then_some("follower"))} data-mode={mode_name(batch.mode)} {onclick}
                     data-leg={leg.replica.clone()} data-ms={format!("{:.1}", leg.length.as_millis_f64())} data-waited={leg.waited.to_string()}
                     data-decisive={leg.decisive.to_string()}>
                     <text class="replica" x={name_x.to_string()} y={name_y.to_string()}>{ format!("{} · {}{}", leg.replica, leg.zone, if index == 0 { " (leader)" } else { "" }) }</text>
-                    <rect class="leg-bar" x={x(leg.starts_after).to_string()} y={bar_top.to_string()} width={(leg.length.0 as f64 * scale).to_string()} height={g.bar.to_string()} rx="3" />
-                    if let Some(elapsed) = elapsed {
+                    if !leg.lost() { <rect class="leg-bar" x={x(leg.starts_after).to_string()} y={bar_top.to_string()} width={(leg.length.0 as f64 * scale).to_string()} height={g.bar.to_string()} rx="3" /> }
+                    if let Some(elapsed) = elapsed.filter(|_| !leg.lost()) {
                         <rect class="leg-progress" x={x(leg.starts_after).to_string()} y={bar_top.to_string()} width={(elapsed.0 as f64 * scale).to_string()} height={g.bar.to_string()} rx="3" />
                     }
                     <text class="leg-label" x={label_x.to_string()} text-anchor={anchor} y={(bar_top + g.bar * 0.82).to_string()}>{ words }</text>

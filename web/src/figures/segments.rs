@@ -178,10 +178,21 @@ fn reader_mark(props: &SegmentsFigureProps, layout: &FilesLayout, seq: u64, inde
     let note = pinned_from.map(|file| format!("{} onwards stay until it reads on", file.name));
     // Labels go to the side with room (for the longer of the two lines).
     let longest = words.len().max(note.as_ref().map_or(0, String::len)) as f64;
-    let (text_x, anchor) = if x + 10.0 + longest * char > width - 4.0 && x - 10.0 - longest * char > 0.0 { (x - 10.0, "end") } else { (x + 10.0, "start") };
+    // Neither side has room (a phone): the words start where they end at the edge.
+    let room = longest * char;
+    let (text_x, anchor) = if x + 10.0 + room <= width - 4.0 {
+        (x + 10.0, "start")
+    } else if x - 10.0 - room >= 4.0 {
+        (x - 10.0, "end")
+    } else {
+        ((width - 4.0 - room).max(4.0), "start")
+    };
+    // The line marks the reader's place on the file's edges, clear of the file's words.
+    let box_bottom = top + layout.box_height;
     html! {
         <g class="reader" data-reader-seq={seq.to_string()}>
-            <line x1={x.to_string()} x2={x.to_string()} y1={(top - 4.0).to_string()} y2={bottom.to_string()} />
+            <line x1={x.to_string()} x2={x.to_string()} y1={(top - 4.0).to_string()} y2={(top + 6.0).to_string()} />
+            <line x1={x.to_string()} x2={x.to_string()} y1={(box_bottom - 6.0).to_string()} y2={bottom.to_string()} />
             <polygon points={format!("{},{} {},{} {},{}", x - 7.0, bottom + 12.0, x + 7.0, bottom + 12.0, x, bottom)} />
             <text x={text_x.to_string()} y={(bottom + line * 0.9).to_string()} text-anchor={anchor}>{ words }</text>
             if let Some(note) = note {

@@ -135,11 +135,11 @@ fn describe_events(trace: &Trace, from: usize, to: usize, sync_batch: &mut Sorte
             Event::PowerCut => sentences.push("the power fails: the page cache and the drive's cache are gone".to_string()),
             Event::Note { text } => sentences.push(text.clone()),
             Event::BlockSealed { block, records, objects, .. } => sentences.push(format!(
-                "the upload seals log-cache block {block}: {records} records, to become {objects} object{}",
-                if *objects == 1 { "" } else { "s" }
+                "the upload seals log-cache block {block}: {}, to become {}",
+                crate::format::count(*records, "record"), crate::format::count(*objects, "object")
             )),
             Event::Committed { block, records } => {
-                sentences.push(format!("one commit in the metadata log makes block {block}'s {records} records committed"))
+                sentences.push(format!("one commit in the metadata log makes block {block}'s {} committed", crate::format::count(*records, "record")))
             }
             Event::Create { .. } | Event::Write { .. } | Event::Gates { .. } | Event::ReaderConfirmed { .. } | Event::Recovery { .. } => {}
         }

@@ -9,6 +9,7 @@ use walab_core::sim::remote::{BatchOutcome, BatchRow, RecordRow, RemoteBackend, 
 use walab_core::time::Nanos;
 use walab_core::trace::{Event, Trace, TraceEvent, OBJECT_SYNC_BASE};
 
+use crate::format::count;
 use crate::url_state::format_millis;
 
 /// The latest batches drawn as lanes.
@@ -47,9 +48,8 @@ pub struct LiveBlock {
 impl LiveBlock {
     /// "block 3: 120 records, 2 objects, committed".
     pub fn text(&self) -> String {
-        let plural = if self.objects_planned == 1 { "" } else { "s" };
         let committed = if self.committed.is_some() { ", committed" } else { "" };
-        format!("block {}: {} records, {} object{plural}{committed} ", self.block, self.records, self.objects_planned)
+        format!("block {}: {}, {}{committed} ", self.block, count(self.records, "record"), count(self.objects_planned, "object"))
     }
 }
 
@@ -198,7 +198,7 @@ impl LiveState {
                 if let Some(entry) = self.recent_blocks.iter_mut().find(|entry| entry.block == *block) {
                     entry.committed = Some(at);
                 }
-                self.step(at, format!("one commit in the metadata log registers block {block}'s objects: its {records} records are committed, readers find them there"));
+                self.step(at, format!("one commit in the metadata log registers block {block}'s objects: its {} {} committed, readers find them there", count(*records, "record"), crate::format::are(*records)));
             }
             Event::ReaderConfirmed { seq, .. } => {
                 self.confirmed = Some(*seq);
@@ -274,16 +274,17 @@ impl LiveState {
     /// The counts, in words.
     pub fn counts_text(&self) -> String {
         let trimmed = match self.confirmed {
-            Some(seq) => format!("through record {seq} ({} segment removals)", self.segments_removed),
+            Some(seq) => format!("through record {seq} ({})", count(self.segments_removed, "segment removal")),
             None => "not yet".to_string(),
         };
         let dropped = match self.dropped {
             0 => String::new(),
-            lost => format!(" This page fell behind and missed {lost} events; the counts miss them too."),
+            lost => format!(" This page fell behind and missed {}; the counts miss them too.", count(lost, "event")),
         };
         format!(
-            "Since this page connected: {} appends acknowledged, {} batches ({} {}s returned), {} blocks sealed, {} objects uploaded, {} commits ({} records committed), WAL trimmed {trimmed}.{dropped}",
-            self.acked, self.batches, self.batches_durable, persist_name(&self.wal), self.blocks, self.uploads, self.commits, self.records_committed
+            "Since this page connected: {} acknowledged, {} ({} returned), {} sealed, {} uploaded, {} ({} committed), WAL trimmed {trimmed}.{dropped}",
+            count(self.acked, "append"), count(self.batches, "batch"), count(self.batches_durable, persist_name(&self.wal)),
+            count(self.blocks, "block"), count(self.uploads, "object"), count(self.commits, "commit"), count(self.records_committed, "record")
         )
     }
 
@@ -390,7 +391,7 @@ mod tests {
         let markup = live.markup();
         assert!(markup.contains(r#"data-acked="2" data-batches="1" data-blocks="1" data-uploads="1" data-commits="1" data-confirmed="2""#), "{markup}");
         assert!(markup.contains(r#"<span class="upload-object committed" data-id="7" data-state="committed">id 7: committed</span>"#), "{markup}");
-        assert!(live.counts_text().starts_with("Since this page connected: 2 appends acknowledged, 1 batches (1 fdatasyncs returned), 1 blocks sealed, 1 objects uploaded, 1 commits (2 records committed), WAL trimmed through record 2 (0 segment removals). This page fell behind and missed 12 events"), "{}", live.counts_text());
+        assert!(live.counts_text().starts_with("Since this page connected: 2 appends acknowledged, 1 batch (1 fdatasync returned), 1 block sealed, 1 object uploaded, 1 commit (2 records committed), WAL trimmed through record 2 (0 segment removals). This page fell behind and missed 12 events"), "{}", live.counts_text());
     }
 
     #[test]

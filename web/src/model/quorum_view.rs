@@ -1,7 +1,7 @@
 //! The quorum's drawing: one batch's legs to the three replicas, Raft-style (send while the
 //! leader syncs; commit at the W-th fastest leg) beside PostgreSQL's (flush, then ship).
 
-use walab_core::quorum::{replica_name, BatchTiming, BranchR, QuorumMode, QuorumSetup};
+use walab_core::quorum::{replica_name, BatchTiming, BranchR, QuorumMode, QuorumSetup, LEG_MAX};
 use walab_core::time::Nanos;
 
 use super::captions::{id_runs, id_span};
@@ -23,6 +23,11 @@ pub struct Leg {
 }
 
 impl Leg {
+    /// A lost follower: its leg never ends (the model gives it the longest leg there is).
+    pub fn lost(&self) -> bool {
+        self.length >= LEG_MAX
+    }
+
     pub fn ends_after(&self) -> Nanos {
         self.starts_after + self.length
     }
@@ -69,7 +74,9 @@ pub fn batch_legs(setup: &QuorumSetup, mode: QuorumMode) -> BatchLegs {
             }
         })
         .collect();
-    BatchLegs { mode, legs, commit_after, sum: setup.legs_sum() }
+    // A lost follower's leg is not a time: the sum adds the legs that answer.
+    let sum = setup.legs.iter().filter(|leg| **leg < LEG_MAX).fold(Nanos::ZERO, |sum, leg| sum + *leg);
+    BatchLegs { mode, legs, commit_after, sum }
 }
 
 /// The branch's batch running at `now` (or the last one started, or the first).
@@ -125,17 +132,17 @@ pub fn quorum_caption(branch: &BranchR, mark: Nanos, trace_caption: &str) -> Str
         let leader = &legs.legs[0];
         let followers: Vec<&Leg> = legs.legs[1..].iter().collect();
         let names: Vec<&str> = followers.iter().map(|leg| leg.replica.as_str()).collect();
-        let acks: Vec<String> = followers.iter().map(|leg| format!("{:.1}", leg.length.as_millis_f64())).collect();
+        let acks: Vec<String> = followers.iter().map(|leg| if leg.lost() { "never (lost)".to_string() } else { format!("{:.1} ms", leg.length.as_millis_f64()) }).collect();
         let how = match legs.mode {
             QuorumMode::Raft => format!(
-                "{} syncs it locally ({:.1} ms) while sending it to {}, whose acks take {} ms",
+                "{} syncs it locally ({:.1} ms) while sending it to {}, whose acks take {}",
                 leader.replica,
                 leader.length.as_millis_f64(),
                 names.join(" and "),
                 acks.join(" and ")
             ),
             QuorumMode::Postgres => format!(
-                "{} flushes it locally ({:.1} ms), then ships it to {}, whose acks take {} ms more",
+                "{} flushes it locally ({:.1} ms), then ships it to {}, whose acks take {} more",
                 leader.replica,
                 leader.length.as_millis_f64(),
                 names.join(" and "),
@@ -158,7 +165,7 @@ fn told(batch: &BatchTiming) -> String {
     }
 }
 
-fn ordinal(n: usize) -> String {
+pub fn ordinal(n: usize) -> String {
     match n {
         1 => "1st".into(),
         2 => "2nd".into(),

@@ -4,7 +4,7 @@
 //! quorum, the budget model), run again here for the defaults, so the recap cannot drift
 //! from the chapters it sums up.
 
-use walab_core::budget::Budget;
+use walab_core::budget::{Budget, Fit, MIB};
 use walab_core::codec::tiny::HEADER_BYTES;
 use walab_core::group_commit::{Config, Policy};
 use walab_core::pages::branch_b::{self, CutPoint};
@@ -129,23 +129,59 @@ fn restored(whole: bool) -> &'static str {
     }
 }
 
-/// "1,000 + 760 = 1,763 IOPS of 3,000; 12-16 + 200 MB/s = 207 MiB/s, above 125".
+/// "1,000 + about 760 = 1,763 IOPS of gp3's 3,000; 12-16 + 191 MiB/s = 207 MiB/s, above
+/// its 125 MiB/s": Part 11's numbers, from the same [`BudgetWords`].
 pub fn aws_budget(budget: &Budget) -> String {
-    let limits = &budget.limits;
-    let needed_mib = (budget.shared.bytes_per_s as f64 / (1u64 << 20) as f64).ceil();
+    let words = BudgetWords::of(budget);
     format!(
-        "{} + about {} = {} IOPS of {}'s {}; {:.0}-{:.0} + {:.0} MB/s = {needed_mib} MiB/s, {} its {} MiB/s",
-        group_thousands(budget.log_iops),
-        group_thousands(about(budget.lsm_iops)),
-        group_thousands(budget.shared.iops),
-        limits.name,
-        group_thousands(limits.iops_included),
-        budget.log_bytes_per_s_min as f64 / 1e6,
-        budget.log_bytes_per_s_max as f64 / 1e6,
-        budget.input.lsm_bytes_per_s as f64 / 1e6,
-        if needed_mib > limits.mib_per_s_included as f64 { "above" } else { "within" },
-        limits.mib_per_s_included,
+        "{} + {} = {} IOPS of {}'s {}; {} + {} MiB/s = {} MiB/s, {} its {} MiB/s",
+        words.log_iops, words.lsm_iops, words.iops, budget.limits.name, words.iops_baseline,
+        words.log_mib, words.lsm_mib, words.needed_mib, words.above_mib, budget.limits.mib_per_s_included,
     )
+}
+
+/// The budget's numbers as Parts 11 and 12 both say them: one rounding, one unit (MiB/s,
+/// rounded up, as a need is), so the two Parts never disagree.
+pub struct BudgetWords {
+    pub log_iops: String,
+    /// "about 760", or the exact count below 100.
+    pub lsm_iops: String,
+    pub iops: String,
+    pub iops_baseline: String,
+    pub above_iops: &'static str,
+    /// "12-16", or one number when both ends read the same.
+    pub log_mib: String,
+    pub lsm_mib: String,
+    pub needed_mib: String,
+    pub above_mib: &'static str,
+}
+
+impl BudgetWords {
+    pub fn of(budget: &Budget) -> BudgetWords {
+        let above = |fit: Fit| if fit == Fit::Included { "within" } else { "above" };
+        let (low, high) = (mib_up(budget.log_bytes_per_s_min), mib_up(budget.log_bytes_per_s_max));
+        BudgetWords {
+            log_iops: group_thousands(budget.log_iops),
+            lsm_iops: if budget.lsm_iops < 100 { group_thousands(budget.lsm_iops) } else { format!("about {}", group_thousands(about(budget.lsm_iops))) },
+            iops: group_thousands(budget.shared.iops),
+            iops_baseline: group_thousands(budget.limits.iops_included),
+            above_iops: above(budget.shared.iops_fit),
+            log_mib: if low == high { high } else { format!("{low}-{high}") },
+            lsm_mib: mib_up(budget.input.lsm_bytes_per_s),
+            needed_mib: mib_up(budget.shared.bytes_per_s),
+            above_mib: above(budget.shared.throughput_fit),
+        }
+    }
+}
+
+/// Bytes a second in MiB/s, rounded up: whole MiB from 10 up ("207"), tenths below ("0.8").
+pub fn mib_up(bytes_per_s: u64) -> String {
+    let tenths = bytes_per_s.saturating_mul(10).div_ceil(MIB);
+    if tenths < 100 {
+        format!("{}.{}", tenths / 10, tenths % 10)
+    } else {
+        group_thousands(bytes_per_s.div_ceil(MIB))
+    }
 }
 
 /// A count to the nearest ten ("about 760").
@@ -174,7 +210,9 @@ mod tests {
         assert_eq!(headline(Retention), "1 segment kept; 4 with a reader stuck at seq 10");
         assert_eq!(headline(Redo), "torn page: rebuilt with full-page images, lost without");
         assert_eq!(headline(Quorum), "write 23 waits 2.7 ms, not the naive 9.7 ms");
-        assert_eq!(headline(AwsBudget), "1,000 + about 760 = 1,763 IOPS of gp3's 3,000; 12-16 + 200 MB/s = 207 MiB/s, above its 125 MiB/s");
+        assert_eq!(headline(AwsBudget), "1,000 + about 760 = 1,763 IOPS of gp3's 3,000; 12-16 + 191 MiB/s = 207 MiB/s, above its 125 MiB/s");
+        let light = BudgetModel::build(&parse_query("load=200").0, false).budget.unwrap();
+        assert_eq!(aws_budget(&light), "200 + 2 = 202 IOPS of gp3's 3,000; 0.8 + 0.4 MiB/s = 1.2 MiB/s, within its 125 MiB/s");
         assert!(stops.iter().all(|stop| !stop.headline.contains("did not run")));
     }
 }

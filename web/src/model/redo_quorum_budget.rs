@@ -146,11 +146,29 @@ pub const FORK_AFTER_WRITE: u64 = 20;
 
 impl QuorumModel {
     pub fn build(params: &LabParams) -> QuorumModel {
-        let setup = QuorumSetup { w: usize::from(params.quorum_w), ..QuorumSetup::branch_r() };
-        let branch = quorum::branch_r(&setup, FORK_AFTER_WRITE).map_err(|error| error.to_string());
+        let mut setup = QuorumSetup { w: usize::from(params.quorum_w), ..QuorumSetup::branch_r() };
+        // A lost follower never answers: the longest leg a setup takes, never waited for
+        // while W replicas are left.
+        let mut lost = 0;
+        for (index, leg) in setup.legs.iter_mut().enumerate().skip(1) {
+            if params.lost_followers & (1 << index) != 0 {
+                *leg = quorum::LEG_MAX;
+                lost += 1;
+            }
+        }
+        let left = setup.legs.len() - lost;
+        let branch = if left < setup.w {
+            Err(format!("W = {} needs {} replicas and only {left} {} left: no batch can commit, so every write after the fork waits for ever (a real leader stops taking writes)",
+                setup.w, setup.w, crate::format::are(left)))
+        } else {
+            quorum::branch_r(&setup, FORK_AFTER_WRITE).map_err(|error| error.to_string())
+        };
         let trace = branch.as_ref().ok().map(|branch| branch.trace());
         let spans = trace.as_ref().map(TraceSpans::from_trace);
-        let write_23 = branch.as_ref().ok().and_then(|branch| branch.budget(23));
+        let mut write_23 = branch.as_ref().ok().and_then(|branch| branch.budget(23));
+        if let Some(budget) = &mut write_23 {
+            budget.naive_sum = Nanos(budget.naive_sum.0 - quorum::LEG_MAX.0 * lost as u64);
+        }
         let survival = quorum::survival_table(&quorum::page_policies());
         let files = trace.as_ref().map(|trace| trace.files.iter().map(|file| file.name.clone()).collect()).unwrap_or_default();
         let mut marks = spans.as_ref().map(TraceSpans::marks).unwrap_or_default();
@@ -201,7 +219,7 @@ pub struct BudgetModel {
 
 impl BudgetModel {
     pub fn build(params: &LabParams, with_recap: bool) -> BudgetModel {
-        let input = BudgetInput { rate_per_s: params.load_per_second, sync_latency: params.sync_latency, ..BudgetInput::page() };
+        let input = BudgetInput::at_load(params.load_per_second, params.sync_latency);
         let budget = budget::compute(input).map_err(|error| error.to_string());
         let recap = if with_recap { super::recap::stops(budget.as_ref().ok()) } else { Vec::new() };
         BudgetModel { budget, recap }
@@ -275,7 +293,7 @@ mod tests {
             assert_ne!(pair[0], pair[1]);
         }
         assert!(captions.iter().any(|caption| caption.contains("12.40 ms: B12 commits on B's ack, the 2nd fastest (W = 2): 1.4 ms, not the 8.4 ms its legs add up to; write 21 is told OK")), "{captions:#?}");
-        assert!(captions.iter().any(|caption| caption.contains("B14 takes writes 23-24; A syncs it locally (1.0 ms) while sending it to B and C, whose acks take 1.4 and 6.0 ms")), "{captions:#?}");
+        assert!(captions.iter().any(|caption| caption.contains("B14 takes writes 23-24; A syncs it locally (1.0 ms) while sending it to B and C, whose acks take 1.4 ms and 6.0 ms")), "{captions:#?}");
         let fork = model.branch.as_ref().unwrap().fork_at;
         for (mark, caption) in marks.iter().zip(captions) {
             if *mark >= fork {
@@ -290,6 +308,18 @@ mod tests {
         assert!(model.caption_now(fork).contains("the log forks after write 20"), "{}", model.caption_now(fork));
         let w1 = QuorumModel::build(&parse_query("w=1").0);
         assert!(w1.captions.1.iter().any(|caption| caption.contains("commits on A's local sync, the 1st fastest (W = 1): 1.0 ms")), "{:#?}", w1.captions.1);
+    }
+
+    #[test]
+    fn a_lost_follower_is_never_waited_for_and_two_lost_stop_the_commits() {
+        let lost_b = QuorumModel::build(&parse_query("lost=b").0);
+        let branch = lost_b.branch.as_ref().unwrap();
+        assert_eq!(branch.setup.batch_latency(), Nanos::from_millis(6), "C's ack is the 2nd fastest left");
+        let budget = lost_b.write_23.as_ref().unwrap();
+        assert_eq!(budget.naive_sum, budget.waited_for_batch_in_flight + Nanos::from_micros(7_000), "the sum adds the legs that answer");
+        let both = QuorumModel::build(&parse_query("lost=b,c").0);
+        assert!(both.branch.unwrap_err().contains("no batch can commit"));
+        assert!(QuorumModel::build(&parse_query("lost=b,c&w=1").0).branch.is_ok(), "W = 1: A alone commits");
     }
 
     #[test]

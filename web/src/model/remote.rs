@@ -353,7 +353,7 @@ pub fn caption_at(run: &RemoteRun, t: Nanos) -> String {
                 "batch {} lands under epoch {} at or past node B's start: a straggler that every recovery ignores",
                 batch.batch, batch.epoch
             ));
-        } else if batch.stored == Some(t) && run.backend == RemoteBackend::S3 {
+        } else if batch.stored == Some(t) && batch.checked.is_some_and(|checked| checked > t) {
             parts.push(format!(
                 "batch {} is stored; node A reads the registration back (a HEAD) to check that it still owns the node before it reports the batch",
                 batch.batch
@@ -369,7 +369,7 @@ pub fn caption_at(run: &RemoteRun, t: Nanos) -> String {
     }
     for batch in batches_drawn(run) {
         let fenced = run.takeover.as_ref().is_some_and(|takeover| takeover.fenced_batches.contains(&batch.batch));
-        if batch.checked == Some(t) && !fenced && batch.acked.is_none_or(|acked| acked > t) {
+        if batch.checked == Some(t) && batch.stored != Some(t) && !fenced && batch.acked.is_none_or(|acked| acked > t) {
             parts.push(format!(
                 "batch {}'s fence read finds epoch {}: it is stored, but a batch before it is not yet, so its records wait",
                 batch.batch, batch.epoch

@@ -11,6 +11,7 @@ use walab_core::sim::remote::{from_trace, RemoteBackend, RemoteRun};
 use walab_core::time::Nanos;
 use walab_core::trace::{Event, Trace};
 
+use crate::format::count;
 use crate::url_state::format_millis;
 
 /// Scenarios of `walab sim remote` traces start with this (`remote-s3`, `remote-postgres`).
@@ -111,13 +112,13 @@ impl DroppedRemote {
         };
         let never = run.batches.iter().filter(|batch| batch.acked.is_none()).count();
         let mut text = format!(
-            "{} holds one run of walab sim remote on {store}: {} records in {} batches, each sent as one {request} ({} {request}s), \
-             and {} records acknowledged (their writers told the records are safe) over {:.1} ms.",
+            "{} holds one run of walab sim remote on {store}: {} in {}, each sent as one {request} ({}), \
+             and {} acknowledged (their writers told the records are safe) over {:.1} ms.",
             self.file_name,
-            run.records.len(),
-            run.batches.len(),
-            run.puts,
-            run.records_acked,
+            count(run.records.len(), "record"),
+            count(run.batches.len(), "batch"),
+            count(run.puts, request),
+            count(run.records_acked, "record"),
             run.end.as_millis_f64()
         );
         match never {

@@ -185,8 +185,9 @@ pub fn label_at(upload: &UploadRun, t: Nanos) -> String {
     let orphans = upload.objects.iter().filter(|o| object_state(upload, o, t) == ObjectState::Orphan).count();
     let ends = upload.stream_ends_at(t);
     format!(
-        "the upload at {}: {committed} objects committed, {orphans} orphaned; committed ends {}",
+        "the upload at {}: {} committed, {orphans} orphaned; committed ends {}",
         crate::format::ms(t),
+        crate::format::count(committed, "object"),
         ends.iter().enumerate().map(|(s, end)| format!("s{} {end}", s + 1)).collect::<Vec<_>>().join(", ")
     )
 }

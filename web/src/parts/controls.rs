@@ -28,13 +28,23 @@ pub const LOAD_STEPS: [u64; 13] =
 /// stop runs the simulator again at that load. `said` is what the figure's run says at
 /// the chosen load, announced after "At N writes/s:".
 pub fn load_dial(load: u64, on_action: &Callback<LabAction>, said: &str) -> Html {
-    let index = LOAD_STEPS.iter().position(|step| *step >= load).unwrap_or(LOAD_STEPS.len() - 1);
-    let stops: Vec<AttrValue> = LOAD_STEPS.iter().map(|step| AttrValue::from(format!("{} writes/s", group_thousands(*step)))).collect();
-    let on_change = on_action.reform(|stop: usize| LabAction::Set(Setting::Load(LOAD_STEPS[stop.min(LOAD_STEPS.len() - 1)].min(LOAD_PER_SECOND_MAX))));
+    // A load from the link that is not a stop gets a stop of its own, so the dial shows
+    // the load the figure ran at.
+    let mut steps = LOAD_STEPS.to_vec();
+    let index = match steps.binary_search(&load) {
+        Ok(index) => index,
+        Err(index) => {
+            steps.insert(index, load);
+            index
+        }
+    };
+    let stops: Vec<AttrValue> = steps.iter().map(|step| AttrValue::from(format!("{} writes/s", group_thousands(*step)))).collect();
+    let last = steps.len() - 1;
+    let on_change = on_action.reform(move |stop: usize| LabAction::Set(Setting::Load(steps[stop.min(last)].min(LOAD_PER_SECOND_MAX))));
     html! {
         <crate::figures::dial::Dial label="load" stops={stops} index={index} on_change={on_change}
             announce={AttrValue::from(format!("At {} writes/s: {said}.", group_thousands(load)))}
-            ends={Some((AttrValue::from("drag the load: 100 writes/s"), AttrValue::from("1,000,000")))} />
+            ends={Some((AttrValue::from(format!("drag the load: {} writes/s", group_thousands(LOAD_STEPS[0].min(load)))), AttrValue::from("1,000,000")))} />
     }
 }
 

@@ -7,82 +7,17 @@ use yew::prelude::*;
 use crate::figures::write_path::{write_path, WritePathProps};
 use crate::layout::Scene;
 
-use super::{ChapterProps, source};
+use super::ChapterProps;
 use crate::model::Model;
 use crate::state::LabAction;
 
-/// A managed service and what AWS documents about when it says OK.
-struct Service {
-    name: &'static str,
-    log: &'static str,
-    ok_means: &'static str,
-    source: (&'static str, &'static str),
-}
-
-const SERVICES: [Service; 6] = [
-    Service {
-        name: "Amazon Aurora",
-        log: "the database sends only redo log records to a storage fleet that keeps six copies across three Availability Zones",
-        ok_means: "a write is durable once four of the six copies have it (a 4 of 6 write quorum)",
-        source: ("AWS: Aurora storage and reliability; Verbitski et al., SIGMOD 2017", "https://docs.aws.amazon.com/AmazonRDS/latest/AuroraUserGuide/Aurora.Overview.StorageReliability.html"),
-    },
-    Service {
-        name: "Amazon RDS Multi-AZ (one standby)",
-        log: "the engine's own WAL or redo log, replicated synchronously to a standby in another Availability Zone",
-        ok_means: "committed on the primary and on the standby's storage",
-        source: ("AWS: RDS Multi-AZ deployments", "https://docs.aws.amazon.com/AmazonRDS/latest/UserGuide/Concepts.MultiAZSingleStandby.html"),
-    },
-    Service {
-        name: "Amazon DynamoDB",
-        log: "each partition is a replication group of three replicas in different zones running Multi-Paxos over a write-ahead log",
-        ok_means: "acknowledged once two of the three replicas have written the log record",
-        source: ("Elhemali et al., Amazon DynamoDB, USENIX ATC 2022", "https://www.usenix.org/conference/atc22/presentation/elhemali"),
-    },
-    Service {
-        name: "Amazon MemoryDB",
-        log: "a distributed transactional log spread across Availability Zones behind the in-memory engine",
-        ok_means: "a write is acknowledged after the log has committed it in multiple zones",
-        source: ("AWS: MemoryDB features", "https://docs.aws.amazon.com/memorydb/latest/devguide/what-is-memorydb.html"),
-    },
-    Service {
-        name: "Amazon S3",
-        log: "none exposed; objects are stored redundantly across at least three Availability Zones (S3 Standard)",
-        ok_means: "a successful PUT is durable and visible to every later read (strong read-after-write consistency)",
-        source: ("AWS: S3 data protection and consistency", "https://docs.aws.amazon.com/AmazonS3/latest/userguide/DataDurability.html"),
-    },
-    Service {
-        name: "Amazon EBS gp3 (your own engine)",
-        log: "yours: the volume is replicated within one Availability Zone",
-        ok_means: "a completed sync; baseline 3,000 IOPS and 125 MiB/s, more if provisioned",
-        source: ("AWS: EBS General Purpose SSD volumes", "https://docs.aws.amazon.com/ebs/latest/userguide/general-purpose.html"),
-    },
-];
+/// Each managed service, its log and what AWS documents about when it says OK, with the
+/// source: static markup, one string.
+const SERVICES: &str = "<div class=\"prose\"><p>Every AWS database and log service has a write-ahead log or a replicated log inside it. What matters to a design is what each one documents about the moment it says OK. Only AWS's own documentation and papers are used below.</p></div><table class=\"services\"><thead><tr><th>service</th><th>its log</th><th>OK means</th><th>source</th></tr></thead><tbody><tr><td>Amazon Aurora</td><td>the database sends only redo log records to a storage fleet that keeps six copies across three Availability Zones</td><td>a write is durable once four of the six copies have it (a 4 of 6 write quorum)</td><td><a class=\"source\" href=\"https://docs.aws.amazon.com/AmazonRDS/latest/AuroraUserGuide/Aurora.Overview.StorageReliability.html\" target=\"_blank\" rel=\"noopener\">[AWS: Aurora storage and reliability; Verbitski et al., SIGMOD 2017]</a></td></tr><tr><td>Amazon RDS Multi-AZ (one standby)</td><td>the engine's own WAL or redo log, replicated synchronously to a standby in another Availability Zone</td><td>committed on the primary and on the standby's storage</td><td><a class=\"source\" href=\"https://docs.aws.amazon.com/AmazonRDS/latest/UserGuide/Concepts.MultiAZSingleStandby.html\" target=\"_blank\" rel=\"noopener\">[AWS: RDS Multi-AZ deployments]</a></td></tr><tr><td>Amazon DynamoDB</td><td>each partition is a replication group of three replicas in different zones running Multi-Paxos over a write-ahead log</td><td>acknowledged once two of the three replicas have written the log record</td><td><a class=\"source\" href=\"https://www.usenix.org/conference/atc22/presentation/elhemali\" target=\"_blank\" rel=\"noopener\">[Elhemali et al., Amazon DynamoDB, USENIX ATC 2022]</a></td></tr><tr><td>Amazon MemoryDB</td><td>a distributed transactional log spread across Availability Zones behind the in-memory engine</td><td>a write is acknowledged after the log has committed it in multiple zones</td><td><a class=\"source\" href=\"https://docs.aws.amazon.com/memorydb/latest/devguide/what-is-memorydb.html\" target=\"_blank\" rel=\"noopener\">[AWS: MemoryDB features]</a></td></tr><tr><td>Amazon S3</td><td>none exposed; objects are stored redundantly across at least three Availability Zones (S3 Standard)</td><td>a successful PUT is durable and visible to every later read (strong read-after-write consistency)</td><td><a class=\"source\" href=\"https://docs.aws.amazon.com/AmazonS3/latest/userguide/DataDurability.html\" target=\"_blank\" rel=\"noopener\">[AWS: S3 data protection and consistency]</a></td></tr><tr><td>Amazon EBS gp3 (your own engine)</td><td>yours: the volume is replicated within one Availability Zone</td><td>a completed sync; baseline 3,000 IOPS and 125 MiB/s, more if provisioned</td><td><a class=\"source\" href=\"https://docs.aws.amazon.com/ebs/latest/userguide/general-purpose.html\" target=\"_blank\" rel=\"noopener\">[AWS: EBS General Purpose SSD volumes]</a></td></tr></tbody></table>";
 
 #[component]
 pub fn AwsChapter(_props: &ChapterProps) -> Html {
-    let rows = SERVICES.iter().map(|service| {
-        html! {
-            <tr>
-                <td>{ service.name }</td>
-                <td>{ service.log }</td>
-                <td>{ service.ok_means }</td>
-                <td>{ source(service.source.0, service.source.1) }</td>
-            </tr>
-        }
-    });
-    html! {
-        <>
-        <div class="prose">
-            <p>{ "Every AWS database and log service has a write-ahead log or a replicated log inside it. What matters to \
-                  a design is what each one documents about the moment it says OK. Only AWS's own documentation and papers \
-                  are used below." }</p>
-        </div>
-        <table class="services">
-            <thead><tr><th>{ "service" }</th><th>{ "its log" }</th><th>{ "OK means" }</th><th>{ "source" }</th></tr></thead>
-            <tbody>{ for rows }</tbody>
-        </table>
-        </>
-    }
+    super::markup(SERVICES)
 }
 
 /// The cheat card, a row per lesson in the order of the Parts.

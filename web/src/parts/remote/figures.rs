@@ -159,7 +159,8 @@ pub fn BatchLanes(props: &BatchLanesProps) -> Html {
         (3.0, "acknowledged", html! { <rect class="ack" x="0" y="-11" width="3" height="13" /> }),
         (14.0, "waiting to be sent", html! { <rect class="wait" x="0" y="-6" width="14" height="4" /> }),
     ];
-    if s3 {
+    // A fence read is drawn only where the run made one (fence=read, with a takeover).
+    if s3 && run.batches.iter().any(|batch| batch.checked.is_some_and(|checked| Some(checked) > batch.stored)) {
         legend_entries.insert(1, (14.0, "fence read", html! { <rect class="check" x="0" y="-9" width="14" height="9" /> }));
     }
     let sizes: Vec<(f64, &str)> = legend_entries.iter().map(|(swatch, text, _)| (*swatch, *text)).collect();

@@ -20,7 +20,7 @@ use self::figures::{BatchLanes, RingFigure, WritePathFigure};
 use self::startup::startup_panel;
 use self::upload::UploadFigure;
 use super::dropzone::DropZone;
-use super::{ChapterProps, source};
+use super::ChapterProps;
 use crate::model::remote::{
     caption_at, caption_with_upload, loss_at, ring_at, slot_words, startup_rows, RemoteModel, COST_RECORDS,
 };
@@ -131,6 +131,11 @@ pub(super) fn choice(
         apply(&mut next, &select.value());
         LabAction::Set(Setting::Remote(next))
     });
+    // A value from the link that no option offers is shown as it is, never as another.
+    let mut options = options;
+    if !options.iter().any(|(value, _)| *value == current) {
+        options.push((current.clone(), format!("{current} (from the link)")));
+    }
     let options = options.into_iter().map(|(value, text)| {
         let selected = value == current;
         html! { <option value={value} selected={selected}>{ text }</option> }
@@ -220,6 +225,29 @@ fn common_controls(props: &ChapterProps, backend: RemoteBackend) -> Html {
             }) }
         </div>
     }
+}
+
+/// The link's request and block numbers that this run never reaches, each said plainly
+/// with the range that would take effect: the run is not silently the same as without them.
+fn unreached(params: &RemoteParams, run: &RemoteRun, blocks: Option<usize>) -> Html {
+    let mut notes = Vec::new();
+    let mut check = |name: &str, asked: Option<u64>, made: u64, what: &str| {
+        if let Some(asked) = asked.filter(|asked| *asked > made) {
+            notes.push(format!("{name}={asked}: this run makes {}, so {what} {asked} never comes; give {name} from 1 to {made}.", crate::format::count(made, what), ));
+        }
+    };
+    check("rfail", params.fail_put, run.puts, "request");
+    check("rslow", params.slow_put.map(|(k, _)| k), run.puts, "request");
+    if let Some(blocks) = blocks {
+        check("rupcrash", params.upload_crash, blocks as u64, "block");
+    }
+    if let (Some(at), None) = (params.takeover_at, &run.takeover) {
+        notes.push(format!("rtake={}: the run ends at {} ms, before it; give rtake from 0 to {} ms.", format_millis(at), format_millis(run.end), format_millis(run.end)));
+    }
+    if notes.is_empty() {
+        return Html::default();
+    }
+    html! { <ul class="field-problem link-unreached" role="note">{ for notes.into_iter().map(|note| html! { <li>{ note }</li> }) }</ul> }
 }
 
 /// The takeover's choices, with the instant chosen in the lanes among them.
@@ -345,29 +373,25 @@ fn takeover_panel(run: &RemoteRun, now: Nanos, from_trace: bool) -> Html {
         return html! { <p class="note" data-takeover="pending">{ format!("Node B will claim the node at {} ms; play on.", format_millis(takeover.at)) }</p> };
     }
     let fenced = takeover.fenced_batches.first().map_or("none yet".to_string(), |b| format!("batch {b}"));
-    html! {
-        <div class="takeover-panel" data-takeover="done" data-old-epoch={takeover.old_epoch.to_string()} data-new-epoch={takeover.new_epoch.to_string()}
-            data-acked-by-old={takeover.acked_by_old.to_string()} data-recovered-by-new={takeover.recovered_by_new.to_string()}
-            data-stragglers-ignored={takeover.stragglers_ignored.to_string()}>
-            <ul>
-                <li>{ format!("Node A wrote under epoch {}; at {} ms node B claimed epoch {}.", takeover.old_epoch, format_millis(takeover.at), takeover.new_epoch) }</li>
-                <li>{ format!("B's own objects start at offset {} (the end of what it recovered).", takeover.new_session_start) }</li>
-                <li>{ format!("A's first request to find the new epoch: {fenced}. From there A fails every waiting writer and stops.") }</li>
-                <li>{ format!("A acknowledged {} records before the claim; B's recovery replays {} of A's records{}.",
-                    takeover.acked_by_old, takeover.recovered_by_new,
-                    if takeover.recovered_by_new >= takeover.acked_by_old { ": nothing acknowledged is lost" } else { "" }) }</li>
-                if run.backend == RemoteBackend::S3 {
-                    <li class="stragglers">{ match takeover.stragglers_ignored {
-                        0 => format!("None of A's objects landed under epoch {} at or past B's start: no straggler this time.", takeover.old_epoch),
-                        1 => format!("One of A's objects landed under epoch {} at or past B's start: a straggler, ignored by every recovery.", takeover.old_epoch),
-                        n => format!("{n} of A's objects landed under epoch {} at or past B's start: stragglers, ignored by every recovery.", takeover.old_epoch),
-                    } }</li>
-                } else {
-                    <li class="stragglers">{ "No straggler can land: the epoch is checked inside each insert's transaction, and B's claim waited for the inserts holding the node row." }</li>
-                }
-            </ul>
-        </div>
-    }
+    let stragglers = if run.backend == RemoteBackend::S3 {
+        match takeover.stragglers_ignored {
+            0 => format!("None of A's objects landed under epoch {} at or past B's start: no straggler this time.", takeover.old_epoch),
+            1 => format!("One of A's objects landed under epoch {} at or past B's start: a straggler, ignored by every recovery.", takeover.old_epoch),
+            n => format!("{n} of A's objects landed under epoch {} at or past B's start: stragglers, ignored by every recovery.", takeover.old_epoch),
+        }
+    } else {
+        "No straggler can land: the epoch is checked inside each insert's transaction, and B's claim waited for the inserts holding the node row.".to_string()
+    };
+    // Markup, one string: the panel's five sentences with their numbers as data.
+    super::markup_owned(format!(
+        "<div class=\"takeover-panel\" data-takeover=\"done\" data-old-epoch=\"{old}\" data-new-epoch=\"{new}\" data-acked-by-old=\"{acked}\" \
+         data-recovered-by-new=\"{recovered}\" data-stragglers-ignored=\"{}\"><ul><li>Node A wrote under epoch {old}; at {} ms node B claimed epoch {new}.</li>\
+         <li>B's own objects start at offset {} (the end of what it recovered).</li><li>A's first request to find the new epoch: {fenced}. From there A fails every waiting writer and stops.</li>\
+         <li>A acknowledged {} before the claim; B's recovery replays {recovered} of A's records{}.</li><li class=\"stragglers\">{stragglers}</li></ul></div>",
+        takeover.stragglers_ignored, format_millis(takeover.at), takeover.new_session_start, crate::format::count(takeover.acked_by_old, "record"),
+        if takeover.recovered_by_new >= takeover.acked_by_old { ": nothing acknowledged is lost" } else { "" },
+        old = takeover.old_epoch, new = takeover.new_epoch, acked = takeover.acked_by_old, recovered = takeover.recovered_by_new,
+    ))
 }
 
 fn losses(props: &ChapterProps, run: &RemoteRun, backend: RemoteBackend) -> Html {
@@ -400,9 +424,9 @@ fn losses(props: &ChapterProps, run: &RemoteRun, backend: RemoteBackend) -> Html
     let verdict = if !loss.applicable {
         "This event does not apply to this backend.".to_string()
     } else if loss.lost.is_empty() {
-        format!("At {}, {} records were acknowledged; recovery brings back every one.", crate::format::ms(now), loss.acked)
+        format!("At {}, {} acknowledged; recovery brings back every one.", crate::format::ms(now), crate::format::count(loss.acked, "record"))
     } else {
-        format!("At {}, {} records were acknowledged; {} of them are lost (records {}..{}).", crate::format::ms(now), loss.acked, loss.lost.len(),
+        format!("At {}, {} acknowledged; {} of them lost (records {}..{}).", crate::format::ms(now), crate::format::count(loss.acked, "record"), loss.lost.len(),
             loss.lost.first().copied().unwrap_or(0), loss.lost.last().copied().unwrap_or(0))
     };
     html! {
@@ -425,14 +449,21 @@ pub fn ObjectStoreChapter(props: &ChapterProps) -> Html {
     let on_player = props.on_action.reform(LabAction::Player);
     let controls = match &model.trace {
         Some(trace) => trace_in_place_of_controls(trace, &props.on_action),
-        None => common_controls(props, RemoteBackend::S3),
+        None => html! { <>{ common_controls(props, RemoteBackend::S3) }
+            { unreached(&props.params.remote, &run, model.upload.as_ref().and_then(|upload| upload.as_ref().ok()).map(|upload| upload.blocks.len())) }</> },
     };
     let cost_latency = if model.trace.is_some() { "the lab's latency (its control comes back when you close the file)" } else { "the latency chosen above" };
-    let costs = model.costs.iter().map(|row| html! {
-        <tr data-writers={row.writers.to_string()} data-puts-per-record={format!("{:.6}", row.puts_per_record)}>
-            <td>{ row.writers }</td><td>{ row.puts }</td><td>{ format!("{:.4}", row.puts_per_record) }</td><td>{ format!("${:.3}", row.bill_per_million) }</td>
-        </tr>
-    });
+    // What a PUT costs: prose, the runs' table and the latencies' note as one markup string.
+    let costs: String = model.costs.iter().map(|row| format!(
+        "<tr data-writers=\"{}\" data-puts-per-record=\"{:.6}\"><td>{}</td><td>{}</td><td>{:.4}</td><td>${:.3}</td></tr>",
+        row.writers, row.puts_per_record, row.writers, row.puts, row.puts_per_record, row.bill_per_million)).collect();
+    let costs = format!("<h3>What a PUT costs</h3><div class=\"prose\"><p>S3 Standard charges $0.005 per 1,000 PUT requests in us-east-1 \
+        <a class=\"source\" href=\"{PRICE_PAGE}\" target=\"_blank\" rel=\"noopener\">[AWS S3 pricing]</a>: $5 per million appends at one PUT per record. \
+        With closed-loop writers a batch holds about one record per writer. Each row is a run of {COST_RECORDS} records at {cost_latency}.</p></div>\
+        <table class=\"remote-costs\"><thead><tr><th>writers</th><th>PUTs</th><th>PUTs per record</th><th>PUT bill per million appends</th></tr></thead>\
+        <tbody>{costs}<tr class=\"per-record\"><td>one PUT per record</td><td>-</td><td>1.0000</td><td>$5.000</td></tr></tbody></table>\
+        <p class=\"note\">Latencies: S3 Standard takes tens of milliseconds per request; S3 Express One Zone promises single-digit milliseconds \
+        <a class=\"source\" href=\"{EXPRESS_PAGE}\" target=\"_blank\" rel=\"noopener\">[AWS S3 Express performance]</a>; a Postgres commit a millisecond or two.</p>");
     html! {
         <>
         { trace_banner(props, model.trace.as_ref()) }
@@ -449,19 +480,7 @@ pub fn ObjectStoreChapter(props: &ChapterProps) -> Html {
         { totals(&run, model) }
         { upload_section(props, model, &run) }
         { live_section(&live_feed) }
-        <h3>{ "What a PUT costs" }</h3>
-        <div class="prose">
-            <p>{ "S3 Standard charges $0.005 per 1,000 PUT requests in us-east-1 " }
-               { source("AWS S3 pricing", PRICE_PAGE) }
-               { format!(": $5 per million appends at one PUT per record. With closed-loop writers a batch holds about one record per \
-                  writer. Each row is a run of {COST_RECORDS} records at {cost_latency}.") }</p>
-        </div>
-        <table class="remote-costs">
-            <thead><tr><th>{ "writers" }</th><th>{ "PUTs" }</th><th>{ "PUTs per record" }</th><th>{ "PUT bill per million appends" }</th></tr></thead>
-            <tbody>{ for costs }<tr class="per-record"><td>{ "one PUT per record" }</td><td>{ "-" }</td><td>{ "1.0000" }</td><td>{ "$5.000" }</td></tr></tbody>
-        </table>
-        <p class="note">{ "Latencies: S3 Standard takes tens of milliseconds per request; S3 Express One Zone promises single-digit \
-            milliseconds " }{ source("AWS S3 Express performance", EXPRESS_PAGE) }{ "; a Postgres commit a millisecond or two." }</p>
+        { super::markup_owned(costs) }
         { super::markup("<h3>Fencing: two nodes, one log</h3><div class=\"prose\"><p>A node's log has one writer at a time, named by its epoch, which every object's key carries: {prefix}{epoch}/wal/{start}-{end}. Node B takes over by raising the epoch in a registration object (5 becomes 6), reading it back, listing what is there and recording where its own objects begin: four requests. walab serve gives the owner a lease on the registration, renewed in the background, so an OK costs only its PUT and a new owner waits the lease out before it lists. The lab's run is too short for a 10-second lease, so with a takeover chosen A reads the registration after each upload instead (a HEAD, fence=read: one more round trip before each OK); the first read that shows epoch 6 fences it. An upload of A's slower than B's claim and LIST lands under epoch 5 past B's start: a straggler, which recovery ignores. Slow down a PUT in flight at the takeover to make one.</p></div>") }
         { takeover_panel(&run, props.player.now, model.trace.is_some()) }
         { super::markup("<h3>Recovery</h3><div class=\"prose\"><p>The next owner lists the objects under the previous session's prefix, walks them from the lowest start, stops at the first gap and checks every record's CRC. Acknowledged records are all there; records in flight were never promised.</p></div>") }
@@ -497,7 +516,7 @@ pub fn PostgresChapter(props: &ChapterProps) -> Html {
     let (controls, ring) = match &model.trace {
         Some(trace) => (trace_in_place_of_controls(trace, &props.on_action), html! { <p class="note ring-left-out">{ trace.left_out() }</p> }),
         None => (
-            html! { <>{ ring_controls }{ common_controls(props, RemoteBackend::Postgres) }</> },
+            html! { <>{ ring_controls }{ common_controls(props, RemoteBackend::Postgres) }{ unreached(params, &run, None) }</> },
             html! { <RingFigure geometry={run.ring} trim_offset={trim_offset} head={head} waiting={waiting}
                 slot_words={(0..run.ring.segments).map(|slot| AttrValue::from(slot_words(&run, slot, props.player.now))).collect::<Vec<_>>()} /> },
         ),

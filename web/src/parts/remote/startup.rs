@@ -68,6 +68,16 @@ fn toggle(label: &'static str, class: &'static str, checked: bool, params: &Remo
     html! { <label class={classes!("remote-control", "toggle", class)}><input type="checkbox" {checked} {onchange} />{ " " }{ label }</label> }
 }
 
+/// A start-up verdict's level, as the WAL logs it.
+fn severity_name(severity: walab_core::ring::startup::Severity) -> &'static str {
+    use walab_core::ring::startup::Severity;
+    match severity {
+        Severity::Info => "info",
+        Severity::Warning => "warning",
+        Severity::Error => "error",
+    }
+}
+
 /// Part 14's start-up: the server's state as toggles, and what the core's start-up
 /// checks and timeline verdict make of it at a restart at the playhead.
 pub(super) fn startup_panel(props: &ChapterProps, run: &RemoteRun) -> Html {
@@ -98,11 +108,11 @@ pub(super) fn startup_panel(props: &ChapterProps, run: &RemoteRun) -> Html {
             <p class="refusal">{ format!("The WAL refuses to start: {refusal}. Nothing is recovered and nothing is acknowledged until the server is fixed.") }</p>
         },
         (None, Some(restart)) => html! {
-            <p class="timeline-verdict" data-case={timeline_name(params.timeline)} data-severity={format!("{:?}", restart.severity).to_ascii_lowercase()}
+            <p class="timeline-verdict" data-case={timeline_name(params.timeline)} data-severity={severity_name(restart.severity)}
                 data-lost={restart.lost.len().to_string()} data-acked={restart.acked.to_string()} data-past={restart.past_database.to_string()}
                 data-uploaded={restart.past_database_uploaded.to_string()}>
                 { format!("It starts. Restart at {}: {}. Logged as {}. {}", crate::format::ms(now), restart.verdict,
-                    format!("{:?}", restart.severity).to_ascii_lowercase(), restart_words(restart, params.timeline)) }
+                    severity_name(restart.severity), restart_words(restart, params.timeline)) }
             </p>
         },
         (None, None) => Html::default(),
