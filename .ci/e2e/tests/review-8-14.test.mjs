@@ -202,3 +202,25 @@ test('Part 10: a follower is lost by pressing it in the figure (or its button, b
   assert.equal(await commitMs(), 1.4);
   await page.close();
 });
+
+test('Parts 8 to 14 count in the singular for one, through every step', async () => {
+  const plural = /(^|[^\d,.])1 (records|blocks|batches|writes|objects|segments|requests|PUTs|INSERTs|commits|appends|syncs)\b|\b1 batch in flight as (PUTs|INSERTs)/;
+  const found = [];
+  for (const part of [8, 9, 10, 11, 13, 14]) {
+    const page = await lab.newPage(`?part=${part}`);
+    for (let step = 0; step < 40; step += 1) {
+      const texts = await page.evaluate(() => [document.querySelector('#chapter').innerText,
+        ...[...document.querySelectorAll('#chapter [aria-label]')].map((element) => element.getAttribute('aria-label'))]);
+      for (const text of texts) {
+        const hit = text.match(plural);
+        if (hit) found.push(`Part ${part}, step ${step}: "${text.slice(Math.max(0, hit.index - 30), hit.index + 40)}"`);
+      }
+      if (!(await page.$('.player .now'))) break;
+      const before = await page.getAttribute('.player .now', 'data-now-ns');
+      await page.keyboard.press('ArrowRight');
+      if ((await page.getAttribute('.player .now', 'data-now-ns')) === before) break;
+    }
+    await page.close();
+  }
+  assert.deepEqual([...new Set(found)].slice(0, 10), []);
+});

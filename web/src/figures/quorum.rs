@@ -179,14 +179,7 @@ pub fn QuorumFigure(props: &QuorumFigureProps) -> Html {
                     <text class="leg-label" x={(x(naive) - 5.0).max(8.0 + format!("{}: {:.1} ms", naive_label, naive.as_millis_f64()).len() as f64 * char).to_string()} y={(sum_top + g.bar + line).to_string()} text-anchor="end">{ format!("{}: {:.1} ms", naive_label, naive.as_millis_f64()) }</text>
                 </g>
             </svg>
-            <figcaption class="legend">
-                <span class="key leg-waited">{ "a leg the commit waits for" }</span>
-                <span class="key leg-decisive">{ "the W-th fastest: its end is the commit" }</span>
-                <span class="key leg-free">{ "a leg not waited for" }</span>
-                <span class="key leg-progress">{ "how far the playhead is into this batch" }</span>
-                <span class="key wait-in-flight">{ "write 23 waits for the batch in flight" }</span>
-                <span class="key wait-own">{ "then for its own batch" }</span>
-            </figcaption>
+            { crate::parts::markup("<figcaption class=\"legend\"><span class=\"key leg-waited\">a leg the commit waits for</span><span class=\"key leg-decisive\">the W-th fastest: its end is the commit</span><span class=\"key leg-free\">a leg not waited for</span><span class=\"key leg-progress\">how far the playhead is into this batch</span><span class=\"key wait-in-flight\">write 23 waits for the batch in flight</span><span class=\"key wait-own\">then for its own batch</span></figcaption>") }
         </figure>
     }
 }

@@ -166,7 +166,7 @@ pub fn outcome_words(run: &RemoteRun, t: Nanos) -> String {
         crate::format::ms(t),
         count(acked, "record"),
         count(in_flight, "batch"),
-        crate::format::plural(put),
+        if in_flight == 1 { put.to_string() } else { crate::format::plural(put) },
         held
     );
     if run.backend == RemoteBackend::Postgres {

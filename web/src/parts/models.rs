@@ -6,7 +6,7 @@ use walab_core::budget::{Budget, Fit, MIB};
 use yew::prelude::*;
 
 use super::controls::{controls, Shown};
-use super::{ChapterProps, source};
+use super::ChapterProps;
 use crate::model::Model;
 use crate::model::recap::{mib_up, BudgetWords};
 use crate::charts::{bar_chart, Bar, BarChartProps};
@@ -66,12 +66,11 @@ pub fn BudgetCalculator(props: &ChapterProps) -> Html {
     ]);
     html! {
         <div class="budget" data-shared-iops={budget.shared.iops.to_string()}>
-            <h3>{ "The budget calculator" }</h3>
-            <div class="prose"><p>{ "Each sync of a group-commit batch is one I/O (EBS counts an SSD I/O of up to 256 KiB as one) and \
+            { super::markup("<h3>The budget calculator</h3><div class=\"prose\"><p>Each sync of a group-commit batch is one I/O (EBS counts an SSD I/O of up to 256 KiB as one) and \
                 writes the whole 4 KiB pages the batch touches. The LSM tree's flushes and compaction add 2,000 bytes a write (an input \
                 from the LSM page: 200 MB/s at 100,000 writes a second), so they grow with the load. The core's budget model computes \
-                the rest from a group-commit run at your load and sync latency; bytes are in MiB/s, as gp3's limit is, rounded up. " }
-                { source("AWS: EBS I/O characteristics", "https://docs.aws.amazon.com/ebs/latest/userguide/ebs-io-characteristics.html") }</p></div>
+                the rest from a group-commit run at your load and sync latency; bytes are in MiB/s, as gp3's limit is, rounded up. \
+                <a class=\"source\" href=\"https://docs.aws.amazon.com/ebs/latest/userguide/ebs-io-characteristics.html\" target=\"_blank\" rel=\"noopener\">[AWS: EBS I/O characteristics]</a></p></div>") }
             { controls(&props.params, shown, None, &props.on_action) }
             <div class="charts budget-figure" data-figure="budget">
                 { super::controls::load_dial(props.params.load_per_second, &props.on_action, &format!(

@@ -232,9 +232,10 @@ pub fn BatchLanes(props: &BatchLanesProps) -> Html {
     let px = x(now);
     let (in_flight, held, acked) = counts_at(run, now);
     let mut label = format!(
-        "{} batches drawn; at {} {in_flight} in flight, {held} stored but not acknowledged, {acked} records acknowledged",
-        batches.len(),
-        crate::format::ms(now)
+        "{} drawn; at {} {in_flight} in flight, {held} stored but not acknowledged, {} acknowledged",
+        crate::format::count(batches.len(), "batch"),
+        crate::format::ms(now),
+        crate::format::count(acked, "record")
     );
     if props.on_take.is_some() {
         label.push_str("; click a moment to make node B take the node over then, or press Enter to take it over at the playhead (Delete: no takeover)");

@@ -344,22 +344,17 @@ fn lanes_note(run: &RemoteRun) -> Html {
 /// The run's totals, with the numbers as data for the browser test.
 fn totals(run: &RemoteRun, model: &RemoteModel) -> Html {
     let per_record = run.puts_per_record();
-    let request = if run.backend == RemoteBackend::S3 { "PUTs" } else { "INSERTs" };
-    html! {
-        <>
-        <p class="remote-totals" data-puts={run.puts.to_string()} data-records-acked={run.records_acked.to_string()}
-            data-puts-per-record={per_record.map(|p| format!("{p:.6}"))} data-batches={run.batches.len().to_string()}>
-            { format!("The whole run: {}, {}, {} {request}, {} acknowledged, {} {request} per record.",
-                crate::format::count(run.records.len(), "record"), crate::format::count(run.batches.len(), "batch"), run.puts,
-                crate::format::count(run.records_acked, "record"), per_record.map_or("-".to_string(), |p| format!("{p:.4}"))) }
-        </p>
-        if let Some(trace) = &model.trace {
-            <p class="note trace-source">{ format!("Read from {}; walab sim remote printed the same totals with --json.", trace.file_name) }</p>
-        } else {
-            <p class="cli-line">{ "The same run on the command line: " }<code class="cli">{ model.command.clone() }</code></p>
-        }
-        </>
-    }
+    let request = if run.backend == RemoteBackend::S3 { "PUT" } else { "INSERT" };
+    let source = match &model.trace {
+        Some(trace) => format!("<p class=\"note trace-source\">Read from {}; walab sim remote printed the same totals with --json.</p>", super::escape(&trace.file_name)),
+        None => format!("<p class=\"cli-line\">The same run on the command line: <code class=\"cli\">{}</code></p>", super::escape(&model.command)),
+    };
+    // Markup, one string, with the numbers as data for the browser test.
+    super::markup_owned(format!(
+        "<p class=\"remote-totals\" data-puts=\"{}\" data-records-acked=\"{}\"{} data-batches=\"{}\">The whole run: {}, {}, {}, {} acknowledged, {} {request}s per record.</p>{source}",
+        run.puts, run.records_acked, per_record.map_or(String::new(), |p| format!(" data-puts-per-record=\"{p:.6}\"")), run.batches.len(),
+        crate::format::count(run.records.len(), "record"), crate::format::count(run.batches.len(), "batch"), crate::format::count(run.puts, request),
+        crate::format::count(run.records_acked, "record"), per_record.map_or("-".to_string(), |p| format!("{p:.4}"))))
 }
 
 fn takeover_panel(run: &RemoteRun, now: Nanos, from_trace: bool) -> Html {
@@ -467,11 +462,9 @@ pub fn ObjectStoreChapter(props: &ChapterProps) -> Html {
     html! {
         <>
         { trace_banner(props, model.trace.as_ref()) }
-        { super::markup("<div class=\"prose\"><p>So far the log lived in a file on the machine's own disk. A stream store can keep its write-ahead log elsewhere: in an object store such as Amazon S3 (files, called objects, stored by PUT requests) or in Postgres. No disk of the node is then in the write path: a node that dies loses nothing it acknowledged. The price is a network round trip, tens of milliseconds to S3, so records that arrive together travel as one batch.</p></div>") }
-        <h3>{ "The write path" }</h3>
+        { super::markup("<div class=\"prose\"><p>So far the log lived in a file on the machine's own disk. A stream store can keep its write-ahead log elsewhere: in an object store such as Amazon S3 (files, called objects, stored by PUT requests) or in Postgres. No disk of the node is then in the write path: a node that dies loses nothing it acknowledged. The price is a network round trip, tens of milliseconds to S3, so records that arrive together travel as one batch.</p></div><h3>The write path</h3>") }
         <WritePathFigure />
-        <h3 id={RUN_SECTION_ID}>{ "Batches in flight, acknowledgements in order" }</h3>
-        { super::markup("<div class=\"prose\"><p>Each batch is one PUT, and its records are acknowledged when that PUT returns: one round trip, however many records the batch carries (a single append on an idle stream pays exactly one). Up to \"in flight\" PUTs run at once (4 by default); a batch starts beside another only once it holds 32 records. PUTs may finish in any order, but a record is acknowledged only when its batch and every batch before it are stored. Slow one PUT down: the batches behind it are stored (striped) but not acknowledged until it lands.</p></div>") }
+        { super::markup("<h3 id=\"remote-run\">Batches in flight, acknowledgements in order</h3><div class=\"prose\"><p>Each batch is one PUT, and its records are acknowledged when that PUT returns: one round trip, however many records the batch carries (a single append on an idle stream pays exactly one). Up to \"in flight\" PUTs run at once (4 by default); a batch starts beside another only once it holds 32 records. PUTs may finish in any order, but a record is acknowledged only when its batch and every batch before it are stored. Slow one PUT down: the batches behind it are stored (striped) but not acknowledged until it lands.</p></div>") }
         { controls }
         { player(&PlayerProps { state: props.player.clone(), on_action: on_player, mark_name: "event".into(), caption: caption_s3(model, &run, &props.player), ..PlayerProps::default() }) }
         <BatchLanes run={run.clone()} now={props.player.now} on_take={model.trace.is_none().then(|| take_over(props))} announce={takeover_said(&run)} />
@@ -502,7 +495,11 @@ pub fn PostgresChapter(props: &ChapterProps) -> Html {
     let params = &props.params.remote;
     let on_player = props.on_action.reform(LabAction::Player);
     let (trim_offset, head, waiting) = ring_at(&run, props.player.now);
-    let startup = startup_rows().into_iter().map(|(condition, verdict)| html! { <tr><td>{ condition }</td><td>{ verdict }</td></tr> });
+    // The start-up checks' table, the backup point's note before it: one markup string.
+    let startup: String = startup_rows().into_iter().map(|(condition, verdict)| format!("<tr><td>{}</td><td>{}</td></tr>", super::escape(condition), super::escape(&verdict))).collect();
+    let startup = format!("<p class=\"note\">(The backup point is {} ms and the asynchronous standby replays {} ms behind.)</p>\
+        <table class=\"startup-checks\"><thead><tr><th>at start</th><th>the WAL</th></tr></thead><tbody>{startup}</tbody></table><h3>What each event loses</h3>",
+        format_millis(BACKUP_AT), format_millis(STANDBY_LAG));
     let ring_controls = html! {
         <div class="controls remote-controls">
             { choice("slot tables", "segments", (2..=8).map(|n| (n.to_string(), n.to_string())).collect(), params.segments.to_string(), params, &props.on_action, |p, v| {
@@ -524,13 +521,11 @@ pub fn PostgresChapter(props: &ChapterProps) -> Html {
     html! {
         <>
         { trace_banner(props, model.trace.as_ref()) }
-        <div class="prose">
-            <p>{ format!("The same log can live in Postgres: each batch is one row, written by one INSERT whose COMMIT is the batch's \
+        { super::markup_owned(format!("<div class=\"prose\"><p>The same log can live in Postgres: each batch is one row, written by one INSERT whose COMMIT is the batch's \
                   sync. Deleting rows one by one bloats tables, so the WAL spreads its rows over slot tables and empties a whole table \
                   with TRUNCATE: generation g (offsets cut into segment_bytes) lives in slot g % segments, a slot is truncated once the \
                   trim passes its generation, and appends wait when the head reaches a slot not yet trimmed. The lab's ring is tiny \
-                  ({LAB_SEGMENT_BYTES} bytes a generation) so that you can watch it fill: stall the upload.") }</p>
-        </div>
+                  ({LAB_SEGMENT_BYTES} bytes a generation) so that you can watch it fill: stall the upload.</p></div>")) }
         <div id={RUN_SECTION_ID}>{ controls }</div>
         { player(&PlayerProps { state: props.player.clone(), on_action: on_player, mark_name: "event".into(), caption: caption(&run, &props.player), ..PlayerProps::default() }) }
         { ring }
@@ -539,13 +534,11 @@ pub fn PostgresChapter(props: &ChapterProps) -> Html {
         { lanes_note(&run) }
         { totals(&run, model) }
         { super::markup("<h3>The fenced insert</h3><div class=\"prose\"><p>Every batch goes in as INSERT … SELECT … FROM walab_node WHERE epoch = $epoch FOR SHARE: once a newer process has claimed the node row with a higher epoch, the INSERT writes nothing and the writer knows it is fenced. The claim is an upsert that succeeds only when the new epoch is at least the stored one.</p><p>A failed insert is retried against the same table; a row already at that offset (its answer was lost) is compared with the batch: the same bytes mean success, different bytes corruption. Choose a lost INSERT answer above.</p></div>") }
-        <h3>{ "Fencing" }</h3>
+        { super::markup("<h3>Fencing</h3>") }
         { takeover_panel(&run, props.player.now, model.trace.is_some()) }
         { super::markup("<h3>Recovery and the start-up checks</h3><div class=\"prose\"><p>Recovery scans from the trim offset across the slot tables to the first gap, checking every record's CRC and each row's epoch. First the WAL refuses a standby (pg_is_in_recovery()) and fsync = off, then compares the database's timeline (raised at every promotion) with the one recorded at the last start. Set the server up below: the verdicts are the core's start-up checks, for a restart at the playhead.</p></div>") }
         { startup_panel(props, &run) }
-        <p class="note">{ format!("(The backup point is {} ms and the asynchronous standby replays {} ms behind.)", format_millis(BACKUP_AT), format_millis(STANDBY_LAG)) }</p>
-        <table class="startup-checks"><thead><tr><th>{ "at start" }</th><th>{ "the WAL" }</th></tr></thead><tbody>{ for startup }</tbody></table>
-        <h3>{ "What each event loses" }</h3>
+        { super::markup_owned(startup) }
         { losses(props, &run, RemoteBackend::Postgres) }
         { own_run_section(props) }
         </>
