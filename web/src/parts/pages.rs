@@ -30,7 +30,7 @@ fn page_cell(page: Option<&Result<Page, PageReadError>>, label: &str) -> String 
 
 /// Each page at the cut, after recovery and as it was in memory: markup (the keys and
 /// values are the tiny store's, plain words).
-fn pages_table(at_cut: &BTreeMap<PageNo, Result<Page, PageReadError>>, after: &BTreeMap<PageNo, Result<Page, PageReadError>>, expected: &BTreeMap<PageNo, Page>) -> Html {
+fn pages_table(at_cut: &BTreeMap<PageNo, Result<Page, PageReadError>>, after: &BTreeMap<PageNo, Result<Page, PageReadError>>, expected: &BTreeMap<PageNo, Page>) -> String {
     let rows: String = expected.iter().map(|(page_no, page)| {
         let good = after.get(page_no).and_then(|page| page.as_ref().ok()) == Some(page);
         format!("<tr data-page=\"{0}\" data-recovered=\"{good}\"><td data-label=\"page\">P{0}</td>{1}{2}<td data-label=\"in memory before\">pageLSN {3}: {4}</td>\
@@ -38,8 +38,8 @@ fn pages_table(at_cut: &BTreeMap<PageNo, Result<Page, PageReadError>>, after: &B
             page_cell(after.get(page_no), "after recovery"), page.page_lsn, page.describe_entries(),
             if good { "ok" } else { "danger" }, if good { "yes" } else { "NO" })
     }).collect();
-    Html::from_html_unchecked(AttrValue::from(format!("<table class=\"pages stack\"><thead><tr><th>page</th><th>on disk at the power cut</th>\
-        <th>after recovery</th><th>before the cut, in memory</th><th>recovered?</th></tr></thead><tbody>{rows}</tbody></table>")))
+    format!("<table class=\"pages stack\"><thead><tr><th>page</th><th>on disk at the power cut</th>\
+        <th>after recovery</th><th>before the cut, in memory</th><th>recovered?</th></tr></thead><tbody>{rows}</tbody></table>")
 }
 
 #[component]
@@ -52,10 +52,9 @@ pub fn PagesChapter(props: &ChapterProps) -> Html {
     });
     let done = model.events_done(props.player.now);
     // Only the steps already taken are listed: the later ones would show the final pages.
-    let events = model.events.iter().enumerate().take(done).map(|(index, event)| {
-        let class = classes!("page-event", if index < done { "done" } else { "todo" }, (index == model.recovery_from).then_some("recovery-start"));
-        html! { <li {class}>{ describe_page_event(event) }</li> }
-    });
+    // The steps taken, as markup: one string, not a node per step.
+    let events: String = model.events.iter().enumerate().take(done).map(|(index, event)| format!(
+        "<li class=\"page-event done{}\">{}</li>", if index == model.recovery_from { " recovery-start" } else { "" }, super::escape(&describe_page_event(event)))).collect();
     let caption = AttrValue::from(model.caption_now(props.player.now));
     let figure = model.branch.as_ref().ok().map(|branch| {
         let at = pages_at(&model.events, done, &branch.crash.expected, SECTORS_PER_PAGE);
@@ -70,17 +69,12 @@ pub fn PagesChapter(props: &ChapterProps) -> Html {
         Ok(_) if !finished => html! { <p class="note">{ "Step on through recovery: the pages it rebuilds appear in the buffer pool as REDO reaches them." }</p> },
         Ok(branch) => {
             let all = branch.recovered_everything();
-            html! {
-                <>
-                <p class={classes!("verdict-line", if all { "ok" } else { "danger" })} data-recovered-everything={all.to_string()}>
-                    { if all { "Recovery rebuilt both pages exactly as they were before the power cut." }
-                      else { "Recovery could not rebuild the torn page: the log since the redo point does not hold all of it." } }
-                </p>
-                <details class="pages-detail"><summary>{ "each page, at the cut and after recovery" }</summary>
-                    { pages_table(&branch.pages_at_cut, &branch.pages_after, &branch.crash.expected) }
-                </details>
-                </>
-            }
+            super::markup_owned(format!("<p class=\"verdict-line {}\" data-recovered-everything=\"{all}\">{}</p>\
+                <details class=\"pages-detail\"><summary>each page, at the cut and after recovery</summary>{}</details>",
+                if all { "ok" } else { "danger" },
+                if all { "Recovery rebuilt both pages exactly as they were before the power cut." }
+                else { "Recovery could not rebuild the torn page: the log since the redo point does not hold all of it." },
+                pages_table(&branch.pages_at_cut, &branch.pages_after, &branch.crash.expected)))
         }
         Err(error) => html! { <p class="error">{ format!("the page engine refused the run: {error}") }</p> },
     };
@@ -99,15 +93,15 @@ pub fn PagesChapter(props: &ChapterProps) -> Html {
             {settings} figure={figure.unwrap_or_default()} outcome={result}>
             <div class="prose">
                 { super::markup(PAGES) }
-                <ol class="page-events" data-done={done.to_string()}>{ for events }</ol>
+                { super::markup_owned(format!("<ol class=\"page-events\" data-done=\"{done}\">{events}</ol>")) }
             </div>
         </Scene>
         <Scene name="sqlite-wal" title="SQLite's WAL mode: whole pages in the log" figure={sqlite}>
-            <div class="prose"><p>{ "SQLite in WAL mode logs no changes: each commit appends a frame holding the whole new page to \
+            { super::markup("<div class=\"prose\"><p>SQLite in WAL mode logs no changes: each commit appends a frame holding the whole new page to \
                 the -wal file and syncs it. The database file is written only by a checkpoint, which copies each page's newest \
                 frame back; until it finishes, the -wal file still holds every page whole, so a torn copy is repaired by \
                 checkpointing again. The same eight writes, a checkpoint after write 4 and one after write 8 that the power cuts \
-                halfway through P1's copy." }</p></div>
+                halfway through P1's copy.</p></div>") }
         </Scene>
         </>
     }

@@ -247,7 +247,8 @@ fn unreached(params: &RemoteParams, run: &RemoteRun, blocks: Option<usize>) -> H
     if notes.is_empty() {
         return Html::default();
     }
-    html! { <ul class="field-problem link-unreached" role="note">{ for notes.into_iter().map(|note| html! { <li>{ note }</li> }) }</ul> }
+    let items: String = notes.iter().map(|note| format!("<li>{}</li>", super::escape(note))).collect();
+    super::markup_owned(format!("<ul class=\"field-problem link-unreached\" role=\"note\">{items}</ul>"))
 }
 
 /// The takeover's choices, with the instant chosen in the lanes among them.
