@@ -339,7 +339,7 @@ fn lanes_note(run: &RemoteRun) -> Html {
     if drawn == run.batches.len() {
         return Html::default();
     }
-    html! { <p class="note lanes-note">{ format!("The lanes draw the first {drawn} of the run's {} batches; the totals count them all.", run.batches.len()) }</p> }
+    super::markup_owned(format!("<p class=\"note lanes-note\">The lanes draw the first {drawn} of the run's {} batches; the totals count them all.</p>", run.batches.len()))
 }
 
 /// The run's totals, with the numbers as data for the browser test.
@@ -361,12 +361,12 @@ fn totals(run: &RemoteRun, model: &RemoteModel) -> Html {
 fn takeover_panel(run: &RemoteRun, now: Nanos, from_trace: bool) -> Html {
     let Some(takeover) = &run.takeover else {
         if from_trace {
-            return html! { <p class="note" data-takeover="none">{ "This trace has no takeover: record one with walab sim remote --takeover-at-ms." }</p> };
+            return super::markup("<p class=\"note\" data-takeover=\"none\">This trace has no takeover: record one with walab sim remote --takeover-at-ms.</p>");
         }
-        return html! { <p class="note">{ "Choose a takeover above to watch node B fence node A." }</p> };
+        return super::markup("<p class=\"note\">Choose a takeover above to watch node B fence node A.</p>");
     };
     if now < takeover.at {
-        return html! { <p class="note" data-takeover="pending">{ format!("Node B will claim the node at {} ms; play on.", format_millis(takeover.at)) }</p> };
+        return super::markup_owned(format!("<p class=\"note\" data-takeover=\"pending\">Node B will claim the node at {} ms; play on.</p>", format_millis(takeover.at)));
     }
     let fenced = takeover.fenced_batches.first().map_or("none yet".to_string(), |b| format!("batch {b}"));
     let stragglers = if run.backend == RemoteBackend::S3 {
