@@ -60,6 +60,26 @@ test('Part 11 says the conclusion: the throughput needed is above gp3\'s baselin
   await page.close();
 });
 
+test('Part 11 opens on its question and its figure, and the verdict answers it first', async () => {
+  // At 1366x768 the question, the load to drag and the bars are on the first screen, before
+  // the table of AWS services.
+  const page = await lab.newPage('?part=11', { width: 1366, height: 768 });
+  const question = await page.locator('.budget .prose').first().textContent();
+  assert.match(question, /which runs out first, the I\/Os or the bytes\?/, question);
+  const bars = await page.locator('.budget-figure svg.chart-svg').first().boundingBox();
+  assert.ok(bars && bars.y + bars.height / 2 < 768, `the bars are at ${bars && bars.y} px, below the first screen`);
+  const services = await page.locator('table.services').boundingBox();
+  assert.ok(services.y > bars.y, 'the services table comes after the budget figure');
+  assert.match(await page.locator('.budget .verdict').textContent(), /^The bytes run out first\. At 100,000 writes/);
+  await page.close();
+  for (const [load, answer] of [['200', /^Neither runs out\. /], ['1000000', /^Both run out\. /]]) {
+    const other = await lab.newPage(`?part=11&load=${load}`);
+    const words = await other.locator('.budget .verdict').textContent();
+    assert.match(words, answer, `at ${load} writes/s: ${words}`);
+    await other.close();
+  }
+});
+
 test('Part 12 draws the path of an OK: a card per Part (0-11, 13, 14) with the number that Part computes', async () => {
   const page = await lab.newPage('?part=12');
   const parts = await page.$$eval('[data-figure="ok-path"] li.stop', (stops) => stops.map((stop) => Number(stop.dataset.part)));

@@ -112,7 +112,7 @@ pub fn Chapter(props: &ChapterProps) -> Html {
         8 => html! { <segments::SegmentsChapter ..props /> },
         9 => html! { <pages::PagesChapter ..props /> },
         10 => html! { <replication::ReplicationChapter ..props /> },
-        11 => html! { <><wrapup::AwsChapter ..props.clone() /><models::BudgetCalculator ..props /></> },
+        11 => html! { <><models::BudgetCalculator ..props.clone() /><wrapup::AwsChapter ..props /></> },
         12 => html! { <wrapup::LearnedChapter ..props /> },
         13 => html! { <remote::ObjectStoreChapter ..props /> },
         14 => html! { <remote::PostgresChapter ..props /> },

@@ -26,8 +26,15 @@ fn fit_text(fit: Fit, unit: &str) -> String {
 fn verdict(budget: &Budget, words: &BudgetWords, load: u64) -> Html {
     let limits = &budget.limits;
     let over = budget.shared.throughput_fit != Fit::Included;
+    // The answer to the question the Part opens with: which runs out first.
+    let answer = match (budget.shared.iops_fit != Fit::Included, over) {
+        (false, true) => "The bytes run out first. ",
+        (true, false) => "The I/Os run out first. ",
+        (true, true) => "Both run out. ",
+        (false, false) => "Neither runs out. ",
+    };
     let text = format!(
-        "At {} writes a second: {} log syncs a second (one I/O each) plus {} I/Os of flushes and compaction ({} MiB/s ÷ 256 KiB) \
+        "{answer}At {} writes a second: {} log syncs a second (one I/O each) plus {} I/Os of flushes and compaction ({} MiB/s ÷ 256 KiB) \
          make {} IOPS, {} {}'s {} IOPS baseline. {}{} MiB/s of log pages plus {} MiB/s of flushes and compaction is {} MiB/s, \
          {} {}'s {} MiB/s baseline{}",
         group_thousands(load), words.log_iops, words.lsm_iops, words.lsm_mib, words.iops, words.above_iops, limits.name, words.iops_baseline,
@@ -66,11 +73,11 @@ pub fn BudgetCalculator(props: &ChapterProps) -> Html {
     ]);
     html! {
         <div class="budget" data-shared-iops={budget.shared.iops.to_string()}>
-            { super::markup("<h3>The budget calculator</h3><div class=\"prose\"><p>Each sync of a group-commit batch is one I/O (EBS counts an SSD I/O of up to 256 KiB as one) and \
-                writes the whole 4 KiB pages the batch touches. The LSM tree's flushes and compaction add 2,000 bytes a write (an input \
-                from the LSM page: 200 MB/s at 100,000 writes a second), so they grow with the load. The core's budget model computes \
-                the rest from a group-commit run at your load and sync latency; bytes are in MiB/s, as gp3's limit is, rounded up. \
-                <a class=\"source\" href=\"https://docs.aws.amazon.com/ebs/latest/userguide/ebs-io-characteristics.html\" target=\"_blank\" rel=\"noopener\">[AWS: EBS I/O characteristics]</a></p></div>") }
+            { super::markup("<div class=\"prose\"><p>Put Part 5's log and the LSM tree it protects on one EBS gp3 volume, whose baseline is 3,000 I/Os and 125 MiB a second. Drag the load on the figure: which runs out first, the I/Os or the bytes?</p></div><details class=\"more\"><summary>How the budget is counted</summary><div class=\"prose\"><p>Each sync of a group-commit batch is one I/O (EBS counts an SSD I/O of up to 256 KiB as one) and \
+                writes the whole 4 KiB pages the batch touches. The LSM tree's flushes and compaction add 2,000 bytes a write \
+                (200 MB/s at 100,000 writes a second), so they grow with the load. The rest comes from a group-commit run at your \
+                load and sync latency, in MiB/s rounded up. \
+                <a class=\"source\" href=\"https://docs.aws.amazon.com/ebs/latest/userguide/ebs-io-characteristics.html\" target=\"_blank\" rel=\"noopener\">[AWS: EBS I/O characteristics]</a></p></div></details>") }
             { controls(&props.params, shown, None, &props.on_action) }
             <div class="charts budget-figure" data-figure="budget">
                 { super::controls::load_dial(props.params.load_per_second, &props.on_action, &format!(
@@ -83,12 +90,10 @@ pub fn BudgetCalculator(props: &ChapterProps) -> Html {
             { verdict(budget, &words, props.params.load_per_second) }
             { super::markup_owned(format!("<table class=\"summary\"><tr><th>writes per sync / syncs per second</th><td class=\"num\">{:.1} / {}</td></tr>\
                 <tr><th>pages per sync (fewest-most)</th><td class=\"num\">{}</td></tr><tr><th>bare records / log as written</th><td class=\"num\">{} MiB/s / {} MiB/s</td></tr>\
-                <tr><th>one shared volume: IOPS</th><td>{}: {}</td></tr><tr><th>one shared volume: throughput</th><td>{} MiB/s: {}</td></tr>\
                 <tr><th>the log on its own volume</th><td>{} IOPS, {} MiB/s: {}</td></tr></table>",
                 budget.writes_per_batch_mean, group_thousands(budget.syncs_per_s),
                 if budget.pages_per_sync_min == budget.pages_per_sync_max { budget.pages_per_sync_max.to_string() } else { format!("{}-{}", budget.pages_per_sync_min, budget.pages_per_sync_max) },
-                mib_up(budget.record_bytes_per_s), words.log_mib, words.iops, fit_text(budget.shared.iops_fit, "IOPS"),
-                words.needed_mib, fit_text(budget.shared.throughput_fit, "MiB/s"),
+                mib_up(budget.record_bytes_per_s), words.log_mib,
                 group_thousands(budget.log_alone.iops), mib_up(budget.log_alone.bytes_per_s), fit_text(budget.log_alone.throughput_fit, "MiB/s"))) }
         </div>
     }
