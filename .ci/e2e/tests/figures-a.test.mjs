@@ -234,6 +234,18 @@ test('Part 1: the chosen failure wipes the places it reaches and marks where the
   await page.close();
 });
 
+test('Part 1 opens on its figure: the durability chain is on the first screen at 1366x768, the table of failures after it', async () => {
+  const page = await open('?part=1', 1366, 768);
+  const chain = await page.locator('[data-figure="chain"]').boundingBox();
+  assert.ok(chain.y + chain.height / 2 < 768, `the chain's middle is at ${chain.y + chain.height / 2} px`);
+  const table = await page.locator('table.failures').boundingBox();
+  assert.ok(table.y > chain.y, 'the table of failures comes after the figure');
+  // The sentence under the buttons gives the failure's example, so the figure reads alone.
+  await page.click('button.failure[data-failure="kernel"]');
+  assert.match(await page.textContent('.verdict-line'), /^If the kernel crashes \(a kernel panic or a hard reset of the VM; the drive keeps its power\), an OK is safe only once the record has reached the drive's volatile cache\.$/);
+  await page.close();
+});
+
 test("Part 4: wal-1's records drawn as bytes with their boundaries; the append is labelled in steps", async () => {
   const page = await open('?part=4');
   const figure = '[data-figure="record-bytes"]:not(.cropped)';

@@ -151,25 +151,25 @@ pub fn AckChapter(_props: &ChapterProps) -> Html {
     html! {
         <>
         { super::markup(ACK) }
-        { Html::from_html_unchecked(AttrValue::from(format!("<table class=\"failures stack\"><thead><tr><th>failure</th><th>for example</th>\
-            <th>the record must have reached, before the OK</th></tr></thead><tbody>{table_rows}</tbody></table>"))) }
         <Scene name="chain" title="The durability chain"
             controls={html! { <>
                 <div class="failure-buttons" role="group" aria-label="the failure">{ for buttons }</div>
-                <p class="verdict-line" aria-live="polite">{ format!("If {}, an OK is safe only once the record has reached {}.", failure.label(), needed.label()) }</p>
+                <p class="verdict-line" aria-live="polite">{ format!("If {} ({}), an OK is safe only once the record has reached {}.", failure.label(), failure.example(), needed.label()) }</p>
             </> }}
             drawn={Callback::from(move |room| chain_figure(&ChainFigureProps { failure }, room))}>
             { super::markup(CHAIN) }
         </Scene>
+        { Html::from_html_unchecked(AttrValue::from(format!("<h3>Four ways to fail</h3><table class=\"failures stack\"><thead><tr><th>failure</th><th>for example</th>\
+            <th>the record must have reached, before the OK</th></tr></thead><tbody>{table_rows}</tbody></table>"))) }
         </>
     }
 }
 
 /// Part 1's opening: the rule with two halves.
-const ACK: &str = "<div class=\"prose\"><p>An OK is a promise, and a promise needs terms: survive what? Every engine follows one rule with two halves:</p><ol><li>Log the change before applying it: the record enters the log before the MemTable, the page or anything else changes.</li><li>Make the log durable before acknowledging: the record must survive the failures the OK covers.</li></ol><p>Durable is not one thing. A record passes through several places on its way to safety, and each place survives a different set of failures.</p></div><h3>Four ways to fail</h3>";
+const ACK: &str = "<div class=\"prose\"><p>An OK is a promise, and a promise needs terms: survive what? Every engine follows one rule with two halves:</p><ol><li>Log the change before applying it: the record enters the log before the MemTable, the page or anything else changes.</li><li>Make the log durable before acknowledging: the record must survive the failures the OK covers.</li></ol><p>Durable is not one thing. A record passes through several places on its way to safety, and each place survives a different set of failures.</p></div>";
 
 /// Beside the durability chain.
-const CHAIN: &str = "<div class=\"prose\"><p>Pick a failure and watch what it wipes: each place a record passes through survives some failures and not others, and the OK may only go out once the record is in a place the failure cannot reach.</p><p class=\"note\">A write() puts data in the page cache and promises nothing about the disk; fsync() returns only when the data is on the device, cache flush included. <a class=\"source\" href=\"https://man7.org/linux/man-pages/man2/write.2.html\" target=\"_blank\" rel=\"noopener\">[write(2)]</a><a class=\"source\" href=\"https://man7.org/linux/man-pages/man2/fsync.2.html\" target=\"_blank\" rel=\"noopener\">[fsync(2)]</a> Other machines are the subject of Part 10.</p></div>";
+const CHAIN: &str = "<div class=\"prose\"><p>Pick a failure and watch what it wipes: the OK may only go out once the record is in a place the failure cannot reach.</p><p class=\"note\">A write() puts data in the page cache and promises nothing about the disk; fsync() returns only when the data is on the device, cache flush included. <a class=\"source\" href=\"https://man7.org/linux/man-pages/man2/write.2.html\" target=\"_blank\" rel=\"noopener\">[write(2)]</a><a class=\"source\" href=\"https://man7.org/linux/man-pages/man2/fsync.2.html\" target=\"_blank\" rel=\"noopener\">[fsync(2)]</a> Other machines are the subject of Part 10.</p></div>";
 
 /// Beside write 1's path.
 const WRITE_PATH: &str = "<div class=\"prose\"><p>A write-ahead log (WAL) is an append-only file in which every change is recorded before it is applied anywhere else. Follow one write from the client to its OK, a station per step: the log record is built, copied into the kernel's page cache, sent to the drive's cache, and only on the media does it survive a power loss.</p><p>This lab takes that path apart, one Part at a time, on one small running example, the tiny store: 24 writes, few enough to show every byte and every sync.</p></div>";
