@@ -337,6 +337,15 @@ fn shorten(text: &str) -> String {
     format!("{start}… ({count} characters)")
 }
 
+/// A parameter's name as the CLI says it, for the page's earlier names.
+fn one_name(name: &str) -> &str {
+    match name {
+        "handling" => "on_sync_error",
+        "eio" => "log_sync_fails",
+        name => name,
+    }
+}
+
 /// Parses a query string (with or without the leading `?`). Unknown parameters and bad
 /// values are reported and replaced by defaults; the result is always a usable view.
 pub fn parse_query(query: &str) -> (LabParams, Vec<UrlProblem>) {
@@ -348,9 +357,11 @@ pub fn parse_query(query: &str) -> (LabParams, Vec<UrlProblem>) {
         let (raw_name, raw_value) = pair.split_once('=').unwrap_or((pair, ""));
         let name = percent_decode(raw_name);
         let value = percent_decode(raw_value);
-        // A parameter given twice is read once, the first time, and the second is named.
-        if named.contains(&name) {
-            problems.push(UrlProblem { reason: format!("{name} is given more than once; the lab uses the first"), param: name, value });
+        // A parameter given twice (also once under its earlier name) is read once, the
+        // first time, and the second is named.
+        if let Some(first) = named.iter().find(|first| one_name(first) == one_name(&name)) {
+            let was = if *first == name { String::new() } else { format!(" (first as {first})") };
+            problems.push(UrlProblem { reason: format!("{name} is given more than once{was}; the lab uses the first"), param: name, value });
             continue;
         }
         if let Err(reason) = set_param(&mut params, &name, &value) {
@@ -744,6 +755,17 @@ mod tests {
         assert_eq!(parse_query("?handling=fail-stop").0.handling, Handling::Right);
         assert_eq!(parse_query("?handling=right").0.handling, Handling::Right);
         assert_eq!(parse_query("?handling=maybe").1[0].to_string(), "handling=maybe: not a way to handle a failed sync; use fail-stop or retry");
+    }
+
+    #[test]
+    fn a_parameter_under_its_old_and_new_names_is_a_repeat() {
+        let (params, problems) = parse_query("?part=3&handling=retry&on_sync_error=fail-stop&log_sync_fails=9&eio=4");
+        assert_eq!((params.handling, params.eio_batch), (Handling::Wrong, 9));
+        let said: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        assert_eq!(said, [
+            "on_sync_error=fail-stop: on_sync_error is given more than once (first as handling); the lab uses the first",
+            "eio=4: eio is given more than once (first as log_sync_fails); the lab uses the first",
+        ]);
     }
 
     #[test]
