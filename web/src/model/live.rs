@@ -10,7 +10,6 @@ use walab_core::time::Nanos;
 use walab_core::trace::{Event, Trace, TraceEvent, OBJECT_SYNC_BASE};
 
 use crate::format::count;
-use crate::url_state::format_millis;
 
 /// The latest batches drawn as lanes.
 pub const LIVE_BATCHES: usize = 10;
@@ -61,6 +60,8 @@ pub struct LiveState {
     pub policy: String,
     /// The latest event's instant, on the server's clock.
     pub now: Nanos,
+    /// The first event's instant this page saw: the steps' times count from it.
+    pub start: Option<Nanos>,
     pub events: u64,
     pub arrived: u64,
     pub acked: u64,
@@ -125,6 +126,7 @@ impl LiveState {
     pub fn apply(&mut self, event: &TraceEvent) {
         let at = event.at;
         self.now = self.now.max(at);
+        self.start.get_or_insert(at);
         self.events += 1;
         let persist = persist_name(&self.wal);
         match &event.event {
@@ -296,7 +298,7 @@ impl LiveState {
             self.acked, self.batches, self.blocks, self.uploads, self.commits, self.confirmed.unwrap_or(0), self.dropped
         );
         escape_into(&mut html, &self.counts_text());
-        html.push_str(r#"</p><ol class="live-steps" aria-label="the latest steps, newest first">"#);
+        html.push_str(r#"</p><ol class="live-steps" aria-label="the latest steps, newest first, in ms from this page's first event">"#);
         for line in self.step_lines() {
             html.push_str("<li>");
             escape_into(&mut html, &line);
@@ -319,9 +321,14 @@ impl LiveState {
         html
     }
 
-    /// The latest steps, newest first, each "at 1234.5 ms: ...".
+    /// The latest steps, newest first, each "at 1,234.5 ms: ...", counted from the first
+    /// event this page saw (the server's clock starts long before).
     pub fn step_lines(&self) -> Vec<String> {
-        self.steps.iter().rev().map(|(at, text)| format!("at {} ms: {text}.", format_millis(Nanos(at.0 / 1000 * 1000)))).collect()
+        let start = self.start.unwrap_or(Nanos::ZERO).0;
+        self.steps.iter().rev().map(|(at, text)| {
+            let tenths = at.0.saturating_sub(start) / 100_000;
+            format!("at {}.{} ms: {text}.", crate::format::group_thousands(tenths / 10), tenths % 10)
+        }).collect()
     }
 }
 
@@ -381,8 +388,13 @@ mod tests {
         assert_eq!(live.recent_blocks[0].committed, Some(Nanos::from_millis(24)));
         let lines = live.step_lines();
         assert_eq!(lines.len(), LIVE_STEPS);
-        assert_eq!(lines[0], "at 25 ms: 12 events dropped here: this connection fell behind.");
-        assert!(lines.iter().any(|line| line == "at 4 ms: batch 1's fdatasync returns: its records are durable."), "{lines:?}");
+        // Times count from the first event this page saw (at 1 ms on the server's clock).
+        assert_eq!(lines[0], "at 24.0 ms: 12 events dropped here: this connection fell behind.");
+        assert!(lines.iter().any(|line| line == "at 3.0 ms: batch 1's fdatasync returns: its records are durable."), "{lines:?}");
+        let mut late = LiveState::from_header(&header("file:///tmp/x/default/0"));
+        late.apply(&at(3_600_000, Event::Arrive { write: 1 }));
+        late.apply(&at(3_601_234, Event::Note { text: "later".into() }));
+        assert_eq!(late.step_lines()[0], "at 1,234.0 ms: later.");
         let (run, now) = live.lanes();
         assert_eq!(now, Nanos::from_millis(23), "times from the first drawn batch's forming");
         assert_eq!(run.batches[0].stored, Some(Nanos::from_millis(2)));

@@ -65,9 +65,25 @@ impl RedoModel {
     pub fn caption(&self, index: usize) -> String {
         let phase = if index < self.recovery_from { "the run" } else { "recovery" };
         match self.events.get(index) {
-            Some(event) => format!("Step {} of {} ({phase}): {}.", index + 1, self.events.len(), describe_page_event(event)),
+            Some(event) => format!("Step {} of {} ({phase}): {}.{}", index + 1, self.events.len(), describe_page_event(event),
+                if index + 1 == self.events.len() { self.lost_words() } else { String::new() }),
             None => String::new(),
         }
+    }
+
+    /// What recovery could not give back, said at its last step: each page it left unlike
+    /// the page before the cut, with what that page held then and holds now.
+    fn lost_words(&self) -> String {
+        let Ok(branch) = &self.branch else { return String::new() };
+        branch.crash.expected.iter().filter_map(|(page_no, before)| {
+            let after = match branch.pages_after.get(page_no) {
+                Some(Ok(after)) if after == before => return None,
+                Some(Ok(after)) => after.describe_entries(),
+                _ => "nothing readable".to_string(),
+            };
+            Some(format!(" P{} is lost: before the cut it held {}; now it holds only {after}. Its torn copy could not be read, and the log since the redo point does not hold the rest.",
+                page_no.0, before.describe_entries()))
+        }).collect()
     }
 
     /// The caption at the playhead.
@@ -276,7 +292,15 @@ mod tests {
     #[test]
     fn without_protection_a_page_is_damaged() {
         let model = RedoModel::build(&parse_query("protection=none").0);
-        assert!(!model.branch.as_ref().unwrap().recovered_everything());
+        let branch = model.branch.as_ref().unwrap();
+        assert!(!branch.recovered_everything());
+        // The last step says which page is lost and what it lost, from the run's own pages.
+        let last = model.caption(model.events.len() - 1);
+        let (lost, before) = branch.crash.expected.iter().find(|(page_no, page)| branch.pages_after.get(page_no).and_then(|after| after.as_ref().ok()) != Some(page)).unwrap();
+        assert!(last.contains(&format!("P{} is lost", lost.0)), "{last}");
+        assert!(last.contains(&before.describe_entries()), "{last}");
+        let kept = RedoModel::build(&parse_query("").0);
+        assert!(!kept.caption(kept.events.len() - 1).contains("lost"));
     }
 
     #[test]

@@ -15,7 +15,6 @@ use yew::prelude::*;
 use super::figures::BatchLanes;
 use crate::model::dropped::trace_json;
 use crate::model::live::{persist_name, LiveState};
-use crate::url_state::format_millis;
 
 /// How often the view redraws while events arrive.
 const REDRAW_MS: u32 = 250;
@@ -110,7 +109,7 @@ pub fn live_view(feed: &LiveFeed) -> Html {
     let feed = feed.0.borrow();
     let (name, status) = match &feed.connection {
         None | Some(Connection::NoServer) => ("none", None),
-        Some(Connection::Live(url)) => ("live", Some(format!("Watching {url} live: every event since this page connected."))),
+        Some(Connection::Live(url)) => ("live", Some(format!("Watching {url} live: every event since this page connected, timed in ms from the first one."))),
         Some(Connection::Lost(url)) => ("lost", Some(format!("No answer from {url}: the server is not running or has stopped; the browser keeps trying."))),
     };
     html! {
@@ -182,7 +181,7 @@ fn live_picture(state: &LiveState) -> Html {
     let persist = persist_name(&state.wal);
     let (run, now) = state.lanes();
     let lanes = if run.batches.is_empty() {
-        html! { <p class="note">{ format!("Waiting for the first append ({} ms on the server's clock).", format_millis(state.now)) }</p> }
+        super::super::markup("<p class=\"note\">Waiting for the first append.</p>")
     } else {
         html! {
             <>
