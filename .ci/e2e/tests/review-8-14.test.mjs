@@ -3,7 +3,7 @@
 // core's runs), never typed in here.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startLab } from '../lib.mjs';
+import { startLab, settledBox } from '../lib.mjs';
 
 let lab;
 before(async () => {
@@ -149,7 +149,8 @@ test('a file that is no trace, dropped on Part 9, leaves the page on Part 9 and 
 for (const width of [390, 1280]) test(`Part 8 at ${width} px: the reader's line crosses no file's words and its words are not clipped`, async () => {
   const page = await lab.newPage('?part=8&cdc=10', { width, height: 844 });
   await page.waitForSelector('g.reader text');
-  await page.waitForTimeout(150);
+  // The reader glides to its place once the figure has measured its room.
+  await settledBox(page, 'g.reader');
   const found = await page.evaluate(() => {
     const svg = document.querySelector('g.reader').ownerSVGElement.getBoundingClientRect();
     const problems = [];

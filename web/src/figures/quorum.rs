@@ -211,30 +211,28 @@ fn batch_strip(props: &QuorumFigureProps, g: &Geometry, top: f64) -> (Html, f64)
     let (name_x, name_y) = g.name_at(chip_top);
     let wait_row = chip_top + chip_height + 6.0;
     let wait_top = g.bar_top(wait_row);
-    let bottom = wait_top + g.bar + 4.0;
-    let playhead = (props.now >= from && props.now <= to).then(|| html! {
-        <line class="strip-playhead" x1={x(props.now).to_string()} x2={x(props.now).to_string()} y1={chip_top.to_string()} y2={bottom.to_string()} />
-    });
+    let mut bottom = wait_top + g.bar + 4.0;
     let write = props.write_23.as_ref().map(|budget| {
         let own_start = budget.arrival + budget.waited_for_batch_in_flight;
         let ms = |t: Nanos| format!("{:.1}", t.as_millis_f64());
         let sum = format!("{} + {} = {} ms", ms(budget.waited_for_batch_in_flight), ms(budget.own_batch), ms(budget.total));
         // The sum goes left of the wait, or right of it, where there is room; else (names
-        // stacked on a phone) on the name's line.
+        // stacked on a phone) on the name's line; else under the bar, on a line of its own
+        // (above it, it would cross the batches).
         let sum_width = sum.len() as f64 * char;
         let own_end = x(own_start + budget.own_batch);
-        let sum_at = if g.stacked {
-            None
+        let (sum_at, sum_y) = if g.stacked {
+            (None, 0.0)
         } else if x(budget.arrival) - g.left > sum_width + 6.0 {
-            Some((x(budget.arrival) - 6.0, "end"))
+            (Some((x(budget.arrival) - 6.0, "end")), wait_top + g.bar * 0.82)
         } else if own_end + 6.0 + sum_width < g.width {
-            Some((own_end + 6.0, "start"))
+            (Some((own_end + 6.0, "start")), wait_top + g.bar * 0.82)
         } else {
-            None
+            bottom += text * 1.3;
+            (Some(((own_end - sum_width).max(g.left), "start")), wait_top + g.bar + text * 1.1)
         };
-        let sum_y = wait_top + g.bar * 0.82;
         let name = if sum_at.is_none() { format!("write {}'s wait: {sum}", budget.write) } else { format!("write {}'s wait", budget.write) };
-        let (wait_name_x, wait_name_y) = if sum_at.is_none() && !g.stacked { (8.0, wait_top - 4.0) } else { g.name_at(wait_top) };
+        let (wait_name_x, wait_name_y) = g.name_at(wait_top);
         html! {
             <g class="write-wait" data-write={budget.write.to_string()} data-waited-ms={ms(budget.waited_for_batch_in_flight)}
                 data-own-ms={ms(budget.own_batch)} data-total-ms={ms(budget.total)}>
@@ -247,6 +245,9 @@ fn batch_strip(props: &QuorumFigureProps, g: &Geometry, top: f64) -> (Html, f64)
                 <title>{ format!("write {} waits {} ms for the batch in flight, then {} ms for its own batch: {} ms", budget.write, ms(budget.waited_for_batch_in_flight), ms(budget.own_batch), ms(budget.total)) }</title>
             </g>
         }
+    });
+    let playhead = (props.now >= from && props.now <= to).then(|| html! {
+        <line class="strip-playhead" x1="0" x2="0" style={format!("transform:translateX({}px)", x(props.now))} y1={chip_top.to_string()} y2={bottom.to_string()} />
     });
     let drawn = html! {
         <g class="batch-strip" data-batches={count.to_string()} data-current={props.current.map(|batch| batch.to_string()).unwrap_or_default()}>

@@ -188,12 +188,13 @@ fn reader_mark(props: &SegmentsFigureProps, layout: &FilesLayout, seq: u64, inde
         ((width - 4.0 - room).max(4.0), "start")
     };
     // The line marks the reader's place on the file's edges, clear of the file's words.
-    let box_bottom = top + layout.box_height;
+    // Drawn at the origin and moved there by a transform, so that a step glides (CSS).
+    let (text_x, bottom, box_bottom) = (text_x - x, bottom - top, layout.box_height);
     html! {
-        <g class="reader" data-reader-seq={seq.to_string()}>
-            <line x1={x.to_string()} x2={x.to_string()} y1={(top - 4.0).to_string()} y2={(top + 6.0).to_string()} />
-            <line x1={x.to_string()} x2={x.to_string()} y1={(box_bottom - 6.0).to_string()} y2={bottom.to_string()} />
-            <polygon points={format!("{},{} {},{} {},{}", x - 7.0, bottom + 12.0, x + 7.0, bottom + 12.0, x, bottom)} />
+        <g class="reader" data-reader-seq={seq.to_string()} style={format!("transform:translate({x}px,{top}px)")}>
+            <line x1="0" x2="0" y1="-4" y2="6" />
+            <line x1="0" x2="0" y1={(box_bottom - 6.0).to_string()} y2={bottom.to_string()} />
+            <polygon points={format!("-7,{} 7,{} 0,{bottom}", bottom + 12.0, bottom + 12.0)} />
             <text x={text_x.to_string()} y={(bottom + line * 0.9).to_string()} text-anchor={anchor}>{ words }</text>
             if let Some(note) = note {
                 <text class="pin-note" x={text_x.to_string()} y={(bottom + line * 2.0).to_string()} text-anchor={anchor}>{ note }</text>

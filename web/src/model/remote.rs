@@ -37,13 +37,14 @@ pub const COST_RECORDS: u64 = 1_024;
 /// A chapter's computed runs.
 #[derive(Debug)]
 pub struct RemoteModel {
-    pub run: Result<RemoteRun, String>,
+    /// Shared with the figures (a render clones the pointer, not the run).
+    pub run: Result<Rc<RemoteRun>, String>,
     /// The same run on the command line.
     pub command: String,
     /// S3: PUTs per record against writers, at the run's latency.
     pub costs: Vec<CostRow>,
     /// S3: the background upload of the run's acknowledged records to data objects.
-    pub upload: Option<Result<UploadRun, String>>,
+    pub upload: Option<Result<Rc<UploadRun>, String>>,
     /// The trace file the run was read from, when one plays instead of the lab's run.
     pub trace: Option<Rc<DroppedRemote>>,
 }
@@ -80,13 +81,14 @@ fn cost_rows(setup: &RemoteSetup) -> Vec<CostRow> {
 impl RemoteModel {
     pub fn build(backend: RemoteBackend, params: &RemoteParams, seed: u64) -> RemoteModel {
         let (setup, command) = params.setup(backend, seed);
-        let run = remote::run(&setup).map_err(|error| error.to_string());
+        let run = remote::run(&setup).map(Rc::new).map_err(|error| error.to_string());
         let costs = cost_rows(&setup);
         let upload = match (&run, backend) {
             (Ok(wal), RemoteBackend::S3) => {
                 let upload_setup = UploadSetup { crash_before_commit: params.upload_crash, ..UploadSetup::lab() };
                 Some(
                     upload::run(wal, &upload_setup, &setup.latency, setup.seed, setup.record_bytes)
+                        .map(Rc::new)
                         .map_err(|error| error.to_string()),
                 )
             }
@@ -100,7 +102,7 @@ impl RemoteModel {
     /// trace, so it is left out.
     pub fn from_trace(params: &RemoteParams, seed: u64, trace: Rc<DroppedRemote>) -> RemoteModel {
         let (setup, _) = params.setup(trace.run.backend, seed);
-        RemoteModel { run: Ok(trace.run.clone()), command: String::new(), costs: cost_rows(&setup), upload: None, trace: Some(trace) }
+        RemoteModel { run: Ok(Rc::new(trace.run.clone())), command: String::new(), costs: cost_rows(&setup), upload: None, trace: Some(trace) }
     }
 
     /// Every instant a batch changes, and the run's end.

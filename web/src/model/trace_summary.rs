@@ -67,7 +67,7 @@ impl RunSummary {
         let mut waits: Vec<Nanos> = spans.writes.iter().filter_map(|write| write.ack.map(|ack| Nanos(ack.0.saturating_sub(write.arrival.0)))).collect();
         walab_core::sort::sort(&mut waits);
         let failed = spans.writes.iter().filter(|write| write.ack.is_none() && write.failed.is_some()).count();
-        let quantile = |q: usize| waits.get((waits.len().saturating_sub(1) * q).div_ceil(100)).copied().unwrap_or(Nanos::ZERO);
+        let quantile = |q: usize| nearest_rank(&waits, q);
         let log_batches: Vec<u64> = spans.batches.iter().filter(|batch| batch.first_write != 0).map(|batch| batch.writes).collect();
         let mut batch_sizes = vec![0usize; BATCH_BOUNDS.len()];
         for size in &log_batches {
@@ -109,6 +109,12 @@ impl RunSummary {
     pub fn batch_mean(&self) -> f64 {
         self.acked as f64 / self.syncs.max(1) as f64
     }
+}
+
+/// The `percent`-th percentile of sorted waits by nearest rank, as walab's commands read
+/// theirs: the smallest wait with at least that share of the waits at or below it.
+fn nearest_rank(sorted: &[Nanos], percent: usize) -> Nanos {
+    sorted.get((sorted.len() * percent).div_ceil(100).saturating_sub(1)).copied().unwrap_or(Nanos::ZERO)
 }
 
 /// The buckets with their labels, without the empty ones at either end.
@@ -177,6 +183,15 @@ mod tests {
         let busiest = summary.busiest.unwrap();
         let in_it = spans.writes.iter().filter(|write| write.ack.is_some_and(|ack| ack >= busiest.start && ack < busiest.end)).count();
         assert_eq!(in_it, busiest.acked);
+    }
+
+    #[test]
+    fn percentiles_are_nearest_ranks_as_the_cli_reads_them() {
+        let waits: Vec<Nanos> = (1..=10).map(Nanos).collect();
+        assert_eq!((nearest_rank(&waits, 50), nearest_rank(&waits, 99), nearest_rank(&waits, 100)), (Nanos(5), Nanos(10), Nanos(10)));
+        let waits: Vec<Nanos> = (1..=1000).map(Nanos).collect();
+        assert_eq!((nearest_rank(&waits, 50), nearest_rank(&waits, 99)), (Nanos(500), Nanos(990)));
+        assert_eq!(nearest_rank(&[], 50), Nanos::ZERO);
     }
 
     #[test]

@@ -41,18 +41,15 @@ fn truncation(trace: &DroppedTrace) -> Html {
         return Html::default();
     }
     let summary = &trace.summary;
-    html! {
-        <p class="truncated-note" role="note" data-truncated="true">
-            <strong>{ "This trace is truncated. " }</strong>
-            { format!("walab stops recording at {} events (its limit, events_max), and this run reached it {} ms in: \
-                whatever the run did after that is not in the file. The summary and the lanes cover those first {} ms only{}.",
-                group_thousands(trace.events_max as u64), format_fixed_millis(trace.spans.end), format_fixed_millis(trace.spans.end),
-                if summary.unanswered > 0 {
-                    format!("; the last {} in it have no OK recorded: their answer came after the recording stopped, which does not mean they were lost",
-                        count(summary.unanswered, "write"))
-                } else { String::new() }) }
-        </p>
-    }
+    // Markup, one string: cheaper than a tree of nodes (the page's size budget).
+    super::markup_owned(format!("<p class=\"truncated-note\" role=\"note\" data-truncated=\"true\"><strong>This trace is truncated. </strong>\
+        walab stops recording at {} events (its limit, events_max), and this run reached it {} ms in: \
+        whatever the run did after that is not in the file. The summary and the lanes cover those first {} ms only{}.</p>",
+        group_thousands(trace.events_max as u64), format_fixed_millis(trace.spans.end), format_fixed_millis(trace.spans.end),
+        if summary.unanswered > 0 {
+            format!("; the last {} in it have no OK recorded: their answer came after the recording stopped, which does not mean they were lost",
+                count(summary.unanswered, "write"))
+        } else { String::new() }))
 }
 
 /// The whole run in numbers: syncs a second, writes per sync, the waits.
@@ -69,7 +66,7 @@ fn summary(trace: &DroppedTrace) -> Html {
         ("told OK", per_s(summary.acked, summary.acked_per_s())),
         ("syncs", per_s(summary.syncs, summary.syncs_per_s())),
         ("writes per sync", format!("{:.1} on average", summary.batch_mean())),
-        ("wait for the OK", format!("p50 {} ms · p99 {} ms · max {} ms", format_fixed_millis(summary.wait_p50), format_fixed_millis(summary.wait_p99), format_fixed_millis(summary.wait_max))),
+        ("arrival at the log to OK", format!("p50 {} ms · p99 {} ms · max {} ms", format_fixed_millis(summary.wait_p50), format_fixed_millis(summary.wait_p99), format_fixed_millis(summary.wait_max))),
     ];
     if summary.failed > 0 {
         rows.push(("told \"unknown\"", group_thousands(summary.failed as u64)));
@@ -77,11 +74,10 @@ fn summary(trace: &DroppedTrace) -> Html {
     rows.extend(busiest.map(|busiest| ("busiest moment", busiest)));
     html! {
         <div class="run-summary">
-            <table class="summary whole-run" data-syncs-per-s={format!("{:.0}", summary.syncs_per_s())} data-p50-ns={summary.wait_p50.0.to_string()}
-                data-p99-ns={summary.wait_p99.0.to_string()} data-max-ns={summary.wait_max.0.to_string()} data-acked={summary.acked.to_string()}>
-                <caption>{ format!("The whole run: {} ms, {}", format_fixed_millis(summary.duration), count(trace.writes, "write")) }</caption>
-                { for rows.into_iter().map(|(name, value)| html! { <tr><th>{ name }</th><td class="num">{ value }</td></tr> }) }
-            </table>
+            { super::markup_owned(format!("<table class=\"summary whole-run\" data-syncs-per-s=\"{:.0}\" data-p50-ns=\"{}\" data-p99-ns=\"{}\" data-max-ns=\"{}\" data-acked=\"{}\">\
+                <caption>The whole run: {} ms, {}</caption>{}</table>", summary.syncs_per_s(), summary.wait_p50.0, summary.wait_p99.0, summary.wait_max.0, summary.acked,
+                format_fixed_millis(summary.duration), count(trace.writes, "write"),
+                rows.into_iter().map(|(name, value)| format!("<tr><th>{name}</th><td class=\"num\">{value}</td></tr>")).collect::<String>())) }
             <div class="charts">
                 { bar_chart(&BarChartProps { title: "syncs by writes carried".into(), y_label: "syncs".into(), bars: bars(&summary.batch_sizes), ..BarChartProps::default() }) }
                 { bar_chart(&BarChartProps { title: "writes by wait (ms)".into(), y_label: "writes".into(), bars: bars(&summary.waits), ..BarChartProps::default() }) }
@@ -196,10 +192,10 @@ fn recovery(trace: &DroppedTrace, now: Nanos) -> Html {
         _ => None,
     });
     if now < cut {
-        return html! { <p class="recovery-report pending" data-state="pending">{ format!("The power fails at {} ms. Which acknowledged writes will recovery find? Play on to the cut to see.", format_fixed_millis(cut)) }</p> };
+        return super::markup_owned(format!("<p class=\"recovery-report pending\" data-state=\"pending\">The power fails at {} ms. Which acknowledged writes will recovery find? Play on to the cut to see.</p>", format_fixed_millis(cut)));
     }
     let Some((acknowledged, recovered, lost, stop)) = found else {
-        return html! { <p class="recovery-report" data-state="cut">{ format!("The power failed at {} ms; this trace does not say what recovery found.", format_fixed_millis(cut)) }</p> };
+        return super::markup_owned(format!("<p class=\"recovery-report\" data-state=\"cut\">The power failed at {} ms; this trace does not say what recovery found.</p>", format_fixed_millis(cut)));
     };
     let file = stop.file.map(|file| trace.trace.files.get(file as usize).map_or_else(|| format!("file {file}"), |file| file.name.clone()));
     let reason = match stop.reason.as_str() {
@@ -213,15 +209,13 @@ fn recovery(trace: &DroppedTrace, now: Nanos) -> Html {
         None => "No log segment was left to scan.".to_string(),
     };
     let extra = recovered.iter().filter(|id| !acknowledged.contains(id)).count();
-    html! {
-        <div class="recovery-report" data-state="found" data-lost={lost.len().to_string()} data-recovered={recovered.len().to_string()}>
-            <p class="verdict">{ format!("The power failed at {} ms, with {} told OK. Recovery found {} of them{}.", format_fixed_millis(cut),
-                count(acknowledged.len(), "write"), recovered.len() - extra,
-                if lost.is_empty() { ": no acknowledged write was lost".to_string() } else { format!("; LOST, although told OK: {}", id_runs(lost)) }) }</p>
-            <p class="scan-stop">{ format!("{}{stop_words}",
-                if extra > 0 { format!("It also found {} never told OK (the OK would have come after the sync that was running). ", count(extra, "write")) } else { String::new() }) }</p>
-        </div>
-    }
+    // Markup, one string; the file's own words (its names) escaped.
+    super::markup_owned(format!("<div class=\"recovery-report\" data-state=\"found\" data-lost=\"{}\" data-recovered=\"{}\"><p class=\"verdict\">\
+        The power failed at {} ms, with {} told OK. Recovery found {} of them{}.</p><p class=\"scan-stop\">{}{}</p></div>",
+        lost.len(), recovered.len(), format_fixed_millis(cut), count(acknowledged.len(), "write"), recovered.len() - extra,
+        if lost.is_empty() { ": no acknowledged write was lost".to_string() } else { format!("; LOST, although told OK: {}", id_runs(lost)) },
+        if extra > 0 { format!("It also found {} never told OK (the OK would have come after the sync that was running). ", count(extra, "write")) } else { String::new() },
+        super::escape(&stop_words)))
 }
 
 /// A dropped trace file, told by its summary and drawn in the lanes.
@@ -242,6 +236,8 @@ pub fn dropped_view(trace: &Rc<DroppedTrace>, props: &ChapterProps) -> Html {
         <div class="dropped" data-file={trace.file_name.clone()} data-writes={trace.writes.to_string()} data-truncated={trace.truncated.to_string()}>
             <p class="headline">{ format!("{}: scenario {}, policy {}, {}, {} events", trace.file_name, trace.scenario, trace.policy, count(trace.writes, "write"), group_thousands(trace.events as u64)) }
                 { " " }<button class="close-trace" onclick={on_close}>{ "close the file" }</button></p>
+            { super::markup(super::LINK_NOTE) }
+            if let Some(note) = notes.first() { <p class="trace-note">{ note.clone() }</p> }
             { truncation(trace) }
             if long { { summary(trace) } }
             { strip.unwrap_or_default() }
@@ -250,22 +246,17 @@ pub fn dropped_view(trace: &Rc<DroppedTrace>, props: &ChapterProps) -> Html {
                 figure={html! { <TraceLanes spans={window} now={now} cut={trace.spans.power_cut} /> }}
                 outcome={html! { <>
                     { recovery(trace, now) }
-                    if trace.spans.power_cut.is_none() {
-                        <p class="run-outcome" data-acked={trace.summary.acked.to_string()}>{ format!("The run: {} told OK by {} (writes per sync {:.1}); the wait for an OK: p50 {} ms, p99 {} ms, max {} ms.",
-                            count(trace.summary.acked, "write"), count(trace.summary.syncs, "sync"), trace.summary.batch_mean(),
-                            format_fixed_millis(trace.summary.wait_p50), format_fixed_millis(trace.summary.wait_p99), format_fixed_millis(trace.summary.wait_max)) }</p>
-                    }
-                    <p class="acked-line" data-acked={acked.to_string()}>{ format!("{} acknowledged at the playhead.", count(acked, "write")) }</p>
+                    { super::markup_owned(format!("{}<p class=\"acked-line\" data-acked=\"{acked}\">{} acknowledged at the playhead.</p>",
+                        if trace.spans.power_cut.is_some() { String::new() } else {
+                            format!("<p class=\"run-outcome\" data-acked=\"{}\">The run: {} told OK by {} (writes per sync {:.1}); from arrival at the log to OK: p50 {} ms, p99 {} ms, max {} ms.</p>",
+                                trace.summary.acked, count(trace.summary.acked, "write"), count(trace.summary.syncs, "sync"), trace.summary.batch_mean(),
+                                format_fixed_millis(trace.summary.wait_p50), format_fixed_millis(trace.summary.wait_p99), format_fixed_millis(trace.summary.wait_max))
+                        }, count(acked, "write"))) }
                 </> }}>
-                <div class="prose">
-                    if let Some(note) = notes.first() { <p class="trace-note">{ note.clone() }</p> }
-                    <p>{ "Each lane is one write, from its arrival to its OK; the bars above are the syncs, B for a batch of the log. \
-                          Step with the arrows: the caption says what each event did." }</p>
-                    if let Some(cut) = trace.spans.power_cut {
-                        <p class="cut-words">{ format!("The red line is the power cut at {} ms: the page cache and the drive's cache are gone, and recovery scans the log for what reached the media. \
-                            Under it, the report says which writes told OK it found.", format_fixed_millis(cut)) }</p>
-                    }
-                </div>
+                { super::markup_owned(format!("<div class=\"prose\"><p>Each lane is one write, from its arrival to its OK; the bars above are the syncs, B for a batch of the log. \
+                    Step with the arrows: the caption says what each event did.</p>{}</div>", trace.spans.power_cut.map_or(String::new(), |cut| format!(
+                    "<p class=\"cut-words\">The red line is the power cut at {} ms: the page cache and the drive's cache are gone, and recovery scans the log for what reached the media. \
+                    Under it, the report says which writes told OK it found.</p>", format_fixed_millis(cut))))) }
             </Scene>
             <DropZone dropped={props.dropped.clone()} on_action={props.on_action.clone()} />
         </div>

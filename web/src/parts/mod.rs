@@ -95,6 +95,9 @@ pub fn escape(text: &str) -> String {
     text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
+/// Said wherever a dropped trace file plays: the page's address cannot carry it.
+pub const LINK_NOTE: &str = "<p class=\"note link-note\">A link cannot carry a dropped file: this page's address (and any link copied from it) opens the lab's own run of this Part, not your file. To share what you see, send the file with the link.</p>";
+
 /// The chapter for a Part.
 #[component]
 pub fn Chapter(props: &ChapterProps) -> Html {

@@ -141,7 +141,7 @@ fn draw_at(state: &LabState, t: Nanos) {
                 let _ = remote::restart_at(run, &state.params.remote, t);
                 let _ = remote::ring_at(run, t);
                 let _ = remote::startup_at(run, &state.params.remote, t);
-                let upload = model.upload.as_ref().and_then(|upload| upload.as_ref().ok());
+                let upload = model.upload.as_ref().and_then(|upload| upload.as_deref().ok());
                 let _ = remote::caption_with_upload(run, upload, t);
                 if let Some(upload) = upload {
                     for object in &upload.objects {

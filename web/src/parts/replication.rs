@@ -76,11 +76,8 @@ pub fn ReplicationChapter(props: &ChapterProps) -> Html {
             ("its real wait", ms(budget.total)),
             (crate::figures::quorum::NAIVE_SUM_LABEL, ms(budget.naive_sum)),
         ];
-        html! {
-            <table class="summary write-23" data-total-ns={budget.total.0.to_string()} data-naive-ns={budget.naive_sum.0.to_string()}>
-                { for rows.into_iter().map(|(what, value)| html! { <tr><th>{ what }</th><td class="num">{ value }</td></tr> }) }
-            </table>
-        }
+        super::markup_owned(format!("<table class=\"summary write-23\" data-total-ns=\"{}\" data-naive-ns=\"{}\">{}</table>", budget.total.0, budget.naive_sum.0,
+            rows.into_iter().map(|(what, value)| format!("<tr><th>{what}</th><td class=\"num\">{value}</td></tr>")).collect::<String>()))
     });
     // The survival table as markup: one string, not a node per cell.
     let heads: String = walab_core::quorum::Failure::ALL.iter().map(|failure| format!("<th>{}</th>", failure.label())).collect();

@@ -574,8 +574,8 @@ pub struct TakeoverReport {
     pub already_uploaded: u64,
 }
 
-/// A whole run.
-#[derive(Clone, Debug, PartialEq)]
+/// A whole run. `Eq`, so that a shared run (`Rc`) compares by its address first.
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct RemoteRun {
     pub backend: RemoteBackend,

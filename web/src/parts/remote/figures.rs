@@ -258,7 +258,7 @@ pub fn BatchLanes(props: &BatchLanesProps) -> Html {
                 <text class="axis" x={format!("{:.0}", width - 8.0)} y="14" text-anchor="end">{ format!("{:.1} ms", end.as_millis_f64()) }</text>
                 { for rows }
                 { takeover.unwrap_or_default() }
-                <line class="playhead" x1={format!("{px:.1}")} x2={format!("{px:.1}")} y1="18" y2={format!("{lanes_bottom:.1}")} />
+                <line class="playhead" x1="0" x2="0" style={format!("transform:translateX({px:.1}px)")} y1="18" y2={format!("{lanes_bottom:.1}")} />
                 <g class="legend" transform={format!("translate(4 {:.0})", lanes_bottom + 22.0)}>{ for legend }</g>
             </svg>
             if takes { <p class="visually-hidden" aria-live="polite">{ props.announce.clone() }</p> }
@@ -330,9 +330,14 @@ pub fn RingFigure(props: &RingFigureProps) -> Html {
     let slots_top = 8.0 + heading_lines.len() as f64 * line_h;
     let slot_rows = count.div_ceil(per_row);
     let slots_bottom = slots_top + slot_rows as f64 * 62.0;
+    let place = |slot: usize| (8.0 + (slot % per_row) as f64 * (box_w + 8.0), slots_top + (slot / per_row) as f64 * 62.0);
+    // The head's frame glides from slot to slot as the head moves (CSS), around the ring.
+    let head = states.iter().position(|state| matches!(state, SlotState::Head { .. })).map(|slot| {
+        let (x0, y0) = place(slot);
+        html! { <rect class="head-frame" x="-3" y="-3" width={format!("{:.1}", box_w + 6.0)} height="60" rx="8" style={format!("transform:translate({x0:.1}px,{y0:.1}px)")} /> }
+    });
     let slots = states.iter().enumerate().map(|(slot, state)| {
-        let x0 = 8.0 + (slot % per_row) as f64 * (box_w + 8.0);
-        let y0 = slots_top + (slot / per_row) as f64 * 62.0;
+        let (x0, y0) = place(slot);
         let (name, text) = match state {
             SlotState::Free => ("free", "free".to_string()),
             SlotState::Kept { generation } => ("kept", format!("gen {generation}")),
@@ -395,6 +400,7 @@ pub fn RingFigure(props: &RingFigureProps) -> Html {
             <svg viewBox={format!("0 0 {width:.0} {height:.0}")} aria-hidden="true">
                 { for heading }
                 { for slots }
+                { head.unwrap_or_default() }
                 { for waiting }
             </svg>
             if choosing {

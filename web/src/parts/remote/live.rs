@@ -19,8 +19,6 @@ use crate::model::live::{persist_name, LiveState};
 /// How often the view redraws while events arrive.
 const REDRAW_MS: u32 = 250;
 
-/// The command that starts a server serving this page.
-pub const START_COMMAND: &str = "walab serve --wal file:///tmp/x --page dist";
 
 enum Connection {
     /// No server to watch: the page was not served by one and no `server=` names one.
@@ -117,9 +115,7 @@ pub fn live_view(feed: &LiveFeed) -> Html {
             if let Some(status) = status {
                 <p class={classes!("live-status", (name == "lost").then_some("error"))}>{ status }</p>
             } else {
-                <p class="live-none note">{ "No walab serve is connected to this page, so nothing is drawn here. Start one on a WAL of your own, serving this page: " }
-                    <code class="live-command">{ START_COMMAND }</code>
-                    { " (dist is the page trunk build makes), open the address it prints with ?part=13, and append to it, for example with walab load --http URL --writers 8 --seconds 30. Or add server=URL to this page's address." }</p>
+                { super::super::markup("<p class=\"live-none note\">Everything above is simulated. When walab serve, the real stream store, serves this page, this section watches it run: batches going durable, blocks sealed, uploaded and committed. None is connected now, so nothing is drawn here. Start one on a WAL of your own, serving this page: <code class=\"live-command\">walab serve --wal file:///tmp/x --page dist</code> (dist is the page trunk build makes), open the address it prints with ?part=13, and append to it, for example with walab load --http URL --writers 8 --seconds 30. Or add server=URL to this page's address.</p>") }
             }
             if let Some(state) = &feed.state { { live_picture(state) } }
         </div>

@@ -68,9 +68,8 @@ fn trace_banner(props: &ChapterProps, trace: Option<&Rc<DroppedRemote>>) -> Html
                     data-file={trace.file_name.clone()} data-backend={run.backend.name()} data-records={run.records.len().to_string()}
                     data-batches={run.batches.len().to_string()} data-puts={run.puts.to_string()} data-records-acked={run.records_acked.to_string()}
                     data-takeover={if takeover.is_some() { "yes" } else { "no" }}>
-                    <p class="headline"><strong>{ "Playing your trace file. " }</strong>{ trace.summary() }</p>
-                    <p class="note">{ trace.left_out() }{ " The player, the batches' lanes, the totals, the takeover and what each event loses below all draw the file; \
-                        the controls that choose the lab's own run come back when you close it." }</p>
+                    { super::markup_owned(format!("<p class=\"headline\"><strong>Playing your trace file. </strong>{}</p><p class=\"note\">{} The player, the batches' lanes, the totals, the takeover and what each event loses below all draw the file; \
+                        the controls that choose the lab's own run come back when you close it.</p>{}", super::escape(&trace.summary()), trace.left_out(), super::LINK_NOTE)) }
                     <p class="trace-actions">
                         <button class="primary to-run" onclick={to_run}>{ "play it ↓" }</button>{ " " }
                         <button class="close-trace" onclick={on_close}>{ "close the file" }</button>
@@ -108,7 +107,7 @@ fn trace_in_place_of_controls(trace: &DroppedRemote, on_action: &Callback<LabAct
 fn own_run_section(props: &ChapterProps) -> Html {
     html! {
         <>
-        <h3>{ "Your own run" }</h3>
+        { super::markup("<h3>Your own run</h3>") }
         <DropZone dropped={props.dropped.clone()} on_action={props.on_action.clone()} remote={true} />
         </>
     }
@@ -294,7 +293,7 @@ fn caption(run: &RemoteRun, player: &PlayerState) -> Option<AttrValue> {
 /// Part 13's caption: the WAL's events and the upload's at the step.
 fn caption_s3(model: &RemoteModel, run: &RemoteRun, player: &PlayerState) -> Option<AttrValue> {
     let mark = player.marks.get(player.current_mark()?).copied()?;
-    let upload = model.upload.as_ref().and_then(|upload| upload.as_ref().ok());
+    let upload = model.upload.as_ref().and_then(|upload| upload.as_deref().ok());
     Some(AttrValue::from(caption_with_upload(run, upload, mark)))
 }
 
@@ -308,14 +307,14 @@ fn upload_section(props: &ChapterProps, model: &RemoteModel, run: &Rc<RemoteRun>
         });
     let figure = match (&model.upload, &model.trace) {
         (_, Some(trace)) => html! { <p class="note upload-left-out">{ trace.left_out() }{ " Close the file to watch the lab's own run's upload." }</p> },
-        (Some(Ok(upload)), None) => html! { <UploadFigure run={run.clone()} upload={Rc::new(upload.clone())} now={props.player.now} /> },
+        (Some(Ok(upload)), None) => html! { <UploadFigure run={run.clone()} upload={upload.clone()} now={props.player.now} /> },
         (Some(Err(error)), None) => html! { <p class="error">{ format!("the upload could not run: {error}") }</p> },
         (None, None) => Html::default(),
     };
     let control = if model.trace.is_some() { Html::default() } else { html! { <div class="controls remote-controls">{ control }</div> } };
     html! {
         <>
-        { super::markup("<h3>From WAL to committed objects</h3><div class=\"prose\"><p>The WAL is only a staging area. A background task copies acknowledged records, a sealed block of the log cache at a time, into read-optimized objects: one stream-set object for the streams with little data in the block, a stream object of its own for a stream with a long run.</p><p>Order matters: reserve an id for every object, upload the objects (invisible, as readers find objects only through the metadata), then one commit registers them all and moves every stream's end at once. Only then are the WAL objects below it deleted. Step the player and watch; then crash the upload between an upload and its commit.</p></div>") }
+        { super::markup("<h3>From WAL to committed objects</h3><div class=\"prose beside\"><p>The WAL is only a staging area. A background task copies acknowledged records, a sealed block of the log cache at a time, into read-optimized objects: one stream-set object for the streams with little data in the block, a stream object of its own for a stream with a long run.</p><p>Order matters: reserve an id for every object, upload the objects (invisible, as readers find objects only through the metadata), then one commit registers them all and moves every stream's end at once. Only then are the WAL objects below it deleted. Step the player and watch; then crash the upload between an upload and its commit.</p></div>") }
         { control }
         { figure }
         </>
@@ -327,7 +326,6 @@ fn live_section(feed: &self::live::LiveFeed) -> Html {
     html! {
         <>
         <h3 id="live">{ "Watch a real server" }</h3>
-        { super::markup("<div class=\"prose\"><p>Everything above is simulated. When walab serve, the real stream store, serves this page, this section watches it run: batches going durable, blocks sealed, uploaded and committed, the WAL trimmed behind them.</p></div>") }
         { self::live::live_view(feed) }
         </>
     }
@@ -428,7 +426,7 @@ fn losses(props: &ChapterProps, run: &RemoteRun, backend: RemoteBackend) -> Html
     html! {
         <div class="remote-losses">
             <div class="controls">{ for buttons }{ option }</div>
-            <p class="loss" data-acked={loss.acked.to_string()} data-lost={loss.lost.len().to_string()} data-applicable={loss.applicable.to_string()}>{ verdict }</p>
+            { super::markup_owned(format!("<p class=\"loss\" data-acked=\"{}\" data-lost=\"{}\" data-applicable=\"{}\">{verdict}</p>", loss.acked, loss.lost.len(), loss.applicable)) }
         </div>
     }
 }
@@ -439,7 +437,7 @@ pub fn ObjectStoreChapter(props: &ChapterProps) -> Html {
     let live_feed = self::live::use_live_feed(props.params.server.clone());
     let Some(model) = model_of(props) else { return html! { <p class="error">{ "this Part's model did not run" }</p> } };
     let run = match &model.run {
-        Ok(run) => Rc::new(run.clone()),
+        Ok(run) => run.clone(),
         Err(error) => return html! { <p class="error">{ format!("the run could not start: {error}") }</p> },
     };
     let on_player = props.on_action.reform(LabAction::Player);
@@ -453,19 +451,19 @@ pub fn ObjectStoreChapter(props: &ChapterProps) -> Html {
     let costs: String = model.costs.iter().map(|row| format!(
         "<tr data-writers=\"{}\" data-puts-per-record=\"{:.6}\"><td>{}</td><td>{}</td><td>{:.4}</td><td>${:.3}</td></tr>",
         row.writers, row.puts_per_record, row.writers, row.puts, row.puts_per_record, row.bill_per_million)).collect();
-    let costs = format!("<h3>What a PUT costs</h3><div class=\"prose\"><p>S3 Standard charges $0.005 per 1,000 PUT requests in us-east-1 \
+    let costs = format!("<details class=\"more\"><summary>What a PUT costs: the request bill per million appends</summary><div class=\"prose\"><p>S3 Standard charges $0.005 per 1,000 PUT requests in us-east-1 \
         <a class=\"source\" href=\"{PRICE_PAGE}\" target=\"_blank\" rel=\"noopener\">[AWS S3 pricing]</a>: $5 per million appends at one PUT per record. \
         With closed-loop writers a batch holds about one record per writer. Each row is a run of {COST_RECORDS} records at {cost_latency}.</p></div>\
         <table class=\"remote-costs\"><thead><tr><th>writers</th><th>PUTs</th><th>PUTs per record</th><th>PUT bill per million appends</th></tr></thead>\
         <tbody>{costs}<tr class=\"per-record\"><td>one PUT per record</td><td>-</td><td>1.0000</td><td>$5.000</td></tr></tbody></table>\
         <p class=\"note\">Latencies: S3 Standard takes tens of milliseconds per request; S3 Express One Zone promises single-digit milliseconds \
-        <a class=\"source\" href=\"{EXPRESS_PAGE}\" target=\"_blank\" rel=\"noopener\">[AWS S3 Express performance]</a>; a Postgres commit a millisecond or two.</p>");
+        <a class=\"source\" href=\"{EXPRESS_PAGE}\" target=\"_blank\" rel=\"noopener\">[AWS S3 Express performance]</a>; a Postgres commit a millisecond or two.</p></details>");
     html! {
         <>
         { trace_banner(props, model.trace.as_ref()) }
-        { super::markup("<div class=\"prose\"><p>So far the log lived in a file on the machine's own disk. A stream store can keep its write-ahead log elsewhere: in an object store such as Amazon S3 (files, called objects, stored by PUT requests) or in Postgres. No disk of the node is then in the write path: a node that dies loses nothing it acknowledged. The price is a network round trip, tens of milliseconds to S3, so records that arrive together travel as one batch.</p></div><h3>The write path</h3>") }
-        <WritePathFigure />
-        { super::markup("<h3 id=\"remote-run\">Batches in flight, acknowledgements in order</h3><div class=\"prose\"><p>Each batch is one PUT, and its records are acknowledged when that PUT returns: one round trip, however many records the batch carries (a single append on an idle stream pays exactly one). Up to \"in flight\" PUTs run at once (4 by default); a batch starts beside another only once it holds 32 records. PUTs may finish in any order, but a record is acknowledged only when its batch and every batch before it are stored. Slow one PUT down: the batches behind it are stored (striped) but not acknowledged until it lands.</p></div>") }
+        { super::markup("<div class=\"prose\"><p>So far the log lived in a file on the machine's own disk. A stream store can keep its write-ahead log elsewhere: in an object store such as Amazon S3 (files, called objects, stored by PUT requests) or in Postgres. No disk of the node is then in the write path: a node that dies loses nothing it acknowledged. The price is a network round trip, tens of milliseconds to S3, so records that arrive together travel as one batch.</p></div>") }
+        <details class="more write-path"><summary>{ "The write path, in eight steps" }</summary><WritePathFigure /></details>
+        { super::markup("<h3 id=\"remote-run\">Batches in flight, acknowledgements in order</h3><div class=\"prose beside\"><p>Each batch is one PUT, and its records are acknowledged when that PUT returns: one round trip, however many records the batch carries (a single append on an idle stream pays exactly one). Up to \"in flight\" PUTs run at once (4 by default); a batch starts beside another only once it holds 32 records. PUTs may finish in any order, but a record is acknowledged only when its batch and every batch before it are stored. Slow one PUT down: the batches behind it are stored (striped) but not acknowledged until it lands.</p></div>") }
         { controls }
         { player(&PlayerProps { state: props.player.clone(), on_action: on_player, mark_name: "event".into(), caption: caption_s3(model, &run, &props.player), ..PlayerProps::default() }) }
         <BatchLanes run={run.clone()} now={props.player.now} on_take={model.trace.is_none().then(|| take_over(props))} announce={takeover_said(&run)} />
@@ -475,10 +473,10 @@ pub fn ObjectStoreChapter(props: &ChapterProps) -> Html {
         { upload_section(props, model, &run) }
         { live_section(&live_feed) }
         { super::markup_owned(costs) }
-        { super::markup("<h3>Fencing: two nodes, one log</h3><div class=\"prose\"><p>A node's log has one writer at a time, named by its epoch, which every object's key carries: {prefix}{epoch}/wal/{start}-{end}. Node B takes over by raising the epoch in a registration object (5 becomes 6), reading it back, listing what is there and recording where its own objects begin: four requests. walab serve gives the owner a lease on the registration, renewed in the background, so an OK costs only its PUT and a new owner waits the lease out before it lists. The lab's run is too short for a 10-second lease, so with a takeover chosen A reads the registration after each upload instead (a HEAD, fence=read: one more round trip before each OK); the first read that shows epoch 6 fences it. An upload of A's slower than B's claim and LIST lands under epoch 5 past B's start: a straggler, which recovery ignores. Slow down a PUT in flight at the takeover to make one.</p></div>") }
+        { super::markup("<h3>Fencing: two nodes, one log</h3><div class=\"prose\"><p>A node's log has one writer at a time, named by its epoch, which every object's key carries: {prefix}{epoch}/wal/{start}-{end}. When node B takes over it raises the epoch, and node A stops at its first request that finds the new one.</p><details class=\"more\"><summary>How the takeover and the fence work</summary><p>Node B takes over by raising the epoch in a registration object (5 becomes 6), reading it back, listing what is there and recording where its own objects begin: four requests. walab serve gives the owner a lease on the registration, renewed in the background, so an OK costs only its PUT and a new owner waits the lease out before it lists. The lab's run is too short for a 10-second lease, so with a takeover chosen A reads the registration after each upload instead (a HEAD, fence=read: one more round trip before each OK); the first read that shows epoch 6 fences it. An upload of A's slower than B's claim and LIST lands under epoch 5 past B's start: a straggler, which recovery ignores. Slow down a PUT in flight at the takeover to make one.</p></details></div>") }
         { takeover_panel(&run, props.player.now, model.trace.is_some()) }
         { super::markup("<h3>Recovery</h3><div class=\"prose\"><p>The next owner lists the objects under the previous session's prefix, walks them from the lowest start, stops at the first gap and checks every record's CRC. Acknowledged records are all there; records in flight were never promised.</p></div>") }
-        <h3>{ "What each event loses" }</h3>
+        { super::markup("<h3>What each event loses</h3>") }
         { losses(props, &run, RemoteBackend::S3) }
         { own_run_section(props) }
         </>
@@ -490,7 +488,7 @@ pub fn PostgresChapter(props: &ChapterProps) -> Html {
     use_scroll_to_new_trace(model_of(props).and_then(|model| model.trace.as_ref()));
     let Some(model) = model_of(props) else { return html! { <p class="error">{ "this Part's model did not run" }</p> } };
     let run = match &model.run {
-        Ok(run) => Rc::new(run.clone()),
+        Ok(run) => run.clone(),
         Err(error) => return html! { <p class="error">{ format!("the run could not start: {error}") }</p> },
     };
     let params = &props.params.remote;

@@ -6,6 +6,8 @@
 use walab_core::sim::remote::{RemoteRun, RestartOutcome, TimelineCase};
 use yew::prelude::*;
 
+use crate::parts::escape;
+
 use super::{choice, opt, ChapterProps};
 use crate::model::remote::{refusal_name, startup_at, warning_name};
 use crate::remote_params::{timeline_name, RemoteParams, BACKUP_AT};
@@ -102,31 +104,26 @@ pub(super) fn startup_panel(props: &ChapterProps, run: &RemoteRun) -> Html {
     let now = props.player.now;
     let view = startup_at(run, params, now);
     let warnings: Vec<&str> = view.warnings.iter().map(|w| warning_name(*w)).collect();
-    let warning_items = view.warnings.iter().map(|warning| html! { <li class="warning">{ format!("Warning: {warning}.") }</li> });
+    let warning_items: String = view.warnings.iter().map(|warning| format!("<li class=\"warning\">Warning: {}.</li>", escape(&warning.to_string()))).collect();
     let verdict = match (&view.refusal, &view.restart) {
-        (Some(refusal), _) => html! {
-            <p class="refusal">{ format!("The WAL refuses to start: {refusal}. Nothing is recovered and nothing is acknowledged until the server is fixed.") }</p>
-        },
-        (None, Some(restart)) => html! {
-            <p class="timeline-verdict" data-case={timeline_name(params.timeline)} data-severity={severity_name(restart.severity)}
-                data-lost={restart.lost.len().to_string()} data-acked={restart.acked.to_string()} data-past={restart.past_database.to_string()}
-                data-uploaded={restart.past_database_uploaded.to_string()}>
-                { format!("It starts. Restart at {}: {}. Logged as {}. {}", crate::format::ms(now), restart.verdict,
-                    severity_name(restart.severity), restart_words(restart, params.timeline)) }
-            </p>
-        },
-        (None, None) => Html::default(),
+        (Some(refusal), _) => format!("<p class=\"refusal\">The WAL refuses to start: {}. Nothing is recovered and nothing is acknowledged until the server is fixed.</p>", escape(&refusal.to_string())),
+        (None, Some(restart)) => format!(
+            "<p class=\"timeline-verdict\" data-case=\"{}\" data-severity=\"{}\" data-lost=\"{}\" data-acked=\"{}\" data-past=\"{}\" data-uploaded=\"{}\">It starts. Restart at {}: {}. Logged as {}. {}</p>",
+            timeline_name(params.timeline), severity_name(restart.severity), restart.lost.len(), restart.acked, restart.past_database, restart.past_database_uploaded,
+            crate::format::ms(now), escape(&restart.verdict.to_string()), severity_name(restart.severity), escape(&restart_words(restart, params.timeline))),
+        (None, None) => String::new(),
     };
+    // The verdict and the warnings as one piece of markup, their numbers as data.
+    let attr = |value: Option<String>| value.map_or(String::new(), |value| format!(" {value}"));
     html! {
         <>
         { controls }
-        <div class="startup-verdict" data-verdict={if view.refusal.is_some() { "refused" } else { "starts" }}
-            data-refusal={view.refusal.map(refusal_name)} data-warnings={warnings.join(" ")}
-            data-timeline={view.restart.as_ref().map(|_| timeline_name(params.timeline))}
-            data-lost={view.restart.as_ref().map(|r| r.lost.len().to_string())} aria-live="polite">
-            { verdict }
-            <ul class="startup-warnings">{ for warning_items }</ul>
-        </div>
+        { crate::parts::markup_owned(format!("<div class=\"startup-verdict\" data-verdict=\"{}\"{}{} data-warnings=\"{}\"{} aria-live=\"polite\">{verdict}<ul class=\"startup-warnings\">{warning_items}</ul></div>",
+            if view.refusal.is_some() { "refused" } else { "starts" },
+            attr(view.refusal.map(|r| format!("data-refusal=\"{}\"", refusal_name(r)))),
+            attr(view.restart.as_ref().map(|_| format!("data-timeline=\"{}\"", timeline_name(params.timeline)))),
+            warnings.join(" "),
+            attr(view.restart.as_ref().map(|r| format!("data-lost=\"{}\"", r.lost.len()))))) }
         </>
     }
 }

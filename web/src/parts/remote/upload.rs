@@ -38,7 +38,7 @@ pub fn UploadFigure(props: &UploadFigureProps) -> Html {
             <li class="stream" data-stream={(stream + 1).to_string()} data-committed-end={end.to_string()} data-acked={acked.to_string()}>
                 <span class="stream-name">{ format!("stream s{}", stream + 1) }</span>
                 <span class="stream-bar" aria-hidden="true"><span class="stream-fill" style={format!("width: {percent:.1}%")}></span></span>
-                <span class="stream-end">{ format!("committed to {end} of {acked} acknowledged") }</span>
+                <span class="stream-end">{ if acked == 0 { "nothing acknowledged yet".to_string() } else { format!("committed to {end} of {acked} acknowledged") } }</span>
             </li>
         }
     });
@@ -99,7 +99,10 @@ pub fn UploadFigure(props: &UploadFigureProps) -> Html {
             let text = caption_parts(upload, at).join("; ");
             format!("t = {}. The upload's last step, at {}: {text}.", crate::format::ms(now), crate::format::ms(at))
         }
-        None => format!("t = {}. The upload has not started: no block is sealed yet.", crate::format::ms(now)),
+        // Said plainly: nothing is uploaded yet, and why.
+        None => format!("t = {}. Nothing uploaded yet: {} acknowledged so far; the first block is sealed, then copied, {}; step on.",
+            crate::format::ms(now), crate::format::count(totals.iter().sum::<u64>(), "record"),
+            upload.blocks.first().map_or("once enough records are acknowledged".to_string(), |block| format!("at {}", crate::format::ms(block.sealed)))),
     };
     html! {
         <div class="figure remote-upload" data-figure="remote-upload" role="group" aria-label={label}
