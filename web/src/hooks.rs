@@ -139,6 +139,13 @@ pub fn use_keys(dispatch: Callback<LabAction>, menu_open: UseStateHandle<bool>) 
             // A text field keeps its keys, and so does an element that handled the key
             // itself (the power cut's grip takes the arrows and Enter).
             if is_text_field(&tag, &input_type) || event.default_prevented() {
+                // Enter in a typed field (not a menu) applies the value (the blur fires its
+                // change) and hands the keys back to the page (the figure's keys).
+                if event.key() == "Enter" && tag == "INPUT" {
+                    if let Some(field) = event.target().and_then(|target| target.dyn_into::<web_sys::HtmlElement>().ok()) {
+                        let _ = field.blur();
+                    }
+                }
                 return;
             }
             let key = event.key();

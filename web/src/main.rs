@@ -68,7 +68,7 @@ fn App() -> Html {
         dispatch: dispatch.clone(),
     };
     html! {
-        <div class={classes!("lab", present.then_some("present"), menu_open.then_some("menu-open"))}>
+        <div class={classes!("lab", present.then_some("present"), menu_open.then_some("menu-open"), lab.player.playing.then_some("playing"))}>
             <a class="skip-link" href="#chapter">{ "skip to the Part" }</a>
             { shell::header(part, present, *menu_open, &events) }
             { shell::parts_nav(part, present, &progress, &events) }

@@ -39,6 +39,9 @@ pub struct PlayerState {
     /// The marks worth talking about (a batch forming, a failed sync, the power cut),
     /// sorted: the presenter's `n` jumps between them.
     pub notable: Rc<Vec<Nanos>>,
+    /// The moment the view opened on, when that is past the run's first step: while the
+    /// playhead is there the player says so, and how to start from the beginning.
+    pub opened_at: Option<Nanos>,
 }
 
 impl Default for PlayerState {
@@ -50,6 +53,7 @@ impl Default for PlayerState {
             speed_index: SPEED_DEFAULT_INDEX,
             marks: Rc::new(Vec::new()),
             notable: Rc::new(Vec::new()),
+            opened_at: None,
         }
     }
 }
@@ -263,7 +267,7 @@ pub fn player(props: &PlayerProps) -> Html {
             <span class="mark-count" data-mark={passed.to_string()} title="the steps (events) the playhead has passed">{ format!("step {passed} of {}", state.marks.len()) }</span>
             <label class="speed">{ "speed " }<select onchange={on_speed}>{ for speeds }</select></label>
             if let Some(caption) = props.caption.clone() {
-                <p class="caption" aria-live="polite" data-mark={passed.to_string()}>{ caption_html(&caption) }</p>
+                <p class="caption" aria-live="polite" data-mark={passed.to_string()} data-opened-mid-run={(state.opened_at == Some(state.now) && passed > 1).then_some("")}>{ caption_html(&caption) }</p>
             }
         </div>
     }

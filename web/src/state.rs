@@ -90,7 +90,11 @@ impl LabState {
         // A view opens at its cut, or else on the moment its figure is about.
         match self.params.cut {
             Some(cut) => self.player.apply(PlayerAction::Seek(cut)),
-            None => self.player.apply(PlayerAction::Seek(self.opening())),
+            None => {
+                let opening = self.opening();
+                self.player.apply(PlayerAction::Seek(opening));
+                self.player.opened_at = Some(opening);
+            }
         }
     }
 

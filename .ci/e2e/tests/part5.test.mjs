@@ -12,7 +12,7 @@ after(async () => {
 });
 
 async function batchesDrawn(page) {
-  return page.$$eval('svg.lanes g.batch', (groups) => groups.length);
+  return page.$$eval('svg.lanes g.sync', (groups) => groups.length);
 }
 
 test('at the end of the run every write is acknowledged and one batch is drawn per sync', async () => {

@@ -19,7 +19,8 @@ use crate::parts::cut_handle::TimeAxis;
 #[derive(Properties, PartialEq)]
 pub struct FateLanesProps {
     pub spans: Rc<TraceSpans>,
-    /// The trace's file names, indexed like its files.
+    /// The trace's file names, indexed like its files (none for a commit trace).
+    #[prop_or_default]
     pub files: Rc<Vec<String>>,
     pub now: Nanos,
     #[prop_or_default]
@@ -35,6 +36,10 @@ pub struct FateLanesProps {
     /// the power keeps the whole run's axis, so the cut line can be moved past its cut.
     #[prop_or_default]
     pub axis_end: Option<Nanos>,
+    /// A commit trace (Part 5, a dropped file): every sync on one row, each batch's
+    /// leader marked, the axis from the spans' start (a window of a long run), no legend.
+    #[prop_or_default]
+    pub one_row: bool,
 }
 
 /// The drawing's width when it is not drawn in a measured stage: scaled to its column.
@@ -69,19 +74,6 @@ impl LanesGeometry {
     /// The geometry of the room a stage measured, or the scaled drawing's.
     pub fn for_room(room: crate::layout::FigureRoom) -> LanesGeometry {
         if room.measured() { LanesGeometry::new(room.width.max(240.0), room.text) } else { LanesGeometry::new(WIDTH, TEXT) }
-    }
-
-    /// A tick every this many milliseconds, so that neighbouring labels keep a character's
-    /// gap (the last one, "16 ms", carries the unit).
-    pub fn tick_step_ms(&self, end: Nanos) -> u64 {
-        let end_ms = (end.0 as f64 / 1e6).max(1e-3);
-        let per_ms = (self.width - self.left - self.right) / end_ms;
-        let digits = (end_ms.log10().floor().max(0.0) + 1.0) as usize;
-        let label = (digits as f64 + 2.5) * self.char;
-        [1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000]
-            .into_iter()
-            .find(|step| *step as f64 * per_ms >= label)
-            .unwrap_or(10_000)
     }
 }
 
@@ -121,9 +113,39 @@ pub fn axis_ticks(geometry: &LanesGeometry, start: Nanos, end: Nanos) -> Vec<(Na
         .collect()
 }
 
+/// The time axis under the lanes: a tick line and its label at each of [`axis_ticks`].
+pub fn ticks_html(geometry: &LanesGeometry, start: Nanos, end: Nanos, x: impl Fn(Nanos) -> f64, top: f64, height: f64) -> Html {
+    let text = geometry.text;
+    let ticks = axis_ticks(geometry, start, end).into_iter().map(|(t, label)| {
+        let tx = x(t).to_string();
+        html! { <g class="tick"><line x1={tx.clone()} x2={tx.clone()} y1={top.to_string()} y2={(height - text - 6.0).to_string()} />
+            <text x={tx} y={(height - 4.0).to_string()} text-anchor="middle">{ label }</text></g> }
+    });
+    html! { <g class="ticks">{ for ticks }</g> }
+}
+
+/// A write's lane from its arrival (`from`) to `to`, and its arrival's dot of radius `r`.
+pub fn span_html(from: f64, to: f64, y: f64, r: &'static str) -> Html {
+    html! { <>
+        <line x2="1" vector-effect="non-scaling-stroke" style={crate::figures::span_style(from, y, to - from)} />
+        <circle cx={from.to_string()} cy={y.to_string()} {r} />
+    </> }
+}
+
+/// The cut's line (when there is a cut) and the playhead, across the lanes.
+pub fn time_lines(cut: Option<f64>, now: f64, height: f64) -> Html {
+    html! { <>
+        if let Some(cut) = cut { <line class="cut-line" x1={cut.to_string()} x2={cut.to_string()} y2={height.to_string()} /> }
+        <line class="playhead" y2={height.to_string()} style={crate::figures::span_style(now, 0.0, 1.0)} />
+    </> }
+}
+
 /// What a sync bar is called: `B4` for a batch; a file's name otherwise.
 fn sync_label(batch: &BatchSpan, files: &[String]) -> (String, String) {
-    let file = files.get(batch.file as usize).cloned().unwrap_or_else(|| format!("file {}", batch.file));
+    let Some(file) = files.get(batch.file as usize).cloned() else {
+        let label = format!("{}{}", if batch.first_write == 0 { "S" } else { "B" }, batch.id);
+        return (label.clone(), format!("{label}: a sync of {}", crate::format::count(batch.writes as usize, "write")));
+    };
     if batch.first_write != 0 {
         (format!("B{}", batch.id), format!("B{}: the log sync of writes {}-{} ({} bytes, {file})", batch.id, batch.first_write, batch.first_write + batch.writes - 1, batch.bytes))
     } else if file == "MANIFEST" {
@@ -157,20 +179,25 @@ pub fn FateLanes(props: &FateLanesProps) -> Html {
     let geometry = LanesGeometry::for_room(room);
     let LanesGeometry { width, text, left, right, lane, row: row_height, char } = geometry;
     let axis_end = props.axis_end.unwrap_or(spans.end).max(spans.end);
-    let end_ns = axis_end.0.max(1) as f64;
-    let x = |t: Nanos| left + (t.0 as f64 / end_ns) * (width - left - right);
-    let top = 2.0 * row_height + 8.0;
+    let one_row = props.one_row;
+    // A window of a long run starts far from 0 (a commit trace); the tiny store's at 0.
+    let start = if one_row { spans.start } else { Nanos::ZERO };
+    let span_ns = axis_end.0.saturating_sub(start.0).max(1) as f64;
+    let x = |t: Nanos| left + ((t.0 as f64 - start.0 as f64) / span_ns).clamp(-0.01, 1.01) * (width - left - right);
+    // The rows of syncs: the log's and the other files', or (one row) every sync.
+    let row_kinds: &[Option<bool>] = if one_row { &[None] } else { &[Some(true), Some(false)] };
+    let top = row_kinds.len() as f64 * row_height + 8.0;
     let height = top + lane * spans.writes.len() as f64 + text + 12.0;
     let at_cut = props.cut.is_some_and(|cut| now >= cut);
     let fates = props.fates.as_ref().filter(|_| at_cut);
     // Id -> fate by binary search (the fates are in id order).
     let fate_of = |id: u64| fates.and_then(|fates| fates.binary_search_by_key(&id, |(each, _)| *each).ok().map(|at| fates[at].1));
     let started: Vec<&BatchSpan> = spans.batches.iter().filter(|batch| batch.start <= now).collect();
-    let rows: Vec<Html> = [true, false]
+    let rows: Vec<Html> = row_kinds
         .iter()
         .enumerate()
-        .map(|(row, log)| {
-            let row_batches: Vec<&&BatchSpan> = started.iter().filter(|batch| (batch.first_write != 0) == *log).collect();
+        .map(|(row, kind)| {
+            let row_batches: Vec<&&BatchSpan> = started.iter().filter(|batch| kind.is_none_or(|log| (batch.first_write != 0) == log)).collect();
             let labels: Vec<(String, String)> = row_batches.iter().map(|batch| sync_label(batch, &props.files)).collect();
             let extents: Vec<(f64, f64)> = row_batches.iter().zip(&labels).map(|(batch, (label, _))| (x(batch.start), label.chars().count() as f64 * char)).collect();
             let lines = place_labels(&extents);
@@ -179,7 +206,7 @@ pub fn FateLanes(props: &FateLanesProps) -> Html {
             let bars = row_batches.iter().zip(labels).zip(lines).map(|((batch, (label, title)), line)| {
                 let end = batch.end.map(|end| end.min(now)).unwrap_or(now);
                 let running = batch.end.is_none_or(|end| end > now);
-                let class = classes!("sync", if *log { "log-sync" } else { "other-sync" }, running.then_some("running"), (!batch.ok).then_some("failed"));
+                let class = classes!("sync", if batch.first_write != 0 { "log-sync" } else { "other-sync" }, running.then_some("running"), (!batch.ok).then_some("failed"));
                 let state = if !batch.ok && !running { "failed" } else if running { "running" } else { "done" };
                 html! {
                     <g class={class} data-batch={batch.id.to_string()} data-state={state}>
@@ -193,15 +220,19 @@ pub fn FateLanes(props: &FateLanesProps) -> Html {
             });
             html! {
                 <g class="sync-row">
-                    <text class="row-title" x="2" y={(bar_y + 9.0).to_string()}>{ if *log { "log" } else { "files" } }</text>
+                    <text class="row-title" x="2" y={(bar_y + 9.0).to_string()}>{ match kind { None => "syncs", Some(true) => "log", Some(false) => "files" } }</text>
                     { for bars }
                 </g>
             }
         })
         .collect();
+    // The first write of a batch that has started is the one that led it (marked on one row).
+    let mut leaders: Vec<u64> = if one_row { started.iter().map(|batch| batch.first_write).collect() } else { Vec::new() };
+    walab_core::sort::sort(&mut leaders);
     let writes = spans.writes.iter().enumerate().map(|(index, write)| {
         let y = top + lane * index as f64 + lane / 2.0;
         let phase = spans.phase_at(index, now);
+        let leader = leaders.binary_search(&write.id).is_ok() && phase != Phase::NotYet;
         let fate = fate_of(write.id);
         let line_end = match phase {
             Phase::Acked => write.ack.unwrap_or(now),
@@ -220,49 +251,37 @@ pub fn FateLanes(props: &FateLanesProps) -> Html {
         let (mark_x, mark_anchor) = if x(line_end) + 4.0 + mark_width <= width - 2.0 { (x(line_end) + 4.0, "start") } else { (x(write.arrival) - 5.0, "end") };
         let baseline = y + text * 0.35;
         html! {
-            <g class={classes!("write", phase.class(), fate.map(Fate::class))} data-write={write.id.to_string()} data-state={state}>
-                <text class="write-id" x={(left - 6.0).to_string()} y={baseline.to_string()} text-anchor="end">{ write.id }</text>
-                if phase != Phase::NotYet {
-                    <line x1={x(write.arrival).to_string()} x2={x(line_end).to_string()} y1={y.to_string()} y2={y.to_string()} />
-                    <circle cx={x(write.arrival).to_string()} cy={y.to_string()} r="3" />
-                }
+            <g class={classes!("write", phase.class(), fate.map(Fate::class), leader.then_some("leader"))} data-write={write.id.to_string()} data-state={state} data-phase={phase.class()}>
+                <text class="write-id" x={(left - 6.0).to_string()} y={baseline.to_string()} text-anchor="end">
+                    if leader { <tspan class="leader-mark">{ "L " }</tspan> }{ write.id }</text>
+                if phase != Phase::NotYet { { span_html(x(write.arrival), x(line_end), y, if leader { "4.5" } else { "3" }) } }
                 if let Some(mark) = mark {
                     <text class="end-mark" x={mark_x.to_string()} y={baseline.to_string()} text-anchor={mark_anchor}>{ mark }</text>
                 }
             </g>
         }
     });
-    // The ticks carry the number and the last one the unit, as far apart as their labels
-    // need ("10 ms" at every millisecond would run into "11 ms" on a phone).
-    let step = geometry.tick_step_ms(axis_end);
-    let last_ms = axis_end.0 / 1_000_000 / step * step;
-    let ticks = (0..=last_ms).step_by(step as usize).map(|ms| {
-        let tx = x(Nanos::from_millis(ms));
-        html! { <g class="tick"><line x1={tx.to_string()} x2={tx.to_string()} y1={top.to_string()} y2={(height - text - 6.0).to_string()} />
-            <text x={tx.to_string()} y={(height - 4.0).to_string()} text-anchor="middle">{ if ms == last_ms { format!("{ms} ms") } else { ms.to_string() } }</text></g> }
-    });
+    let ticks = ticks_html(&geometry, start, axis_end, x, top, height);
     let label = match (fates, props.cut) {
         (Some(_), Some(cut)) => format!("writes and syncs up to the power cut at {:.2} ms, each write marked kept or lost", cut.as_millis_f64()),
-        _ => format!("writes and syncs at {:.2} ms", now.as_millis_f64()),
+        _ => crate::labels::lanes_label(spans, now, props.cut),
     };
     html! {
         <figure class="figure lanes-figure" data-figure="lanes" aria-label={label}>
             <div class="lanes-box">
-            <svg class={classes!("lanes", room.measured().then_some("fitted"))} viewBox={format!("0 0 {width} {height}")}
+            <svg class={classes!("lanes", one_row.then_some("trace-lanes"), room.measured().then_some("fitted"))} viewBox={format!("0 0 {width} {height}")}
                 style={format!("--text: {text}px")} aria-hidden="true">
-                <g class="ticks">{ for ticks }</g>
+                { ticks }
                 { for rows }
                 <g class="writes">{ for writes }</g>
-                if let Some(cut) = props.cut {
-                    <line class="cut-line" x1={x(cut).to_string()} x2={x(cut).to_string()} y1="0" y2={height.to_string()} />
-                }
-                <line class="playhead" x1={x(now).to_string()} x2={x(now).to_string()} y1="0" y2={height.to_string()} />
+                { time_lines(props.cut.map(x), x(now), height) }
             </svg>
             if let Some(overlay) = &props.overlay {
                 { overlay.emit(TimeAxis { left: left / width, right: (width - right) / width, end: axis_end, ruler: (height - text - 12.0) / height }) }
             }
             </div>
-            if fates.is_some() {
+            if one_row {
+            } else if fates.is_some() {
                 { crate::parts::markup(concat!(r#"<figcaption class="legend"><span class="key log-sync">B4: batch 4 written to the log; its bar is the batch&#39;s fdatasync (a dash where the mode does not sync)</span><span class="key other-sync">F7: a flushed file&#39;s fsync · M: the manifest&#39;s fsync · S·wal-k: a background sync of the log</span><span class="key queued">waiting</span><span class="key syncing">in a running sync</span><span class="key acked">told OK</span><span class="key failed">told &quot;unknown&quot;</span>"#, crate::model::fates::fate_keys!(), r#"</figcaption>"#)) }
             } else {
                 { crate::parts::markup(r#"<figcaption class="legend"><span class="key log-sync">B4: batch 4 written to the log; its bar is the batch&#39;s fdatasync (a dash where the mode does not sync)</span><span class="key other-sync">F7: a flushed file&#39;s fsync · M: the manifest&#39;s fsync · S·wal-k: a background sync of the log</span><span class="key queued">waiting</span><span class="key syncing">in a running sync</span><span class="key acked">told OK</span><span class="key failed">told &quot;unknown&quot;</span></figcaption>"#) }

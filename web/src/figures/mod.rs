@@ -32,3 +32,11 @@ pub mod segments;
 pub mod steady_queue;
 pub mod dial;
 pub mod call_path;
+
+/// A lane's span (or a vertical line) as a transform of a unit line: `translate` to its
+/// start, `scaleX` to its length. A transform, unlike a line's ends, is a CSS property, so
+/// between steps the span grows and the playhead slides (the stroke keeps its width
+/// through `vector-effect="non-scaling-stroke"`).
+pub fn span_style(x: f64, y: f64, length: f64) -> String {
+    format!("transform:translate({x:.1}px,{y:.1}px) scaleX({:.2})", length.max(0.01))
+}

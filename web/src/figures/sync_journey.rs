@@ -125,7 +125,9 @@ pub fn sync_journey(props: &SyncJourneyProps, room: crate::layout::FigureRoom) -
         let x = bx(u64::from(unit.unit) * props.unit_bytes);
         let y = geo.row_y(row_of(unit.place));
         let on_media = matches!(unit.place, UnitPlace::Absent | UnitPlace::Zero | UnitPlace::Media);
-        let style = format!("transform: translate({x:.1}px, {y:.1}px); opacity: {};", if on_media { 0 } else { 1 });
+        // `--x` and `--p` (the process row) let a unit that turns dirty come down from the
+        // process, as write() copies it, instead of rising from the media row.
+        let style = format!("transform: translate({x:.1}px, {y:.1}px); opacity: {}; --x: {x:.1}px; --p: {:.1}px", if on_media { 0 } else { 1 }, geo.row_y(1));
         html! {
             <g class={classes!("unit", unit.place.name())} data-unit={unit.unit.to_string()} data-state={unit.place.name()}
                 data-cache-records={unit.cache_records.iter().map(u64::to_string).collect::<Vec<_>>().join(",")} style={style}>

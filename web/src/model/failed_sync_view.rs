@@ -340,6 +340,46 @@ pub struct OtherPath {
     pub cut: Option<(TinyRun, Vec<u64>, Vec<u64>)>,
 }
 
+/// The cuts that lose acknowledged writes on this run, found by the core: a cut between
+/// two of the run's events (after the failed sync) is tried at their midpoint, sampled with
+/// `seed`; the first stretch of such cuts that loses writes told OK, between the events
+/// `after` and `before`, and the writes it loses.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LossWindow {
+    pub after: Nanos,
+    pub before: Nanos,
+    pub lost: Vec<u64>,
+}
+
+impl LossWindow {
+    /// The cut to suggest: the middle of the stretch, on a tenth of a millisecond.
+    pub fn suggested(&self) -> Nanos {
+        let middle = (self.after.0 + self.before.0) / 2;
+        let rounded = (middle + 50_000) / 100_000 * 100_000;
+        Nanos(if rounded > self.after.0 && rounded < self.before.0 { rounded } else { middle })
+    }
+}
+
+pub fn loss_window(setup: &TinySetup, full: &TinyRun, seed: u64) -> Option<LossWindow> {
+    let spans = super::trace_view::TraceSpans::from_trace(&full.trace);
+    let failed_at = spans.batches.iter().filter(|batch| !batch.ok).filter_map(|batch| batch.end).min()?;
+    let mut marks: Vec<Nanos> = spans.marks().into_iter().filter(|mark| *mark >= failed_at).collect();
+    walab_core::sort::sort(&mut marks);
+    marks.dedup();
+    let mut window: Option<LossWindow> = None;
+    for pair in marks.windows(2) {
+        let at = Nanos((pair[0].0 + pair[1].0) / 2);
+        let lost = tiny::run(&setup.clone().with_power_cut(at)).ok()?.sample_post_crash(seed).lost_acknowledged;
+        match (&mut window, lost.is_empty()) {
+            (None, false) => window = Some(LossWindow { after: pair[0], before: pair[1], lost }),
+            (Some(window), false) => window.before = pair[1],
+            (Some(_), true) => break,
+            (None, true) => {}
+        }
+    }
+    window
+}
+
 pub fn other_path_runs(setup: &TinySetup, cut: Option<Nanos>, seed: u64) -> Option<Result<OtherPath, String>> {
     let other = other_path(setup)?;
     Some((|| {

@@ -82,6 +82,8 @@ pub struct TinyModel {
     pub other_path: Option<Result<super::failed_sync_view::OtherPath, String>>,
     /// The cuts worth opening on (a torn record, a sync that finished first).
     pub named_cuts: Vec<super::torn::NamedCut>,
+    /// Part 3: the cuts that lose acknowledged writes (on the wrong path, none on the right).
+    pub loss_window: Option<super::failed_sync_view::LossWindow>,
     /// The captions, made on first use (the player asks every frame while playing).
     captions_cache: std::cell::OnceCell<(Vec<Nanos>, Vec<String>)>,
 }
@@ -141,7 +143,11 @@ impl TinyModel {
         } else {
             Vec::new()
         };
-        TinyModel { shows, full, cut, modes, through_page_cache, other_path, named_cuts, captions_cache: std::cell::OnceCell::new() }
+        let loss_window = match (&full, shows.failed_sync_paths) {
+            (Ok((run, _)), true) => super::failed_sync_view::loss_window(&setup, run, params.seed),
+            _ => None,
+        };
+        TinyModel { shows, full, cut, modes, through_page_cache, other_path, named_cuts, loss_window, captions_cache: std::cell::OnceCell::new() }
     }
 
     pub fn timeline(&self) -> Timeline {

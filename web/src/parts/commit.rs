@@ -12,7 +12,7 @@ use super::ChapterProps;
 use crate::model::commit::{steady_caption, CommitModel, SteadyCommit, SweepPoint, STEADY_RECORD_BYTES};
 use crate::model::group_steps::{caption_at, group_at};
 use crate::figures::group_commit::GroupCommitFigure;
-use crate::figures::lanes::{place_labels, LanesGeometry};
+use crate::figures::lanes::FateLanes;
 use crate::figures::steady_queue::{steady_queue, SteadyQueueProps};
 use crate::model::trace_view::{Phase, TraceSpans};
 use crate::model::{Model, ModelRef};
@@ -167,7 +167,7 @@ fn tiny_view(model: &CommitModel, player: &PlayerState, cut: Option<Nanos>) -> (
         <>
         <GroupCommitFigure state={Rc::new(figure)} sync_latency_ns={model.sync_latency.0}
             most={tiny.spans.batches.iter().map(|batch| batch.writes as usize).max().unwrap_or(1)} />
-        <TraceLanes spans={Rc::new(tiny.spans.clone())} now={now} cut={cut} />
+        { trace_lanes(Rc::new(tiny.spans.clone()), now, cut) }
         </>
     };
     let outcome = super::markup_owned(format!("<table class=\"summary\" data-syncs=\"{}\">{}</table>", summary.syncs, stat_rows(vec![
@@ -193,100 +193,10 @@ fn tie_view(trace: &walab_core::trace::Trace, sync_latency: Nanos) -> Html {
     }
 }
 
-#[derive(Properties, PartialEq)]
-pub struct TraceLanesProps {
-    pub spans: Rc<TraceSpans>,
-    pub now: Nanos,
-    #[prop_or_default]
-    pub cut: Option<Nanos>,
-}
-
-/// Any trace's writes and syncs as lanes (also used for a dropped trace file). In a stage
-/// the lanes are laid out at the width and text size the stage measured (`FigureRoom`),
-/// so on a phone the whole run fits the screen with readable labels, and on a projector
-/// the text grows; elsewhere they keep their design size and scale with the column.
-#[component]
-pub fn TraceLanes(props: &TraceLanesProps) -> Html {
-    let spans = &props.spans;
-    let now = props.now;
-    let room = crate::layout::use_figure_room();
-    let geometry = LanesGeometry::for_room(room);
-    let LanesGeometry { width, text, left, right, lane, char, .. } = geometry;
-    // The axis runs from the spans' start (a window of a long run starts far from 0).
-    let (start_ns, end_ns) = (spans.start.0 as f64, (spans.end.0.max(spans.start.0 + 1)) as f64);
-    let x = |t: Nanos| left + ((t.0 as f64 - start_ns) / (end_ns - start_ns)).clamp(-0.01, 1.01) * (width - left - right);
-    // One row of sync bars under two lines of labels.
-    let bar_y = 2.0 * (text + 4.0) + 2.0;
-    let top = bar_y + 18.0;
-    let height = top + lane * spans.writes.len() as f64 + text + 12.0;
-    let started: Vec<_> = spans.batches.iter().filter(|batch| batch.start <= now).collect();
-    let labels: Vec<String> = started.iter().map(|batch| if batch.first_write == 0 { format!("S{}", batch.id) } else { format!("B{}", batch.id) }).collect();
-    let extents: Vec<(f64, f64)> = started.iter().zip(&labels).map(|(batch, label)| (x(batch.start), label.chars().count() as f64 * char)).collect();
-    let lines = place_labels(&extents);
-    let batches = started.iter().zip(labels).zip(lines).map(|((batch, label), line)| {
-        let end = batch.end.map(|end| end.min(now)).unwrap_or(now);
-        let running = batch.end.is_none_or(|end| end > now);
-        let class = classes!("batch", running.then_some("running"), (!batch.ok).then_some("failed"));
-        let title = if batch.first_write == 0 { format!("{label}: a sync") } else { format!("{label}: writes {}-{} in one sync", batch.first_write, batch.first_write + batch.writes - 1) };
-        html! {
-            <g class={class} data-batch={batch.id.to_string()}>
-                <title>{ title }</title>
-                <rect x={x(batch.start).to_string()} y={bar_y.to_string()} width={(x(end) - x(batch.start)).max(1.5).to_string()} height="12" rx="3" />
-                if let Some(line) = line {
-                    <text class="batch-label" x={x(batch.start).to_string()} y={(text + line as f64 * (text + 4.0)).to_string()}>{ label }</text>
-                }
-            </g>
-        }
-    });
-    // The first write of a batch that has started is the one that led it.
-    let mut leaders: Vec<u64> = started.iter().map(|batch| batch.first_write).collect();
-    walab_core::sort::sort(&mut leaders);
-    let writes = spans.writes.iter().enumerate().map(|(index, write)| {
-        let y = top + lane * index as f64 + lane / 2.0;
-        let baseline = y + text * 0.35;
-        let phase = spans.phase_at(index, now);
-        let leader = leaders.binary_search(&write.id).is_ok() && phase != Phase::NotYet;
-        let line_end = match phase {
-            Phase::Acked => write.ack.unwrap_or(now),
-            Phase::Failed => write.failed.unwrap_or(now),
-            _ => now,
-        };
-        html! {
-            <g class={classes!("write", phase.class(), leader.then_some("leader"))} data-write={write.id.to_string()} data-phase={phase.class()}>
-                <text class="write-id" x={(left - 6.0).to_string()} y={baseline.to_string()} text-anchor="end">
-                    if leader { <tspan class="leader-mark">{ "L " }</tspan> }{ write.id }</text>
-                if phase != Phase::NotYet {
-                    <line x1={x(write.arrival).to_string()} x2={x(line_end).to_string()} y1={y.to_string()} y2={y.to_string()} />
-                    <circle cx={x(write.arrival).to_string()} cy={y.to_string()} r={if leader { "4.5" } else { "3" }} />
-                }
-                if phase == Phase::Acked {
-                    <text class="ack-mark" x={(x(line_end) + 3.0).to_string()} y={baseline.to_string()}>{ "OK" }</text>
-                }
-            </g>
-        }
-    });
-    let ticks = crate::figures::lanes::axis_ticks(&geometry, spans.start, spans.end).into_iter().map(|(t, label)| {
-        let tx = x(t);
-        html! { <g class="tick"><line x1={tx.to_string()} x2={tx.to_string()} y1={top.to_string()} y2={(height - text - 6.0).to_string()} />
-            <text x={tx.to_string()} y={(height - 4.0).to_string()} text-anchor="middle">{ label }</text></g> }
-    });
-    // Outside a stage the box lets the lanes scroll sideways on a phone, at a size their
-    // text can be read; in a stage they fit the width they are given.
-    html! {
-        <div class={classes!("lanes-scroll", room.measured().then_some("lanes-fitted"))}>
-        <svg class={classes!("lanes", "trace-lanes", room.measured().then_some("fitted"))} viewBox={format!("0 0 {width} {height}")} width="100%"
-            style={format!("--text: {text}px")} role="img" aria-label={crate::labels::lanes_label(spans, now, props.cut)}>
-            <g class="ticks">{ for ticks }</g>
-            <text class="row-title" x="2" y={(bar_y + 10.0).to_string()}>{ "syncs" }</text>
-            <g class="batches">{ for batches }</g>
-            <g class="writes">{ for writes }</g>
-            if let Some(cut) = props.cut {
-                <line class="cut-line" x1={x(cut).to_string()} x2={x(cut).to_string()} y1="0" y2={height.to_string()} />
-            }
-            <line class="playhead" x1={x(now).to_string()} x2={x(now).to_string()} y1="0" y2={height.to_string()} />
-        </svg>
-        </div>
-    }
+/// Any commit trace's writes and syncs as lanes (also a dropped trace file's): the lanes
+/// of Parts 3 and 6 on one row of syncs, laid out for the stage's room.
+pub fn trace_lanes(spans: Rc<TraceSpans>, now: Nanos, cut: Option<Nanos>) -> Html {
+    html! { <FateLanes {spans} {now} {cut} one_row=true /> }
 }
 
 fn steady_view(model: &CommitModel, props: &ChapterProps) -> (Html, Html) {

@@ -14,7 +14,7 @@ use walab_core::trace::Event;
 use wasm_bindgen::JsCast;
 use yew::prelude::*;
 
-use super::commit::TraceLanes;
+use super::commit::trace_lanes;
 use super::dropzone::DropZone;
 use super::ChapterProps;
 use crate::model::captions::{id_runs, step_caption};
@@ -243,7 +243,7 @@ pub fn dropped_view(trace: &Rc<DroppedTrace>, props: &ChapterProps) -> Html {
             { strip.unwrap_or_default() }
             <Scene name="dropped-trace" title="Your run, step by step"
                 controls={player(&PlayerProps { state: props.player.clone(), on_action: on_player, caption: Some(caption(trace, &props.player)), ..PlayerProps::default() })}
-                figure={html! { <TraceLanes spans={window} now={now} cut={trace.spans.power_cut} /> }}
+                figure={trace_lanes(window, now, trace.spans.power_cut)}
                 outcome={html! { <>
                     { recovery(trace, now) }
                     { super::markup_owned(format!("{}<p class=\"acked-line\" data-acked=\"{acked}\">{} acknowledged at the playhead.</p>",

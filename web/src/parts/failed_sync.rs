@@ -93,7 +93,7 @@ pub fn failed_sync_chapter(props: &ChapterProps) -> Html {
         </Scene>
         <Scene name="power-cut" title="Pull the power" opens_here={props.params.cut.is_some()}
             controls={player(cut_opens.then(|| caption.clone()))}
-            actions={cut_controls(props)}
+            actions={html! { <>{ cut_controls(props) }{ loss_note(model, &props.params) }</> }}
             figure={lanes(model, props, revealed)}
             outcome={html! { <>{ power_report(props) }{ page_cache.unwrap_or_default() }</> }}>
             { super::markup(r#"<div class="prose"><p>Then pull the power, before or after F11&#39;s flush completes, and compare the paths: on the wrong path the retried sync &quot;succeeded&quot; without writing, so whether B11&#39;s acknowledged writes survive depends on timing.</p></div>"#) }
@@ -102,3 +102,17 @@ pub fn failed_sync_chapter(props: &ChapterProps) -> Html {
     }
 }
 
+
+/// Which cuts lose writes told OK on this path, as the core's runs found them (with E1).
+fn loss_note(model: &crate::model::tiny::TinyModel, params: &crate::url_state::LabParams) -> Html {
+    if params.fault != Fault::LogSync {
+        return Html::default();
+    }
+    let text = match &model.loss_window {
+        Some(window) => format!("On this path a cut after {} ms and before {} ms loses writes {}, told OK: try {} ms.",
+            crate::url_state::format_millis(window.after), crate::url_state::format_millis(window.before),
+            crate::model::captions::id_runs(&window.lost), crate::url_state::format_millis(window.suggested())),
+        None => "On this path no cut after the failed sync loses a write told OK (the core tried one between every two events).".to_string(),
+    };
+    html! { <p class="note loss-window" data-suggested={model.loss_window.as_ref().map(|window| window.suggested().0.to_string())}>{ text }</p> }
+}

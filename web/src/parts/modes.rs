@@ -7,7 +7,7 @@ use yew::prelude::*;
 
 use super::controls::{controls, Shown};
 use super::power::{answer_revealed, cut_controls, id_ranges, lanes, power_report, tiny_model};
-use super::predict::Predict;
+use super::predict::{answer_pending, Predict};
 use super::ChapterProps;
 use crate::figures::modes::{ModeRow, ModesFigure};
 use crate::layout::Scene;
@@ -45,6 +45,7 @@ pub fn ModesChapter(props: &ChapterProps) -> Html {
         }
     }
     let lesson_revealed = lesson_params.answer_shown();
+    let own_question_open = props.params.cut.is_some() && !revealed;
     let on_lesson = {
         let (lesson_answer, on_action, forward) = (lesson_answer.clone(), props.on_action.clone(), props.params.cut.is_none());
         Callback::from(move |action: LabAction| {
@@ -99,10 +100,16 @@ pub fn ModesChapter(props: &ChapterProps) -> Html {
             controls={html! { <p class="scene-idea" aria-live="polite">{ idea }</p> }}
             figure={figure}
             outcome={html! {
-                <Predict question={format!("how many of the writes “{}” told OK does recovery lose?", PolicyKind::NoSync.label())}
-                    answer={no_sync_lost} params={lesson_params} on_action={on_lesson}>
-                    { table }
-                </Predict>
+                // One question at a time: while the student's own cut asks its question
+                // (below), this one waits, then comes back to be graded on its own answer.
+                if own_question_open && !lesson_revealed {
+                    { answer_pending("This question waits while you answer your own cut's, below.") }
+                } else {
+                    <Predict question={format!("how many of the writes “{}” told OK does recovery lose?", PolicyKind::NoSync.label())}
+                        answer={no_sync_lost} params={lesson_params} on_action={on_lesson}>
+                        { table }
+                    </Predict>
+                }
             }}>
             { super::markup(r#"<div class="prose"><p>The same 24 arrivals under each mode, cut at the same instant. The two fast modes send OK before any sync: one never syncs the log, the other syncs it in the background once a second (InnoDB&#39;s 2, PostgreSQL&#39;s synchronous_commit = off). Flushed files are synced in every mode. Each row is the core&#39;s run; for the modes with syncs in flight, the row shows the worst legal outcome of the units in flight.</p></div>"#) }
         </Scene>

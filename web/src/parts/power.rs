@@ -82,7 +82,7 @@ pub(super) fn cut_controls(props: &ChapterProps) -> Html {
         <div class="cut-controls">
             <button class="power-button" title="pull the power at the playhead (p)" onclick={on_now}>{ "pull the power (p)" }</button>
             <label>{ "or at " }<input class="cut-ms" type="text" inputmode="decimal" size="6" aria-label="the millisecond the power fails"
-                value={cut.map(format_millis).unwrap_or_default()} placeholder="13.5" onchange={on_typed} />{ " ms" }</label>
+                value={cut.map(format_millis).unwrap_or_default()} placeholder={suggested_cut(props)} onchange={on_typed} />{ " ms" }</label>
             { field_message(&props.field_problem, Field::Cut) }
             <label title="chooses which units of the running syncs reached the media">{ "seed " }
                 <input class="seed" type="number" min="0" aria-label="seed: which in-flight units reach the media" value={seed.to_string()} onchange={on_seed} /></label>
@@ -96,6 +96,12 @@ pub(super) fn cut_controls(props: &ChapterProps) -> Html {
             if cut.is_some() { <button class="restore" onclick={on_clear}>{ "restore power (r)" }</button> }
         </div>
     }
+}
+
+/// The cut the field suggests: where Part 3's path loses writes told OK, else the lesson's.
+fn suggested_cut(props: &ChapterProps) -> String {
+    let window = tiny_model(props).and_then(|model| model.loss_window.as_ref());
+    format_millis(window.map_or(walab_core::tiny_store::POWER_CUT, |window| window.suggested()))
 }
 
 /// "32 bytes (the tiny store)", "512 bytes (a sector)", "4096 bytes (a 4 KiB page)".

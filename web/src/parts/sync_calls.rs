@@ -237,13 +237,13 @@ pub fn SyncChapter(props: &ChapterProps) -> Html {
         { markup(OPENING) }
         { journey(props) }
         { call_scene(props) }
-        <h3>{ "The calls" }</h3>
+        { markup("<h3>The calls</h3>") }
         <table class="sync-calls stack">
             <thead><tr><th>{ "call" }</th><th>{ "returns when" }</th><th>{ "drive's volatile cache" }</th><th>{ "metadata" }</th><th>{ "a power loss right after it returns" }</th><th>{ "source" }</th></tr></thead>
             <tbody>{ for rows }</tbody>
         </table>
         { markup(NOTES) }
-        <h3>{ "What a sync costs" }</h3>
+        { markup("<h3>What a sync costs</h3>") }
         <div class="prose">
             <p>{ format!("One log runs one sync at a time and a sync takes L, so it completes at most 1 ÷ L syncs a \
                   second: {:.0} at L = {} ms (Part 5 shows how group commit shares each one). On EBS each sync is \
