@@ -202,3 +202,16 @@ test("Part 14's restore before the backup point says the database holds every re
   assert.match(verdict.text, /Play past 20 ms/);
   await tab.close();
 });
+
+test("Part 14 offers Postgres's latencies, Part 13 the object store's: no S3 class on the Postgres chapter", async () => {
+  const options = async (query) => {
+    const tab = await lab.newPage(query);
+    const values = await tab.$$eval('#chapter select option', (all) => all.map((option) => option.textContent));
+    await tab.close();
+    return values.join(' | ');
+  };
+  const postgres = await options('?part=14');
+  assert.ok(postgres.includes('a Postgres commit, 1-2 ms') && !postgres.includes('S3 Standard, 20-40 ms') && !postgres.includes('S3 Express One Zone, 2-8 ms'), postgres);
+  const s3 = await options('?part=13');
+  assert.ok(s3.includes('S3 Standard, 20-40 ms') && !s3.includes('a Postgres commit, 1-2 ms'), s3);
+});

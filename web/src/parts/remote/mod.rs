@@ -163,14 +163,22 @@ fn load_value(params: &RemoteParams) -> String {
 fn common_controls(props: &ChapterProps, backend: RemoteBackend) -> Html {
     let params = &props.params.remote;
     let on = &props.on_action;
-    let mut latency_options = vec![
+    let all = [
         opt("s3-standard", "S3 Standard, 20-40 ms"),
         opt("s3-express", "S3 Express One Zone, 2-8 ms"),
         opt("postgres", "a Postgres commit, 1-2 ms"),
         opt("25", "exactly 25 ms"),
         opt("1", "exactly 1 ms"),
     ];
+    // Each backend offers its own service's latencies and the two fixed ones; a link's
+    // other value is shown too, under its name.
     let current_latency = latency_value(params, backend);
+    let own = |value: &str| match value {
+        "s3-standard" | "s3-express" => backend == RemoteBackend::S3,
+        "postgres" => backend == RemoteBackend::Postgres,
+        _ => true,
+    };
+    let mut latency_options: Vec<_> = all.iter().filter(|(value, _)| own(value) || *value == current_latency).cloned().collect();
     if !latency_options.iter().any(|(value, _)| *value == current_latency) {
         latency_options.push((current_latency.clone(), format!("exactly {current_latency} ms")));
     }
