@@ -36,6 +36,26 @@ test('a trace from `walab sim power-cut --trace` plays in the lanes', async () =
   await page.close();
 });
 
+test('a trace dropped anywhere on the page is read, not opened by the browser in place of the lab', async () => {
+  const file = path.join(dir, 'anywhere.json');
+  walab('sim', 'power-cut', '--at-ms', '20', '--trace', file, '--json');
+  const text = fs.readFileSync(file, 'utf8');
+  const page = await lab.newPage('?part=2');
+  const handled = await page.evaluate((body) => {
+    const transfer = new DataTransfer();
+    transfer.items.add(new File([body], 'anywhere.json', { type: 'application/json' }));
+    const heading = document.querySelector('#chapter h2');
+    const over = heading.dispatchEvent(new DragEvent('dragover', { dataTransfer: transfer, bubbles: true, cancelable: true }));
+    const drop = heading.dispatchEvent(new DragEvent('drop', { dataTransfer: transfer, bubbles: true, cancelable: true }));
+    return { over, drop };
+  }, text);
+  // dispatchEvent returns false when a listener prevented the browser's own handling.
+  assert.deepEqual(handled, { over: false, drop: false });
+  await page.waitForSelector('.dropped');
+  assert.equal(await page.getAttribute('#chapter', 'data-part'), '5', 'the page moves to Part 5');
+  await page.close();
+});
+
 test('a malformed trace file gets a clear message', async () => {
   const file = path.join(dir, 'broken.json');
   fs.writeFileSync(file, '{"format_version": 1, "events": [');

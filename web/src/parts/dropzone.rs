@@ -5,6 +5,8 @@
 
 use std::rc::Rc;
 
+use gloo_events::{EventListener, EventListenerOptions};
+use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::{spawn_local, JsFuture};
 use yew::prelude::*;
 
@@ -118,6 +120,27 @@ pub fn DropZone(props: &DropZoneProps) -> Html {
             }
         })
     };
+    // A file dropped anywhere on the page is read as if on the zone (which handles its own
+    // drops first), instead of the browser opening it in place of the lab.
+    {
+        let (on_action, progress) = (props.on_action.clone(), progress.clone());
+        use_effect_with((), move |_| {
+            let window = web_sys::window().expect("a window");
+            let options = EventListenerOptions::enable_prevent_default();
+            let over = EventListener::new_with_options(&window, "dragover", options, |event| event.prevent_default());
+            let dropped = EventListener::new_with_options(&window, "drop", options, move |event| {
+                if event.default_prevented() {
+                    return;
+                }
+                event.prevent_default();
+                let file = event.dyn_ref::<DragEvent>().and_then(|drag| drag.data_transfer()).and_then(|transfer| transfer.files()).and_then(|files| files.get(0));
+                if let Some(file) = file {
+                    read_file(file, on_action.clone(), progress.clone());
+                }
+            });
+            move || drop((over, dropped))
+        });
+    }
     let on_choose = {
         let (on_action, progress) = (props.on_action.clone(), progress.clone());
         Callback::from(move |event: Event| {
