@@ -107,3 +107,10 @@ test('Part 12 draws the path of an OK: a card per Part (0-11, 13, 14) with the n
   await page.waitForFunction(() => new URL(location.href).searchParams.get('part') === '8');
   await page.close();
 });
+
+test("Part 12 in presenter mode keeps its content: the Parts' cards and the cheat card", async () => {
+  const page = await lab.newPage('?part=12&present=1', { width: 1024, height: 768 });
+  assert.ok(await page.isVisible('[data-figure="ok-path"] li.stop[data-part="11"]'), "Part 11's card is hidden in presenter mode");
+  assert.ok(await page.isVisible('table.cheat-card'), 'the cheat card is hidden in presenter mode');
+  await page.close();
+});
