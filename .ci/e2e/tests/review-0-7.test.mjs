@@ -101,19 +101,25 @@ test("Part 6 in presenter mode at 1024x768: each mode's card keeps its labels cl
   await page.close();
 });
 
+/** One edge (`left` or `top`) of `selector`'s box, sampled on each of the next `frames`
+ *  animation frames. */
+function edgeOverFrames(page, selector, edge, frames) {
+  return page.evaluate(([sel, side, count]) => new Promise((resolve) => {
+    const seen = [];
+    const sample = () => {
+      seen.push(document.querySelector(sel).getBoundingClientRect()[side]);
+      if (seen.length < count) requestAnimationFrame(sample); else resolve(seen);
+    };
+    requestAnimationFrame(sample);
+  }), [selector, edge, frames]);
+}
+
 /** The left edge of `selector` over the frames after `key`: its first and last places and
  *  how many frames it spent in between. */
 async function glide(page, selector, key) {
   const from = await page.$eval(selector, (element) => element.getBoundingClientRect().left);
   await page.keyboard.press(key);
-  const seen = await page.evaluate((sel) => new Promise((resolve) => {
-    const lefts = [];
-    const sample = () => {
-      lefts.push(document.querySelector(sel).getBoundingClientRect().left);
-      if (lefts.length < 40) requestAnimationFrame(sample); else resolve(lefts);
-    };
-    requestAnimationFrame(sample);
-  }), selector);
+  const seen = await edgeOverFrames(page, selector, 'left', 40);
   const to = seen.at(-1);
   const between = seen.filter((left) => Math.abs(left - from) > 0.5 && Math.abs(left - to) > 0.5).length;
   return { from, to, between };
@@ -148,14 +154,7 @@ async function unitWritten(page) {
   for (let step = 0; step < 12; step += 1) {
     const before = await page.getAttribute(unit, 'data-state');
     await page.keyboard.press('ArrowRight');
-    const tops = await page.evaluate((sel) => new Promise((resolve) => {
-      const seen = [];
-      const sample = () => {
-        seen.push(document.querySelector(sel).getBoundingClientRect().top);
-        if (seen.length < 30) requestAnimationFrame(sample); else resolve(seen);
-      };
-      requestAnimationFrame(sample);
-    }), unit);
+    const tops = await edgeOverFrames(page, unit, 'top', 30);
     if (before !== 'dirty' && (await page.getAttribute(unit, 'data-state')) === 'dirty') {
       const cache = await page.$eval('.sync-journey [data-row="page-cache"] .row-band', (band) => band.getBoundingClientRect().top);
       return { tops, cache };
